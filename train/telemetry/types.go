@@ -1,0 +1,150 @@
+// Package telemetry is the one-way stream from a training run to whoever watches it:
+// the console, the headless printer, the JSONL recorder, an attached console in another
+// terminal. It also carries the commands that flow back (checkpoint, pause, resume,
+// evaluate, stop). Only plain data lives here, so every consumer sees the same thing
+// whether the run is in this process or read back from its run directory.
+package telemetry
+
+import "time"
+
+// Phase of a run.
+type Phase string
+
+const (
+	PhaseSFT  Phase = "sft"
+	PhaseRFT  Phase = "rft"
+	PhaseEval Phase = "eval"
+)
+
+// State of a run, as shown in the console header.
+type State string
+
+const (
+	StateStarting      State = "starting"
+	StateRunning       State = "running"
+	StatePaused        State = "paused"
+	StateCheckpointing State = "checkpointing"
+	StateEvaluating    State = "evaluating"
+	StateDone          State = "done"
+	StateFailed        State = "failed"
+)
+
+// Snapshot is everything a viewer needs to draw one frame, published after a step.
+// Metrics uses the slash-namespaced names of DESIGN.md ("reward/total", "kpi/success_rate_ma100",
+// "tools/SEGMENT_OBJECT_AT" …). Snapshots are coalesced: a slow viewer only sees the newest.
+type Snapshot struct {
+	Run        string             `json:"run"`
+	Phase      Phase              `json:"phase"`
+	State      State              `json:"state"`
+	Step       int                `json:"step"`
+	TotalSteps int                `json:"total_steps"`
+	Time       time.Time          `json:"time"`
+	StepsPerS  float64            `json:"steps_per_s"`
+	Metrics    map[string]float64 `json:"m"`
+	Curriculum Curriculum         `json:"curriculum"`
+	Samples    []Sample           `json:"samples,omitempty"`
+}
+
+// Curriculum describes the active curriculum: the reward-stage curriculum in RFT,
+// the difficulty (data) curriculum in SFT.
+type Curriculum struct {
+	Kind     string       `json:"kind"` // "reward" or "data"
+	Current  int          `json:"current"`
+	Stages   []Stage      `json:"stages"`
+	Progress []Condition  `json:"progress,omitempty"` // live exit-condition progress of the current stage
+	History  []Transition `json:"history,omitempty"`
+	Note     string       `json:"note,omitempty"` // e.g. "next advance attempt at step 900 (cooldown)"
+}
+
+// Stage is one curriculum stage.
+type Stage struct {
+	Name      string             `json:"name"`
+	Weights   map[string]float64 `json:"weights,omitempty"` // reward component weights
+	Exit      []string           `json:"exit,omitempty"`    // exit conditions, human-readable
+	EnteredAt int                `json:"entered_at"`        // step, -1 when never entered
+}
+
+// Condition is the live state of one exit condition.
+type Condition struct {
+	Desc   string  `json:"desc"` // "success_rate_ma100 > 0.70"
+	Value  float64 `json:"value"`
+	Target float64 `json:"target"`
+	Met    bool    `json:"met"`
+}
+
+// Transition is a curriculum advance or rollback.
+type Transition struct {
+	Step   int    `json:"step"`
+	From   int    `json:"from"`
+	To     int    `json:"to"`
+	Kind   string `json:"kind"` // "advance" or "rollback"
+	Reason string `json:"reason"`
+}
+
+// Sample is one trajectory as the console shows it.
+type Sample struct {
+	Step        int          `json:"step"`
+	Family      string       `json:"family"`
+	Question    string       `json:"question"`
+	Answer      string       `json:"answer"`
+	GroundTruth string       `json:"ground_truth"`
+	Correct     bool         `json:"correct"`
+	Reward      float64      `json:"reward"`
+	Steps       []SampleStep `json:"steps"`
+	Thumb       Thumbnail    `json:"thumb"`
+}
+
+// SampleStep is one operation of a Sample with its per-step reward attribution.
+type SampleStep struct {
+	Op      string             `json:"op"`
+	Args    string             `json:"args"`
+	Result  string             `json:"result"`
+	Misuse  string             `json:"misuse,omitempty"`
+	Rewards map[string]float64 `json:"rewards,omitempty"`
+}
+
+// Thumbnail is a small RGB image (W*H*3 bytes, row-major) for half-block drawing.
+type Thumbnail struct {
+	W   int    `json:"w"`
+	H   int    `json:"h"`
+	Pix []byte `json:"pix"`
+}
+
+// Event kinds.
+const (
+	EventStageAdvance  = "stage_advance"
+	EventStageRollback = "stage_rollback"
+	EventDataAdvance   = "data_advance"
+	EventDataRollback  = "data_rollback"
+	EventCheckpoint    = "checkpoint"
+	EventEval          = "eval"
+	EventCommand       = "command" // a command was received and applied
+	EventPhase         = "phase"   // a phase started or ended
+	EventWarning       = "warning"
+	EventError         = "error"
+)
+
+// Event is something that happened once. Events are never coalesced.
+type Event struct {
+	Step    int            `json:"step"`
+	Time    time.Time      `json:"time"`
+	Kind    string         `json:"kind"`
+	Message string         `json:"message"`
+	Data    map[string]any `json:"data,omitempty"`
+}
+
+// CommandKind is what a viewer asks the run to do.
+type CommandKind string
+
+const (
+	CmdCheckpoint CommandKind = "checkpoint"
+	CmdPause      CommandKind = "pause"
+	CmdResume     CommandKind = "resume"
+	CmdEval       CommandKind = "eval"
+	CmdStop       CommandKind = "stop"
+)
+
+// Command is sent to the run; it is applied between steps and acknowledged by an Event.
+type Command struct {
+	Kind CommandKind `json:"kind"`
+}
