@@ -1,0 +1,134 @@
+// Package optim holds the optimiser and learning-rate schedules that update
+// parameter slices in place from gradients computed elsewhere (by gorgonia).
+// Keeping the optimiser outside the autodiff library keeps its state plain data:
+// moments and step counts are saved in checkpoints and restored exactly.
+package optim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Param is a named parameter: its values and the gradient of the loss with
+// respect to them, both of the same length. Data is updated in place.
+type Param struct {
+	Name string
+	Data []float32
+	Grad []float32
+}
+
+// ErrNonFinite is returned when a gradient holds NaN or ±Inf; no weight is changed.
+var ErrNonFinite = errors.New("non-finite gradient")
+
+// AdamConfig holds the AdamW hyper-parameters.
+type AdamConfig struct {
+	Beta1, Beta2 float64 // moment decay rates (0.9, 0.999)
+	Eps          float64 // denominator guard (1e-8)
+	WeightDecay  float64 // decoupled weight decay (AdamW); 0 for plain Adam
+	ClipNorm     float64 // global gradient-norm clip; 0 disables
+}
+
+// DefaultAdam returns the usual Adam settings without weight decay or clipping.
+func DefaultAdam() AdamConfig { return AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8} }
+
+// Adam is AdamW (Loshchilov & Hutter) over named parameters:
+//
+//	m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²
+//	θ ← θ − lr·( m̂ / (√v̂ + ε) + λ·θ ),  m̂ = m/(1−β1ᵗ), v̂ = v/(1−β2ᵗ)
+type Adam struct {
+	cfg AdamConfig
+	st  AdamState
+}
+
+// AdamState is everything that influences later updates; it is saved in checkpoints.
+type AdamState struct {
+	Step int                  `json:"step"`
+	M    map[string][]float32 `json:"-"`
+	V    map[string][]float32 `json:"-"`
+}
+
+// NewAdam returns an optimiser with empty moments.
+func NewAdam(cfg AdamConfig) *Adam {
+	return &Adam{cfg: cfg, st: AdamState{M: map[string][]float32{}, V: map[string][]float32{}}}
+}
+
+// StepResult reports what one update saw.
+type StepResult struct {
+	GradNorm float64 // global L2 norm before clipping
+	Clipped  bool
+}
+
+// Step applies one update with learning rate lr. It first checks every gradient;
+// if any value is non-finite it returns ErrNonFinite and changes nothing, so a bad
+// batch never reaches the weights.
+func (a *Adam) Step(params []Param, lr float64) (StepResult, error) {
+	var sq float64
+	for _, p := range params {
+		if len(p.Grad) != len(p.Data) {
+			return StepResult{}, fmt.Errorf("adam: %s: gradient has %d values, parameter %d", p.Name, len(p.Grad), len(p.Data))
+		}
+		for _, g := range p.Grad {
+			sq += float64(g) * float64(g)
+		}
+	}
+	norm := math.Sqrt(sq)
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return StepResult{GradNorm: norm}, ErrNonFinite
+	}
+	res := StepResult{GradNorm: norm}
+	scale := 1.0
+	if a.cfg.ClipNorm > 0 && norm > a.cfg.ClipNorm {
+		scale = a.cfg.ClipNorm / (norm + 1e-12)
+		res.Clipped = true
+	}
+	a.st.Step++
+	t := float64(a.st.Step)
+	b1, b2 := a.cfg.Beta1, a.cfg.Beta2
+	c1 := 1 - math.Pow(b1, t)
+	c2 := 1 - math.Pow(b2, t)
+	stepSize := lr / c1
+	for _, p := range params {
+		m, v := a.moments(p.Name, len(p.Data))
+		for i, g32 := range p.Grad {
+			g := float64(g32) * scale
+			mi := b1*float64(m[i]) + (1-b1)*g
+			vi := b2*float64(v[i]) + (1-b2)*g*g
+			m[i], v[i] = float32(mi), float32(vi)
+			upd := stepSize * mi / (math.Sqrt(vi/c2) + a.cfg.Eps)
+			if a.cfg.WeightDecay != 0 {
+				upd += lr * a.cfg.WeightDecay * float64(p.Data[i])
+			}
+			p.Data[i] -= float32(upd)
+		}
+	}
+	return res, nil
+}
+
+func (a *Adam) moments(name string, n int) (m, v []float32) {
+	m, ok := a.st.M[name]
+	if !ok || len(m) != n {
+		m = make([]float32, n)
+		a.st.M[name] = m
+	}
+	v, ok = a.st.V[name]
+	if !ok || len(v) != n {
+		v = make([]float32, n)
+		a.st.V[name] = v
+	}
+	return m, v
+}
+
+// State returns the optimiser state (shared, not copied: save it before the next Step).
+func (a *Adam) State() AdamState { return a.st }
+
+// Restore replaces the optimiser state, e.g. from a checkpoint.
+func (a *Adam) Restore(st AdamState) {
+	if st.M == nil {
+		st.M = map[string][]float32{}
+	}
+	if st.V == nil {
+		st.V = map[string][]float32{}
+	}
+	a.st = st
+}
