@@ -1,0 +1,75 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ruleUnknown is the Rule of a FieldError for a key that no field has.
+const ruleUnknown = "unknown key"
+
+// FieldError is one problem with one key: Path is the dotted key path ("rft.group_size",
+// "curriculum.stages[1].exit[0].n"), Rule says what is wrong ("must be >= 2, got 1").
+type FieldError struct {
+	Path string
+	Rule string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Rule }
+
+// SetError is a --set argument that could not be applied. Err is usually a *FieldError.
+type SetError struct {
+	Arg string // the argument as given, "rft.group_size=4"
+	Err error
+}
+
+func (e *SetError) Error() string {
+	var fe *FieldError
+	if errors.As(e.Err, &fe) {
+		switch {
+		case fe.Rule == ruleUnknown:
+			return fmt.Sprintf("--set %s: unknown key %s", e.Arg, fe.Path)
+		case fe.Path == setKey(e.Arg):
+			return fmt.Sprintf("--set %s: %s", e.Arg, fe.Rule)
+		}
+	}
+	return fmt.Sprintf("--set %s: %v", e.Arg, e.Err)
+}
+
+func (e *SetError) Unwrap() error { return e.Err }
+
+// FieldErrors returns every *FieldError in err's tree, in order. Errors joined with
+// errors.Join (as Load, Apply and Validate return them) print one per line.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		if fe, ok := err.(*FieldError); ok {
+			out = append(out, fe)
+			return
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			if e := u.Unwrap(); e != nil {
+				walk(e)
+			}
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
+
+// collector gathers FieldErrors in the order they are found.
+type collector struct{ errs []error }
+
+func (c *collector) add(path, format string, args ...any) {
+	c.errs = append(c.errs, &FieldError{Path: path, Rule: fmt.Sprintf(format, args...)})
+}
+
+func (c *collector) err() error { return errors.Join(c.errs...) }
