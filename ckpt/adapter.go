@@ -1,0 +1,281 @@
+package ckpt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Adapter file names, as PEFT's save_pretrained writes them and from_pretrained expects them.
+const (
+	AdapterModelFile  = "adapter_model.safetensors"
+	AdapterConfigFile = "adapter_config.json"
+)
+
+// tensorPrefix is what PEFT puts before a module path in saved adapter weights (the wrapper's
+// base_model, then the wrapped model); the adapter name ("default") is left out on save.
+const tensorPrefix = "base_model.model."
+
+// LoRALayer is the low-rank update of one linear layer: W' = W + (Alpha/Rank) · B·A.
+type LoRALayer struct {
+	Module string    // module path inside the policy, e.g. "blocks.0.attn.q_proj"
+	Rank   int       // r
+	Alpha  float64   // lora_alpha
+	In     int       // input features of the adapted layer
+	Out    int       // output features
+	A      []float32 // Rank×In, row-major: lora_A.weight
+	B      []float32 // Out×Rank, row-major: lora_B.weight
+}
+
+// Adapter is a set of LoRA layers exported for use outside pixelis.
+type Adapter struct {
+	BaseModel  string  // base_model_name_or_path: the SFT checkpoint the adapters apply to
+	TaskType   string  // PEFT task_type; empty means CAUSAL_LM
+	Dropout    float64 // lora_dropout used in training
+	Stage      string  // curriculum stage the adapter was exported at
+	StageIndex int
+	Step       int64
+	Layers     []LoRALayer
+}
+
+// adapterConfig is adapter_config.json: the fields PEFT's LoraConfig reads, then pixelis's own,
+// prefixed so they cannot collide with a future PEFT field.
+type adapterConfig struct {
+	PeftType            string             `json:"peft_type"`
+	TaskType            string             `json:"task_type"`
+	R                   int                `json:"r"`
+	LoraAlpha           float64            `json:"lora_alpha"`
+	LoraDropout         float64            `json:"lora_dropout"`
+	TargetModules       []string           `json:"target_modules"`
+	RankPattern         map[string]int     `json:"rank_pattern"`
+	AlphaPattern        map[string]float64 `json:"alpha_pattern"`
+	BaseModelNameOrPath string             `json:"base_model_name_or_path"`
+	Bias                string             `json:"bias"`
+	FanInFanOut         bool               `json:"fan_in_fan_out"`
+	InferenceMode       bool               `json:"inference_mode"`
+	InitLoraWeights     bool               `json:"init_lora_weights"`
+	ModulesToSave       []string           `json:"modules_to_save"`
+
+	PixelisFormatVersion int    `json:"pixelis_format_version"`
+	PixelisStage         string `json:"pixelis_stage"`
+	PixelisStageIndex    int    `json:"pixelis_stage_index"`
+	PixelisStep          int64  `json:"pixelis_step"`
+}
+
+// ExportAdapter writes a in PEFT's layout to dir: adapter_model.safetensors with tensors named
+// base_model.model.<module>.lora_A.weight / .lora_B.weight, and adapter_config.json. The global r
+// and lora_alpha are the most common values; layers that differ appear in rank_pattern and
+// alpha_pattern, as PEFT expects. The directory appears complete or not at all: both files are
+// written into a temporary sibling that is renamed into place, replacing any earlier export.
+func ExportAdapter(dir string, a Adapter) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("export adapter %s: %w", dir, err)
+		}
+	}()
+	layers := slices.Clone(a.Layers)
+	slices.SortFunc(layers, func(x, y LoRALayer) int { return strings.Compare(x.Module, y.Module) })
+	if err := checkLayers(layers); err != nil {
+		return err
+	}
+	cfg := adapterConfig{
+		PeftType:             "LORA",
+		TaskType:             a.TaskType,
+		LoraDropout:          a.Dropout,
+		RankPattern:          map[string]int{},
+		AlphaPattern:         map[string]float64{},
+		BaseModelNameOrPath:  a.BaseModel,
+		Bias:                 "none",
+		InferenceMode:        true,
+		InitLoraWeights:      true,
+		PixelisFormatVersion: FormatVersion,
+		PixelisStage:         a.Stage,
+		PixelisStageIndex:    a.StageIndex,
+		PixelisStep:          a.Step,
+	}
+	if cfg.TaskType == "" {
+		cfg.TaskType = "CAUSAL_LM"
+	}
+	ranks := make([]float64, len(layers))
+	alphas := make([]float64, len(layers))
+	for i, l := range layers {
+		ranks[i], alphas[i] = float64(l.Rank), l.Alpha
+	}
+	cfg.R, cfg.LoraAlpha = int(mode(ranks)), mode(alphas)
+	var tensors []Tensor
+	for _, l := range layers {
+		cfg.TargetModules = append(cfg.TargetModules, l.Module)
+		if l.Rank != cfg.R {
+			cfg.RankPattern[l.Module] = l.Rank
+		}
+		if l.Alpha != cfg.LoraAlpha {
+			cfg.AlphaPattern[l.Module] = l.Alpha
+		}
+		tensors = append(tensors,
+			Tensor{Name: tensorPrefix + l.Module + ".lora_A.weight", DType: F32, Shape: []int{l.Rank, l.In}, Data: l.A},
+			Tensor{Name: tensorPrefix + l.Module + ".lora_B.weight", DType: F32, Shape: []int{l.Out, l.Rank}, Data: l.B})
+	}
+	js, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", AdapterConfigFile, err)
+	}
+
+	dir = filepath.Clean(dir)
+	parent, name := filepath.Split(dir)
+	if parent == "" {
+		parent = "."
+	}
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("directory name: %w", err)
+	}
+	if err := mkdirAllSynced(parent); err != nil {
+		return err
+	}
+	if err := tidy(parent, name); err != nil {
+		return fmt.Errorf("clear leftovers of an earlier export: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, tmpPrefix+name+"-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tidy(parent, name) // best effort; the next export clears what remains
+		}
+	}()
+	// "format": "pt" is what transformers checks before trusting a safetensors checkpoint.
+	meta := map[string]string{"format": "pt"}
+	if _, err := writeFile(filepath.Join(tmp, AdapterModelFile), func(w io.Writer) error {
+		return WriteSafetensors(w, tensors, meta)
+	}); err != nil {
+		return err
+	}
+	if _, err := writeBytes(filepath.Join(tmp, AdapterConfigFile), append(js, '\n')); err != nil {
+		return err
+	}
+	return install(parent, name, tmp, func(string) error { return nil })
+}
+
+// checkLayers collects every reason the layers cannot be exported.
+func checkLayers(layers []LoRALayer) error {
+	if len(layers) == 0 {
+		return errors.New("no layers")
+	}
+	var errs []error
+	for i, l := range layers {
+		if l.Module == "" {
+			errs = append(errs, fmt.Errorf("layer %d: empty module name", i))
+		}
+		if i > 0 && layers[i-1].Module == l.Module {
+			errs = append(errs, fmt.Errorf("layer %q: module appears twice", l.Module))
+		}
+		if l.Rank <= 0 || l.In <= 0 || l.Out <= 0 {
+			errs = append(errs, fmt.Errorf("layer %q: rank %d, in %d, out %d must all be positive", l.Module, l.Rank, l.In, l.Out))
+			continue
+		}
+		if math.IsNaN(l.Alpha) || math.IsInf(l.Alpha, 0) {
+			errs = append(errs, fmt.Errorf("layer %q: alpha %v is not finite", l.Module, l.Alpha))
+		}
+		if len(l.A) != l.Rank*l.In {
+			errs = append(errs, fmt.Errorf("layer %q: A has %d values, rank %d × in %d needs %d", l.Module, len(l.A), l.Rank, l.In, l.Rank*l.In))
+		}
+		if len(l.B) != l.Out*l.Rank {
+			errs = append(errs, fmt.Errorf("layer %q: B has %d values, out %d × rank %d needs %d", l.Module, len(l.B), l.Out, l.Rank, l.Out*l.Rank))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mode is the most frequent value, the smallest among ties, so the choice is deterministic.
+func mode(vs []float64) float64 {
+	count := make(map[float64]int, len(vs))
+	for _, v := range vs {
+		count[v]++
+	}
+	best, bestN := 0.0, 0
+	for v, n := range count {
+		if n > bestN || n == bestN && v < best {
+			best, bestN = v, n
+		}
+	}
+	return best
+}
+
+// ReadAdapter reads an adapter directory written by ExportAdapter (or by PEFT, for the LoRA
+// fields it shares) and checks that the weights agree with the config. Layers come back sorted
+// by module.
+func ReadAdapter(dir string) (Adapter, error) {
+	cfgPath := filepath.Join(dir, AdapterConfigFile)
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return Adapter{}, fmt.Errorf("read adapter: %w", err)
+	}
+	var cfg adapterConfig
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return Adapter{}, fmt.Errorf("read adapter: %s: %w", cfgPath, err)
+	}
+	if cfg.PeftType != "LORA" {
+		return Adapter{}, fmt.Errorf("read adapter: %s: peft_type %q, want \"LORA\"", cfgPath, cfg.PeftType)
+	}
+	modelPath := filepath.Join(dir, AdapterModelFile)
+	tensors, _, err := ReadSafetensorsFile(modelPath)
+	if err != nil {
+		return Adapter{}, fmt.Errorf("read adapter: %w", err)
+	}
+	byName := make(map[string]Tensor, len(tensors))
+	for _, t := range tensors {
+		byName[t.Name] = t
+	}
+	a := Adapter{
+		BaseModel:  cfg.BaseModelNameOrPath,
+		TaskType:   cfg.TaskType,
+		Dropout:    cfg.LoraDropout,
+		Stage:      cfg.PixelisStage,
+		StageIndex: cfg.PixelisStageIndex,
+		Step:       cfg.PixelisStep,
+	}
+	var errs []error
+	for _, m := range cfg.TargetModules {
+		rank, ok := cfg.RankPattern[m]
+		if !ok {
+			rank = cfg.R
+		}
+		alpha, ok := cfg.AlphaPattern[m]
+		if !ok {
+			alpha = cfg.LoraAlpha
+		}
+		an, bn := tensorPrefix+m+".lora_A.weight", tensorPrefix+m+".lora_B.weight"
+		ta, okA := byName[an]
+		tb, okB := byName[bn]
+		delete(byName, an)
+		delete(byName, bn)
+		if !okA || !okB {
+			errs = append(errs, fmt.Errorf("module %q: lora_A or lora_B weight missing", m))
+			continue
+		}
+		if ta.DType != F32 || tb.DType != F32 || len(ta.Shape) != 2 || len(tb.Shape) != 2 ||
+			ta.Shape[0] != rank || tb.Shape[1] != rank {
+			errs = append(errs, fmt.Errorf("module %q: lora_A %s%v and lora_B %s%v do not fit rank %d",
+				m, ta.DType, ta.Shape, tb.DType, tb.Shape, rank))
+			continue
+		}
+		a.Layers = append(a.Layers, LoRALayer{
+			Module: m, Rank: rank, Alpha: alpha,
+			In: ta.Shape[1], Out: tb.Shape[0], A: ta.Data, B: tb.Data,
+		})
+	}
+	for _, name := range sortedKeys(byName) {
+		errs = append(errs, fmt.Errorf("tensor %q belongs to no target module", name))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Adapter{}, fmt.Errorf("read adapter %s: %w", dir, err)
+	}
+	slices.SortFunc(a.Layers, func(x, y LoRALayer) int { return strings.Compare(x.Module, y.Module) })
+	return a, nil
+}

@@ -1,0 +1,191 @@
+package ckpt
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// ProblemKind classifies what is wrong with one file of a checkpoint.
+type ProblemKind string
+
+const (
+	Missing       ProblemKind = "missing"        // listed in the manifest, not on disk
+	Truncated     ProblemKind = "truncated"      // shorter than the manifest says
+	Grown         ProblemKind = "grown"          // longer than the manifest says
+	HashMismatch  ProblemKind = "hash mismatch"  // right size, different bytes
+	BadHeader     ProblemKind = "bad header"     // safetensors header unreadable or inconsistent
+	ShapeMismatch ProblemKind = "shape mismatch" // shapes disagree with the data or the manifest
+	Unlisted      ProblemKind = "unlisted"       // a tensor file the manifest does not vouch for
+	BadManifest   ProblemKind = "bad manifest"   // manifest.json unreadable or invalid
+	BadState      ProblemKind = "bad state"      // state.json is not JSON
+)
+
+// Problem is one thing wrong with a checkpoint, named by file.
+type Problem struct {
+	File   string // file name inside the checkpoint directory
+	Kind   ProblemKind
+	Detail string
+}
+
+func (p Problem) Error() string {
+	if p.Detail == "" {
+		return fmt.Sprintf("%s: %s", p.File, p.Kind)
+	}
+	return fmt.Sprintf("%s: %s: %s", p.File, p.Kind, p.Detail)
+}
+
+// VerifyError is what Load returns for a checkpoint that fails verification.
+type VerifyError struct {
+	Path     string
+	Problems []Problem
+}
+
+func (e *VerifyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "checkpoint %s failed verification (%d problems)", e.Path, len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Verify checks a checkpoint directory and lists every problem found; none means it is sound.
+// It reads every file: sizes and SHA-256 against the manifest, safetensors headers against their
+// data and against the shapes the manifest recorded, state.json as JSON, and it looks for tensor
+// files the manifest does not list.
+func Verify(path string) []Problem {
+	_, problems := check(path)
+	return problems
+}
+
+// check does the work of Verify and, as it must read every byte anyway, returns the decoded
+// contents so Load reads each file once.
+func check(path string) (*Loaded, []Problem) {
+	m, err := Inspect(path)
+	if err != nil {
+		kind := BadManifest
+		if errors.Is(err, fs.ErrNotExist) {
+			kind = Missing
+		}
+		return nil, []Problem{{File: ManifestFile, Kind: kind, Detail: unwrapDetail(err)}}
+	}
+	l := &Loaded{
+		Path:     path,
+		Manifest: m,
+		Tensors:  make(map[string][]Tensor),
+		Meta:     make(map[string]map[string]string),
+		Extra:    make(map[string][]byte),
+	}
+	var problems []Problem
+	add := func(file string, kind ProblemKind, format string, args ...any) {
+		problems = append(problems, Problem{File: file, Kind: kind, Detail: fmt.Sprintf(format, args...)})
+	}
+	listed := make(map[string]bool, len(m.Files))
+	for _, f := range m.Files {
+		listed[f.Name] = true
+		b, err := os.ReadFile(filepath.Join(path, f.Name))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				add(f.Name, Missing, "manifest lists %d bytes", f.Size)
+			} else {
+				add(f.Name, Missing, "cannot read: %v", err)
+			}
+			continue
+		}
+		if int64(len(b)) < f.Size {
+			add(f.Name, Truncated, "%d of %d bytes", len(b), f.Size)
+			continue
+		}
+		if int64(len(b)) > f.Size {
+			add(f.Name, Grown, "%d bytes, manifest lists %d", len(b), f.Size)
+			continue
+		}
+		sum := sha256.Sum256(b)
+		if got := hex.EncodeToString(sum[:]); got != f.SHA256 {
+			add(f.Name, HashMismatch, "manifest sha256 %.16s…, file %.16s…", f.SHA256, got)
+		}
+		switch {
+		case strings.HasSuffix(f.Name, ".safetensors"):
+			tensors, meta, err := parseSafetensors(b)
+			if err != nil {
+				kind := BadHeader
+				if errors.Is(err, ErrShape) {
+					kind = ShapeMismatch
+				}
+				add(f.Name, kind, "%v", err)
+				continue
+			}
+			if diff := compareTensors(f.Tensors, describe(tensors)); diff != "" {
+				add(f.Name, ShapeMismatch, "%s", diff)
+			}
+			l.Tensors[f.Name] = tensors
+			if meta != nil {
+				l.Meta[f.Name] = meta
+			}
+		case f.Name == StateFile:
+			if !json.Valid(b) {
+				add(f.Name, BadState, "not valid JSON")
+			}
+			l.State = b
+		default:
+			l.Extra[f.Name] = b
+		}
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		add(".", Missing, "cannot list directory: %v", err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".safetensors") && !listed[e.Name()] {
+			add(e.Name(), Unlisted, "tensor file not in %s", ManifestFile)
+		}
+	}
+	return l, problems
+}
+
+// compareTensors describes the first differences between what the manifest recorded and what a
+// file holds, or returns "" when they agree. A manifest without a tensor list checks nothing.
+func compareTensors(want, got []TensorInfo) string {
+	if len(want) == 0 {
+		return ""
+	}
+	have := make(map[string]TensorInfo, len(got))
+	for _, t := range got {
+		have[t.Name] = t
+	}
+	var diffs []string
+	for _, w := range want {
+		g, ok := have[w.Name]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("tensor %q missing", w.Name))
+		case g.DType != w.DType || !slices.Equal(g.Shape, w.Shape):
+			diffs = append(diffs, fmt.Sprintf("tensor %q is %s%v, manifest says %s%v", w.Name, g.DType, g.Shape, w.DType, w.Shape))
+		}
+		delete(have, w.Name)
+	}
+	for _, name := range sortedKeys(have) {
+		diffs = append(diffs, fmt.Sprintf("tensor %q not in manifest", name))
+	}
+	if len(diffs) > 3 {
+		diffs = append(diffs[:3], fmt.Sprintf("and %d more", len(diffs)-3))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// unwrapDetail drops the "inspect checkpoint: " prefix Inspect adds, since a Problem already says
+// which file it is about.
+func unwrapDetail(err error) string {
+	s := err.Error()
+	s, _ = strings.CutPrefix(s, "inspect checkpoint: ")
+	return strings.ReplaceAll(s, "\n", "; ")
+}
