@@ -1,0 +1,115 @@
+package grpo
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/pixelis/pixelis/train/policy"
+)
+
+// LossConfig holds the objective's hyper-parameters.
+type LossConfig struct {
+	ClipLow, ClipHigh float64 // ε_low, ε_high of the clipped ratio (DAPO's clip-higher when they differ)
+	KLCoef            float64 // β
+	KLEstimator       string  // "k1" or "k3"
+	EntropyCoef       float64 // c_ent (a bonus: subtracted from the loss)
+}
+
+// Validate reports every invalid field.
+func (c LossConfig) Validate() error {
+	switch {
+	case !(c.ClipLow > 0 && c.ClipLow < 1):
+		return fmt.Errorf("clip_low %v: must be in (0, 1)", c.ClipLow)
+	case !(c.ClipHigh > 0):
+		return fmt.Errorf("clip_high %v: must be > 0", c.ClipHigh)
+	case c.KLCoef < 0:
+		return fmt.Errorf("kl_coef %v: must be >= 0", c.KLCoef)
+	case c.KLEstimator != "k1" && c.KLEstimator != "k3":
+		return fmt.Errorf("kl_estimator %q: must be k1 or k3", c.KLEstimator)
+	}
+	return nil
+}
+
+// objective is the GRPO loss on a policy graph. Per action i (a "token"):
+//
+//	ρᵢ   = exp(log π(aᵢ|sᵢ) − log π_old(aᵢ|sᵢ))
+//	pgᵢ  = −min(ρᵢ·Aᵢ, clip(ρᵢ, 1−ε_low, 1+ε_high)·Aᵢ)            (PPO-clip, Schulman et al. 2017)
+//	klᵢ  = log π − log π_ref                                     (k1)
+//	     = exp(log π_ref − log π) − (log π_ref − log π) − 1       (k3, Schulman 2020; unbiased, ≥ 0)
+//	ℓᵢ   = pgᵢ + β·klᵢ − c_ent·Hᵢ
+//	L    = Σᵢ wᵢ·ℓᵢ                                               (wᵢ from RowWeights: the aggregation)
+//
+// gorgonia has no min or clamp with gradients, so they are written with |·|:
+// min(a,b) = (a+b−|a−b|)/2 and max(a,b) = (a+b+|a−b|)/2, whose subgradients are
+// those of min and max.
+type objective struct {
+	adv, old, ref, w *G.Node // inputs [B]
+	ratio, kl, loss  *G.Node
+}
+
+func buildObjective(tg *policy.TrainGraph, c LossConfig) (*objective, error) {
+	B := tg.Batch()
+	o := &objective{}
+	var err error
+	for _, in := range []struct {
+		dst  **G.Node
+		name string
+	}{{&o.adv, "advantage"}, {&o.old, "old_logp"}, {&o.ref, "ref_logp"}, {&o.w, "row_weight"}} {
+		if *in.dst, err = tg.NewInput(in.name, B); err != nil {
+			return nil, err
+		}
+	}
+	g := tg.Graph()
+	scalar := func(v float64) *G.Node { return G.NewConstant(float32(v)) }
+	var m must
+	newLP := tg.ChosenLogProb
+	o.ratio = m.do(G.Exp(m.do(G.Sub(newLP, o.old))))
+	s1 := m.do(G.HadamardProd(o.ratio, o.adv))
+	lo := maxNode(&m, o.ratio, scalar(1-c.ClipLow))
+	clipped := minNode(&m, lo, scalar(1+c.ClipHigh))
+	s2 := m.do(G.HadamardProd(clipped, o.adv))
+	pg := m.do(G.Neg(minNode(&m, s1, s2)))
+	switch c.KLEstimator {
+	case "k1":
+		o.kl = m.do(G.Sub(newLP, o.ref))
+	default:
+		d := m.do(G.Sub(o.ref, newLP))
+		o.kl = m.do(G.Sub(m.do(G.Sub(m.do(G.Exp(d)), d)), scalar(1)))
+	}
+	row := m.do(G.Add(pg, m.do(G.Mul(o.kl, scalar(c.KLCoef)))))
+	if c.EntropyCoef != 0 {
+		row = m.do(G.Sub(row, m.do(G.Mul(tg.Entropy, scalar(c.EntropyCoef)))))
+	}
+	o.loss = m.do(G.Sum(m.do(G.HadamardProd(o.w, row))))
+	_ = g
+	if m.err != nil {
+		return nil, fmt.Errorf("grpo loss: %w", m.err)
+	}
+	return o, nil
+}
+
+// minNode is min(a,b) = (a+b−|a−b|)/2.
+func minNode(m *must, a, b *G.Node) *G.Node {
+	sum := m.do(G.Add(a, b))
+	abs := m.do(G.Abs(m.do(G.Sub(a, b))))
+	return m.do(G.Mul(m.do(G.Sub(sum, abs)), G.NewConstant(float32(0.5))))
+}
+
+// maxNode is max(a,b) = (a+b+|a−b|)/2.
+func maxNode(m *must, a, b *G.Node) *G.Node {
+	sum := m.do(G.Add(a, b))
+	abs := m.do(G.Abs(m.do(G.Sub(a, b))))
+	return m.do(G.Mul(m.do(G.Add(sum, abs)), G.NewConstant(float32(0.5))))
+}
+
+// must keeps the first error of a chain of graph-building calls, so the
+// formula reads as one.
+type must struct{ err error }
+
+func (m *must) do(n *G.Node, err error) *G.Node {
+	if err != nil && m.err == nil {
+		m.err = err
+	}
+	return n
+}

@@ -1,0 +1,199 @@
+package grpo
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/pixelis/pixelis/train/optim"
+	"github.com/pixelis/pixelis/train/policy"
+)
+
+// Row is one action of a trajectory in an update batch.
+type Row struct {
+	Obs    []float32
+	Action int
+	Adv    float32 // the trajectory's advantage
+	Old    float32 // log π_old(a|s): the policy that collected the sample
+	Ref    float32 // log π_ref(a|s): the frozen SFT policy
+	W      float32 // aggregation weight (RowWeights)
+}
+
+// Updater runs the GRPO objective over the adapters of a policy (the base stays
+// the frozen SFT weights).
+type Updater struct {
+	tg  *policy.TrainGraph
+	obj *objective
+	opt *optim.Adam
+	cfg LossConfig
+
+	obs, mask, adv, old, ref, w []float32
+	acc                         [][]float32 // gradient accumulators, per trainable parameter
+}
+
+// Stats of one update (means over the rows that carried weight).
+type Stats struct {
+	Loss, KL, Entropy, ClipRatio, GradNorm float64
+	Updates, Skipped                       int // optimiser steps taken / refused for non-finite gradients
+}
+
+// NewUpdater builds the loss graph for chunks of batch rows over p's trainable names.
+func NewUpdater(p *policy.Params, batch int, trainable []string, c LossConfig, adam optim.AdamConfig) (*Updater, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if len(trainable) == 0 {
+		return nil, errors.New("grpo: nothing to train")
+	}
+	tg, err := policy.NewTrainGraph(p, batch, trainable)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := buildObjective(tg, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := tg.SetLoss(obj.loss); err != nil {
+		return nil, err
+	}
+	cfg := p.Config()
+	u := &Updater{
+		tg: tg, obj: obj, opt: optim.NewAdam(adam), cfg: c,
+		obs: make([]float32, batch*cfg.ObsDim()), mask: make([]float32, batch*cfg.Actions),
+		adv: make([]float32, batch), old: make([]float32, batch), ref: make([]float32, batch), w: make([]float32, batch),
+	}
+	for _, prm := range tg.Params() {
+		u.acc = append(u.acc, make([]float32, len(prm.Grad)))
+	}
+	return u, nil
+}
+
+// Optimizer is the updater's Adam, for checkpointing.
+func (u *Updater) Optimizer() *optim.Adam { return u.opt }
+
+// Update runs epochs passes over rows, each split into minibatches (shuffled with
+// rng); every minibatch is one optimiser step, its gradient accumulated over
+// graph-sized chunks. Row weights are scaled by the number of minibatches so a
+// minibatch's loss has the scale of the whole batch's.
+func (u *Updater) Update(rows []Row, epochs, minibatches int, lr float64, rng *rand.Rand) (Stats, error) {
+	var st Stats
+	if len(rows) == 0 {
+		return st, nil
+	}
+	if minibatches < 1 {
+		minibatches = 1
+	}
+	if minibatches > len(rows) {
+		minibatches = len(rows)
+	}
+	var wsum, klSum, entSum, clipSum, lossSum float64
+	for e := 0; e < epochs; e++ {
+		order := rng.Perm(len(rows))
+		for mb := 0; mb < minibatches; mb++ {
+			idx := order[mb*len(rows)/minibatches : (mb+1)*len(rows)/minibatches]
+			for _, a := range u.acc {
+				clear(a)
+			}
+			B := u.tg.Batch()
+			for lo := 0; lo < len(idx); lo += B {
+				hi := min(lo+B, len(idx))
+				cs, err := u.chunk(rows, idx[lo:hi], float32(minibatches))
+				if err != nil {
+					return st, err
+				}
+				wsum += cs.w
+				klSum += cs.kl
+				entSum += cs.ent
+				clipSum += cs.clip
+				lossSum += cs.loss
+				for i, prm := range u.tg.Params() {
+					for j, g := range prm.Grad {
+						u.acc[i][j] += g
+					}
+				}
+			}
+			ps := u.tg.Params()
+			for i := range ps {
+				ps[i].Grad = u.acc[i]
+			}
+			res, err := u.opt.Step(ps, lr)
+			st.GradNorm = res.GradNorm
+			if errors.Is(err, optim.ErrNonFinite) {
+				st.Skipped++
+				continue
+			}
+			if err != nil {
+				return st, err
+			}
+			st.Updates++
+		}
+	}
+	if wsum > 0 {
+		st.KL, st.Entropy, st.ClipRatio = klSum/wsum, entSum/wsum, clipSum/wsum
+	}
+	st.Loss = lossSum / float64(epochs*minibatches)
+	return st, nil
+}
+
+type chunkStats struct{ w, kl, ent, clip, loss float64 }
+
+// chunk runs the graph on rows[idx] (padded with zero-weight rows) and returns
+// weight-summed statistics; the gradient is left in the graph's buffers.
+func (u *Updater) chunk(rows []Row, idx []int, scale float32) (chunkStats, error) {
+	B := u.tg.Batch()
+	obsDim := len(u.obs) / B
+	nA := len(u.mask) / B
+	clear(u.obs)
+	clear(u.mask)
+	clear(u.adv)
+	clear(u.old)
+	clear(u.ref)
+	clear(u.w)
+	for k, i := range idx {
+		r := rows[i]
+		if len(r.Obs) != obsDim || r.Action < 0 || r.Action >= nA {
+			return chunkStats{}, fmt.Errorf("grpo: row %d has %d features and action %d", i, len(r.Obs), r.Action)
+		}
+		copy(u.obs[k*obsDim:], r.Obs)
+		u.mask[k*nA+r.Action] = 1
+		u.adv[k], u.old[k], u.ref[k], u.w[k] = r.Adv, r.Old, r.Ref, r.W*scale
+	}
+	feeds := map[*G.Node][]float32{u.tg.Obs: u.obs, u.tg.ActionMask: u.mask,
+		u.obj.adv: u.adv, u.obj.old: u.old, u.obj.ref: u.ref, u.obj.w: u.w}
+	if err := u.tg.Run(feeds); err != nil {
+		return chunkStats{}, err
+	}
+	loss := u.tg.LossValue()
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		// The optimiser refuses the non-finite gradient that comes with it.
+		loss = 0
+	}
+	cs := chunkStats{loss: loss}
+	ratio, err := u.tg.Value(u.obj.ratio)
+	if err != nil {
+		return cs, err
+	}
+	kl, err := u.tg.Value(u.obj.kl)
+	if err != nil {
+		return cs, err
+	}
+	ent, err := u.tg.Value(u.tg.Entropy)
+	if err != nil {
+		return cs, err
+	}
+	for k := range idx {
+		w := float64(u.w[k])
+		cs.w += w
+		cs.kl += w * float64(kl[k])
+		cs.ent += w * float64(ent[k])
+		rho := float64(ratio[k])
+		a := u.adv[k]
+		if (a > 0 && rho > 1+u.cfg.ClipHigh) || (a < 0 && rho < 1-u.cfg.ClipLow) {
+			cs.clip += w
+		}
+	}
+	return cs, nil
+}
