@@ -1,0 +1,26 @@
+// Package reward turns finished trajectories into the scalar rewards that GRPO
+// optimises, and keeps every number the console shows beside them.
+//
+// A reward is the seed's weighted sum of normalised components plus a tool
+// penalty:
+//
+//	R = clip( Σ_c w_c · z_c  +  penalty , ±clip ),   z_c = (raw_c − μ_c) / σ_c
+//
+// Start reading at orchestrator.go: an Orchestrator holds the Components
+// (final.go, coherence.go, misuse.go and one curiosity component,
+// curiosity_icm.go or curiosity_rapr.go), a Normalizer (normalize.go) with a
+// running mean and variance per component over a sliding window, the weights
+// the reward curriculum sets, and the clip. Compute returns a Breakdown with
+// every component's raw and normalised value and a per-step attribution, which
+// Metrics condenses into the logged metric names (reward/total,
+// reward/<component>/raw, reward/<component>/norm, curiosity/…).
+//
+// Every Component returns a Score per trajectory: Value is the trajectory-level
+// raw reward and PerStep attributes it to steps so that Σ PerStep = Value.
+//
+// Determinism: nothing here reads a clock or the global random generator.
+// Random initialisation takes a *rand.Rand; everything that influences later
+// rewards (normaliser windows, the curiosity model, its optimiser and cache) is
+// returned by State and put back by Restore, so a resumed run computes the same
+// rewards bit for bit. None of the types is safe for concurrent use.
+package reward
