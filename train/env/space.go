@@ -117,15 +117,16 @@ type Action struct {
 // Result is what an operation returned, measured from pixels.
 type Result struct {
 	Misuse     Misuse
-	Summary    string          // one line for people: "obj 3, area 64, bbox 36,8-44,16"
-	ObjectID   int             // segment: component id (>0), 0 when none
-	Area       int             // segment/properties: pixels of the mask (source resolution)
-	BBox       image.Rectangle // segment/properties/zoom: in source coordinates
-	Colour     string          // properties
-	Shape      string          // properties
-	Text       string          // read: recognised label, "" when illegible
-	Confidence float64         // read: recognition confidence in [0,1]
-	Track      []image.Rectangle
+	Summary    string            // one line for people: "obj 3, area 64, bbox 36,8-44,16"
+	ObjectID   int               // segment: component id (>0), 0 when none
+	Area       int               // segment/properties: pixels of the mask (source resolution)
+	BBox       image.Rectangle   // segment/properties/zoom: in source coordinates
+	Colour     string            // properties
+	Shape      string            // properties
+	Text       string            // read: recognised label, "" when illegible
+	Confidence float64           // read: recognition confidence in [0,1]
+	Centre     image.Point       // properties: centre of the mask's box, source coordinates
+	Track      []image.Rectangle // track: the object's box in each frame it was found
 }
 
 // Step is one action of a trajectory with what it returned. Obs and Index are
@@ -142,8 +143,8 @@ type Step struct {
 // whole-image summary) followed by NumCells rows of CellFeatures floats, one row per
 // coarse-view cell in row-major order. The policy's location head reads the rows.
 const (
-	GlobalFeatures = 96
-	CellFeatures   = 16
+	GlobalFeatures = 136
+	CellFeatures   = 20
 	ObsDim         = GlobalFeatures + NumCells*CellFeatures
 )
 

@@ -1,0 +1,117 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/sft"
+)
+
+// dataset is the SFT training set: CoTA samples with difficulty buckets and the
+// (observation, action) pairs of their trajectories.
+type dataset struct {
+	samples []env.Sample
+	buckets []string // per sample
+	pairs   []*sft.Pair
+	cut1    float64 // difficulty scores below cut1 are simple, below cut2 medium
+	cut2    float64
+	envCfg  env.Config
+}
+
+// loadDataset reads data.train_file or generates data.train_tasks expert
+// trajectories, then replays them into pairs.
+func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
+	var samples []env.Sample
+	if path := r.cfg.Data.TrainFile; path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("data.train_file: %w", err)
+		}
+		samples, err = env.ReadCoTA(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("data.train_file %s: %w", path, err)
+		}
+		if len(samples) == 0 {
+			return nil, fmt.Errorf("data.train_file %s: no samples", path)
+		}
+		for i := range samples {
+			if samples[i].Difficulty == "" {
+				env.AssignBuckets(samples)
+				break
+			}
+		}
+	} else {
+		var err error
+		samples, err = env.GenerateDataset(r.envCfg, env.Train, r.cfg.Data.TrainTasks)
+		if err != nil {
+			return nil, err
+		}
+	}
+	d := &dataset{samples: samples, envCfg: r.envCfg}
+	d.buckets = make([]string, len(samples))
+	for i, s := range samples {
+		d.buckets[i] = s.Difficulty
+	}
+	d.cut1, d.cut2 = cuts(samples)
+	pairs, err := sft.Pairs(ctx, r.envCfg, len(samples), func(i int) (*env.Task, []env.Action, error) {
+		t, err := samples[i].Task(r.envCfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		acts, err := samples[i].Actions()
+		return t, acts, err
+	}, r.workers)
+	if err != nil {
+		return nil, fmt.Errorf("training set: %w", err)
+	}
+	d.pairs = pairs
+	return d, nil
+}
+
+// cuts are the smallest scores of the medium and hard buckets (the 33rd and 66th
+// percentiles), used to bucket tasks outside the training set.
+func cuts(samples []env.Sample) (float64, float64) {
+	med, hard := []float64{}, []float64{}
+	for _, s := range samples {
+		switch s.Difficulty {
+		case "medium":
+			med = append(med, s.DifficultyScore)
+		case "hard":
+			hard = append(hard, s.DifficultyScore)
+		}
+	}
+	sort.Float64s(med)
+	sort.Float64s(hard)
+	c1, c2 := 1e300, 1e300
+	if len(med) > 0 {
+		c1 = med[0]
+	}
+	if len(hard) > 0 {
+		c2 = hard[0]
+	}
+	return c1, c2
+}
+
+// bucketsOf scores tasks by their expert trajectories and buckets them with the
+// training set's cuts.
+func (d *dataset) bucketsOf(tasks []*env.Task) []string {
+	out := make([]string, len(tasks))
+	ep := env.NewEpisode(d.envCfg)
+	for i, t := range tasks {
+		env.SolveIn(ep, t)
+		score := env.ScoreDifficulty(env.NewSample(t, ep.Trajectory()))
+		switch {
+		case score >= d.cut2:
+			out[i] = "hard"
+		case score >= d.cut1:
+			out[i] = "medium"
+		default:
+			out[i] = "simple"
+		}
+	}
+	return out
+}

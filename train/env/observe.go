@@ -1,0 +1,434 @@
+package env
+
+// The observation is what a vision-language model would get: a coarse view
+// of the current view on a GridSize² grid, the question, and a summary of
+// what the operations returned so far, enough for the state to be Markov.
+// The coarse view says where to look; exact colour, shape, text and motion
+// come only from operations.
+//
+// Global block (GlobalFeatures floats), in order:
+//
+//	family one-hot (6) · ask one-hot (7) · asked colour (8), shape (4),
+//	second colour (8), second shape (4), relation (4) · video flag, frames/8 ·
+//	last op one-hot (6 ops + none) · last step misused, steps/MaxSteps ·
+//	has mask, zoomed, zoom factor/8 · calls/OpCap and at-cap flag per tool op (5+5) ·
+//	last properties: valid, colour (8), shape (4), area bucket (4), centre x, y,
+//	matches asked colour, shape, second colour, shape · last read: done, label
+//	one-hot (8), confidence, legible · track: valid, direction (4) · counting:
+//	matched-colour objects inspected one-hot 0..5, objects inspected/5,
+//	asked-colour pixels not yet segmented (saturating) · object slots: first
+//	and second asked object found, x, y, area each, then their differences
+//	(dx, dy, darea) · whole view: foreground share, colour shares (8) ·
+//	last mask box (4).
+//
+// Cell rows (CellFeatures floats each, row-major cells of the current view):
+//
+//	0-7   share of the cell's foreground pixels nearest each palette colour
+//	8     foreground share
+//	9     fine detail: sharp colour changes inside objects (labels make them)
+//	10    motion: share of pixels that change sharply by the last frame
+//	11-14 foreground share of each quadrant (TL, TR, BL, BR): coarse shape
+//	15    share of the foreground already covered by a segmented object
+//	16    share of the foreground inside the last mask
+//	17    share of the foreground in the asked colour
+//	18    share of the foreground in the second asked colour
+//	19    view is zoomed (copied into every row for the shared cell scorer)
+const (
+	classBackground = uint8(NumColours)
+	classInk        = uint8(NumColours) + 1
+	// viewFg2 is stricter than fgThresh2 because the box-filtered view blends
+	// object edges with the background; blends then count as background
+	// rather than as a wrong colour.
+	viewFg2 = 75 * 75
+	// detailDiff is the L1 RGB step between two object pixels that counts
+	// as fine detail; object noise stays far below it.
+	detailDiff = 90
+)
+
+const cellStatic = 15 // features of a cell that depend only on the view
+
+// obsCache keeps the parts of the observation that change only when the view
+// or the masks change.
+type obsCache struct {
+	static  bool
+	class   [ViewSize * ViewSize]uint8
+	cell    [NumCells][cellStatic]float32
+	fg      [NumCells]int
+	global  [1 + NumColours]float32
+	other   []uint8 // view of the last frame, for motion
+	masks   bool
+	seg     [NumCells]float32
+	last    [NumCells]float32
+	askLeft int
+}
+
+func (c *obsCache) reset()      { c.static, c.masks = false, false }
+func (c *obsCache) dirtyView()  { c.static, c.masks = false, false }
+func (c *obsCache) dirtyMasks() { c.masks = false }
+
+func classify(view []uint8, i int, bg [3]int) uint8 {
+	o := i * 3
+	c := [3]int{int(view[o]), int(view[o+1]), int(view[o+2])}
+	d0, d1, d2 := c[0]-bg[0], c[1]-bg[1], c[2]-bg[2]
+	if d0*d0+d1*d1+d2*d2 <= viewFg2 {
+		return classBackground // most pixels: test first
+	}
+	if c[0] >= inkMin && c[1] >= inkMin && c[2] >= inkMin {
+		return classInk
+	}
+	return uint8(nearestColour(c))
+}
+
+func cellOf(i int) int { return i/ViewSize/CellPixels*GridSize + i%ViewSize/CellPixels }
+
+func (e *Episode) ensureStatic() {
+	c := &e.obs
+	if c.static {
+		return
+	}
+	c.static = true
+	view := e.currentView()
+	for i := range c.class {
+		c.class[i] = classify(view, i, e.bg)
+	}
+	c.cell = [NumCells][cellStatic]float32{}
+	c.fg = [NumCells]int{}
+	c.global = [1 + NumColours]float32{}
+	var cols [NumCells][NumColours]int
+	var quads [NumCells][4]int
+	var detail [NumCells]int
+	fgAll := 0
+	for i, k := range c.class {
+		if k == classBackground {
+			continue
+		}
+		cell := cellOf(i)
+		c.fg[cell]++
+		fgAll++
+		x, y := i%ViewSize%CellPixels, i/ViewSize%CellPixels
+		quads[cell][2*(2*y/CellPixels)+2*x/CellPixels]++
+		if k < uint8(NumColours) {
+			cols[cell][k]++
+			c.global[1+k]++
+		}
+		// Detail: a sharp step to the right or below, between two pixels
+		// that are both well inside the foreground.
+		if e.interior(i) {
+			for _, j := range [2]int{i + 1, i + ViewSize} {
+				if (j == i+1 && i%ViewSize == ViewSize-1) || j >= len(c.class) || !e.interior(j) {
+					continue
+				}
+				if l1(view, i, j) > detailDiff {
+					detail[cell]++
+				}
+			}
+		}
+	}
+	motion := e.motion()
+	const px = CellPixels * CellPixels
+	for k := range NumCells {
+		f := &c.cell[k]
+		if n := c.fg[k]; n > 0 {
+			for col := range NumColours {
+				f[col] = float32(cols[k][col]) / float32(n)
+			}
+		}
+		f[8] = float32(c.fg[k]) / px
+		f[9] = min(float32(detail[k])/8, 1)
+		f[10] = motion[k]
+		for q := range 4 {
+			f[11+q] = float32(quads[k][q]) / (px / 4)
+		}
+	}
+	c.global[0] = float32(fgAll) / (ViewSize * ViewSize)
+	if fgAll > 0 {
+		for col := range NumColours {
+			c.global[1+col] /= float32(fgAll)
+		}
+	}
+}
+
+// interior: the pixel and its four neighbours are all foreground, so object
+// edges (blended with the background) do not count as detail.
+func (e *Episode) interior(i int) bool {
+	cl := &e.obs.class
+	x, y := i%ViewSize, i/ViewSize
+	if x == 0 || y == 0 || x == ViewSize-1 || y == ViewSize-1 {
+		return false
+	}
+	return cl[i] != classBackground && cl[i-1] != classBackground && cl[i+1] != classBackground &&
+		cl[i-ViewSize] != classBackground && cl[i+ViewSize] != classBackground
+}
+
+func l1(view []uint8, i, j int) int {
+	a, b := i*3, j*3
+	return abs(int(view[a])-int(view[b])) + abs(int(view[a+1])-int(view[b+1])) + abs(int(view[a+2])-int(view[b+2]))
+}
+
+// motion is, per cell, the share of view pixels that change by more than
+// detailDiff (well above noise) between the first and the last frame over
+// the same region.
+func (e *Episode) motion() [NumCells]float32 {
+	var m [NumCells]float32
+	frames := e.task.Frames
+	if len(frames) < 2 {
+		return m
+	}
+	c := &e.obs
+	if c.other == nil {
+		c.other = make([]uint8, ViewSize*ViewSize*3)
+	}
+	resample(c.other, frames[len(frames)-1].Pix, e.region)
+	view := e.currentView()
+	for i := range c.class {
+		o := i * 3
+		d := abs(int(view[o])-int(c.other[o])) + abs(int(view[o+1])-int(c.other[o+1])) + abs(int(view[o+2])-int(c.other[o+2]))
+		if d > detailDiff {
+			m[cellOf(i)]++
+		}
+	}
+	for k := range m {
+		m[k] /= CellPixels * CellPixels
+	}
+	return m
+}
+
+func (e *Episode) ensureMasks() {
+	c := &e.obs
+	if c.masks {
+		return
+	}
+	c.masks = true
+	var seg, last [NumCells]int
+	c.askLeft = 0
+	asked := e.task.Query.Colour
+	var sx [ViewSize]int
+	for x := range ViewSize {
+		sx[x], _ = viewToSource(e.region, x, 0)
+	}
+	for y := range ViewSize {
+		_, sy := viewToSource(e.region, 0, y)
+		for x := range ViewSize {
+			i := y*ViewSize + x
+			k := c.class[i]
+			if k == classBackground {
+				continue
+			}
+			p := sy*SourceSize + sx[x]
+			segd := e.segMap[p] == e.segEpoch
+			if segd {
+				seg[cellOf(i)]++
+			} else if k == uint8(asked) {
+				c.askLeft++
+			}
+			if e.hasMask && e.lastMask[p] == e.maskStmp {
+				last[cellOf(i)]++
+			}
+		}
+	}
+	for k := range NumCells {
+		c.seg[k], c.last[k] = 0, 0
+		if n := c.fg[k]; n > 0 {
+			c.seg[k] = float32(seg[k]) / float32(n)
+			c.last[k] = float32(last[k]) / float32(n)
+		}
+	}
+}
+
+// featWriter appends features, ignoring writes past the end of dst so a
+// short buffer never panics.
+type featWriter struct {
+	dst []float32
+	i   int
+}
+
+func (w *featWriter) put(v float32) {
+	if w.i < len(w.dst) {
+		w.dst[w.i] = v
+	}
+	w.i++
+}
+
+func (w *featWriter) flag(b bool) {
+	if b {
+		w.put(1)
+	} else {
+		w.put(0)
+	}
+}
+
+// onehot writes n floats with a 1 at k (none when k is outside [0, n)).
+func (w *featWriter) onehot(k, n int) {
+	for j := range n {
+		w.flag(j == k)
+	}
+}
+
+func areaBucket(a int) int {
+	switch {
+	case a < 250:
+		return 0
+	case a < 450:
+		return 1
+	case a < 650:
+		return 2
+	}
+	return 3
+}
+
+// Observe writes the ObsDim features of the current state (see the layout
+// above). With no task it writes zeros.
+func (e *Episode) Observe(dst []float32) {
+	clear(dst)
+	if e.task == nil || len(e.task.Frames) == 0 {
+		return
+	}
+	e.ensureStatic()
+	e.ensureMasks()
+	t, c := e.task, &e.obs
+	q := t.Query
+	w := &featWriter{dst: dst}
+
+	w.onehot(int(t.Family), int(NumFamilies))
+	w.onehot(int(q.Ask), int(NumAsks))
+	w.onehot(int(q.Colour), int(NumColours))
+	w.onehot(int(q.Shape), int(NumShapes))
+	w.onehot(int(q.Colour2), int(NumColours))
+	w.onehot(int(q.Shape2), int(NumShapes))
+	rel := -1
+	if q.Ask == AskRelation {
+		rel = int(q.Relation)
+	}
+	w.onehot(rel, int(NumRelations))
+	w.flag(len(t.Frames) > 1)
+	w.put(float32(len(t.Frames)) / 8)
+
+	lastOp, misused := int(NumOps), false
+	if n := len(e.steps); n > 0 {
+		lastOp, misused = int(e.steps[n-1].Action.Op), e.steps[n-1].Result.Misuse != MisuseNone
+	}
+	w.onehot(lastOp, int(NumOps)+1)
+	w.flag(misused)
+	w.put(float32(len(e.steps)) / float32(e.cfg.MaxSteps))
+	w.flag(e.hasMask)
+	w.flag(e.zoomed)
+	w.put(float32(SourceSize) / float32(e.region.Dx()) / (SourceSize / zoomMinSide))
+	for op := OpSegment; op < OpAnswer; op++ {
+		w.put(min(float32(e.calls[op])/float32(e.cfg.OpCap), 1))
+	}
+	for op := OpSegment; op < OpAnswer; op++ {
+		w.flag(e.calls[op] >= e.cfg.OpCap)
+	}
+
+	var lp *properties
+	if e.lastProps >= 0 {
+		lp = &e.inspected[e.lastProps].props
+	}
+	w.flag(lp != nil)
+	if lp != nil {
+		w.onehot(int(lp.colour), int(NumColours))
+		w.onehot(int(lp.shape), int(NumShapes))
+		w.onehot(areaBucket(lp.area), 4)
+		w.put(float32(lp.centre.X) / SourceSize)
+		w.put(float32(lp.centre.Y) / SourceSize)
+		w.flag(lp.colour == q.Colour)
+		w.flag(lp.shape == q.Shape)
+		w.flag(lp.colour == q.Colour2)
+		w.flag(lp.shape == q.Shape2)
+	} else {
+		w.i += int(NumColours) + int(NumShapes) + 4 + 2 + 4
+	}
+
+	w.flag(e.readDone)
+	w.onehot(indexOf(Labels, e.readText), len(Labels))
+	w.put(float32(e.readConf))
+	w.flag(e.readText != "")
+
+	w.flag(e.trackDir >= 0)
+	w.onehot(e.trackDir, len(Directions))
+
+	matched := 0
+	var slot [2]*properties
+	for i := range e.inspected {
+		p := &e.inspected[i].props
+		if p.colour == q.Colour {
+			matched++
+		}
+		if q.Colour != NoColour && p.colour == q.Colour && (q.Shape == NoShape || p.shape == q.Shape) {
+			slot[0] = p
+		}
+		if q.Colour2 != NoColour && p.colour == q.Colour2 && (q.Shape2 == NoShape || p.shape == q.Shape2) {
+			slot[1] = p
+		}
+	}
+	w.onehot(min(matched, 5), 6)
+	w.put(float32(len(e.inspected)) / 5)
+	w.put(min(float32(c.askLeft)/40, 1))
+	for _, s := range slot {
+		w.flag(s != nil)
+		if s != nil {
+			w.put(float32(s.centre.X) / SourceSize)
+			w.put(float32(s.centre.Y) / SourceSize)
+			w.put(float32(s.area) / 1000)
+		} else {
+			w.i += 3
+		}
+	}
+	if slot[0] != nil && slot[1] != nil {
+		w.put(float32(slot[0].centre.X-slot[1].centre.X) / SourceSize)
+		w.put(float32(slot[0].centre.Y-slot[1].centre.Y) / SourceSize)
+		w.put(float32(slot[0].area-slot[1].area) / 1000)
+	} else {
+		w.i += 3
+	}
+	for _, v := range c.global {
+		w.put(v)
+	}
+	if e.hasMask {
+		b := e.maskBox
+		w.put(float32(b.Min.X) / SourceSize)
+		w.put(float32(b.Min.Y) / SourceSize)
+		w.put(float32(b.Max.X) / SourceSize)
+		w.put(float32(b.Max.Y) / SourceSize)
+	} else {
+		w.i += 4
+	}
+	w.i = GlobalFeatures
+
+	for k := range NumCells {
+		f := &c.cell[k]
+		for _, v := range f {
+			w.put(v)
+		}
+		w.put(c.seg[k])
+		w.put(c.last[k])
+		if q.Colour < NumColours {
+			w.put(f[q.Colour])
+		} else {
+			w.put(0)
+		}
+		if q.Colour2 < NumColours {
+			w.put(f[q.Colour2])
+		} else {
+			w.put(0)
+		}
+		w.flag(e.zoomed)
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// globalWritten is the number of global features Observe writes before it
+// jumps to the cell rows; a test keeps it equal to GlobalFeatures.
+const globalWritten = int(NumFamilies) + int(NumAsks) + 2*int(NumColours) + 2*int(NumShapes) + int(NumRelations) + 2 +
+	int(NumOps) + 1 + 2 + 3 + 2*5 +
+	1 + int(NumColours) + int(NumShapes) + 4 + 2 + 4 +
+	1 + 8 + 2 + 1 + 4 +
+	6 + 2 + 2*4 + 3 + 1 + int(NumColours) + 4

@@ -1,0 +1,117 @@
+package env
+
+import (
+	"math"
+	"testing"
+)
+
+func TestObservationLayout(t *testing.T) {
+	if globalWritten != GlobalFeatures {
+		t.Fatalf("Observe writes %d global features, GlobalFeatures is %d", globalWritten, GlobalFeatures)
+	}
+	if CellFeatures != cellStatic+5 {
+		t.Fatalf("cell rows have %d features, CellFeatures is %d", cellStatic+5, CellFeatures)
+	}
+	if ObsDim != GlobalFeatures+NumCells*CellFeatures {
+		t.Fatal("ObsDim inconsistent")
+	}
+}
+
+func cellRow(obs []float32, k int) []float32 {
+	o := GlobalFeatures + k*CellFeatures
+	return obs[o : o+CellFeatures]
+}
+
+// TestObserveTracksExpert walks expert trajectories and checks the features
+// the next action depends on.
+func TestObserveTracksExpert(t *testing.T) {
+	cfg := DefaultConfig()
+	ep := NewEpisode(cfg)
+	obs := make([]float32, ObsDim)
+	for i := range 120 {
+		task := Generate(cfg, Train, i)
+		acts := Solve(task)
+		ep.Reset(task)
+		for step, a := range acts {
+			ep.Observe(obs)
+			for j, v := range obs {
+				if math.IsNaN(float64(v)) || v < -1 || v > 1 {
+					t.Fatalf("%s step %d: feature %d = %v", task.ID, step, j, v)
+				}
+			}
+			if int(obs[task.Family]) != 1 {
+				t.Fatalf("%s: family one-hot not set", task.ID)
+			}
+			if a.Op == OpSegment && step == 0 {
+				k, _ := EncodeAction(a)
+				row := cellRow(obs, k)
+				if row[8] == 0 {
+					t.Errorf("%s: expert clicks cell %d with no foreground", task.ID, k)
+				}
+				if row[15] != 0 {
+					t.Errorf("%s: cell %d marked segmented before any segment", task.ID, k)
+				}
+				if q := task.Query.Colour; q != NoColour && task.Scene.Objects[task.Targets[0]].Colour == q && row[17] == 0 {
+					t.Errorf("%s: clicked cell has no asked-colour evidence", task.ID)
+				}
+			}
+			ep.Step(a)
+			if a.Op == OpSegment {
+				ep.Observe(obs)
+				k, _ := EncodeAction(a)
+				if row := cellRow(obs, k); row[15] == 0 || row[16] == 0 {
+					t.Errorf("%s: segmented cell %d not flagged (seg %.2f last %.2f)", task.ID, k, row[15], row[16])
+				}
+			}
+		}
+	}
+}
+
+func TestObserveColourEvidence(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LabelProb = 0
+	ep := NewEpisode(cfg)
+	obs := make([]float32, ObsDim)
+	right, total := 0, 0
+	for i := range 200 {
+		task := Generate(cfg, Val, i)
+		ep.Reset(task)
+		ep.Observe(obs)
+		for _, o := range task.Scene.Objects {
+			b := o.BBox(0)
+			// The cell under the object's centre should vote for its colour.
+			k := (b.Min.Y+b.Max.Y)/2/(SourceSize/GridSize)*GridSize + (b.Min.X+b.Max.X)/2/(SourceSize/GridSize)
+			row := cellRow(obs, k)
+			best := 0
+			for c := 1; c < int(NumColours); c++ {
+				if row[c] > row[best] {
+					best = c
+				}
+			}
+			total++
+			if Colour(best) == o.Colour {
+				right++
+			}
+		}
+	}
+	if float64(right) < 0.97*float64(total) {
+		t.Errorf("cell colour shares name the object's colour for %d/%d objects", right, total)
+	}
+}
+
+func TestObserveShortBufferAndNoTask(t *testing.T) {
+	ep := NewEpisode(DefaultConfig())
+	short := make([]float32, 10)
+	ep.Observe(short) // no task: zeros, no panic
+	ep.Reset(taskOf(TemporalTracking, 0))
+	ep.Observe(short)
+	full := make([]float32, ObsDim)
+	ep.Observe(full)
+	motion := float32(0)
+	for k := range NumCells {
+		motion += cellRow(full, k)[10]
+	}
+	if motion == 0 {
+		t.Error("a video with a moving object shows no motion")
+	}
+}

@@ -1,0 +1,417 @@
+package env
+
+import (
+	"fmt"
+	"image"
+	"math/rand/v2"
+	"strconv"
+)
+
+// Split is a data split; each draws its task seeds from its own range.
+type Split uint8
+
+const (
+	Train Split = iota
+	Val
+	Test
+	NumSplits
+)
+
+var splitNames = [NumSplits]string{"train", "val", "test"}
+
+func (s Split) String() string {
+	if s < NumSplits {
+		return splitNames[s]
+	}
+	return fmt.Sprintf("Split(%d)", uint8(s))
+}
+
+// ParseSplit is the inverse of Split.String.
+func ParseSplit(s string) (Split, error) {
+	for i, n := range splitNames {
+		if n == s {
+			return Split(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown split %q", s)
+}
+
+// splitStride separates the seed ranges of the splits: task i of split s has
+// seed s·2⁴⁰ + i, so no index below 2⁴⁰ can give two splits the same scene.
+const splitStride = 1 << 40
+
+// TaskSeed is the generator seed of a split's index-th task.
+func TaskSeed(split Split, index int) uint64 {
+	return uint64(split%NumSplits)*splitStride + uint64(index)&(splitStride-1)
+}
+
+// Ask is what a question asks for.
+type Ask uint8
+
+const (
+	AskColour Ask = iota
+	AskShape
+	AskText
+	AskCount
+	AskRelation
+	AskLarger
+	AskDirection
+	NumAsks
+)
+
+// Relation is the spatial relation a spatial_reasoning question asks about.
+type Relation uint8
+
+const (
+	LeftOf Relation = iota
+	RightOf
+	Above
+	Below
+	NumRelations
+)
+
+var relationWords = [NumRelations]string{"left of", "right of", "above", "below"}
+
+// Directions are the answers of temporal_tracking, indexed like the motion
+// vectors in dirVec.
+var Directions = []string{"left", "right", "up", "down"}
+
+var dirVec = [4]image.Point{{-1, 0}, {1, 0}, {0, -1}, {0, 1}}
+
+// Query is the structured content of a question: what the agent is told,
+// which it may legitimately use, unlike the hidden scene.
+type Query struct {
+	Ask      Ask
+	Colour   Colour // first object's colour, NoColour when not named
+	Shape    Shape  // first object's shape, NoShape when not named
+	Colour2  Colour // second object (spatial, geometric)
+	Shape2   Shape
+	Relation Relation // spatial only
+}
+
+// Task is one question about one generated scene.
+type Task struct {
+	ID       string
+	Split    Split
+	Index    int
+	Seed     uint64
+	Family   Family
+	Question string
+	Answer   string // ground truth, a member of AnswerVocab
+	Query    Query
+	Frames   []*image.RGBA // source frames, SourceSize², one for stills
+	Scene    Scene         // hidden ground truth
+	// Targets are indices into Scene.Objects of the objects the question is
+	// about (counting: every object of the asked colour). Hidden.
+	Targets []int
+}
+
+// Generate builds a split's index-th task deterministically: families cycle
+// through cfg.Families by index so any contiguous range is balanced. An
+// invalid cfg is clamped into range rather than rejected (Generate cannot
+// fail); callers that want errors run cfg.Validate first.
+func Generate(cfg Config, split Split, index int) *Task {
+	cfg = cfg.sanitized()
+	split %= NumSplits
+	seed := TaskSeed(split, index)
+	nf := len(cfg.Families)
+	fam := cfg.Families[(index%nf+nf)%nf]
+	r := rand.New(rand.NewPCG(seed, cfg.Seed^0x9e3779b97f4a7c15))
+	var t *Task
+	// A draw is rejected when a referred object cannot be placed or clicked
+	// from any cell; a handful of retries from the same stream always
+	// succeeds in practice, and the last draw is kept regardless.
+	for attempt := 0; attempt < 64; attempt++ {
+		var ok bool
+		t, ok = draw(r, cfg, fam)
+		if ok {
+			break
+		}
+	}
+	t.ID = fmt.Sprintf("%s-%06d", split, index)
+	t.Split, t.Index, t.Seed = split, index, seed
+	return t
+}
+
+func otherColour(r *rand.Rand, not ...Colour) Colour {
+	for {
+		c := Colour(r.IntN(int(NumColours)))
+		ok := true
+		for _, n := range not {
+			ok = ok && c != n
+		}
+		if ok {
+			return c
+		}
+	}
+}
+
+func otherShape(r *rand.Rand, not Shape) Shape {
+	return (not + 1 + Shape(r.IntN(int(NumShapes)-1))) % NumShapes
+}
+
+// draw makes one attempt at a task of family fam.
+func draw(r *rand.Rand, cfg Config, fam Family) (*Task, bool) {
+	t := &Task{Family: fam}
+	frames := 1
+	if fam == TemporalTracking {
+		frames = cfg.Frames
+	}
+	n := cfg.MinObjects + r.IntN(cfg.MaxObjects-cfg.MinObjects+1)
+	objs := make([]Object, n)
+	for i := range objs {
+		objs[i] = Object{
+			Shape:  Shape(r.IntN(int(NumShapes))),
+			Colour: Colour(r.IntN(int(NumColours))),
+			Size:   cfg.MinSize + r.IntN(cfg.MaxSize-cfg.MinSize+1),
+		}
+	}
+	q := Query{Colour: NoColour, Shape: NoShape, Colour2: NoColour, Shape2: NoShape}
+	// uniquePair keeps object i's (colour, shape) unique among all others.
+	uniquePair := func(i int, avoid ...Colour) {
+		for j := range objs {
+			if j != i && objs[j].Colour == objs[i].Colour && objs[j].Shape == objs[i].Shape {
+				objs[j].Colour = otherColour(r, append(avoid, objs[i].Colour)...)
+			}
+		}
+	}
+	nTargets := 1
+	switch fam {
+	case AttributeRecognition:
+		if r.IntN(2) == 0 {
+			q.Ask, q.Shape = AskColour, objs[0].Shape
+			for j := 1; j < n; j++ {
+				if objs[j].Shape == q.Shape {
+					objs[j].Shape = otherShape(r, q.Shape)
+				}
+			}
+			t.Question = fmt.Sprintf("What colour is the %s?", q.Shape)
+			t.Answer = objs[0].Colour.String()
+		} else {
+			q.Ask, q.Colour = AskShape, objs[0].Colour
+			for j := 1; j < n; j++ {
+				if objs[j].Colour == q.Colour {
+					objs[j].Colour = otherColour(r, q.Colour)
+				}
+			}
+			t.Question = fmt.Sprintf("What shape is the %s object?", q.Colour)
+			t.Answer = objs[0].Shape.String()
+		}
+	case TextExtraction:
+		uniquePair(0)
+		q.Ask, q.Colour, q.Shape = AskText, objs[0].Colour, objs[0].Shape
+		objs[0].Label = Labels[r.IntN(len(Labels))]
+		t.Question = fmt.Sprintf("What is written on the %s %s?", q.Colour, q.Shape)
+		t.Answer = objs[0].Label
+	case ObjectCounting:
+		c := Colour(r.IntN(int(NumColours)))
+		k := 0
+		if kmax := min(cfg.maxCount(), n); kmax > 0 && r.IntN(100) < 85 {
+			k = 1 + r.IntN(kmax)
+		}
+		for j := range objs {
+			if j < k {
+				objs[j].Colour = c
+			} else if objs[j].Colour == c {
+				objs[j].Colour = otherColour(r, c)
+			}
+		}
+		q.Ask, q.Colour = AskCount, c
+		nTargets = k
+		t.Question = fmt.Sprintf("How many %s objects are there?", c)
+		t.Answer = strconv.Itoa(k)
+	case SpatialReasoning, GeometricComparison:
+		nTargets = 2
+		if objs[1].Colour == objs[0].Colour {
+			objs[1].Colour = otherColour(r, objs[0].Colour)
+		}
+		for j := 2; j < n; j++ {
+			if objs[j].Colour == objs[0].Colour || objs[j].Colour == objs[1].Colour {
+				objs[j].Colour = otherColour(r, objs[0].Colour, objs[1].Colour)
+			}
+		}
+		q.Colour, q.Colour2 = objs[0].Colour, objs[1].Colour
+		if fam == SpatialReasoning {
+			q.Ask, q.Shape, q.Shape2 = AskRelation, objs[0].Shape, objs[1].Shape
+		} else {
+			q.Ask = AskLarger
+			// Areas at least 30% apart so "larger" is unmistakable.
+			a0, a1 := shapeArea(objs[0].Shape, objs[0].Size), shapeArea(objs[1].Shape, objs[1].Size)
+			if 10*max(a0, a1) < 13*min(a0, a1) {
+				return t, false
+			}
+			if a0 > a1 {
+				t.Answer = q.Colour.String()
+			} else {
+				t.Answer = q.Colour2.String()
+			}
+			t.Question = fmt.Sprintf("Which is larger: the %s object or the %s object?", q.Colour, q.Colour2)
+		}
+	case TemporalTracking:
+		uniquePair(0)
+		q.Ask, q.Colour, q.Shape = AskDirection, objs[0].Colour, objs[0].Shape
+		t.Question = fmt.Sprintf("Which way does the %s %s move?", q.Colour, q.Shape)
+	}
+	// Velocities: the tracked object moves at ≥ 2 px per frame in its
+	// direction; other objects of a video drift or stay.
+	vel := make([]image.Point, n)
+	if frames > 1 {
+		for j := range vel {
+			d := r.IntN(4)
+			if j == 0 {
+				vel[j] = dirVec[d].Mul(min(2+r.IntN(max(cfg.MaxSpeed-1, 1)), cfg.MaxSpeed))
+				t.Answer = Directions[d]
+			} else if r.IntN(2) == 0 {
+				vel[j] = dirVec[d].Mul(1 + r.IntN(cfg.MaxSpeed))
+			}
+		}
+	}
+	if !place(r, objs, vel, frames, nTargets) {
+		return t, false
+	}
+	kept := objs[:0]
+	for _, o := range objs {
+		if o.Pos != nil {
+			kept = append(kept, o)
+		}
+	}
+	objs = kept
+	for j := range objs {
+		o := &objs[j]
+		o.Area = shapeArea(o.Shape, o.Size)
+		if o.Label == "" && r.Float64() < cfg.LabelProb {
+			o.Label = Labels[r.IntN(len(Labels))]
+		}
+		if o.Label != "" {
+			if _, fits := labelOrigin(o.Shape, o.Size, len(o.Label)); !fits {
+				if j == 0 && fam == TextExtraction {
+					return t, false
+				}
+				o.Label = ""
+			}
+		}
+	}
+	if fam == SpatialReasoning {
+		a, b := objs[0].BBox(0), objs[1].BBox(0)
+		dx := (b.Min.X + b.Max.X - a.Min.X - a.Max.X) / 2 // b's centre minus a's
+		dy := (b.Min.Y + b.Max.Y - a.Min.Y - a.Max.Y) / 2
+		// Only axes with a clear gap between centres may be asked about.
+		var axes []int
+		if abs(dx) >= 6 {
+			axes = append(axes, 0)
+		}
+		if abs(dy) >= 6 {
+			axes = append(axes, 1)
+		}
+		if len(axes) == 0 {
+			return t, false
+		}
+		yes := r.IntN(2) == 0
+		if axes[r.IntN(len(axes))] == 0 {
+			q.Relation = LeftOf
+			if (dx > 0) != yes { // a left of b ⇔ dx > 0
+				q.Relation = RightOf
+			}
+		} else {
+			q.Relation = Above
+			if (dy > 0) != yes {
+				q.Relation = Below
+			}
+		}
+		t.Answer = map[bool]string{true: "yes", false: "no"}[yes]
+		t.Question = fmt.Sprintf("Is the %s %s %s the %s %s?", q.Colour, q.Shape, relationWords[q.Relation], q.Colour2, q.Shape2)
+	}
+	t.Query = q
+	t.Scene = Scene{Objects: objs}
+	g := 35 + r.IntN(31)
+	for c := range 3 {
+		t.Scene.Background[c] = uint8(g - 5 + r.IntN(11))
+	}
+	render(t, frames, r, cfg.noiseAmp())
+	t.Targets = make([]int, nTargets)
+	for j := range t.Targets {
+		t.Targets[j] = j
+	}
+	bg := estimateBackground(t.Frames[0].Pix)
+	for _, j := range t.Targets {
+		if _, ok := cellFor(t, bg, j); !ok {
+			return t, false
+		}
+	}
+	return t, true
+}
+
+const (
+	borderMargin = 2 // keeps the outer ring background-only for estimateBackground
+	objectGap    = 4 // keeps same-coloured objects in separate components
+)
+
+// place draws positions so that the boxes swept over all frames stay inside
+// the frame and apart. The first nTargets objects must be placed; others
+// that do not fit keep Pos == nil and are dropped.
+func place(r *rand.Rand, objs []Object, vel []image.Point, frames, nTargets int) bool {
+	var swept []image.Rectangle
+	for j := range objs {
+		o := &objs[j]
+		span := vel[j].Mul(frames - 1)
+		w, h := o.Size+abs(span.X), o.Size+abs(span.Y)
+		lo, hiX, hiY := borderMargin, SourceSize-borderMargin-w, SourceSize-borderMargin-h
+		if hiX < lo || hiY < lo {
+			if j < nTargets {
+				return false
+			}
+			continue
+		}
+		for try := 0; try < 100; try++ {
+			s := image.Rect(0, 0, w, h).Add(image.Pt(lo+r.IntN(hiX-lo+1), lo+r.IntN(hiY-lo+1)))
+			free := true
+			for _, u := range swept {
+				if s.Inset(-objectGap).Overlaps(u) {
+					free = false
+					break
+				}
+			}
+			if !free {
+				continue
+			}
+			swept = append(swept, s)
+			start := s.Min
+			if span.X < 0 {
+				start.X -= span.X
+			}
+			if span.Y < 0 {
+				start.Y -= span.Y
+			}
+			o.Pos = make([]image.Point, frames)
+			for f := range o.Pos {
+				o.Pos[f] = start.Add(vel[j].Mul(f))
+			}
+			break
+		}
+		if o.Pos == nil && j < nTargets {
+			return false
+		}
+	}
+	return true
+}
+
+// render draws every frame of the task from its scene.
+func render(t *Task, frames int, r *rand.Rand, amp int) {
+	nz := noise{s: r.Uint64()}
+	t.Frames = make([]*image.RGBA, frames)
+	for f := range t.Frames {
+		img := image.NewRGBA(image.Rect(0, 0, SourceSize, SourceSize))
+		if f == 0 {
+			drawBackground(img.Pix, t.Scene.Background, amp, &nz)
+		} else {
+			// Objects are painted below, so frame 0 is still pure background.
+			copy(img.Pix, t.Frames[0].Pix)
+		}
+		t.Frames[f] = img
+	}
+	for f, img := range t.Frames {
+		for j := range t.Scene.Objects {
+			drawObject(img, &t.Scene.Objects[j], f, amp/2, &nz)
+		}
+	}
+}

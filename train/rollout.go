@@ -1,0 +1,153 @@
+package train
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/policy"
+)
+
+// Rollout is one finished episode: what the agent saw and did, with the behaviour
+// policy's log-probability of every action.
+type Rollout struct {
+	Task     *env.Task
+	Steps    []env.Step // Obs and Index filled
+	LogP     []float32  // log π_behaviour(aₜ|sₜ) at the sampling temperature
+	FinalObs []float32  // observation after the last action
+	Answer   string
+	Answered bool
+	Correct  bool
+}
+
+// Ops counts the visual operations (every action but ANSWER).
+func (r *Rollout) Ops() int {
+	n := 0
+	for _, s := range r.Steps {
+		if s.Action.Op != env.OpAnswer {
+			n++
+		}
+	}
+	return n
+}
+
+// sampling says how actions are chosen.
+type sampling struct {
+	greedy      bool
+	temperature float64
+}
+
+// roller steps many episodes together: one batched policy forward per step for
+// all live episodes, environment steps spread over workers. Each episode draws
+// from its own random stream, so results do not depend on scheduling.
+type roller struct {
+	inf     *policy.Inference
+	envCfg  env.Config
+	workers int
+	pool    []*env.Episode // reused between calls
+}
+
+func newRoller(inf *policy.Inference, envCfg env.Config, workers int) *roller {
+	if workers < 1 {
+		workers = 1
+	}
+	return &roller{inf: inf, envCfg: envCfg, workers: workers}
+}
+
+// run plays copies episodes of every task (episode i plays tasks[i/copies]) and
+// returns them in that order. rngFor gives episode i's stream.
+func (r *roller) run(ctx context.Context, tasks []*env.Task, copies int, how sampling, rngFor func(i int) *rand.Rand) ([]*Rollout, error) {
+	n := len(tasks) * copies
+	for len(r.pool) < n {
+		r.pool = append(r.pool, env.NewEpisode(r.envCfg))
+	}
+	eps := r.pool[:n]
+	outs := make([]*Rollout, n)
+	rngs := make([]*rand.Rand, n)
+	for i := range eps {
+		eps[i].Reset(tasks[i/copies])
+		outs[i] = &Rollout{Task: tasks[i/copies]}
+		rngs[i] = rngFor(i)
+	}
+	obsDim, nA := env.ObsDim, env.NumActions()
+	obs := make([]float32, n*obsDim)
+	logits := make([]float32, n*nA)
+	live := make([]int, 0, n)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		live = live[:0]
+		for i, e := range eps {
+			if !e.Done() {
+				live = append(live, i)
+			}
+		}
+		if len(live) == 0 {
+			break
+		}
+		m := len(live)
+		r.parallel(m, func(lo, hi int) {
+			for k := lo; k < hi; k++ {
+				eps[live[k]].Observe(obs[k*obsDim : (k+1)*obsDim])
+			}
+			r.inf.Logits(obs[lo*obsDim:hi*obsDim], hi-lo, logits[lo*nA:hi*nA])
+			for k := lo; k < hi; k++ {
+				i := live[k]
+				row := logits[k*nA : (k+1)*nA]
+				var a int
+				var lp float64
+				if how.greedy {
+					a = policy.Greedy(row)
+				} else {
+					a, lp = policy.Sample(rngs[i], row, how.temperature)
+				}
+				act, err := env.DecodeAction(a)
+				if err != nil { // cannot happen for a in [0, NumActions); keep the episode honest anyway
+					act = env.Action{Op: env.OpAnswer}
+				}
+				eps[i].Step(act)
+				o := outs[i]
+				o.Steps = append(o.Steps, env.Step{Index: a, Obs: append([]float32(nil), obs[k*obsDim:(k+1)*obsDim]...)})
+				o.LogP = append(o.LogP, float32(lp))
+			}
+		})
+	}
+	r.parallel(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			o, e := outs[i], eps[i]
+			traj := e.Trajectory()
+			for k := range o.Steps {
+				o.Steps[k].Action, o.Steps[k].Result = traj[k].Action, traj[k].Result
+			}
+			o.FinalObs = make([]float32, obsDim)
+			e.Observe(o.FinalObs)
+			o.Answer, o.Answered = e.Answer()
+			o.Correct = e.Correct()
+		}
+	})
+	return outs, nil
+}
+
+// parallel splits [0,n) into one contiguous chunk per worker.
+func (r *roller) parallel(n int, f func(lo, hi int)) {
+	w := r.workers
+	if w > n {
+		w = n
+	}
+	if w <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := 0; k < w; k++ {
+		lo, hi := k*n/w, (k+1)*n/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,277 @@
+// Package train runs pixelis: the SFT phase, the GRPO phase and the final test
+// evaluation, in one goroutine, publishing telemetry and applying commands
+// between steps. Start with Runner.Run; each phase lives in its own file
+// (sft.go, rft.go, test.go), the rollout engine in rollout.go.
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// Phase names accepted in Options.Phases.
+const (
+	PhaseSFT  = "sft"
+	PhaseRFT  = "rft"
+	PhaseTest = "test"
+)
+
+// Options wires a run to the outside world.
+type Options struct {
+	RunDir   string   // where every file of the run goes
+	Phases   []string // in order, from PhaseSFT, PhaseRFT, PhaseTest
+	Init     string   // RFT's starting checkpoint; "" = this run's final SFT checkpoint
+	Resume   string   // a checkpoint directory to continue from; "" starts fresh
+	Sink     telemetry.Sink
+	Commands <-chan telemetry.Command
+	Log      *slog.Logger
+}
+
+// ErrStopped is returned by Run when a stop command ended the run early (after a
+// checkpoint was saved, so it can be resumed).
+var ErrStopped = errors.New("run stopped on request")
+
+// Runner is one run of the pipeline.
+type Runner struct {
+	cfg    *configs.Config
+	opt    Options
+	envCfg env.Config
+	log    *slog.Logger
+	name   string
+
+	workers  int
+	paused   bool
+	state    telemetry.State
+	ckptRoot string
+}
+
+// New checks the options and prepares the run directory: config.toml is written
+// there so the run can be resumed or inspected with nothing else at hand.
+func New(cfg *configs.Config, opt Options) (*Runner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.RunDir == "" {
+		return nil, errors.New("train: no run directory")
+	}
+	if len(opt.Phases) == 0 {
+		return nil, errors.New("train: no phase to run")
+	}
+	for _, p := range opt.Phases {
+		if p != PhaseSFT && p != PhaseRFT && p != PhaseTest {
+			return nil, fmt.Errorf("train: unknown phase %q", p)
+		}
+	}
+	if opt.Sink == nil {
+		opt.Sink = discard{}
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	envCfg, err := EnvConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opt.RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	f, err := os.Create(filepath.Join(opt.RunDir, "config.toml"))
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	if err := configs.Encode(f, cfg); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write config.toml: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("write config.toml: %w", err)
+	}
+	workers := cfg.Run.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	return &Runner{
+		cfg: cfg, opt: opt, envCfg: envCfg, log: opt.Log,
+		name:     filepath.Base(opt.RunDir),
+		workers:  workers,
+		state:    telemetry.StateStarting,
+		ckptRoot: filepath.Join(opt.RunDir, "checkpoints"),
+	}, nil
+}
+
+// EnvConfig maps the [env] section onto the environment's own config.
+func EnvConfig(cfg *configs.Config) (env.Config, error) {
+	c := env.DefaultConfig()
+	c.MaxSteps = cfg.Env.MaxSteps
+	c.Frames = cfg.Env.Frames
+	c.MinObjects = cfg.Env.MinObjects
+	c.MaxObjects = cfg.Env.MaxObjects
+	c.LabelProb = cfg.Env.LabelProb
+	c.Noise = cfg.Env.Noise
+	c.OpCap = cfg.Env.OpCap
+	c.Families = c.Families[:0:0]
+	for _, name := range cfg.Env.Families {
+		f, err := env.ParseFamily(name)
+		if err != nil {
+			return c, fmt.Errorf("env.families: %w", err)
+		}
+		c.Families = append(c.Families, f)
+	}
+	return c, c.Validate()
+}
+
+// Run executes the phases in order. It returns ErrStopped after a stop command,
+// ctx.Err() when cancelled, and the first failure otherwise.
+func (r *Runner) Run(ctx context.Context) error {
+	r.emit(0, telemetry.EventPhase, fmt.Sprintf("run %s started: phases %v", r.name, r.opt.Phases), nil)
+	err := r.run(ctx)
+	switch {
+	case err == nil:
+		r.state = telemetry.StateDone
+		r.emit(0, telemetry.EventPhase, "run finished", nil)
+	case errors.Is(err, ErrStopped):
+		r.state = telemetry.StateDone
+	default:
+		r.state = telemetry.StateFailed
+		r.emit(0, telemetry.EventError, err.Error(), nil)
+	}
+	r.opt.Sink.Publish(telemetry.Snapshot{Run: r.name, State: r.state, Time: time.Now()})
+	return err
+}
+
+func (r *Runner) run(ctx context.Context) error {
+	resume, err := r.loadResume()
+	if err != nil {
+		return err
+	}
+	for _, p := range r.opt.Phases {
+		if resume.done(p) {
+			continue // finished before the checkpoint was taken
+		}
+		var err error
+		switch p {
+		case PhaseSFT:
+			err = r.runSFT(ctx, resume.forPhase(p))
+		case PhaseRFT:
+			err = r.runRFT(ctx, resume.forPhase(p))
+		case PhaseTest:
+			err = r.runTest(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		resume = nil
+	}
+	return nil
+}
+
+// emit sends an event to the sink.
+func (r *Runner) emit(step int, kind, msg string, data map[string]any) {
+	r.opt.Sink.Emit(telemetry.Event{Step: step, Time: time.Now(), Kind: kind, Message: msg, Data: data})
+	r.log.Info(msg, "kind", kind, "step", step)
+}
+
+// control applies the commands waiting between two steps. It blocks while the
+// run is paused. stop reports a stop command (a checkpoint was saved first).
+func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop bool, err error) {
+	for {
+		var c telemetry.Command
+		if r.paused {
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case c = <-r.opt.Commands:
+			}
+		} else {
+			select {
+			case c = <-r.opt.Commands:
+			default:
+				return false, nil
+			}
+		}
+		switch c.Kind {
+		case telemetry.CmdCheckpoint:
+			r.checkpointNow(step, ph, ckpt.KindManual)
+		case telemetry.CmdEval:
+			r.state = telemetry.StateEvaluating
+			ph.publish()
+			if err := ph.evaluate(ctx); err != nil {
+				return false, err
+			}
+			r.state = telemetry.StateRunning
+			r.emit(step, telemetry.EventCommand, "evaluation done", nil)
+		case telemetry.CmdPause:
+			if !r.paused {
+				r.paused = true
+				r.state = telemetry.StatePaused
+				r.emit(step, telemetry.EventCommand, "paused", nil)
+			}
+		case telemetry.CmdResume:
+			if r.paused {
+				r.paused = false
+				r.state = telemetry.StateRunning
+				r.emit(step, telemetry.EventCommand, "resumed", nil)
+			}
+		case telemetry.CmdStop:
+			r.paused = false
+			r.checkpointNow(step, ph, ckpt.KindSignal)
+			r.emit(step, telemetry.EventCommand, "stopped on request; resume with: pixelis resume "+r.opt.RunDir, nil)
+			return true, nil
+		default:
+			r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)
+		}
+		ph.publish()
+	}
+}
+
+// checkpointNow saves a checkpoint and reports it as an event; a failed save is
+// a warning, not the end of the run: training goes on and the last good
+// checkpoint stays valid.
+func (r *Runner) checkpointNow(step int, ph phaseControl, kind ckpt.Kind) string {
+	prev := r.state
+	r.state = telemetry.StateCheckpointing
+	ph.publish()
+	start := time.Now()
+	path, err := ph.checkpoint(kind)
+	r.state = prev
+	if err != nil {
+		r.emit(step, telemetry.EventWarning, "checkpoint failed, training continues: "+err.Error(), nil)
+		return ""
+	}
+	r.emit(step, telemetry.EventCheckpoint, "checkpoint "+filepath.Base(path), map[string]any{
+		"path": path, "kind": string(kind), "seconds": time.Since(start).Seconds(),
+	})
+	if kind == ckpt.KindPeriodic || kind == ckpt.KindSignal {
+		if removed, err := ckpt.Prune(r.ckptRoot, r.cfg.Checkpoint.Keep); err != nil {
+			r.emit(step, telemetry.EventWarning, "checkpoint retention: "+err.Error(), nil)
+		} else if len(removed) > 0 {
+			r.log.Info("pruned checkpoints", "removed", removed)
+		}
+	}
+	return path
+}
+
+// phaseControl is what commands need from the running phase.
+type phaseControl interface {
+	checkpoint(kind ckpt.Kind) (string, error)
+	evaluate(ctx context.Context) error
+	publish()
+}
+
+type discard struct{}
+
+func (discard) Record(telemetry.Point)     {}
+func (discard) Publish(telemetry.Snapshot) {}
+func (discard) Emit(telemetry.Event)       {}

@@ -1,0 +1,314 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/curriculum"
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/optim"
+	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/sft"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// SFTFinal names the checkpoint that ends the SFT phase; RFT starts from it.
+const SFTFinal = "sft_final"
+
+// sftState is the SFT part of state.json.
+type sftState struct {
+	Pools curriculum.PoolsState `json:"pools"`
+	Data  curriculum.DataState  `json:"data_curriculum"`
+}
+
+// sftRun is the SFT phase in progress.
+type sftRun struct {
+	r       *Runner
+	params  *policy.Params
+	trainer *sft.Trainer
+	inf     *policy.Inference
+	roller  *roller
+	pools   *curriculum.Pools
+	dm      *curriculum.DataManager
+	data    *dataset
+	val     []*env.Task
+	valB    []string // difficulty bucket of each validation task
+	sched   optim.Schedule
+	step    int
+	last    map[string]float64
+	lastVal EvalResult
+	rate    rateMeter
+}
+
+// policyConfig maps [policy] onto the network config.
+func policyConfig(cfg *configs.Config) policy.Config {
+	return policy.Config{
+		Hidden: cfg.Policy.Hidden, LocHidden: cfg.Policy.LocHidden,
+		LoRARank: cfg.Policy.LoRARank, LoRAAlpha: cfg.Policy.LoRAAlpha, LoRARanks: cfg.Policy.LoRARanks,
+	}.WithDefaults()
+}
+
+func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
+	cfg := r.cfg
+	r.state = telemetry.StateStarting
+	r.emit(0, telemetry.EventPhase, "SFT: building the training set", nil)
+	data, err := r.loadDataset(ctx)
+	if err != nil {
+		return err
+	}
+	labels := make([]string, len(data.pairs))
+	for i, p := range data.pairs {
+		labels[i] = data.buckets[p.Sample]
+	}
+	mixes := cfg.SFT.Curriculum.Stages
+	if !cfg.SFT.Curriculum.Enabled {
+		mixes = mixes[len(mixes)-1:]
+	}
+	pools, err := curriculum.NewPools(labels, mixes)
+	if err != nil {
+		return fmt.Errorf("sft curriculum: %w", err)
+	}
+	dc := cfg.SFT.Curriculum
+	dm, err := curriculum.NewDataManager(curriculum.DataConfig{
+		AdvanceEvery: dc.AdvanceEvery, RollbackThreshold: dc.RollbackThreshold, Cooldown: dc.Cooldown,
+		RequiredPasses: dc.RequiredPasses, IntervalGrowth: dc.IntervalGrowth, NumStages: len(mixes),
+	})
+	if err != nil {
+		return fmt.Errorf("sft.curriculum: %w", err)
+	}
+	params, err := policy.New(policyConfig(cfg), stream(cfg.Run.Seed, streamInit, 0, 0))
+	if err != nil {
+		return fmt.Errorf("policy: %w", err)
+	}
+	adam := optim.DefaultAdam()
+	adam.WeightDecay, adam.ClipNorm = cfg.SFT.WeightDecay, cfg.SFT.GradClip
+	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, sft.Weights{Op: cfg.SFT.OpWeight, Answer: cfg.SFT.AnswerWeight}, adam)
+	if err != nil {
+		return err
+	}
+	s := &sftRun{
+		r: r, params: params, trainer: trainer, pools: pools, dm: dm, data: data,
+		sched: optim.Schedule{Kind: cfg.SFT.LRSchedule, Base: cfg.SFT.LR, Warmup: cfg.SFT.WarmupSteps, Total: cfg.SFT.Steps},
+	}
+	if res != nil {
+		if err := s.restore(res); err != nil {
+			return r.refuse(res.loaded.Path, err)
+		}
+		r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("SFT resumed at step %d from %s", s.step, res.loaded.Path), nil)
+	}
+	s.inf = policy.NewInference(params)
+	s.roller = newRoller(s.inf, r.envCfg, r.workers)
+	s.val = generateTasks(r.envCfg, env.Val, cfg.SFT.EvalTasks)
+	s.valB = data.bucketsOf(s.val)
+	return s.loop(ctx)
+}
+
+func (s *sftRun) restore(res *resumePoint) error {
+	l := res.loaded
+	if err := assignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
+		return fmt.Errorf("%s: %w", filePolicy, err)
+	}
+	if err := restoreAdam(s.trainer.Optimizer(), l.Tensors[fileOptimizer]); err != nil {
+		return err
+	}
+	if res.state.SFT == nil {
+		return fmt.Errorf("%s has no SFT state", ckpt.StateFile)
+	}
+	if err := s.pools.Restore(res.state.SFT.Pools); err != nil {
+		return fmt.Errorf("data curriculum pools: %w", err)
+	}
+	if err := s.dm.Restore(res.state.SFT.Data); err != nil {
+		return fmt.Errorf("data curriculum: %w", err)
+	}
+	s.step = res.step
+	return nil
+}
+
+func (s *sftRun) loop(ctx context.Context) error {
+	r, cfg := s.r, s.r.cfg
+	total := cfg.SFT.Steps
+	r.state = telemetry.StateRunning
+	r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("SFT: %d pairs from %d trajectories, %d steps of %d", len(s.data.pairs), len(s.data.samples), total, cfg.SFT.BatchSize), nil)
+	s.rate.start(s.step)
+	batch := make([]*sft.Pair, 0, cfg.SFT.BatchSize)
+	var idx []int
+	for s.step < total {
+		if stop, err := r.control(ctx, s.step, s); err != nil {
+			return err
+		} else if stop {
+			return ErrStopped
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		step := s.step + 1
+		t0 := time.Now()
+		idx = s.pools.Sample(stream(cfg.Run.Seed, streamSFTBatch, step, 0), cfg.SFT.BatchSize, idx[:0])
+		batch = batch[:0]
+		for _, i := range idx {
+			batch = append(batch, s.data.pairs[i])
+		}
+		lr := s.sched.At(step - 1)
+		st, err := s.trainer.Step(batch, lr)
+		if err != nil {
+			return fmt.Errorf("sft step %d: %w", step, err)
+		}
+		s.step = step
+		if st.Skipped {
+			r.emit(step, telemetry.EventWarning, fmt.Sprintf("non-finite gradient (norm %v): update skipped, weights unchanged", st.GradNorm), nil)
+		}
+		dt := time.Since(t0).Seconds()
+		m := map[string]float64{
+			"sft/loss": st.Loss, "sft/accuracy": st.Accuracy, "policy/lr": lr, "policy/grad_norm": st.GradNorm,
+			"data_curriculum/stage": float64(s.pools.Stage()), "perf/step_time_s": dt,
+			"perf/pairs_per_s": float64(len(batch)) / dt,
+		}
+		if step%cfg.SFT.EvalEvery == 0 || step == total {
+			vm, err := s.validate(ctx)
+			if err != nil {
+				return err
+			}
+			for k, v := range vm {
+				m[k] = v
+			}
+		}
+		s.last = m
+		r.opt.Sink.Record(telemetry.Point{Step: step, Phase: telemetry.PhaseSFT, Time: time.Now().Format(time.RFC3339Nano), Metrics: m})
+		if step%cfg.Run.LogEvery == 0 || step == total {
+			s.publish()
+		}
+		if cfg.Checkpoint.Every > 0 && step%cfg.Checkpoint.Every == 0 && step < total {
+			r.checkpointNow(step, s, ckpt.KindPeriodic)
+		}
+	}
+	path, err := s.saveAs(SFTFinal, ckpt.KindFinal)
+	if err != nil {
+		return fmt.Errorf("save the SFT model: %w", err)
+	}
+	r.emit(s.step, telemetry.EventCheckpoint, "SFT model saved: "+path, map[string]any{"path": path, "kind": string(ckpt.KindFinal)})
+	r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("SFT done: val greedy pass@1 %.3f", s.lastVal.Greedy["all"]), nil)
+	return nil
+}
+
+// validate scores the policy greedily on the validation split, overall, per family
+// and per difficulty bucket, then lets the data curriculum decide. Advancing is
+// "advance, re-evaluate at once on the new mix, keep or roll back": with no update
+// in between, the re-evaluation is the same greedy episodes scored on the tasks of
+// the new mix.
+func (s *sftRun) validate(ctx context.Context) (map[string]float64, error) {
+	r := s.r
+	s.inf.Refresh(s.params)
+	bucket := map[*env.Task]string{}
+	for i, t := range s.val {
+		bucket[t] = s.valB[i]
+	}
+	res, greedy, _, err := evaluate(ctx, s.roller, s.val, evalSpec{
+		groups: func(t *env.Task) []string { return []string{t.Family.String(), bucket[t]} },
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.lastVal = res
+	m := res.Metrics("val")
+	before := mixScore(s.pools.Mix(s.pools.Stage()), greedy, s.valB)
+	s.dm.Observe(s.step, before)
+	if s.dm.Due(s.step) && s.pools.Advance() {
+		after := mixScore(s.pools.Mix(s.pools.Stage()), greedy, s.valB)
+		d := s.dm.Decide(s.step, before, after)
+		kind := telemetry.EventDataAdvance
+		if d.Kind == curriculum.KindRollback {
+			s.pools.Rollback()
+			kind = telemetry.EventDataRollback
+		}
+		r.emit(s.step, kind, d.Reason, map[string]any{"before": d.Before, "after": d.After, "delta": d.Delta, "next_attempt": d.NextAttempt})
+	}
+	m["data_curriculum/stage"] = float64(s.pools.Stage())
+	m["val/mix/greedy"] = before
+	return m, nil
+}
+
+// mixScore is the greedy success rate on the validation tasks whose bucket is in mix.
+func mixScore(mix string, greedy []*Rollout, buckets []string) float64 {
+	in := map[string]bool{}
+	for _, b := range strings.Split(mix, "+") {
+		in[b] = true
+	}
+	var n, ok float64
+	for i, g := range greedy {
+		if in[buckets[i]] {
+			n++
+			if g.Correct {
+				ok++
+			}
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return ok / n
+}
+
+func (s *sftRun) evaluate(ctx context.Context) error {
+	m, err := s.validate(ctx)
+	if err != nil {
+		return err
+	}
+	s.r.opt.Sink.Record(telemetry.Point{Step: s.step, Phase: telemetry.PhaseSFT, Time: time.Now().Format(time.RFC3339Nano), Metrics: m})
+	s.r.emit(s.step, telemetry.EventEval, fmt.Sprintf("val greedy pass@1 %.3f", m["val/all/greedy"]), nil)
+	return nil
+}
+
+func (s *sftRun) checkpoint(kind ckpt.Kind) (string, error) {
+	return s.saveAs(ckpt.StepName(int64(s.step)), kind)
+}
+
+func (s *sftRun) saveAs(name string, kind ckpt.Kind) (string, error) {
+	st := runState{Phase: PhaseSFT, Step: s.step, SFT: &sftState{Pools: s.pools.State(), Data: s.dm.State()}}
+	return s.r.save(name, kind, st, s.pools.Mix(s.pools.Stage()), s.pools.Stage(), map[string][]ckpt.Tensor{
+		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.trainer.Optimizer()),
+	})
+}
+
+func (s *sftRun) publish() {
+	r := s.r
+	cur := telemetry.Curriculum{Kind: "data", Current: s.pools.Stage(), Note: s.dm.Note(s.step)}
+	for i := 0; i < s.pools.NumStages(); i++ {
+		cur.Stages = append(cur.Stages, telemetry.Stage{Name: s.pools.Mix(i), EnteredAt: -1})
+	}
+	for _, d := range s.dm.History() {
+		cur.History = append(cur.History, telemetry.Transition{Step: d.Step, From: d.FromStage, To: d.ToStage, Kind: d.Kind, Reason: d.Reason})
+	}
+	r.opt.Sink.Publish(telemetry.Snapshot{
+		Run: r.name, Phase: telemetry.PhaseSFT, State: r.state, Step: s.step, TotalSteps: r.cfg.SFT.Steps,
+		Time: time.Now(), StepsPerS: s.rate.rate(s.step), Metrics: s.last, Curriculum: cur,
+	})
+}
+
+// rateMeter measures steps per second since the phase (re)started.
+type rateMeter struct {
+	t0    time.Time
+	step0 int
+}
+
+func (m *rateMeter) start(step int) { m.t0, m.step0 = time.Now(), step }
+
+func (m *rateMeter) rate(step int) float64 {
+	dt := time.Since(m.t0).Seconds()
+	if dt <= 0 || step <= m.step0 {
+		return 0
+	}
+	return float64(step-m.step0) / dt
+}
+
+// generateTasks returns the first n tasks of a split.
+func generateTasks(cfg env.Config, split env.Split, n int) []*env.Task {
+	out := make([]*env.Task, n)
+	for i := range out {
+		out[i] = env.Generate(cfg, split, i)
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/optim"
+	"github.com/pixelis/pixelis/train/policy"
+)
+
+// Files of a checkpoint.
+const (
+	filePolicy    = "policy.safetensors"    // every weight of the policy, adapters included
+	fileOptimizer = "optimizer.safetensors" // Adam moments and step count
+	fileCuriosity = "curiosity.safetensors" // the curiosity model and its optimiser (RFT)
+)
+
+// runState is state.json: everything but tensors that a later number depends on.
+// Random streams are not in it: every draw derives from (seed, purpose, step,
+// index), so the step alone restores them.
+type runState struct {
+	Phase string    `json:"phase"`
+	Step  int       `json:"step"` // updates completed in Phase
+	SFT   *sftState `json:"sft,omitempty"`
+	RFT   *rftState `json:"rft,omitempty"`
+}
+
+// resumePoint is a verified checkpoint to continue from.
+type resumePoint struct {
+	phase  string
+	step   int
+	loaded *ckpt.Loaded
+	state  runState
+}
+
+var phaseOrder = map[string]int{PhaseSFT: 0, PhaseRFT: 1, PhaseTest: 2}
+
+// done reports whether phase had finished when the checkpoint was taken.
+func (p *resumePoint) done(phase string) bool {
+	return p != nil && phaseOrder[phase] < phaseOrder[p.phase]
+}
+
+// forPhase returns p when it continues phase, nil otherwise.
+func (p *resumePoint) forPhase(phase string) *resumePoint {
+	if p != nil && p.phase == phase {
+		return p
+	}
+	return nil
+}
+
+// loadResume verifies and reads the checkpoint named by Options.Resume. A
+// checkpoint of another config (where it matters: anything but run naming, UI
+// and export settings) is refused, naming an older valid checkpoint if any.
+func (r *Runner) loadResume() (*resumePoint, error) {
+	if r.opt.Resume == "" {
+		return nil, nil
+	}
+	l, err := ckpt.Load(r.opt.Resume)
+	if err != nil {
+		return nil, r.refuse(r.opt.Resume, err)
+	}
+	if want := trainingHash(r.cfg); l.Manifest.ConfigHash != want {
+		return nil, r.refuse(r.opt.Resume, fmt.Errorf("it was written under another config (hash %.12s, this run's is %.12s)", l.Manifest.ConfigHash, want))
+	}
+	var st runState
+	if err := json.Unmarshal(l.State, &st); err != nil {
+		return nil, r.refuse(r.opt.Resume, fmt.Errorf("%s: %w", ckpt.StateFile, err))
+	}
+	if _, ok := phaseOrder[st.Phase]; !ok || st.Phase == PhaseTest {
+		return nil, r.refuse(r.opt.Resume, fmt.Errorf("%s: unknown phase %q", ckpt.StateFile, st.Phase))
+	}
+	return &resumePoint{phase: st.Phase, step: st.Step, loaded: l, state: st}, nil
+}
+
+// refuse explains why a checkpoint cannot be used and points at an older one.
+func (r *Runner) refuse(path string, err error) error {
+	msg := fmt.Sprintf("cannot resume from %s: %v", path, err)
+	if prev, perr := ckpt.PreviousValid(filepath.Dir(path), filepath.Base(path)); perr == nil && prev != "" {
+		msg += "\nan older checkpoint is valid: " + prev + " (use --from " + prev + ")"
+	}
+	return errors.New(msg)
+}
+
+// trainingHash is the config hash a checkpoint records: the config with the
+// fields that cannot change a later number (run naming, console, exports,
+// checkpoint cadence) set to fixed values, so a resume may change those.
+func trainingHash(cfg *configs.Config) string {
+	c := cfg.Clone()
+	c.Run.Name, c.Run.Dir, c.Run.Workers, c.Run.LogEvery = "", "", 0, 0
+	c.UI = configs.UI{}
+	c.Export = configs.Export{}
+	c.Checkpoint = configs.Checkpoint{}
+	return c.Hash()
+}
+
+// save writes a checkpoint of the current phase into the run's checkpoint root.
+func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, stageIdx int, files map[string][]ckpt.Tensor) (string, error) {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint state: %w", err)
+	}
+	return ckpt.Save(r.ckptRoot, ckpt.Checkpoint{
+		Name: name, Phase: st.Phase, Step: int64(st.Step), Stage: stage, StageIndex: stageIdx,
+		Kind: kind, ConfigHash: trainingHash(r.cfg), Files: files, State: data,
+	})
+}
+
+// policyTensors lists the policy's weights for a safetensors file (shared, not copied).
+func policyTensors(p *policy.Params) []ckpt.Tensor {
+	ts := p.Tensors()
+	out := make([]ckpt.Tensor, len(ts))
+	for i, t := range ts {
+		out[i] = ckpt.Tensor{Name: t.Name, DType: ckpt.F32, Shape: t.Shape, Data: t.Data}
+	}
+	return out
+}
+
+// assignPolicy copies checkpoint tensors into p, checking names and shapes.
+func assignPolicy(p *policy.Params, ts []ckpt.Tensor) error {
+	in := make([]policy.Tensor, len(ts))
+	for i, t := range ts {
+		in[i] = policy.Tensor{Name: t.Name, Shape: t.Shape, Data: t.Data}
+	}
+	return p.Assign(in)
+}
+
+// adamTensors stores an optimiser's moments as "m/<param>", "v/<param>" and its step count.
+func adamTensors(a *optim.Adam) []ckpt.Tensor {
+	st := a.State()
+	out := []ckpt.Tensor{ckpt.Int64Tensor("step", []int{1}, []int64{int64(st.Step)})}
+	for name, m := range st.M {
+		out = append(out, ckpt.Tensor{Name: "m/" + name, DType: ckpt.F32, Shape: []int{len(m)}, Data: append([]float32(nil), m...)})
+	}
+	for name, v := range st.V {
+		out = append(out, ckpt.Tensor{Name: "v/" + name, DType: ckpt.F32, Shape: []int{len(v)}, Data: append([]float32(nil), v...)})
+	}
+	return out
+}
+
+// restoreAdam reads what adamTensors wrote.
+func restoreAdam(a *optim.Adam, ts []ckpt.Tensor) error {
+	st := optim.AdamState{M: map[string][]float32{}, V: map[string][]float32{}}
+	seen := false
+	for _, t := range ts {
+		switch {
+		case t.Name == "step":
+			v, err := t.Int64s()
+			if err != nil || len(v) != 1 {
+				return fmt.Errorf("%s: bad step tensor", fileOptimizer)
+			}
+			st.Step, seen = int(v[0]), true
+		case strings.HasPrefix(t.Name, "m/"):
+			st.M[t.Name[2:]] = append([]float32(nil), t.Data...)
+		case strings.HasPrefix(t.Name, "v/"):
+			st.V[t.Name[2:]] = append([]float32(nil), t.Data...)
+		default:
+			return fmt.Errorf("%s: unexpected tensor %q", fileOptimizer, t.Name)
+		}
+	}
+	if !seen {
+		return fmt.Errorf("%s: no step count", fileOptimizer)
+	}
+	a.Restore(st)
+	return nil
+}

@@ -1,0 +1,37 @@
+package train
+
+import "math/rand/v2"
+
+// Purpose names a random stream. Every draw of the run comes from a stream derived
+// from (run seed, purpose, step, index) alone, so a resumed run reproduces every
+// later draw without saving generator state, and parallel workers cannot change
+// results by the order they run in.
+type purpose uint64
+
+const (
+	streamInit      purpose = iota + 1 // initial weights
+	streamSFTBatch                     // SFT minibatch indices
+	streamTasks                        // RFT task choice
+	streamEpisode                      // one rollout episode's action sampling
+	streamReplay                       // replay mixing
+	streamShuffle                      // minibatch order within an update
+	streamEval                         // validation / test sampling
+	streamCuriosity                    // curiosity model initialisation
+)
+
+// stream returns the generator for one purpose at one step and index.
+func stream(seed uint64, p purpose, step, index int) *rand.Rand {
+	k := splitmix64(uint64(p))
+	k = splitmix64(k ^ uint64(step))
+	k = splitmix64(k ^ uint64(index))
+	return rand.New(rand.NewPCG(seed, k))
+}
+
+// splitmix64 is the finaliser of SplitMix64 (Steele et al. 2014): a bijective mix
+// that turns nearby integers into unrelated 64-bit values.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}

@@ -1,0 +1,114 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// RFTFinal names the checkpoint that ends the RFT phase.
+const RFTFinal = "rft_final"
+
+// FinalEval is final_eval.json: every model of the run on the same held-out tasks.
+type FinalEval struct {
+	Split   string                `json:"split"`
+	Tasks   int                   `json:"tasks"`
+	Samples int                   `json:"samples"`
+	Models  map[string]EvalResult `json:"models"` // "sft", "rft"
+	Time    time.Time             `json:"time"`
+}
+
+// runTest evaluates the SFT and (when it exists) the RFT model on the test split
+// with the same tasks and sampling streams, and writes final_eval.json.
+func (r *Runner) runTest(ctx context.Context) error {
+	cfg := r.cfg
+	r.state = telemetry.StateEvaluating
+	tasks := generateTasks(r.envCfg, env.Test, cfg.Eval.Tasks)
+	out := FinalEval{Split: "test", Tasks: len(tasks), Samples: cfg.Eval.Samples, Models: map[string]EvalResult{}, Time: time.Now().UTC()}
+	m := map[string]float64{}
+	for _, name := range []string{SFTFinal, RFTFinal} {
+		path := filepath.Join(r.ckptRoot, name)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		params, err := LoadPolicy(cfg, path)
+		if err != nil {
+			return err
+		}
+		res, _, _, err := evaluate(ctx, newRoller(policy.NewInference(params), r.envCfg, r.workers), tasks, evalSpec{
+			samples: cfg.Eval.Samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
+		})
+		if err != nil {
+			return err
+		}
+		model := name[:3] // "sft" or "rft"
+		out.Models[model] = res
+		for k, v := range res.Metrics("test/" + model) {
+			m[k] = v
+		}
+		r.emit(0, telemetry.EventEval, fmt.Sprintf("test %s: greedy %.3f pass@1 %.3f pass@%d %.3f on %d tasks",
+			model, res.Greedy["all"], res.Pass1["all"], res.Samples, res.PassN["all"], res.Tasks), nil)
+	}
+	if len(out.Models) == 0 {
+		return fmt.Errorf("test: no model to evaluate in %s (run sft first)", r.ckptRoot)
+	}
+	r.opt.Sink.Record(telemetry.Point{Step: 0, Phase: telemetry.PhaseEval, Time: time.Now().Format(time.RFC3339Nano), Metrics: m})
+	data, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(r.opt.RunDir, "final_eval.json"), data)
+}
+
+// LoadPolicy reads a verified checkpoint's policy weights into a network shaped
+// by cfg; a checkpoint of another shape is refused with the mismatch named.
+func LoadPolicy(cfg *configs.Config, path string) (*policy.Params, error) {
+	l, err := ckpt.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	params, err := policy.New(policyConfig(cfg), stream(cfg.Run.Seed, streamInit, 0, 0))
+	if err != nil {
+		return nil, err
+	}
+	ts, ok := l.Tensors[filePolicy]
+	if !ok {
+		return nil, fmt.Errorf("%s: no %s", path, filePolicy)
+	}
+	if err := assignPolicy(params, ts); err != nil {
+		return nil, fmt.Errorf("%s does not match the policy config: %w", path, err)
+	}
+	return params, nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames it over path.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,176 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pixelis/pixelis/reward"
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// toRewardTrajectories gives the reward components their view of rollouts;
+// consecutive runs of G rollouts of one task form group firstGroup, firstGroup+1, …
+// (the caller's group numbering, used by RaPR).
+func toRewardTrajectories(rs []*Rollout, firstGroup int) []*reward.Trajectory {
+	out := make([]*reward.Trajectory, len(rs))
+	group, prev := firstGroup-1, (*env.Task)(nil)
+	for i, ro := range rs {
+		if ro.Task != prev {
+			group++
+			prev = ro.Task
+		}
+		out[i] = &reward.Trajectory{Steps: ro.Steps, FinalObs: ro.FinalObs, Answered: ro.Answered, Correct: ro.Correct,
+			Frames: len(ro.Task.Frames), Group: group}
+	}
+	return out
+}
+
+// behaviour adds the behavioural metrics of a batch of rollouts to m:
+// trajectory length, RaPR (share of trajectories that use a visual operation),
+// loop rate (share with an operation repeated with the same arguments back to
+// back), misuse rate (share of actions that were a misuse) and tool counts.
+func behaviour(rs []*Rollout, m map[string]float64) {
+	var steps, usesOps, loops, misuses float64
+	tools := map[env.Op]float64{}
+	for _, ro := range rs {
+		steps += float64(len(ro.Steps))
+		if ro.Ops() > 0 {
+			usesOps++
+		}
+		looped := false
+		for i, st := range ro.Steps {
+			if st.Action.Op != env.OpAnswer {
+				tools[st.Action.Op]++
+			}
+			if st.Result.Misuse != env.MisuseNone {
+				misuses++
+			}
+			if i > 0 && st.Action == ro.Steps[i-1].Action && st.Action.Op != env.OpAnswer {
+				looped = true
+			}
+		}
+		if looped {
+			loops++
+		}
+	}
+	n := float64(max(len(rs), 1))
+	m["behavior/traj_len_mean"] = steps / n
+	m["behavior/rapr"] = usesOps / n
+	m["behavior/loop_rate"] = loops / n
+	m["behavior/misuse_rate"] = misuses / max(steps, 1)
+	for op := env.OpSegment; op < env.OpAnswer; op++ {
+		m["tools/"+op.String()] = tools[op]
+	}
+}
+
+// thumbSize is the side of trajectory thumbnails: 32×32 pixels draw as 32
+// columns × 16 rows of half-block characters.
+const thumbSize = 32
+
+// samplesOf picks up to k trajectories for the console: the first of each group,
+// so different tasks show, with their per-step reward parts.
+func samplesOf(rs []*Rollout, bd reward.Breakdown, step, groupSize, k int) []telemetry.Sample {
+	var out []telemetry.Sample
+	for i := 0; i < len(rs) && len(out) < k; i += groupSize {
+		var tr *reward.TrajReward
+		if i < len(bd.Trajs) {
+			tr = &bd.Trajs[i]
+		}
+		out = append(out, sampleView(rs[i], tr, step))
+	}
+	return out
+}
+
+// sampleView converts one rollout for display.
+func sampleView(ro *Rollout, tr *reward.TrajReward, step int) telemetry.Sample {
+	t := ro.Task
+	s := telemetry.Sample{Step: step, Family: t.Family.String(), Question: t.Question, Answer: ro.Answer,
+		GroundTruth: t.Answer, Correct: ro.Correct,
+		Thumb: telemetry.Thumbnail{W: thumbSize, H: thumbSize, Pix: t.RGB(0, thumbSize, thumbSize)}}
+	if tr != nil {
+		s.Reward = tr.Total
+	}
+	for i, st := range ro.Steps {
+		ss := telemetry.SampleStep{Op: st.Action.Op.String(), Args: actionArgs(st.Action), Result: st.Result.Summary}
+		if st.Result.Misuse != env.MisuseNone {
+			ss.Misuse = st.Result.Misuse.String()
+		}
+		if tr != nil && i < len(tr.Steps) {
+			ss.Rewards = map[string]float64{}
+			for k, v := range tr.Steps[i] {
+				if v != 0 {
+					ss.Rewards[k] = v
+				}
+			}
+		}
+		s.Steps = append(s.Steps, ss)
+	}
+	return s
+}
+
+func actionArgs(a env.Action) string {
+	switch a.Op {
+	case env.OpSegment:
+		return fmt.Sprintf("(%d,%d)", a.X, a.Y)
+	case env.OpAnswer:
+		return fmt.Sprintf("%q", a.Answer)
+	}
+	return ""
+}
+
+// episodeRecord is one validation episode as saved under episodes/.
+type episodeRecord struct {
+	Task        string   `json:"task"`
+	Family      string   `json:"family"`
+	Question    string   `json:"question"`
+	GroundTruth string   `json:"ground_truth"`
+	Mode        string   `json:"mode"` // "greedy" or "sample"
+	Answer      string   `json:"answer"`
+	Correct     bool     `json:"correct"`
+	Actions     []string `json:"actions"`
+	Results     []string `json:"results"`
+	Misuse      []string `json:"misuse"`
+}
+
+// saveEpisodes writes every episode as JSON: one file per task holding its greedy
+// and sampled attempts.
+func saveEpisodes(dir string, greedy, sampled []*Rollout) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	per := map[*env.Task][]episodeRecord{}
+	var order []*env.Task
+	add := func(ro *Rollout, mode string) {
+		if _, ok := per[ro.Task]; !ok {
+			order = append(order, ro.Task)
+		}
+		rec := episodeRecord{Task: ro.Task.ID, Family: ro.Task.Family.String(), Question: ro.Task.Question,
+			GroundTruth: ro.Task.Answer, Mode: mode, Answer: ro.Answer, Correct: ro.Correct}
+		for _, st := range ro.Steps {
+			rec.Actions = append(rec.Actions, strings.TrimSpace(st.Action.Op.String()+" "+actionArgs(st.Action)))
+			rec.Results = append(rec.Results, st.Result.Summary)
+			rec.Misuse = append(rec.Misuse, st.Result.Misuse.String())
+		}
+		per[ro.Task] = append(per[ro.Task], rec)
+	}
+	for _, ro := range greedy {
+		add(ro, "greedy")
+	}
+	for _, ro := range sampled {
+		add(ro, "sample")
+	}
+	for _, t := range order {
+		data, err := json.MarshalIndent(per[t], "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, t.ID+".json"), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
