@@ -1,0 +1,374 @@
+package tui
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+func footer(hs *harness) string {
+	lines := strings.Split(ansi.Strip(hs.frame()), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestCommandKeys(t *testing.T) {
+	cases := []struct {
+		name  string
+		state telemetry.State
+		key   string
+		want  telemetry.CommandKind
+		label string
+	}{
+		{"checkpoint", telemetry.StateRunning, "c", telemetry.CmdCheckpoint, "checkpoint requested"},
+		{"pause", telemetry.StateRunning, "p", telemetry.CmdPause, "pause requested"},
+		{"resume", telemetry.StatePaused, "p", telemetry.CmdResume, "resume requested"},
+		{"eval", telemetry.StateRunning, "e", telemetry.CmdEval, "evaluation requested"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hs := rftHarness(t, 120, 40, "never", true)
+			hs.setState(c.state)
+			hs.press(c.key)
+			if got := hs.feed.commands(); !slices.Equal(got, []telemetry.CommandKind{c.want}) {
+				t.Fatalf("sent %v, want [%s]", got, c.want)
+			}
+			if !strings.Contains(footer(hs), c.label) {
+				t.Fatalf("footer %q lacks %q", footer(hs), c.label)
+			}
+		})
+	}
+}
+
+// The checkpoint status stays until the run acknowledges it.
+func TestCheckpointAck(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	hs.press("c")
+	hs.fire(statusExpireMsg{}) // timers of earlier statuses must not clear a pending request
+	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241, Kind: telemetry.EventWarning, Message: "slow step"}}}))
+	if !strings.Contains(footer(hs), "checkpoint requested") {
+		t.Fatalf("status cleared before the ack: %q", footer(hs))
+	}
+	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241, Kind: telemetry.EventCheckpoint, Message: "checkpoint step_001241"}}}))
+	f := footer(hs)
+	if strings.Contains(f, "checkpoint requested") || !strings.Contains(f, "checkpoint saved") {
+		t.Fatalf("after the ack the footer reads %q", f)
+	}
+	hs.fire(statusExpireMsg{})
+	if strings.Contains(footer(hs), "checkpoint saved") {
+		t.Fatalf("transient status did not expire: %q", footer(hs))
+	}
+}
+
+func TestCommandAckByCommandEvent(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	hs.press("e")
+	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241, Kind: telemetry.EventCommand, Message: "applied", Data: map[string]any{"kind": "eval"}}}}))
+	if strings.Contains(footer(hs), "evaluation requested") {
+		t.Fatalf("eval still pending after its command event: %q", footer(hs))
+	}
+}
+
+func TestCommandsReadOnly(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", false)
+	for _, k := range []string{"c", "p", "e"} {
+		hs.press(k)
+		if !strings.Contains(footer(hs), "no live run — read-only") {
+			t.Fatalf("%s: footer %q", k, footer(hs))
+		}
+	}
+	if len(hs.feed.sent) != 0 {
+		t.Fatalf("sent %v to a feed that is not live", hs.feed.sent)
+	}
+}
+
+func TestCommandSendError(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	hs.feed.sendErr = errors.New("control socket: broken pipe")
+	hs.press("c")
+	f := footer(hs)
+	if strings.Contains(f, "checkpoint requested") || !strings.Contains(f, "broken pipe") {
+		t.Fatalf("footer after a failed send: %q", f)
+	}
+}
+
+func TestQuit(t *testing.T) {
+	t.Run("not live quits at once", func(t *testing.T) {
+		hs := rftHarness(t, 120, 40, "never", false)
+		hs.press("q")
+		if !hs.quit || hs.m.StopRequested() {
+			t.Fatalf("quit=%v stop=%v", hs.quit, hs.m.StopRequested())
+		}
+	})
+	t.Run("finished run quits at once", func(t *testing.T) {
+		hs := rftHarness(t, 120, 40, "never", true)
+		hs.setState(telemetry.StateDone)
+		hs.press("q")
+		if !hs.quit || hs.m.StopRequested() {
+			t.Fatalf("quit=%v stop=%v", hs.quit, hs.m.StopRequested())
+		}
+	})
+	t.Run("esc cancels", func(t *testing.T) {
+		hs := rftHarness(t, 120, 40, "never", true)
+		hs.press("q")
+		if hs.quit || !strings.Contains(footer(hs), "checkpoint before quitting? (y/n/esc)") {
+			t.Fatalf("quit=%v footer %q", hs.quit, footer(hs))
+		}
+		hs.press("c") // other keys do nothing while asking
+		if len(hs.feed.sent) != 0 {
+			t.Fatal("a command was sent while the quit question was open")
+		}
+		hs.press("esc")
+		if hs.quit || strings.Contains(footer(hs), "quitting?") {
+			t.Fatalf("esc: quit=%v footer %q", hs.quit, footer(hs))
+		}
+	})
+	t.Run("n quits without checkpoint", func(t *testing.T) {
+		hs := rftHarness(t, 120, 40, "never", true)
+		hs.press("ctrl+c", "n")
+		if !hs.quit || !hs.m.StopRequested() || len(hs.feed.sent) != 0 {
+			t.Fatalf("quit=%v stop=%v sent=%v", hs.quit, hs.m.StopRequested(), hs.feed.sent)
+		}
+	})
+	t.Run("y checkpoints then quits on the ack", func(t *testing.T) {
+		hs := rftHarness(t, 120, 40, "never", true)
+		hs.press("q", "y")
+		if hs.quit {
+			t.Fatal("quit before the checkpoint was acknowledged")
+		}
+		if got := hs.feed.commands(); !slices.Equal(got, []telemetry.CommandKind{telemetry.CmdCheckpoint}) {
+			t.Fatalf("sent %v", got)
+		}
+		if !strings.Contains(footer(hs), "quitting once the checkpoint is saved") {
+			t.Fatalf("footer %q", footer(hs))
+		}
+		hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241, Kind: telemetry.EventCheckpoint, Message: "checkpoint step_001241"}}}))
+		if !hs.quit || !hs.m.StopRequested() {
+			t.Fatalf("after the ack quit=%v stop=%v", hs.quit, hs.m.StopRequested())
+		}
+	})
+	t.Run("y quits after the bound without an ack", func(t *testing.T) {
+		hs := rftHarness(t, 120, 40, "never", true)
+		hs.press("q", "y")
+		hs.fire(quitTimeoutMsg{})
+		if !hs.quit {
+			t.Fatal("did not quit when the ack bound passed")
+		}
+	})
+	t.Run("ctrl+c while waiting quits now", func(t *testing.T) {
+		hs := rftHarness(t, 120, 40, "never", true)
+		hs.press("q", "y", "ctrl+c")
+		if !hs.quit {
+			t.Fatal("ctrl+c did not cut the wait short")
+		}
+	})
+}
+
+func TestStageInspector(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "always", true)
+	hs.press("s")
+	frame := hs.frame()
+	checkGeometry(t, frame, 120, 40)
+	golden(t, "inspector_120x40", plainFrame(frame))
+	text := ansi.Strip(frame)
+	for _, want := range []string{"Stages · reward curriculum", "entered at step 1,180", "never entered",
+		"coherence slope < 0.001 over 5 evals", "step 900 rolled back 2→1", "final 1  coherence 0.1  curiosity 0.05  penalty 1"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("inspector lacks %q", want)
+		}
+	}
+	hs.press("down", "down")
+	if hs.m.inspScroll != 0 {
+		t.Errorf("inspector scrolled to %d with everything in view", hs.m.inspScroll)
+	}
+	hs.press("esc")
+	if hs.m.inspector || strings.Contains(ansi.Strip(hs.frame()), "Stages ·") {
+		t.Fatal("esc did not close the inspector")
+	}
+	// At 80×24 the inspector scrolls to its end and no further.
+	small := rftHarness(t, 80, 24, "never", true)
+	small.press("s", "down", "down")
+	if small.m.inspScroll != 2 {
+		t.Errorf("80×24 inspector scroll = %d after two downs", small.m.inspScroll)
+	}
+	for range 100 {
+		small.press("down")
+	}
+	checkGeometry(t, small.frame(), 80, 24)
+	if !strings.Contains(small.frame(), "lines") || small.m.inspScroll == 0 {
+		t.Fatalf("80×24 inspector did not scroll: %d", small.m.inspScroll)
+	}
+	golden(t, "inspector_80x24_end", small.frame())
+}
+
+func TestFocusCycle(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	if hs.m.focus.current != paneSample {
+		t.Fatalf("initial focus %s", hs.m.focus.current)
+	}
+	var seen []paneID
+	for range 6 {
+		hs.press("tab")
+		seen = append(seen, hs.m.focus.current)
+	}
+	want := []paneID{paneReward, paneKPI, paneCurriculum, paneTools, paneEvents, paneSample}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("tab order %v, want %v", seen, want)
+	}
+	hs.press("shift+tab")
+	if hs.m.focus.current != paneEvents {
+		t.Fatalf("shift+tab went to %s", hs.m.focus.current)
+	}
+	if !strings.Contains(hs.frame(), "┏ Events") {
+		t.Fatal("focused pane's border is not heavy")
+	}
+	// At 80×24 the hidden tools pane is skipped.
+	small := rftHarness(t, 80, 24, "never", true)
+	for range 5 {
+		small.press("tab")
+		if small.m.focus.current == paneTools {
+			t.Fatal("focus reached the hidden tools pane")
+		}
+	}
+}
+
+func TestPaneNavigation(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	// Sample pane (initial focus): ←/→ and h/l browse, wrapping.
+	hs.press("right")
+	if hs.m.sample != 1 || !strings.Contains(hs.frame(), "Sample trajectory 2/3 · attribute_recognition · ✗") {
+		t.Fatalf("right: sample %d", hs.m.sample)
+	}
+	if !strings.Contains(hs.frame(), "✗ truth: red") || !strings.Contains(hs.frame(), "⚠ properties before any segment") {
+		t.Fatal("wrong answer or misuse not shown")
+	}
+	hs.press("l", "l")
+	if hs.m.sample != 0 {
+		t.Fatalf("l l: sample %d, want wrap to 0", hs.m.sample)
+	}
+	hs.press("h")
+	if hs.m.sample != 2 {
+		t.Fatalf("h: sample %d, want 2", hs.m.sample)
+	}
+	// Events pane: ↑/k scroll older, end returns; k does not cycle the KPIs there.
+	hs.press("shift+tab")
+	set := hs.m.kpiSet
+	hs.press("up", "k")
+	if hs.m.eventScroll != 0 {
+		// 9 events fit in the pane at 120×40: nothing to scroll.
+		t.Fatalf("scrolled %d with every event in view", hs.m.eventScroll)
+	}
+	for i := range 30 {
+		hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241 + i, Kind: telemetry.EventWarning, Message: "slow step"}}}))
+	}
+	hs.press("up", "k")
+	if hs.m.eventScroll != 2 || hs.m.kpiSet != set {
+		t.Fatalf("events: scroll %d kpi set %d", hs.m.eventScroll, hs.m.kpiSet)
+	}
+	if !strings.Contains(hs.frame(), "↓2 newer") {
+		t.Fatal("scrolled event log does not say so")
+	}
+	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1300, Kind: telemetry.EventWarning, Message: "newest"}}}))
+	if hs.m.eventScroll != 3 {
+		t.Fatalf("scroll %d: view moved under the reader", hs.m.eventScroll)
+	}
+	hs.press("end")
+	if hs.m.eventScroll != 0 {
+		t.Fatalf("end: scroll %d", hs.m.eventScroll)
+	}
+	// m always cycles the KPI set; k does where the focused pane has no use for it.
+	hs.press("m")
+	if hs.m.kpiSet != set+1 {
+		t.Fatalf("m: kpi set %d", hs.m.kpiSet)
+	}
+	hs.press("tab", "tab") // sample, then reward
+	hs.press("k")
+	if hs.m.kpiSet != set+2 || !strings.Contains(hs.frame(), "KPIs · behaviour 3/4") {
+		t.Fatalf("k in the reward pane: kpi set %d", hs.m.kpiSet)
+	}
+	hs.press("tab", "left")
+	if hs.m.kpiSet != set+1 {
+		t.Fatalf("left in the KPI pane: kpi set %d", hs.m.kpiSet)
+	}
+}
+
+func TestHelpToggle(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	hs.press("?")
+	frame := hs.frame()
+	checkGeometry(t, frame, 120, 40)
+	for _, want := range []string{"focus back", "page up", "q/ctrl+c"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("full help lacks %q", want)
+		}
+	}
+	golden(t, "help_120x40", frame)
+	hs.press("?")
+	if strings.Contains(hs.frame(), "focus back") {
+		t.Fatal("? did not close the full help")
+	}
+	// The help bar follows the run state and the focus.
+	hs.setState(telemetry.StatePaused)
+	if f := footer(hs); !strings.Contains(f, "p resume") || !strings.Contains(f, "←/→ sample") {
+		t.Fatalf("help bar %q", f)
+	}
+}
+
+func TestMouse(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	if hs.m.View().MouseMode != tea.MouseModeNone {
+		t.Fatal("mouse captured without Options.Mouse")
+	}
+	hs.send(tea.MouseClickMsg{X: 5, Y: 2, Button: tea.MouseLeft})
+	if hs.m.focus.current != paneSample {
+		t.Fatal("a click moved focus with the mouse off")
+	}
+	feed := newFakeFeed(true)
+	ms := newHarness(t, feed, Options{Color: "never", Mouse: true}, 120, 40)
+	for _, u := range rftUpdates(1240, 3000) {
+		ms.send(feedMsg(u))
+	}
+	if ms.m.View().MouseMode != tea.MouseModeCellMotion {
+		t.Fatal("Options.Mouse did not enable the mouse")
+	}
+	ms.send(tea.MouseClickMsg{X: 5, Y: 2, Button: tea.MouseLeft})
+	if ms.m.focus.current != paneReward {
+		t.Fatalf("click focused %s", ms.m.focus.current)
+	}
+}
+
+// Only the checkpoint asked for acknowledges the request; a failed save,
+// reported as a warning, ends it with the reason.
+func TestCheckpointAckKinds(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	hs.press("c")
+	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241, Kind: telemetry.EventCheckpoint,
+		Message: "checkpoint step_001241", Data: map[string]any{"kind": "periodic"}}}}))
+	if !strings.Contains(footer(hs), "checkpoint requested") {
+		t.Fatalf("a periodic checkpoint acknowledged the request: %q", footer(hs))
+	}
+	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1242, Kind: telemetry.EventWarning,
+		Message: "checkpoint failed, training continues: disk full"}}}))
+	if f := footer(hs); strings.Contains(f, "checkpoint requested") || !strings.Contains(f, "disk full") {
+		t.Fatalf("after a failed save the footer reads %q", f)
+	}
+}
+
+// A reset update (a resume rewrote the run's files) drops the history held.
+func TestFeedReset(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	hs.send(feedMsg(telemetry.Update{Reset: true, Points: []telemetry.Point{
+		{Step: 1, Phase: telemetry.PhaseRFT, Metrics: map[string]float64{"policy/kl": 0.5}}},
+		Events: []telemetry.Event{{Step: 1, Kind: telemetry.EventPhase, Message: "resumed from step_001200"}}}))
+	if s := hs.m.metrics.get("policy/kl"); s.vals.len() != 1 || s.latest != 0.5 {
+		t.Fatalf("after reset kl holds %d points", s.vals.len())
+	}
+	if hs.m.metrics.get("policy/entropy") != nil || hs.m.events.len() != 1 {
+		t.Fatalf("reset kept old history: %d events", hs.m.events.len())
+	}
+}

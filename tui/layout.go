@@ -1,0 +1,127 @@
+package tui
+
+import "fmt"
+
+// Minimum terminal size for the console; below it a single line says so.
+const (
+	minWidth  = 80
+	minHeight = 24
+)
+
+type paneID int
+
+const (
+	paneReward paneID = iota
+	paneKPI
+	paneCurriculum
+	paneTools
+	paneEvents
+	paneSample
+	numPanes
+)
+
+func (p paneID) String() string {
+	return [...]string{"reward", "kpi", "curriculum", "tools", "events", "sample"}[p]
+}
+
+type rect struct{ x, y, w, h int }
+
+// layout places the panes for one terminal size. It is computed in Update
+// from the window message (and the footer height), never in View.
+type layout struct {
+	w, h     int
+	tooSmall bool
+	footerH  int
+	rows     [][]paneID // top to bottom, each left to right
+	rowH     []int
+	rects    [numPanes]rect
+	visible  [numPanes]bool
+}
+
+func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
+
+// computeLayout splits the screen: a header line, up to three rows of panes,
+// and a footer of footerH lines (the help bar or the full help).
+//
+//	Reward | KPIs
+//	Curriculum | Tools | Events      (Tools only from 100 columns)
+//	Sample trajectory                (only when at least 18 body rows remain)
+func computeLayout(w, h, footerH int) layout {
+	l := layout{w: w, h: h, footerH: footerH}
+	if w < minWidth || h < minHeight {
+		l.tooSmall = true
+		return l
+	}
+	bodyH := h - 1 - footerH
+	var top, mid, bottom int
+	switch {
+	case bodyH >= 30:
+		// The sample pane needs little more than its image; extra rows go
+		// to the charts and to the event log and curriculum history.
+		bottom = clamp(bodyH*34/100, 9, 18)
+		top = clamp(bodyH*30/100, 6, 18)
+		mid = bodyH - top - bottom
+	case bodyH >= 18:
+		top, mid = 6, 7
+		bottom = bodyH - top - mid
+	default:
+		top = min(6, bodyH/2)
+		mid = bodyH - top
+	}
+	leftW := clamp(w*36/100, 40, 60)
+	l.rows = append(l.rows, []paneID{paneReward, paneKPI})
+	l.rowH = append(l.rowH, top)
+	if w >= 100 {
+		l.rows = append(l.rows, []paneID{paneCurriculum, paneTools, paneEvents})
+	} else {
+		l.rows = append(l.rows, []paneID{paneCurriculum, paneEvents})
+	}
+	l.rowH = append(l.rowH, mid)
+	if bottom > 0 {
+		l.rows = append(l.rows, []paneID{paneSample})
+		l.rowH = append(l.rowH, bottom)
+	}
+	y := 1
+	for i, row := range l.rows {
+		widths := []int{w}
+		switch len(row) {
+		case 2:
+			widths = []int{leftW, w - leftW}
+		case 3:
+			tools := clamp(w*26/100, 28, 44)
+			widths = []int{leftW, tools, w - leftW - tools}
+		}
+		x := 0
+		for j, p := range row {
+			l.rects[p] = rect{x: x, y: y, w: widths[j], h: l.rowH[i]}
+			l.visible[p] = true
+			x += widths[j]
+		}
+		y += l.rowH[i]
+	}
+	return l
+}
+
+// order is the focus order of the visible panes: reading order.
+func (l layout) order() []paneID {
+	var out []paneID
+	for _, row := range l.rows {
+		out = append(out, row...)
+	}
+	return out
+}
+
+// paneAt reports which pane covers a cell, for mouse focus.
+func (l layout) paneAt(x, y int) (paneID, bool) {
+	for p := range numPanes {
+		r := l.rects[p]
+		if l.visible[p] && x >= r.x && x < r.x+r.w && y >= r.y && y < r.y+r.h {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+func tooSmallLine(w, h int) string {
+	return fmt.Sprintf("terminal too small: need %d×%d, have %d×%d", minWidth, minHeight, w, h)
+}

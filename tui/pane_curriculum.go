@@ -1,0 +1,194 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// paneCurriculum lists the stages (✓ done, ▶ current), the live progress of
+// the current stage's exit conditions and the history of advances and
+// rollbacks, newest last. In SFT the curriculum is the data curriculum.
+func (m Model) paneCurriculum(w, h int) (string, []string) {
+	st := m.st
+	if m.snap == nil || len(m.snap.Curriculum.Stages) == 0 {
+		return "Curriculum", []string{st.render(st.dim, "no curriculum reported yet")}
+	}
+	cur := m.snap.Curriculum
+	title := "Curriculum"
+	if cur.Kind == "data" {
+		title = "Data curriculum"
+	}
+	nameW, weightW := 0, 0
+	for _, s := range cur.Stages {
+		nameW = max(nameW, len([]rune(clean(s.Name))))
+		weightW = max(weightW, len([]rune(fmtWeights(s.Weights))))
+	}
+	// The "w" label goes before any stage name is cut; "@1,180" is 6 wide.
+	withW := 4+nameW+1+2+weightW+1+6 <= w
+	var top []string
+	for i, s := range cur.Stages {
+		top = append(top, m.stageLine(cur, i, s, w, nameW, withW))
+		if i == cur.Current {
+			for _, c := range cur.Progress {
+				top = append(top, "  "+m.conditionLine(c, w-2, 6))
+			}
+			if cur.Note != "" {
+				top = append(top, "    "+st.render(st.dim, clean(cur.Note)))
+			}
+		}
+	}
+	hist := m.historyLines(cur.History)
+	if len(top) >= h || len(hist) == 0 {
+		if len(top) > h {
+			// Keep the current stage and its progress in view.
+			start := 0
+			for i, l := range top {
+				if strings.Contains(l, "▶") {
+					start = max(0, min(i, len(top)-h))
+				}
+			}
+			top = top[start : start+h]
+		}
+		return title, top
+	}
+	room := h - len(top)
+	// History rows, scrolled by curScroll from the newest.
+	end := len(hist) - min(m.curScroll, max(0, len(hist)-1))
+	start := max(0, end-room)
+	out := append(top, hist[start:end]...)
+	if m.curScroll > 0 {
+		title += fmt.Sprintf(" · history ↑%d", m.curScroll)
+	}
+	return title, out
+}
+
+func (m Model) stageLine(cur telemetry.Curriculum, i int, s telemetry.Stage, w, nameW int, withW bool) string {
+	st := m.st
+	marker, style := " ", st.dim
+	switch {
+	case i < cur.Current:
+		marker, style = "✓", st.good
+	case i == cur.Current:
+		marker, style = "▶", st.accent
+	}
+	at := "—"
+	if s.EnteredAt >= 0 && i <= cur.Current {
+		at = "@" + fmtInt(s.EnteredAt)
+	}
+	name := clean(s.Name)
+	weights := fmtWeights(s.Weights)
+	if weights != "" && withW {
+		weights = "w " + weights
+	}
+	fixed := 4 + len([]rune(weights)) + 1 + len([]rune(at)) + 1
+	nameW = max(8, min(nameW, w-fixed))
+	left := fmt.Sprintf("%s %d %s %s", marker, i+1, fit(name, nameW, true), weights)
+	line := spread(left, at, w)
+	if i == cur.Current {
+		return st.render(style, line)
+	}
+	if i < cur.Current {
+		return st.render(style, marker) + line[len(marker):]
+	}
+	return st.render(style, line)
+}
+
+// conditionLine shows one exit condition's live progress with a small bar
+// that fills as the condition nears being met.
+func (m Model) conditionLine(c telemetry.Condition, w, barW int) string {
+	st := m.st
+	mark := " "
+	if c.Met {
+		mark = st.render(st.good, "✓")
+	}
+	num := fmtVal(c.Value) + "/" + fmtVal(c.Target)
+	desc := clean(c.Desc)
+	// "success_rate_ma100 > 0.70" → "success_rate_ma100": the numbers follow.
+	if i := strings.IndexAny(desc, "<>≥≤="); i > 0 {
+		desc = strings.TrimSpace(desc[:i])
+	}
+	descW := w - 2 - len([]rune(num)) - 1 - (barW + 3)
+	if descW < 10 {
+		barW, descW = 0, w-2-len([]rune(num))-1
+	}
+	line := mark + " " + fit(desc, max(4, min(descW, len([]rune(desc)))), false) + " " + num
+	if barW > 0 {
+		line += " " + st.render(st.bar, progressBar(conditionProgress(c), barW))
+	}
+	return line
+}
+
+// conditionProgress is how far a condition is from being met, 0..1. A "<"
+// condition (a slope falling under a bound) is met from above, so its
+// progress is target/value.
+func conditionProgress(c telemetry.Condition) float64 {
+	if c.Met {
+		return 1
+	}
+	below := strings.ContainsAny(c.Desc, "<≤")
+	v, t := c.Value, c.Target
+	var f float64
+	switch {
+	case below && v > 0 && t > 0:
+		f = t / v
+	case below:
+		f = 0
+	case t != 0:
+		f = v / t
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return math.Max(0, math.Min(1, f))
+}
+
+func (m Model) historyLines(h []telemetry.Transition) []string {
+	st := m.st
+	out := make([]string, 0, len(h))
+	for _, t := range h {
+		style, arrow := st.good, "▲"
+		if t.Kind == "rollback" {
+			style, arrow = st.warn, "▼"
+		}
+		line := fmt.Sprintf("%s %s %d→%d %s", padLeft(fmtInt(t.Step), 6), arrow, t.From+1, t.To+1, clean(t.Reason))
+		out = append(out, st.render(style, line))
+	}
+	return out
+}
+
+// fmtWeights writes stage weights compactly: reward weights as
+// final/coherence/curiosity ("1/.1/0", penalty being constant), anything
+// else (a data mix) as name initial and value, sorted by name.
+func fmtWeights(w map[string]float64) string {
+	if len(w) == 0 {
+		return ""
+	}
+	reward := true
+	for k := range w {
+		if !slices.Contains(rewardComponents, k) {
+			reward = false
+		}
+	}
+	if reward {
+		var parts []string
+		for _, c := range rewardComponents[:3] {
+			parts = append(parts, fmtShort(w[c]))
+		}
+		return strings.Join(parts, "/")
+	}
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		r := []rune(clean(k))
+		parts = append(parts, string(r[:min(len(r), 1)])+fmtShort(w[k]))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,130 @@
+package tui
+
+import (
+	"math"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// rewardComponents are the parts of the reward, in the order the reward
+// curriculum introduces them (penalty is always on).
+var rewardComponents = []string{"final", "coherence", "curiosity", "penalty"}
+
+// paneReward shows each reward component's latest batch value and its moving
+// average as a bar that grows right of the axis when positive and left when
+// negative. A component weighted 0 in the current stage is dimmed: it is
+// computed but does not count yet.
+func (m Model) paneReward(w, h int) (string, []string) {
+	st := m.st
+	title := "Reward (batch · MA100)"
+	type row struct {
+		name       string
+		v, ma      float64
+		ok         bool
+		weight     float64
+		haveWeight bool
+	}
+	var rows []row
+	scale := 1.0
+	for _, c := range rewardComponents {
+		r := row{name: c}
+		if s := m.metrics.get("reward/" + c + "/raw"); s != nil {
+			r.v, r.ok = s.latest, true
+			r.ma, _ = s.mean(maWindow)
+		}
+		r.weight, r.haveWeight = m.metrics.latest("curriculum/weight/" + c)
+		if r.ok && !math.IsNaN(r.v) && !math.IsInf(r.v, 0) {
+			scale = math.Max(scale, math.Abs(r.v))
+		}
+		rows = append(rows, r)
+	}
+	if m.metrics.get("reward/final/raw") == nil && m.metrics.get("reward/total") == nil {
+		return title, []string{st.render(st.dim, "no rewards until RFT starts")}
+	}
+	total := row{name: "total"}
+	if s := m.metrics.get("reward/total"); s != nil {
+		total.v, total.ok = s.latest, true
+		total.ma, _ = s.mean(maWindow)
+	}
+
+	const nameW, numW = 11, 13
+	showW := w >= 52
+	wcol := 0
+	if showW {
+		wcol = 6
+	}
+	barW := max(3, w-nameW-numW-wcol-1)
+	half := (barW - 1) / 2
+
+	line := func(r row, sc float64) string {
+		var b strings.Builder
+		b.WriteString(fit(r.name, nameW-1, true) + " ")
+		if !r.ok {
+			b.WriteString(strings.Repeat(" ", half) + st.render(st.dim, "│") + strings.Repeat(" ", half))
+			b.WriteString(padLeft("—", numW))
+		} else {
+			b.WriteString(m.divergingBar(r.v, sc, half))
+			b.WriteString(" " + padLeft(fmtSigned(r.v), 5) + st.render(st.dim, " · ") + padLeft(fmtSigned(r.ma), 5))
+		}
+		if showW {
+			ws := ""
+			if r.haveWeight {
+				ws = "×" + fmtShort(r.weight)
+			}
+			b.WriteString(" " + padLeft(ws, wcol-1))
+		}
+		s := b.String()
+		if r.haveWeight && r.weight == 0 {
+			// Plain text under one dim style; the sign stays in the number.
+			return st.render(st.dim, ansi.Strip(s))
+		}
+		return s
+	}
+	var out []string
+	for _, r := range rows {
+		out = append(out, line(r, scale))
+	}
+	if h >= 6 && total.ok {
+		out = append(out, "", line(total, math.Max(scale, math.Abs(total.v))))
+	}
+	if h >= 8 {
+		if s := m.metrics.get("reward/total"); s != nil && s.vals.len() > 0 {
+			lo, hi := math.Inf(1), math.Inf(-1)
+			n := s.vals.len()
+			for i := max(0, n-maWindow); i < n; i++ {
+				lo, hi = math.Min(lo, s.vals.at(i)), math.Max(hi, s.vals.at(i))
+			}
+			out = append(out, st.render(st.dim, fit("total range over last 100: "+fmtSigned(lo)+" … "+fmtSigned(hi), w, false)))
+		}
+	}
+	if len(out) > h {
+		out = out[:h]
+	}
+	return title, out
+}
+
+// divergingBar draws v/scale over two halves of n cells around a centre axis:
+// negative values fill leftwards (in half cells, the finest a left-growing
+// bar can draw), positive rightwards (in eighths).
+func (m Model) divergingBar(v, scale float64, n int) string {
+	st := m.st
+	if math.IsNaN(v) {
+		v = 0
+	}
+	frac := math.Max(-1, math.Min(1, v/scale))
+	left := strings.Repeat(" ", n)
+	right := strings.Repeat(" ", n)
+	if frac < 0 {
+		halves := int(math.Round(-frac * float64(2*n)))
+		full, part := halves/2, halves%2
+		s := strings.Repeat("█", full)
+		if part == 1 {
+			s = "▐" + s
+		}
+		left = strings.Repeat(" ", n-full-part) + st.render(st.barNeg, s)
+	} else if frac > 0 {
+		right = st.render(st.barPos, hbar(frac, n))
+	}
+	return left + st.render(st.dim, "│") + right
+}

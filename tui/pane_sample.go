@@ -1,0 +1,219 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// paneSample shows one sampled trajectory: its image on the left, the
+// question, each operation with its result and reward parts, and the answer
+// against the ground truth. ←/→ browse the samples of the latest snapshot.
+func (m Model) paneSample(w, h int) (string, []string) {
+	st := m.st
+	if len(m.samples) == 0 {
+		return "Sample trajectory", []string{st.render(st.dim, "no sample trajectories yet")}
+	}
+	i := min(m.sample, len(m.samples)-1)
+	s := m.samples[i]
+	mark := "✗"
+	if s.Correct {
+		mark = "✓"
+	}
+	title := fmt.Sprintf("Sample trajectory %d/%d · %s · %s · step %s · R %s",
+		i+1, len(m.samples), clean(s.Family), mark, fmtInt(s.Step), strings.TrimSpace(fmtSigned(s.Reward)))
+
+	thumb := m.thumbnail(s.Thumb, w/3, h)
+	thumbW := 0
+	if len(thumb) > 0 {
+		thumbW = ansi.StringWidth(thumb[0]) + 2
+	}
+	textW := w - thumbW
+	text := m.sampleText(s, textW, h)
+	out := make([]string, h)
+	for y := range h {
+		line := ""
+		if y < len(thumb) {
+			line = thumb[y] + "  "
+		} else if thumbW > 0 {
+			line = strings.Repeat(" ", thumbW)
+		}
+		if y < len(text) {
+			line += text[y]
+		}
+		out[y] = line
+	}
+	return title, out
+}
+
+// sampleText is the right-hand side: question, steps (scrolled by
+// sampleScroll when they overflow) and the answer, in h lines of w cells.
+func (m Model) sampleText(s telemetry.Sample, w, h int) []string {
+	st := m.st
+	q := st.render(st.label, "Q: ") + clean(s.Question)
+	verdict := st.render(st.good, "✓")
+	if !s.Correct {
+		verdict = st.render(st.bad, "✗") + st.render(st.dim, " truth: ") + clean(s.GroundTruth)
+	}
+	ans := st.render(st.label, "A: ") + clean(s.Answer) + "  " + verdict
+	steps := make([]string, len(s.Steps))
+	for j, step := range s.Steps {
+		steps[j] = m.stepLine(j+1, step, w)
+	}
+	room := max(0, h-2)
+	scroll := 0
+	if len(steps) > room {
+		scroll = min(m.sampleScroll, len(steps)-room)
+		steps = steps[scroll : scroll+room]
+	}
+	out := []string{q}
+	out = append(out, steps...)
+	out = append(out, ans)
+	if scroll > 0 && h > 0 {
+		out[0] = q + st.render(st.dim, fmt.Sprintf("  (steps from %d)", scroll+1))
+	}
+	return out
+}
+
+// stepLine is one operation: number, op, arguments, result, misuse, and the
+// reward parts it earned, right-aligned when the line is wide enough.
+func (m Model) stepLine(n int, step telemetry.SampleStep, w int) string {
+	st := m.st
+	left := fmt.Sprintf("%d %s", n, st.render(st.accent, clean(step.Op)))
+	if step.Args != "" {
+		left += " " + clean(step.Args)
+	}
+	if step.Result != "" {
+		left += " → " + clean(step.Result)
+	}
+	if step.Misuse != "" {
+		left += " " + st.render(st.warn, "⚠ "+clean(step.Misuse))
+	}
+	parts := rewardParts(step.Rewards)
+	if parts == "" {
+		return left
+	}
+	right := st.render(st.info, parts)
+	pw := ansi.StringWidth(parts)
+	if w-pw-2 < 20 {
+		return left + "  " + right
+	}
+	return fit(left, w-pw-2, true) + "  " + right
+}
+
+// rewardParts writes a step's reward attribution: "coh +0.20 final +1.00".
+func rewardParts(r map[string]float64) string {
+	if len(r) == 0 {
+		return ""
+	}
+	short := map[string]string{"coherence": "coh", "curiosity": "cur", "penalty": "pen"}
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		ia, ib := slices.Index(rewardComponents, a), slices.Index(rewardComponents, b)
+		if ia < 0 {
+			ia = len(rewardComponents)
+		}
+		if ib < 0 {
+			ib = len(rewardComponents)
+		}
+		if ia != ib {
+			return ia - ib
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, k := range keys {
+		name := k
+		if s, ok := short[k]; ok {
+			name = s
+		}
+		parts = append(parts, clean(name)+" "+strings.TrimSpace(fmtSigned(r[k])))
+	}
+	return strings.Join(parts, " ")
+}
+
+// thumbnail draws t in at most maxW columns and maxH rows with '▀' half
+// blocks: each cell shows two pixels, the upper as foreground, the lower as
+// background, so pixels come out square. It scales by nearest neighbour
+// (down to fit, up by whole factors while room allows). Without colour it
+// falls back to a luminance ramp.
+func (m Model) thumbnail(t telemetry.Thumbnail, maxW, maxH int) []string {
+	if t.W <= 0 || t.H <= 0 || len(t.Pix) < t.W*t.H*3 || maxW < 2 || maxH < 1 {
+		return nil
+	}
+	// Output size in pixels: fit maxW × 2·maxH, keeping the aspect ratio.
+	scale := min(float64(maxW)/float64(t.W), float64(2*maxH)/float64(t.H))
+	if scale >= 1 {
+		scale = float64(int(scale)) // whole factors only: crisp pixels
+	}
+	ow, oh := max(1, int(float64(t.W)*scale)), max(1, int(float64(t.H)*scale))
+	px := func(x, y int) (r, g, b byte) {
+		sx := min(t.W-1, x*t.W/ow)
+		sy := min(t.H-1, y*t.H/oh)
+		o := (sy*t.W + sx) * 3
+		return t.Pix[o], t.Pix[o+1], t.Pix[o+2]
+	}
+	rows := (oh + 1) / 2
+	out := make([]string, rows)
+	var b strings.Builder
+	if !m.st.color {
+		const ramp = " .:-=+*#%@"
+		for y := range rows {
+			b.Reset()
+			for x := range ow {
+				r, g, bl := px(x, 2*y)
+				l := luma(r, g, bl)
+				if 2*y+1 < oh {
+					r2, g2, b2 := px(x, 2*y+1)
+					l = (l + luma(r2, g2, b2)) / 2
+				}
+				b.WriteByte(ramp[min(len(ramp)-1, l*len(ramp)/256)])
+			}
+			out[y] = b.String()
+		}
+		return out
+	}
+	// Raw SGR, with repeated colours elided: this is the densest part of the
+	// frame and lipgloss would restyle every cell.
+	for y := range rows {
+		b.Reset()
+		var lastFG, lastBG [3]byte
+		first := true
+		for x := range ow {
+			r, g, bl := px(x, 2*y)
+			fg := [3]byte{r, g, bl}
+			if first || fg != lastFG {
+				b.WriteString("\x1b[38;2;" + strconv.Itoa(int(r)) + ";" + strconv.Itoa(int(g)) + ";" + strconv.Itoa(int(bl)) + "m")
+				lastFG = fg
+			}
+			if 2*y+1 < oh {
+				r2, g2, b2 := px(x, 2*y+1)
+				bg := [3]byte{r2, g2, b2}
+				if first || bg != lastBG {
+					b.WriteString("\x1b[48;2;" + strconv.Itoa(int(r2)) + ";" + strconv.Itoa(int(g2)) + ";" + strconv.Itoa(int(b2)) + "m")
+					lastBG = bg
+				}
+			} else if first {
+				b.WriteString("\x1b[49m")
+			}
+			first = false
+			b.WriteString("▀")
+		}
+		b.WriteString("\x1b[m")
+		out[y] = b.String()
+	}
+	return out
+}
+
+// luma is the Rec. 601 brightness of a pixel, 0..255.
+func luma(r, g, b byte) int {
+	return (299*int(r) + 587*int(g) + 114*int(b)) / 1000
+}

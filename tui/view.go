@@ -1,0 +1,372 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// View draws the state. It changes nothing but the frame cache.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.frame())
+	v.AltScreen = true
+	if m.opts.Mouse {
+		v.MouseMode = tea.MouseModeCellMotion
+	}
+	title := "pixelis"
+	if m.snap != nil && m.snap.Run != "" {
+		title += " · " + clean(m.snap.Run)
+	}
+	v.WindowTitle = title
+	return v
+}
+
+func (m Model) frame() string {
+	if c := m.cache; c != nil && c.rev == m.rev && c.content != "" {
+		return c.content
+	}
+	s := m.render()
+	if m.cache != nil {
+		m.cache.rev, m.cache.content = m.rev, s
+	}
+	return s
+}
+
+func (m Model) render() string {
+	w, h := m.width, m.height
+	if w <= 0 || h <= 0 {
+		return ""
+	}
+	if m.lay.tooSmall || m.lay.w != w || m.lay.h != h {
+		return ansi.Truncate(tooSmallLine(w, h), w, "")
+	}
+	lines := make([]string, 0, h)
+	lines = append(lines, m.viewHeader(w))
+	bodyH := h - 1 - m.lay.footerH
+	if m.inspector {
+		lines = append(lines, m.viewInspector(w, bodyH)...)
+	} else {
+		for i, row := range m.lay.rows {
+			boxes := make([][]string, len(row))
+			for j, p := range row {
+				r := m.lay.rects[p]
+				boxes[j] = m.pane(p, r.w, r.h)
+			}
+			for y := range m.lay.rowH[i] {
+				var b strings.Builder
+				for _, bx := range boxes {
+					b.WriteString(bx[y])
+				}
+				lines = append(lines, b.String())
+			}
+		}
+	}
+	for len(lines) < 1+bodyH {
+		lines = append(lines, strings.Repeat(" ", w))
+	}
+	lines = append(lines, m.viewFooter(w)...)
+	return strings.Join(lines, "\n")
+}
+
+// pane draws one pane, border included, at exactly w×h cells.
+func (m Model) pane(p paneID, w, h int) []string {
+	iw, ih := max(0, w-2), max(0, h-2)
+	var title string
+	var body []string
+	switch p {
+	case paneReward:
+		title, body = m.paneReward(iw, ih)
+	case paneKPI:
+		title, body = m.paneKPI(iw, ih)
+	case paneCurriculum:
+		title, body = m.paneCurriculum(iw, ih)
+	case paneTools:
+		title, body = m.paneTools(iw, ih)
+	case paneEvents:
+		title, body = m.paneEvents(iw, ih)
+	case paneSample:
+		title, body = m.paneSample(iw, ih)
+	}
+	return m.box(title, body, w, h, m.focus.is(p))
+}
+
+// box frames body with a rounded border, heavy when focused (visible without
+// colour), the title set into the top edge.
+func (m Model) box(title string, body []string, w, h int, focused bool) []string {
+	tl, tr, bl, br, hz, vt := "╭", "╮", "╰", "╯", "─", "│"
+	bs, ts := m.st.border, m.st.label
+	if focused {
+		tl, tr, bl, br, hz, vt = "┏", "┓", "┗", "┛", "━", "┃"
+		bs, ts = m.st.borderFocus, m.st.title
+	}
+	inner := max(0, w-2)
+	out := make([]string, 0, h)
+	t := ""
+	if title != "" && inner > 4 {
+		t = " " + m.st.render(ts, fit(title, inner-3, false)) + " "
+	}
+	tw := ansi.StringWidth(t)
+	out = append(out, m.st.render(bs, tl)+t+m.st.render(bs, strings.Repeat(hz, max(0, inner-tw))+tr))
+	side := m.st.render(bs, vt)
+	for i := range max(0, h-2) {
+		line := ""
+		if i < len(body) {
+			line = body[i]
+		}
+		out = append(out, side+fit(line, inner, true)+side)
+	}
+	out = append(out, m.st.render(bs, bl+strings.Repeat(hz, inner)+br))
+	return out[:h]
+}
+
+// fit truncates s to n cells (with an ellipsis) and, when pad is set, pads it
+// to exactly n cells.
+func fit(s string, n int, pad bool) string {
+	if n <= 0 {
+		return ""
+	}
+	w := ansi.StringWidth(s)
+	if w > n {
+		s = ansi.Truncate(s, n, "…")
+		if strings.IndexByte(s, '\x1b') >= 0 {
+			s += "\x1b[m" // truncation may have cut off a reset
+		}
+		w = ansi.StringWidth(s)
+	}
+	if pad && w < n {
+		s += strings.Repeat(" ", n-w)
+	}
+	return s
+}
+
+// padLeft right-aligns s in n cells.
+func padLeft(s string, n int) string {
+	if w := ansi.StringWidth(s); w < n {
+		return strings.Repeat(" ", n-w) + s
+	}
+	return s
+}
+
+// spread puts left and right on one line of n cells, right flush.
+func spread(left, right string, n int) string {
+	gap := n - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if gap < 1 {
+		return fit(left+" "+right, n, true)
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+// clean makes text from the run safe to draw: control characters (escape
+// codes, newlines, tabs) would break the frame.
+func clean(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) < 0 {
+		return s
+	}
+	s = ansi.Strip(s)
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// fmtInt writes n with thousands separators: 1,240.
+func fmtInt(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// fmtVal writes a metric value in at most 7 cells with about 3 significant digits.
+func fmtVal(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	case v == 0:
+		return "0"
+	}
+	a := math.Abs(v)
+	switch {
+	case a >= 1e5 || a < 1e-3:
+		return strconv.FormatFloat(v, 'e', 1, 64)
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case a >= 0.01:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+// fmtSigned writes a reward-like value with its sign: +0.71, -0.04, 0.00.
+func fmtSigned(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmtVal(v)
+	}
+	if math.Abs(v) < 0.005 {
+		return " 0.00"
+	}
+	return fmt.Sprintf("%+.2f", v)
+}
+
+// fmtShort writes a weight compactly: 1, .1, .05, 0.
+func fmtShort(v float64) string {
+	s := strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
+	switch {
+	case strings.HasPrefix(s, "0."):
+		return s[1:]
+	case strings.HasPrefix(s, "-0."):
+		return "-" + s[2:]
+	}
+	return s
+}
+
+// fmtDuration writes an ETA: 45s, 7m, 1h12m, 3d4h.
+func fmtDuration(sec float64) string {
+	if sec < 0 || math.IsNaN(sec) || math.IsInf(sec, 0) {
+		return "—"
+	}
+	s := int(math.Round(sec))
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm", (s+30)/60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd%dh", s/86400, s%86400/3600)
+}
+
+var eighths = []string{"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"}
+
+// hbar draws a left-anchored bar of frac (0..1) over n cells in eighths,
+// padded with spaces.
+func hbar(frac float64, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if math.IsNaN(frac) {
+		frac = 0
+	}
+	frac = math.Max(0, math.Min(1, frac))
+	e := int(math.Round(frac * float64(n*8)))
+	full, part := e/8, e%8
+	s := strings.Repeat("█", full) + eighths[part]
+	return s + strings.Repeat(" ", n-full-min(part, 1))
+}
+
+// progressBar is hbar between ▕ and ▏.
+func progressBar(frac float64, n int) string { return "▕" + hbar(frac, n) + "▏" }
+
+// statusText is what the footer reports: commands awaiting their
+// acknowledgement, then the latest one-off status.
+func (m Model) statusText() string {
+	var parts []string
+	for i, k := range commandKinds {
+		if !m.pending[i] {
+			continue
+		}
+		label := string(k) + " requested"
+		if k == telemetry.CmdEval {
+			label = "evaluation requested"
+		}
+		parts = append(parts, m.st.render(m.st.statusOK, label))
+	}
+	if m.quitAfterAck {
+		parts = append(parts, m.st.render(m.st.prompt, "quitting once the checkpoint is saved (ctrl+c: now)"))
+	}
+	if m.status != "" {
+		st := m.st.statusOK
+		if m.statusErr {
+			st = m.st.statusError
+		}
+		parts = append(parts, m.st.render(st, m.status))
+	}
+	return strings.Join(parts, m.st.render(m.st.dim, " · "))
+}
+
+// viewFooter is the help bar (or the full help) with the status and the run
+// directory; while quitting is being confirmed it is the question.
+func (m Model) viewFooter(w int) []string {
+	st := m.st
+	if m.confirmQuit {
+		q := " " + st.render(st.prompt, "checkpoint before quitting? (y/n/esc)") +
+			st.render(st.dim, "  y checkpoint, then quit · n quit now · esc stay")
+		return []string{fit(q, w, true)}
+	}
+	hk := helpKeys{k: m.keys, focus: m.focus.current, paused: isPaused(m.snap), inspector: m.inspector}
+	status := m.statusText()
+	right := ""
+	if m.opts.RunDir != "" {
+		right = st.render(st.dim, clean(m.opts.RunDir)) + " "
+	}
+	if m.help.ShowAll {
+		h := m.help
+		h.SetWidth(w - 1)
+		full := strings.Split(h.FullHelpView(hk.FullHelp()), "\n")
+		out := make([]string, 0, m.lay.footerH)
+		for i := range m.lay.footerH - 1 {
+			line := ""
+			if i < len(full) {
+				line = " " + full[i]
+			}
+			out = append(out, fit(line, w, true))
+		}
+		last := " " + status
+		if status == "" {
+			last = " " + st.render(st.dim, "? or esc closes this help")
+		}
+		return append(out, spread(last, right, w))
+	}
+	left := " "
+	if status != "" {
+		left += status + st.render(st.dim, " │ ")
+	}
+	// Fit the help: first drop the run directory, then the least needed
+	// bindings; checkpoint, help and quit always stay.
+	bindings := hk.ShortHelp()
+	h := m.help
+	h.SetWidth(0)
+	fits := func(extra string) bool {
+		return ansi.StringWidth(left)+ansi.StringWidth(h.ShortHelpView(bindings))+ansi.StringWidth(extra)+2 <= w
+	}
+	if !fits(right) {
+		right = ""
+	}
+	for _, drop := range []string{"↑/↓", "←/→", "shift+tab", "k/m", "s", "e", "tab", "p", "esc"} {
+		if fits(right) {
+			break
+		}
+		bindings = slices.DeleteFunc(bindings, func(b key.Binding) bool { return b.Help().Key == drop })
+	}
+	h.SetWidth(max(1, w-ansi.StringWidth(left)-1))
+	return []string{spread(left+h.ShortHelpView(bindings), right, w)}
+}

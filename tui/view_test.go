@@ -1,0 +1,292 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+var goldenSizes = [][2]int{{80, 24}, {120, 40}, {200, 60}}
+
+// checkGeometry fails unless the frame is exactly h lines of exactly w cells.
+func checkGeometry(t *testing.T, frame string, w, h int) {
+	t.Helper()
+	lines := strings.Split(frame, "\n")
+	if len(lines) != h {
+		t.Fatalf("%d×%d: frame has %d lines", w, h, len(lines))
+	}
+	for i, l := range lines {
+		if got := ansi.StringWidth(l); got != w {
+			t.Fatalf("%d×%d: line %d is %d cells wide: %q", w, h, i+1, got, ansi.Strip(l))
+		}
+	}
+}
+
+func TestFullScreenGolden(t *testing.T) {
+	for _, sz := range goldenSizes {
+		w, h := sz[0], sz[1]
+		t.Run(fmt.Sprintf("%dx%d", w, h), func(t *testing.T) {
+			hs := rftHarness(t, w, h, "always", true)
+			frame := hs.frame()
+			checkGeometry(t, frame, w, h)
+			golden(t, fmt.Sprintf("screen_rft_%dx%d", w, h), plainFrame(frame))
+		})
+	}
+}
+
+func TestPaneGolden(t *testing.T) {
+	for _, sz := range goldenSizes {
+		w, h := sz[0], sz[1]
+		hs := rftHarness(t, w, h, "always", true)
+		for p := range numPanes {
+			r := hs.m.lay.rects[p]
+			if !hs.m.lay.visible[p] {
+				if p != paneTools || w >= 100 {
+					t.Errorf("%d×%d: pane %s hidden", w, h, p)
+				}
+				continue
+			}
+			t.Run(fmt.Sprintf("%s_%dx%d", p, w, h), func(t *testing.T) {
+				lines := hs.m.pane(p, r.w, r.h)
+				checkGeometry(t, strings.Join(lines, "\n"), r.w, r.h)
+				golden(t, fmt.Sprintf("pane_%s_%dx%d", p, w, h), plainFrame(strings.Join(lines, "\n")))
+			})
+		}
+	}
+}
+
+func TestSFTScreenGolden(t *testing.T) {
+	hs := sftHarness(t, 120, 40)
+	frame := hs.frame()
+	checkGeometry(t, frame, 120, 40)
+	golden(t, "screen_sft_120x40", plainFrame(frame))
+	for _, want := range []string{"KPIs · training", "accuracy", "val pass@1", "Data curriculum", "▶ 2 medium"} {
+		if !strings.Contains(ansi.Strip(frame), want) {
+			t.Errorf("SFT frame lacks %q", want)
+		}
+	}
+}
+
+// Without colour the frame must hold no escape code at all, and still show
+// the markers that carry the meaning colour would.
+func TestNoColor(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", false)
+	frame := hs.frame()
+	if strings.Contains(frame, "\x1b") {
+		i := strings.Index(frame, "\x1b")
+		t.Fatalf("NO_COLOR frame has an escape code near %q", frame[max(0, i-20):min(len(frame), i+20)])
+	}
+	checkGeometry(t, frame, 120, 40)
+	for _, want := range []string{"✓ 1 Phase1_Learn_Goal", "▶ 2 Phase2_Learn_Coherence", "┏", "▼", "[attached · read-only]"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("NO_COLOR frame lacks %q", want)
+		}
+	}
+	golden(t, "screen_nocolor_120x40", frame)
+}
+
+// With "auto" the profile Bubble Tea detects decides: NO_COLOR makes it
+// ASCII and the frame drops every escape; a true-colour terminal gets 24-bit
+// half-block thumbnails.
+func TestColorProfileMsg(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "auto", true)
+	hs.send(tea.ColorProfileMsg{Profile: colorprofile.ASCII})
+	if strings.Contains(hs.frame(), "\x1b") {
+		t.Fatal("ASCII profile frame has escape codes")
+	}
+	hs.send(tea.ColorProfileMsg{Profile: colorprofile.TrueColor})
+	frame := hs.frame()
+	if !strings.Contains(frame, "\x1b[38;2;40;90;220m") {
+		t.Fatal("true-colour frame lacks the thumbnail's 24-bit blue")
+	}
+	if !strings.Contains(frame, "▀") {
+		t.Fatal("true-colour frame lacks half blocks")
+	}
+	// A forced choice ignores detection.
+	never := rftHarness(t, 120, 40, "never", true)
+	never.send(tea.ColorProfileMsg{Profile: colorprofile.TrueColor})
+	if strings.Contains(never.frame(), "\x1b") {
+		t.Fatal(`Color "never" frame has escape codes after a TrueColor detection`)
+	}
+}
+
+func TestTooSmall(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "always", true)
+	for w := 1; w <= 130; w += 3 {
+		for h := 1; h <= 45; h += 2 {
+			hs.send(tea.WindowSizeMsg{Width: w, Height: h})
+			frame := hs.frame()
+			small := w < 80 || h < 24
+			if small {
+				want := fmt.Sprintf("terminal too small: need 80×24, have %d×%d", w, h)
+				if frame != ansi.Truncate(want, w, "") {
+					t.Fatalf("%d×%d: got %q", w, h, frame)
+				}
+				continue
+			}
+			checkGeometry(t, frame, w, h)
+		}
+	}
+	// Exactly at the limits.
+	for _, sz := range [][2]int{{79, 24}, {80, 23}, {80, 24}} {
+		hs.send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		got := ansi.Strip(hs.frame())
+		small := strings.HasPrefix(got, "terminal too small")
+		if small != (sz[0] < 80 || sz[1] < 24) {
+			t.Errorf("%d×%d: too-small=%v: %q", sz[0], sz[1], small, got)
+		}
+	}
+}
+
+// FuzzView draws every size, with the help open or closed and the stage
+// inspector open or closed, and checks the frame's geometry.
+func FuzzView(f *testing.F) {
+	f.Add(80, 24, false, false)
+	f.Add(1, 1, true, true)
+	f.Add(200, 60, true, false)
+	f.Add(81, 25, false, true)
+	hs := rftHarness(f, 120, 40, "always", true)
+	f.Fuzz(func(t *testing.T, w, h int, help, inspector bool) {
+		w, h = clamp(w, 0, 400), clamp(h, 0, 150)
+		m := hs.m
+		m.help.ShowAll = help
+		m.inspector = inspector
+		next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+		frame := next.(Model).View().Content
+		switch {
+		case w == 0 || h == 0:
+			if frame != "" {
+				t.Fatalf("%d×%d: %q", w, h, frame)
+			}
+		case w < 80 || h < 24:
+			if strings.Contains(frame, "\n") || ansi.StringWidth(frame) > w {
+				t.Fatalf("%d×%d: too-small message is not one line within the width: %q", w, h, frame)
+			}
+		default:
+			checkGeometry(t, frame, w, h)
+		}
+	})
+}
+
+func TestLayoutDegrades(t *testing.T) {
+	small := computeLayout(80, 24, 1)
+	if small.visible[paneTools] {
+		t.Error("80×24 shows the tools pane")
+	}
+	if !small.visible[paneSample] || !small.visible[paneEvents] {
+		t.Error("80×24 hides the sample or events pane")
+	}
+	big := computeLayout(120, 40, 1)
+	for p := range numPanes {
+		if !big.visible[p] {
+			t.Errorf("120×40 hides %s", p)
+		}
+	}
+	if big.rects[paneKPI].h <= small.rects[paneKPI].h {
+		t.Error("KPI charts do not grow with the terminal")
+	}
+	// Full help at the minimum size takes its rows from the sample pane,
+	// and with a few rows less the sample pane goes.
+	withHelp := computeLayout(80, 24, fullHelpRows()+1)
+	if withHelp.rects[paneSample].h >= small.rects[paneSample].h {
+		t.Error("80×24 with full help does not shrink the sample pane")
+	}
+	if tight := computeLayout(80, 24, 8); tight.visible[paneSample] {
+		t.Error("a 15-row body still shows the sample pane")
+	}
+}
+
+func TestHeaderTags(t *testing.T) {
+	cases := []struct {
+		live  bool
+		state telemetry.State
+		want  string
+	}{
+		{true, telemetry.StateRunning, "[live]"},
+		{false, telemetry.StateRunning, "[attached · read-only]"},
+		{false, telemetry.StateDone, "[finished]"},
+		{true, telemetry.StatePaused, "● paused"},
+	}
+	for _, c := range cases {
+		hs := rftHarness(t, 200, 60, "never", c.live)
+		hs.setState(c.state)
+		header := strings.SplitN(hs.frame(), "\n", 2)[0]
+		if !strings.Contains(header, c.want) {
+			t.Errorf("live=%v state=%s: header %q lacks %q", c.live, c.state, header, c.want)
+		}
+	}
+	// At 80 columns the header still says where the run is and its state.
+	hs := rftHarness(t, 80, 24, "never", true)
+	header := strings.SplitN(hs.frame(), "\n", 2)[0]
+	for _, want := range []string{"step 1,240/3,000", "● running"} {
+		if !strings.Contains(header, want) {
+			t.Errorf("80×24 header %q lacks %q", header, want)
+		}
+	}
+}
+
+// A frame is drawn again only when the state changed.
+func TestFrameCache(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "always", true)
+	a := hs.frame()
+	rev := hs.m.rev
+	hs.send(tea.KeyReleaseMsg{Code: 'x'}) // changes nothing
+	if hs.m.rev != rev {
+		t.Fatal("an ignored message bumped the revision")
+	}
+	hs.press("right")
+	if hs.frame() == a {
+		t.Fatal("frame unchanged after browsing to the next sample")
+	}
+	// Two models branching from one state must not share a cached frame.
+	base := hs.m
+	l, _ := base.Update(keyMsg("left"))
+	r, _ := base.Update(keyMsg("right"))
+	if l.(Model).View().Content == r.(Model).View().Content {
+		t.Fatal("branches share a cached frame")
+	}
+}
+
+// BenchmarkView draws a changed frame with 10,000 points in every series.
+func BenchmarkView(b *testing.B) {
+	feed := newFakeFeed(true)
+	hs := newHarness(b, feed, Options{Color: "always", History: 10000}, 120, 40)
+	for _, u := range rftUpdates(10000, 20000) {
+		hs.send(feedMsg(u))
+	}
+	for name, s := range hs.m.metrics.series {
+		if !strings.HasPrefix(name, "val/") && s.vals.len() != 10000 {
+			b.Fatalf("%s holds %d points", name, s.vals.len())
+		}
+	}
+	for _, sz := range goldenSizes {
+		b.Run(fmt.Sprintf("%dx%d", sz[0], sz[1]), func(b *testing.B) {
+			hs.send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+			m := hs.m
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = m.render() // bypass the frame cache: the cost of a changed frame
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/frame")
+		})
+	}
+}
+
+// BenchmarkFold is the cost of taking one update of 100 steps' points.
+func BenchmarkFold(b *testing.B) {
+	ups := rftUpdates(1000, 3000)
+	feed := newFakeFeed(true)
+	hs := newHarness(b, feed, Options{Color: "always"}, 120, 40)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		hs.m.fold(ups[i%len(ups)])
+		i++
+	}
+}
