@@ -3,9 +3,12 @@ package train
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/policy"
 )
 
 // EvalResult is the score of a policy on a set of tasks, overall ("all") and per
@@ -113,4 +116,50 @@ func (e EvalResult) Groups() []string {
 	}
 	sort.Strings(gs)
 	return append([]string{"all"}, gs...)
+}
+
+// Evaluate scores params on the first n tasks of a split: greedy, and pass@1 /
+// pass@samples at cfg.Eval.Temperature, per task family. Sampling streams derive
+// from the run seed, so two models see the same tasks and the same streams.
+func Evaluate(ctx context.Context, cfg *configs.Config, params *policy.Params, split env.Split, n, samples int) (EvalResult, error) {
+	envCfg, err := EnvConfig(cfg)
+	if err != nil {
+		return EvalResult{}, err
+	}
+	workers := cfg.Run.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	res, _, _, err := evaluate(ctx, newRoller(policy.NewInference(params), envCfg, workers), generateTasks(envCfg, split, n), evalSpec{
+		samples: samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
+	})
+	return res, err
+}
+
+// Rollouts plays copies episodes of every task with params: greedy when
+// temperature ≤ 0, else sampled with streams derived from (seed, index), so
+// several models can be run on the same tasks with the same streams. Episode
+// i plays tasks[i/copies].
+func Rollouts(ctx context.Context, cfg *configs.Config, params *policy.Params, tasks []*env.Task, copies int, temperature float64, seed uint64) ([]*Rollout, error) {
+	envCfg, err := EnvConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	workers := cfg.Run.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	how := sampling{greedy: temperature <= 0, temperature: temperature}
+	return newRoller(policy.NewInference(params), envCfg, workers).run(ctx, tasks, copies, how, func(i int) *rand.Rand {
+		return stream(seed, streamEval, 0, i)
+	})
+}
+
+// Tasks returns the first n tasks of a split under cfg's [env].
+func Tasks(cfg *configs.Config, split env.Split, n int) ([]*env.Task, error) {
+	envCfg, err := EnvConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return generateTasks(envCfg, split, n), nil
 }

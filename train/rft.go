@@ -427,7 +427,7 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	}
 	s.last = m
 	s.lastSamples = samplesOf(rolls, breakdown, step, G, 8)
-	r.opt.Sink.Record(telemetry.Point{Step: step, Phase: telemetry.PhaseRFT, Time: time.Now().Format(time.RFC3339Nano), Metrics: m})
+	r.record(telemetry.PhaseRFT, step, m)
 	return nil
 }
 
@@ -604,7 +604,7 @@ func (s *rftRun) evaluate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.r.opt.Sink.Record(telemetry.Point{Step: s.step, Phase: telemetry.PhaseRFT, Time: time.Now().Format(time.RFC3339Nano), Metrics: m})
+	s.r.record(telemetry.PhaseRFT, s.step, m)
 	return nil
 }
 

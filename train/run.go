@@ -52,6 +52,7 @@ type Runner struct {
 	name   string
 
 	workers  int
+	offset   int // telemetry steps count across the whole run: the steps of the phases before this one
 	paused   bool
 	state    telemetry.State
 	ckptRoot string
@@ -97,6 +98,9 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	}
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
+	}
+	if err := writeRunInfo(opt.RunDir, RunInfo{Phases: opt.Phases, Init: opt.Init}); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	workers := cfg.Run.Workers
 	if workers <= 0 {
@@ -157,6 +161,7 @@ func (r *Runner) run(ctx context.Context) error {
 		return err
 	}
 	for _, p := range r.opt.Phases {
+		r.offset = PhaseOffset(r.cfg, r.opt.Phases, p)
 		if resume.done(p) {
 			continue // finished before the checkpoint was taken
 		}
@@ -177,10 +182,34 @@ func (r *Runner) run(ctx context.Context) error {
 	return nil
 }
 
-// emit sends an event to the sink.
+// PhaseOffset is the number of run-wide telemetry steps before phase: the steps
+// of the phases listed before it. Metrics and events count steps across the whole
+// run, so charts, TensorBoard and the resume cut see one increasing axis.
+func PhaseOffset(cfg *configs.Config, phases []string, phase string) int {
+	off := 0
+	for _, p := range phases {
+		if p == phase {
+			break
+		}
+		switch p {
+		case PhaseSFT:
+			off += cfg.SFT.Steps
+		case PhaseRFT:
+			off += cfg.RFT.Steps
+		}
+	}
+	return off
+}
+
+// emit sends an event at a phase-local step to the sink.
 func (r *Runner) emit(step int, kind, msg string, data map[string]any) {
-	r.opt.Sink.Emit(telemetry.Event{Step: step, Time: time.Now(), Kind: kind, Message: msg, Data: data})
-	r.log.Info(msg, "kind", kind, "step", step)
+	r.opt.Sink.Emit(telemetry.Event{Step: r.offset + step, Time: time.Now(), Kind: kind, Message: msg, Data: data})
+	r.log.Info(msg, "kind", kind, "step", r.offset+step)
+}
+
+// record sends one step's metrics (phase-local step) to the sink.
+func (r *Runner) record(phase telemetry.Phase, step int, m map[string]float64) {
+	r.opt.Sink.Record(telemetry.Point{Step: r.offset + step, Phase: phase, Time: time.Now().Format(time.RFC3339Nano), Metrics: m})
 }
 
 // control applies the commands waiting between two steps. It blocks while the

@@ -20,9 +20,17 @@ type memSink struct {
 	events []telemetry.Event
 }
 
-func (m *memSink) Record(p telemetry.Point)    { m.mu.Lock(); m.points = append(m.points, p); m.mu.Unlock() }
-func (m *memSink) Publish(s telemetry.Snapshot) { m.mu.Lock(); m.snaps = append(m.snaps, s); m.mu.Unlock() }
-func (m *memSink) Emit(e telemetry.Event)       { m.mu.Lock(); m.events = append(m.events, e); m.mu.Unlock() }
+func (m *memSink) Record(p telemetry.Point) {
+	m.mu.Lock()
+	m.points = append(m.points, p)
+	m.mu.Unlock()
+}
+func (m *memSink) Publish(s telemetry.Snapshot) {
+	m.mu.Lock()
+	m.snaps = append(m.snaps, s)
+	m.mu.Unlock()
+}
+func (m *memSink) Emit(e telemetry.Event) { m.mu.Lock(); m.events = append(m.events, e); m.mu.Unlock() }
 
 func (m *memSink) kinds() map[string]int {
 	k := map[string]int{}

@@ -21,8 +21,15 @@ const SFTFinal = "sft_final"
 
 // sftState is the SFT part of state.json.
 type sftState struct {
-	Pools curriculum.PoolsState `json:"pools"`
-	Data  curriculum.DataState  `json:"data_curriculum"`
+	Pools   curriculum.PoolsState `json:"pools"`
+	Data    curriculum.DataState  `json:"data_curriculum"`
+	Pending *pendingAdvance       `json:"pending,omitempty"`
+}
+
+// pendingAdvance is an advance waiting for its validation.
+type pendingAdvance struct {
+	Step   int     `json:"step"`
+	Before float64 `json:"before"` // greedy score on the new mix when it was entered
 }
 
 // sftRun is the SFT phase in progress.
@@ -42,6 +49,10 @@ type sftRun struct {
 	last    map[string]float64
 	lastVal EvalResult
 	rate    rateMeter
+	pending *pendingAdvance
+	// afterAdvance, when set (tests), runs right after an advance: fault injection
+	// for the rollback path.
+	afterAdvance func(*policy.Params)
 }
 
 // policyConfig maps [policy] onto the network config.
@@ -124,6 +135,7 @@ func (s *sftRun) restore(res *resumePoint) error {
 	if err := s.dm.Restore(res.state.SFT.Data); err != nil {
 		return fmt.Errorf("data curriculum: %w", err)
 	}
+	s.pending = res.state.SFT.Pending
 	s.step = res.step
 	return nil
 }
@@ -177,7 +189,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 			}
 		}
 		s.last = m
-		r.opt.Sink.Record(telemetry.Point{Step: step, Phase: telemetry.PhaseSFT, Time: time.Now().Format(time.RFC3339Nano), Metrics: m})
+		r.record(telemetry.PhaseSFT, step, m)
 		if step%cfg.Run.LogEvery == 0 || step == total {
 			s.publish()
 		}
@@ -195,10 +207,16 @@ func (s *sftRun) loop(ctx context.Context) error {
 }
 
 // validate scores the policy greedily on the validation split, overall, per family
-// and per difficulty bucket, then lets the data curriculum decide. Advancing is
-// "advance, re-evaluate at once on the new mix, keep or roll back": with no update
-// in between, the re-evaluation is the same greedy episodes scored on the tasks of
-// the new mix.
+// and per difficulty bucket, then lets the data curriculum decide.
+//
+// Advance and validate: when an attempt is due, the score of the current model on
+// the new mix's validation tasks is recorded (before) and the new mix becomes the
+// training pool; at the next validation, after training on it, the new mix is
+// scored again (after) and DataManager.Decide keeps or rolls back the advance.
+// Scoring the two mixes with no update in between would only measure how much
+// harder the new mix is, and would roll back every advance of a model that has
+// not seen the harder tasks yet; scoring the same tasks before and after training
+// on them catches what the seed's rollback is for: an advance that destabilises.
 func (s *sftRun) validate(ctx context.Context) (map[string]float64, error) {
 	r := s.r
 	s.inf.Refresh(s.params)
@@ -214,20 +232,33 @@ func (s *sftRun) validate(ctx context.Context) (map[string]float64, error) {
 	}
 	s.lastVal = res
 	m := res.Metrics("val")
-	before := mixScore(s.pools.Mix(s.pools.Stage()), greedy, s.valB)
-	s.dm.Observe(s.step, before)
-	if s.dm.Due(s.step) && s.pools.Advance() {
-		after := mixScore(s.pools.Mix(s.pools.Stage()), greedy, s.valB)
-		d := s.dm.Decide(s.step, before, after)
+	current := mixScore(s.pools.Mix(s.pools.Stage()), greedy, s.valB)
+	switch {
+	case s.pending != nil:
+		d := s.dm.Decide(s.step, s.pending.Before, current)
 		kind := telemetry.EventDataAdvance
 		if d.Kind == curriculum.KindRollback {
 			s.pools.Rollback()
 			kind = telemetry.EventDataRollback
 		}
+		s.pending = nil
 		r.emit(s.step, kind, d.Reason, map[string]any{"before": d.Before, "after": d.After, "delta": d.Delta, "next_attempt": d.NextAttempt})
+	default:
+		s.dm.Observe(s.step, current)
+		if s.dm.Due(s.step) && s.pools.Stage()+1 < s.pools.NumStages() {
+			next := s.pools.Mix(s.pools.Stage() + 1)
+			before := mixScore(next, greedy, s.valB)
+			s.pools.Advance()
+			s.pending = &pendingAdvance{Step: s.step, Before: before}
+			r.emit(s.step, telemetry.EventDataAdvance, fmt.Sprintf("trying %s (greedy %.3f on its validation tasks); validating at step %d",
+				next, before, s.step+s.r.cfg.SFT.EvalEvery), map[string]any{"before": before})
+			if s.afterAdvance != nil {
+				s.afterAdvance(s.params)
+			}
+		}
 	}
 	m["data_curriculum/stage"] = float64(s.pools.Stage())
-	m["val/mix/greedy"] = before
+	m["val/mix/greedy"] = current
 	return m, nil
 }
 
@@ -257,7 +288,7 @@ func (s *sftRun) evaluate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.r.opt.Sink.Record(telemetry.Point{Step: s.step, Phase: telemetry.PhaseSFT, Time: time.Now().Format(time.RFC3339Nano), Metrics: m})
+	s.r.record(telemetry.PhaseSFT, s.step, m)
 	s.r.emit(s.step, telemetry.EventEval, fmt.Sprintf("val greedy pass@1 %.3f", m["val/all/greedy"]), nil)
 	return nil
 }
@@ -267,7 +298,7 @@ func (s *sftRun) checkpoint(kind ckpt.Kind) (string, error) {
 }
 
 func (s *sftRun) saveAs(name string, kind ckpt.Kind) (string, error) {
-	st := runState{Phase: PhaseSFT, Step: s.step, SFT: &sftState{Pools: s.pools.State(), Data: s.dm.State()}}
+	st := runState{Phase: PhaseSFT, Step: s.step, SFT: &sftState{Pools: s.pools.State(), Data: s.dm.State(), Pending: s.pending}}
 	return s.r.save(name, kind, st, s.pools.Mix(s.pools.Stage()), s.pools.Stage(), map[string][]ckpt.Tensor{
 		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.trainer.Optimizer()),
 	})

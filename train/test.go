@@ -61,7 +61,7 @@ func (r *Runner) runTest(ctx context.Context) error {
 	if len(out.Models) == 0 {
 		return fmt.Errorf("test: no model to evaluate in %s (run sft first)", r.ckptRoot)
 	}
-	r.opt.Sink.Record(telemetry.Point{Step: 0, Phase: telemetry.PhaseEval, Time: time.Now().Format(time.RFC3339Nano), Metrics: m})
+	r.record(telemetry.PhaseEval, 1, m)
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/tui"
+	"path/filepath"
+)
+
+// cmdAttach: the console on a running or finished run, fed from its files;
+// keys become commands over the run's control socket.
+func cmdAttach(ctx context.Context, args []string, std stdio) error {
+	fs := newFlagSet("attach", std)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 1, "RUN_DIR"); err != nil {
+		return err
+	}
+	if !isTerminal(std.out) {
+		return usagef("attach draws the console and needs a terminal; for text, read %s", filepath.Join(pos[0], "console.log"))
+	}
+	feed, err := telemetry.OpenRunContext(ctx, pos[0])
+	if err != nil {
+		return usageError{err}
+	}
+	defer feed.Close()
+	opts := tui.Options{RunDir: pos[0]}
+	if cfg, err := configs.Load(filepath.Join(pos[0], "config.toml")); err == nil {
+		opts.FPS, opts.History, opts.Mouse, opts.Color = cfg.UI.FPS, cfg.UI.History, cfg.UI.Mouse, cfg.UI.Color
+	}
+	err = tui.Run(ctx, feed, opts)
+	if errors.Is(err, tui.ErrUserQuit) || errors.Is(err, tui.ErrHangup) {
+		return nil // quitting an attached console never stops the run
+	}
+	return err
+}

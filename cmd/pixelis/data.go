@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/env"
+)
+
+// cmdData: data gen | data show.
+func cmdData(ctx context.Context, args []string, std stdio) error {
+	if len(args) == 0 {
+		return usagef("usage: pixelis data gen --n N --out FILE [--split train|val|test] | pixelis data show FILE --index K")
+	}
+	switch args[0] {
+	case "gen":
+		return dataGen(args[1:], std)
+	case "show":
+		return dataShow(args[1:], std)
+	}
+	return usagef("unknown data command %q (want gen or show)", args[0])
+}
+
+func dataGen(args []string, std stdio) error {
+	fs := newFlagSet("data gen", std)
+	var cf configFlags
+	cf.register(fs)
+	n := fs.Int("n", 1000, "number of samples `N`")
+	out := fs.String("out", "", "CoTA JSONL `FILE` to write")
+	split := fs.String("split", "train", "task split: train, val or test")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 0, "no arguments"); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("--out FILE is required")
+	}
+	if *n < 1 {
+		return usagef("--n %d: must be >= 1", *n)
+	}
+	sp, err := env.ParseSplit(*split)
+	if err != nil {
+		return usagef("--split: %v", err)
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	ec, err := train.EnvConfig(cfg)
+	if err != nil {
+		return usageError{err}
+	}
+	samples, err := env.GenerateDataset(ec, sp, *n)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	if err := env.WriteCoTA(f, samples); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(std.out, "wrote %d %s samples to %s\n\n%s", len(samples), sp, *out, env.Summarize(samples))
+	return nil
+}
+
+func dataShow(args []string, std stdio) error {
+	fs := newFlagSet("data show", std)
+	index := fs.Int("index", 0, "sample `K` (from 0)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 1, "FILE"); err != nil {
+		return err
+	}
+	f, err := os.Open(pos[0])
+	if err != nil {
+		return usageError{err}
+	}
+	defer f.Close()
+	samples, err := env.ReadCoTA(f)
+	if err != nil {
+		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
+	}
+	if *index < 0 || *index >= len(samples) {
+		return usagef("--index %d: the file has %d samples", *index, len(samples))
+	}
+	fmt.Fprint(std.out, env.FormatSample(samples[*index]))
+	return nil
+}

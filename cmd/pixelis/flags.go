@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/pixelis/pixelis/configs"
+)
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// configFlags are the flags every training command shares.
+type configFlags struct {
+	config string
+	sets   listFlag
+	runDir string
+	noTUI  bool
+	seed   string
+}
+
+func (c *configFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "config `FILE` (default: the embedded default; \"smoke\" names the embedded smoke config)")
+	fs.Var(&c.sets, "set", "override a config value, `key=value` with a dotted TOML path (repeatable)")
+	fs.StringVar(&c.runDir, "run-dir", "", "run directory `DIR` (default: <run.dir>/<run.name or time>)")
+	fs.BoolVar(&c.noTUI, "no-tui", false, "plain text output instead of the console (automatic when stdout is not a terminal)")
+	fs.StringVar(&c.seed, "seed", "", "run seed `N` (overrides run.seed)")
+}
+
+// load resolves the effective config: the file (or embedded default), then --seed,
+// then every --set, then validation. Every problem is a usage error (exit 2).
+func (c *configFlags) load() (*configs.Config, error) {
+	var sets []string
+	if c.seed != "" {
+		if _, err := strconv.ParseUint(c.seed, 10, 64); err != nil {
+			return nil, usagef("--seed %q: must be a non-negative integer", c.seed)
+		}
+		sets = append(sets, "run.seed="+c.seed)
+	}
+	sets = append(sets, c.sets...)
+	cfg, err := configs.Resolve(c.config, sets)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return cfg, nil
+}
+
+// newFlagSet returns a FlagSet whose errors are returned, not printed and exited on.
+func newFlagSet(name string, io stdio) *flag.FlagSet {
+	fs := flag.NewFlagSet("pixelis "+name, flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	return fs
+}
+
+// parse parses flags and positional arguments in any order (flag stops at the
+// first positional argument; users type `resume RUN_DIR --from X`).
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// wantArgs checks the number of positional arguments.
+func wantArgs(pos []string, n int, what string) error {
+	if len(pos) != n {
+		return usagef("want %s, got %d argument(s): %s", what, len(pos), strings.Join(pos, " "))
+	}
+	return nil
+}
+
+func printf(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format, args...) }

@@ -1,0 +1,120 @@
+// Command pixelis trains a pixel-space reasoning agent with SFT and GRPO and shows
+// the run live in the terminal. Run `pixelis help` for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailed   = 1 // training or the command itself failed
+	exitBadUsage = 2 // bad flags, arguments or config
+)
+
+// stdio is the command's view of the terminal, replaceable in tests.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// command is one subcommand: it parses its own arguments.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, io stdio) error
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"run":    {"the whole pipeline: data → SFT → RFT → test evaluation", cmdRun},
+		"sft":    {"supervised fine-tuning with the difficulty curriculum", cmdSFT},
+		"rft":    {"GRPO reinforcement fine-tuning from an SFT checkpoint", cmdRFT},
+		"resume": {"continue a run from its last checkpoint: resume RUN_DIR", cmdResume},
+		"eval":   {"pass@1 / pass@n of a checkpoint on a split", cmdEval},
+		"data":   {"data gen | data show: write or read CoTA JSONL", cmdData},
+		"attach": {"the console on a running or finished run: attach RUN_DIR", cmdAttach},
+		"export": {"export a run's metrics: export RUN_DIR --csv FILE", cmdExport},
+		"ckpt":   {"ckpt inspect|verify PATH", cmdCkpt},
+		"config": {"config print: the effective config as TOML", cmdConfig},
+	}
+}
+
+func main() {
+	os.Exit(Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+}
+
+// Main runs one subcommand and returns the process exit code.
+func Main(ctx context.Context, args []string, io stdio) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(io.out)
+		if len(args) == 0 {
+			return exitBadUsage
+		}
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(io.err, "pixelis: unknown command %q\n\n", args[0])
+		usage(io.err)
+		return exitBadUsage
+	}
+	err := cmd.run(ctx, args[1:], io)
+	return report(io.err, args[0], err)
+}
+
+// report prints err the way a user wants to read it and maps it to an exit code.
+func report(w io.Writer, name string, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(w, "pixelis %s: %s\n", name, indentLines(ue.Error()))
+		return exitBadUsage
+	}
+	fmt.Fprintf(w, "pixelis %s: %s\n", name, indentLines(err.Error()))
+	return exitFailed
+}
+
+func indentLines(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	return "\n  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// usageError marks errors caused by the user's input (flags, arguments, config):
+// exit code 2, no stack trace.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "pixelis trains a pixel-space reasoning agent with SFT and GRPO, live in the terminal.")
+	fmt.Fprintln(w, "\nUsage: pixelis COMMAND [flags]")
+	fmt.Fprintln(w, "\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nCommon flags: --config FILE, --set key=value (repeatable), --run-dir DIR, --no-tui, --seed N")
+	fmt.Fprintln(w, "Run 'pixelis COMMAND -h' for a command's flags.")
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/train/telemetry/tb"
+	"github.com/pixelis/pixelis/tui"
+)
+
+// cmdRun: the whole pipeline.
+func cmdRun(ctx context.Context, args []string, io stdio) error {
+	return trainCommand(ctx, "run", args, io, []string{train.PhaseSFT, train.PhaseRFT, train.PhaseTest})
+}
+
+// cmdSFT: supervised fine-tuning only.
+func cmdSFT(ctx context.Context, args []string, io stdio) error {
+	return trainCommand(ctx, "sft", args, io, []string{train.PhaseSFT})
+}
+
+// cmdRFT: GRPO from an SFT checkpoint (--init, or the run directory's own).
+func cmdRFT(ctx context.Context, args []string, io stdio) error {
+	return trainCommand(ctx, "rft", args, io, []string{train.PhaseRFT})
+}
+
+func trainCommand(ctx context.Context, name string, args []string, io stdio, phases []string) error {
+	fs := newFlagSet(name, io)
+	var cf configFlags
+	cf.register(fs)
+	var init string
+	if name == "rft" {
+		fs.StringVar(&init, "init", "", "SFT checkpoint `DIR` to start from (default: <run-dir>/checkpoints/sft_final)")
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 0, "no arguments"); err != nil {
+		return err
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	runDir := cf.runDir
+	if runDir == "" {
+		n := cfg.Run.Name
+		if n == "" {
+			n = time.Now().Format("2006-01-02-150405")
+		}
+		runDir = filepath.Join(cfg.Run.Dir, n)
+	}
+	if name == "rft" {
+		if init == "" {
+			init = cfg.RFT.Init
+		}
+		if init == "" {
+			init = filepath.Join(runDir, "checkpoints", train.SFTFinal)
+		}
+		// Refuse before creating anything: a missing or mismatched SFT model.
+		if _, err := train.LoadPolicy(cfg, init); err != nil {
+			return usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
+		}
+	}
+	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: phases, Init: init}, cf.noTUI, "")
+}
+
+// cmdResume: pixelis resume RUN_DIR [--from CHECKPOINT] [--no-tui]
+func cmdResume(ctx context.Context, args []string, io stdio) error {
+	fs := newFlagSet("resume", io)
+	from := fs.String("from", "", "checkpoint `DIR` to resume from (default: the one checkpoints/latest names)")
+	noTUI := fs.Bool("no-tui", false, "plain text output instead of the console")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 1, "RUN_DIR"); err != nil {
+		return err
+	}
+	runDir := pos[0]
+	info, err := train.ReadRunInfo(runDir)
+	if err != nil {
+		return usageError{err}
+	}
+	cfg, err := configs.Load(filepath.Join(runDir, "config.toml"))
+	if err != nil {
+		return usageError{err}
+	}
+	path := *from
+	if path == "" {
+		if path, err = ckpt.Latest(filepath.Join(runDir, "checkpoints")); err != nil {
+			return fmt.Errorf("resume %s: %w", runDir, err)
+		}
+	}
+	if _, err := ckpt.Load(path); err != nil {
+		msg := err.Error()
+		if prev, perr := ckpt.PreviousValid(filepath.Dir(path), filepath.Base(path)); perr == nil && prev != "" {
+			msg += "\nan older checkpoint is valid: " + prev + " (use --from " + prev + ")"
+		}
+		return errors.New(msg)
+	}
+	m, err := ckpt.Inspect(path)
+	if err != nil {
+		return err
+	}
+	// Cut the run's files back to the checkpoint, so they read as one clean run.
+	if err := telemetry.Truncate(runDir, train.PhaseOffset(cfg, info.Phases, m.Phase)+int(m.Step)); err != nil {
+		return err
+	}
+	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init, Resume: path}, *noTUI, path)
+}
+
+// execute wires a run to its files, the console or the plain printer, the
+// control socket and the signals, and runs it.
+func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Options, noTUI bool, resumed string) error {
+	if err := os.MkdirAll(opt.RunDir, 0o755); err != nil {
+		return err
+	}
+	rec, err := telemetry.NewRecorder(opt.RunDir)
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+	consoleLog, err := os.OpenFile(filepath.Join(opt.RunDir, "console.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer consoleLog.Close()
+	logFile, err := os.OpenFile(filepath.Join(opt.RunDir, "pixelis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	opt.Log = slog.New(slog.NewTextHandler(logFile, nil))
+
+	useTUI := !noTUI && isTerminal(std.out)
+	cmds := make(chan telemetry.Command, telemetry.DefaultCommands)
+	bus := telemetry.NewBus(telemetry.BusOptions{Commands: cmds})
+	sinks := []telemetry.Sink{rec}
+	if cfg.Export.TensorBoard {
+		w, err := tb.NewWriter(opt.RunDir)
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		sinks = append(sinks, w)
+	}
+	var plainOut io.Writer = consoleLog
+	if !useTUI {
+		plainOut = io.MultiWriter(std.out, consoleLog)
+	}
+	sinks = append(sinks, tui.Plain(plainOut))
+	if useTUI {
+		sinks = append(sinks, bus)
+	}
+	opt.Sink = telemetry.Multi(sinks...)
+	opt.Commands = cmds
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ctl, err := telemetry.ListenControl(runCtx, opt.RunDir, cmds)
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+
+	// SIGUSR1 checkpoints; SIGINT/SIGTERM checkpoint and stop (exit 0); a second
+	// one cancels at once. SIGHUP is the console's: it stops drawing and the run
+	// goes on headless into console.log.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	if !useTUI {
+		signal.Ignore(syscall.SIGHUP)
+	}
+	go func() {
+		stops := 0
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case s := <-sig:
+				if s == syscall.SIGUSR1 {
+					trySend(cmds, telemetry.Command{Kind: telemetry.CmdCheckpoint})
+					continue
+				}
+				stops++
+				if stops > 1 {
+					cancel()
+					return
+				}
+				trySend(cmds, telemetry.Command{Kind: telemetry.CmdStop})
+			}
+		}
+	}()
+
+	r, err := train.New(cfg, opt)
+	if err != nil {
+		return usageError{err}
+	}
+	if resumed != "" {
+		fmt.Fprintf(consoleLog, "resuming from %s\n", resumed)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+
+	if useTUI {
+		terr := tui.Run(runCtx, bus, tui.Options{FPS: cfg.UI.FPS, History: cfg.UI.History, Mouse: cfg.UI.Mouse, Color: cfg.UI.Color, RunDir: opt.RunDir})
+		switch {
+		case errors.Is(terr, tui.ErrUserQuit):
+			trySend(cmds, telemetry.Command{Kind: telemetry.CmdStop})
+		case errors.Is(terr, tui.ErrHangup):
+			signal.Ignore(syscall.SIGHUP)
+			fmt.Fprintln(consoleLog, "terminal hung up: continuing headless")
+		case terr != nil:
+			fmt.Fprintln(consoleLog, "console failed, continuing headless:", terr)
+		}
+		bus.Close()
+	}
+	err = <-done
+	if errors.Is(err, train.ErrStopped) {
+		return nil
+	}
+	if err != nil && rec.Err() != nil {
+		err = fmt.Errorf("%w (also: %v)", err, rec.Err())
+	}
+	return err
+}
+
+func trySend(c chan<- telemetry.Command, cmd telemetry.Command) {
+	select {
+	case c <- cmd:
+	default:
+	}
+}
+
+// isTerminal reports whether w is a terminal (the console needs one).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
