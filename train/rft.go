@@ -399,8 +399,9 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	for k, v := range kpis {
 		m["kpi/"+k] = v
 	}
+	var ended []int
 	if step%cfg.Curriculum.EvalEvery == 0 {
-		s.curriculumCheck(step, kpis)
+		ended = s.curriculumCheck(step, kpis)
 	}
 	m["curriculum/stage"] = float64(s.cur.Stage())
 	for k, v := range s.orch.Weights() {
@@ -428,11 +429,20 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	s.last = m
 	s.lastSamples = samplesOf(rolls, breakdown, step, G, 8)
 	r.record(telemetry.PhaseRFT, step, m)
+	// A stage that ended exports its adapters and keeps a full checkpoint, taken
+	// once the step is complete so that resuming from it repeats nothing.
+	for _, st := range ended {
+		s.exportStage(st)
+	}
+	if len(ended) > 0 {
+		r.checkpointNow(step, s, ckpt.KindStage)
+	}
 	return nil
 }
 
-// curriculumCheck feeds the KPIs to the reward curriculum and applies its decisions.
-func (s *rftRun) curriculumCheck(step int, kpis map[string]float64) {
+// curriculumCheck feeds the KPIs to the reward curriculum, applies its decisions
+// to the reward weights for the next step, and returns the stages that ended.
+func (s *rftRun) curriculumCheck(step int, kpis map[string]float64) (ended []int) {
 	r := s.r
 	for _, d := range s.cur.Check(step, s.samples, kpis) {
 		kind := telemetry.EventStageAdvance
@@ -442,14 +452,13 @@ func (s *rftRun) curriculumCheck(step int, kpis map[string]float64) {
 		r.emit(step, kind, fmt.Sprintf("stage %d→%d: %s", d.FromStage+1, d.ToStage+1, d.Reason),
 			map[string]any{"from": d.FromStage, "to": d.ToStage, "metric": d.Metric, "value": d.Value, "target": d.Target})
 		if d.Kind == curriculum.KindAdvance {
-			// The stage that ended: export its adapters and keep a full checkpoint of it.
-			s.exportStage(d.FromStage)
-			r.checkpointNow(step, s, ckpt.KindStage)
+			ended = append(ended, d.FromStage)
 		}
 	}
 	if err := s.orch.SetWeights(s.cur.Weights()); err != nil {
 		r.emit(step, telemetry.EventWarning, "reward weights: "+err.Error(), nil)
 	}
+	return ended
 }
 
 // exportStage writes adapters/rft_adapters_<stage> (PEFT layout) once per stage.
@@ -609,7 +618,12 @@ func (s *rftRun) evaluate(ctx context.Context) error {
 }
 
 func (s *rftRun) checkpoint(kind ckpt.Kind) (string, error) {
-	return s.saveAs(ckpt.StepName(int64(s.step)), kind)
+	name := ckpt.StepName(int64(s.step))
+	if kind == ckpt.KindStage {
+		// distinct from a periodic save of the same step, which retention may remove
+		name += "_stage"
+	}
+	return s.saveAs(name, kind)
 }
 
 func (s *rftRun) saveAs(name string, kind ckpt.Kind) (string, error) {

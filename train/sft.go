@@ -180,7 +180,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 			"perf/pairs_per_s": float64(len(batch)) / dt,
 		}
 		if step%cfg.SFT.EvalEvery == 0 || step == total {
-			vm, err := s.validate(ctx)
+			vm, err := s.validate(ctx, true)
 			if err != nil {
 				return err
 			}
@@ -217,7 +217,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 // harder the new mix is, and would roll back every advance of a model that has
 // not seen the harder tasks yet; scoring the same tasks before and after training
 // on them catches what the seed's rollback is for: an advance that destabilises.
-func (s *sftRun) validate(ctx context.Context) (map[string]float64, error) {
+func (s *sftRun) validate(ctx context.Context, decide bool) (map[string]float64, error) {
 	r := s.r
 	s.inf.Refresh(s.params)
 	bucket := map[*env.Task]string{}
@@ -234,6 +234,8 @@ func (s *sftRun) validate(ctx context.Context) (map[string]float64, error) {
 	m := res.Metrics("val")
 	current := mixScore(s.pools.Mix(s.pools.Stage()), greedy, s.valB)
 	switch {
+	case !decide:
+		// an evaluation on request leaves the curriculum alone
 	case s.pending != nil:
 		d := s.dm.Decide(s.step, s.pending.Before, current)
 		kind := telemetry.EventDataAdvance
@@ -284,7 +286,7 @@ func mixScore(mix string, greedy []*Rollout, buckets []string) float64 {
 }
 
 func (s *sftRun) evaluate(ctx context.Context) error {
-	m, err := s.validate(ctx)
+	m, err := s.validate(ctx, false)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,8 @@ type Point struct {
 // Sink is where a run sends its telemetry. The trainer calls Record after every
 // step, Publish when the view changes (every log interval, on state changes) and
 // Emit for every event. Implementations must not block training for long: the
-// console's bus coalesces, the JSONL recorder appends to files.
+// console's bus coalesces, the JSONL recorder appends to files. A Sink copies what
+// it keeps, so the caller may reuse its maps and slices once a call returns.
 type Sink interface {
 	Record(p Point)
 	Publish(s Snapshot)
@@ -28,6 +29,10 @@ type Update struct {
 	Points   []Point
 	Events   []Event
 	Dropped  int
+	// Reset means the run's history was rewritten (a resume truncated its files):
+	// the viewer discards the points and events it holds before applying this update,
+	// whose Points and Events then start again from the beginning of the run.
+	Reset bool
 }
 
 // Feed is a viewer's side of a run, the same for a run in this process and for

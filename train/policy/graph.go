@@ -1,0 +1,320 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/pixelis/pixelis/train/optim"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// TrainGraph is the policy as a gorgonia expression graph of a fixed batch size,
+// for computing gradients. Callers build a scalar loss from the exposed nodes
+// (and inputs of their own from NewInput), call SetLoss once, then per batch Run
+// and hand Params to the optimiser. Partial batches are padded by the caller
+// with rows whose loss weight is zero.
+//
+// The graph reads the weights of the Params it was built from in place, so an
+// optimiser step on Params() is seen by the next Run. It is not safe for
+// concurrent use, and nothing may read those weights while Run is in progress:
+// gorgonia's backward pass transposes weight tensors in place. Rollouts use
+// Inference, which keeps its own copy.
+type TrainGraph struct {
+	p     *Params
+	batch int
+	g     *G.ExprGraph
+
+	// Obs [B, ObsDim] is the observation input.
+	Obs *G.Node
+	// ActionMask [B, A] is the one-hot input of the chosen action.
+	ActionMask *G.Node
+	// Logits [B, A] are the location-augmented action logits.
+	Logits *G.Node
+	// LogProbs [B, A] = stable log-softmax(Logits).
+	LogProbs *G.Node
+	// ChosenLogProb [B] = Σ_a LogProbs ⊙ ActionMask: log π(a_i|s_i).
+	ChosenLogProb *G.Node
+	// Entropy [B] = −Σ_a p·log p.
+	Entropy *G.Node
+
+	cells    *G.Node   // [B·Cells, CellFeatures], filled from the Obs feed
+	cellsBuf []float32 // backing of cells
+	weights  map[string]*G.Node
+	data     map[string][]float32 // live weight slices by parameter name
+
+	inputs   []*G.Node // every node Run must be fed, Obs first
+	inputBuf map[*G.Node][]float32
+
+	trainable []string
+	loss      *G.Node
+	grads     []*G.Node
+	gradBuf   [][]float32
+	vm        G.VM
+}
+
+// NewTrainGraph builds the forward graph for batches of exactly batch rows.
+// trainable names the parameters to differentiate (see Params.Trainable).
+func NewTrainGraph(p *Params, batch int, trainable []string) (tg *TrainGraph, err error) {
+	if batch <= 0 {
+		return nil, fmt.Errorf("train graph: batch %d must be positive", batch)
+	}
+	if len(trainable) == 0 {
+		return nil, errors.New("train graph: no trainable parameters")
+	}
+	seen := map[string]bool{}
+	for _, n := range trainable {
+		if _, ok := p.tensor(n); !ok {
+			return nil, fmt.Errorf("train graph: trainable %q: no such parameter", n)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("train graph: trainable %q listed twice", n)
+		}
+		seen[n] = true
+	}
+	cfg := p.cfg
+	tg = &TrainGraph{
+		p: p, batch: batch, g: G.NewGraph(),
+		weights:   map[string]*G.Node{},
+		data:      map[string][]float32{},
+		inputBuf:  map[*G.Node][]float32{},
+		trainable: slices.Clone(trainable),
+	}
+	// gorgonia reports shape errors by panicking inside Must; turn them into errors.
+	defer func() {
+		if r := recover(); r != nil {
+			tg, err = nil, fmt.Errorf("train graph: %v", r)
+		}
+	}()
+	for _, t := range p.Tensors() {
+		val := tensor.New(tensor.WithShape(t.Shape...), tensor.WithBacking(t.Data))
+		tg.data[t.Name] = t.Data
+		tg.weights[t.Name] = G.NewTensor(tg.g, G.Float32, len(t.Shape), G.WithShape(t.Shape...), G.WithName(t.Name), G.WithValue(val))
+	}
+	if tg.Obs, err = tg.NewInput("obs", batch, cfg.ObsDim()); err != nil {
+		return nil, err
+	}
+	if tg.ActionMask, err = tg.NewInput("action_mask", batch, cfg.Actions); err != nil {
+		return nil, err
+	}
+	// The cell rows are a second input filled by Run from the Obs feed: the
+	// same numbers, already laid out [B·Cells, CellFeatures] for the shared
+	// scorer, so the graph needs no slice-and-copy of Obs.
+	tg.cellsBuf = make([]float32, batch*cfg.Cells*cfg.CellFeatures)
+	cellVal := tensor.New(tensor.WithShape(batch*cfg.Cells, cfg.CellFeatures), tensor.WithBacking(tg.cellsBuf))
+	tg.cells = G.NewMatrix(tg.g, G.Float32, G.WithShape(batch*cfg.Cells, cfg.CellFeatures), G.WithName("cells"), G.WithValue(cellVal))
+
+	h := tg.Obs
+	for i := range cfg.Hidden {
+		h = G.Must(G.Rectify(tg.linear(h, TrunkLayer(i))))
+	}
+	base := tg.linear(h, LayerHead) // [B, A]
+
+	// Location head: z_c = ReLU(cell_c·U + h·P + b), s_c = z_c·v, added to the
+	// SEGMENT-at-cell-c logit. h·P + b is computed once per example and
+	// broadcast over the cells of that example.
+	zc := tg.linear(tg.cells, LayerLocCell) // [B·C, L]
+	hp := tg.linear(h, LayerLocTrunk)       // [B, L]
+	z3 := G.Must(G.Reshape(zc, tensor.Shape{batch, cfg.Cells, cfg.LocHidden}))
+	z3 = G.Must(G.BroadcastAdd(z3, hp, nil, []byte{1})) // hp viewed as [B, 1, L]
+	z := G.Must(G.Rectify(G.Must(G.Reshape(z3, tensor.Shape{batch * cfg.Cells, cfg.LocHidden}))))
+	s := G.Must(G.Reshape(tg.linear(z, LayerLocScore), tensor.Shape{batch, cfg.Cells}))
+	if rest := cfg.Actions - cfg.Cells; rest > 0 {
+		zeros := G.NewConstant(tensor.New(tensor.WithShape(batch, rest), tensor.Of(tensor.Float32)), G.WithName("loc.pad"))
+		s = G.Must(G.Concat(1, s, zeros))
+	}
+	tg.Logits = G.Must(G.Add(base, s))
+
+	tg.LogProbs, err = logSoftmax(tg.Logits)
+	if err != nil {
+		return nil, fmt.Errorf("train graph: log-softmax: %w", err)
+	}
+	// log π(a|s) by mask-and-sum: ByIndices would give wrong gradients.
+	tg.ChosenLogProb = G.Must(G.Sum(G.Must(G.HadamardProd(tg.LogProbs, tg.ActionMask)), 1))
+	probs := G.Must(G.Exp(tg.LogProbs))
+	tg.Entropy = G.Must(G.Neg(G.Must(G.Sum(G.Must(G.HadamardProd(probs, tg.LogProbs)), 1))))
+	return tg, nil
+}
+
+// linear is y = x·W + b + (α/r)·(x·A)·B for the named layer.
+func (tg *TrainGraph) linear(x *G.Node, layer string) *G.Node {
+	l := tg.p.Layer(layer)
+	y := G.Must(G.Mul(x, tg.weights[layer+SuffixWeight]))
+	if l.Bias != nil {
+		y = G.Must(G.BroadcastAdd(y, tg.weights[layer+SuffixBias], nil, []byte{0}))
+	}
+	if l.Rank > 0 {
+		xa := G.Must(G.Mul(x, tg.weights[layer+SuffixLoRAA]))
+		ab := G.Must(G.Mul(xa, tg.weights[layer+SuffixLoRAB]))
+		scale := G.NewConstant(float32(l.Scale()), G.WithName(layer+".lora_scale"))
+		y = G.Must(G.Add(y, G.Must(G.Mul(ab, scale))))
+	}
+	return y
+}
+
+// Graph is the expression graph, for building losses with gorgonia ops.
+func (tg *TrainGraph) Graph() *G.ExprGraph { return tg.g }
+
+// Batch is the fixed number of rows per Run.
+func (tg *TrainGraph) Batch() int { return tg.batch }
+
+// Weight returns the graph node of the named parameter, or nil.
+func (tg *TrainGraph) Weight(name string) *G.Node { return tg.weights[name] }
+
+// NewInput adds a float32 input of the given shape (e.g. per-row loss weights
+// [B], old log-probs [B]); Run must be fed a value for it every time.
+func (tg *TrainGraph) NewInput(name string, shape ...int) (*G.Node, error) {
+	if tg.loss != nil {
+		return nil, fmt.Errorf("input %s: the loss is already set", name)
+	}
+	if len(shape) == 0 {
+		return nil, fmt.Errorf("input %s: needs a shape (use [1] for a scalar)", name)
+	}
+	name = "in." + name
+	for _, in := range tg.inputs {
+		if in.Name() == name {
+			return nil, fmt.Errorf("input %s: name already used", name)
+		}
+	}
+	n := 1
+	for _, d := range shape {
+		if d <= 0 {
+			return nil, fmt.Errorf("input %s: shape %v", name, shape)
+		}
+		n *= d
+	}
+	buf := make([]float32, n)
+	val := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(buf))
+	node := G.NewTensor(tg.g, G.Float32, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(val))
+	tg.inputs = append(tg.inputs, node)
+	tg.inputBuf[node] = buf
+	return node, nil
+}
+
+// SetLoss differentiates the scalar loss with respect to the trainable
+// parameters and compiles the graph. It may be called once.
+func (tg *TrainGraph) SetLoss(loss *G.Node) (err error) {
+	if tg.loss != nil {
+		return errors.New("set loss: already set")
+	}
+	if !loss.IsScalar() {
+		return fmt.Errorf("set loss: loss has shape %v, want a scalar", loss.Shape())
+	}
+	wrt := make(G.Nodes, len(tg.trainable))
+	for i, n := range tg.trainable {
+		wrt[i] = tg.weights[n]
+	}
+	grads, err := G.Grad(loss, wrt...)
+	if err != nil {
+		return fmt.Errorf("set loss: gradient: %w", err)
+	}
+	tg.loss, tg.grads = loss, grads
+	tg.gradBuf = make([][]float32, len(grads))
+	for i, n := range tg.trainable {
+		tg.gradBuf[i] = make([]float32, len(tg.data[n]))
+	}
+	// G.Grad adds the gradient of every operand of every differentiated op,
+	// needed or not — among them ∂L/∂Obs, a [B, ObsDim] product as large as
+	// the first layer's forward, and in adapter-only training the gradients of
+	// all frozen weights. The tape machine would run them all, so compile
+	// only what the loss, the gradients and the exposed outputs depend on.
+	roots := append(G.Nodes{loss, tg.Logits, tg.LogProbs, tg.ChosenLogProb, tg.Entropy}, grads...)
+	tg.vm = G.NewTapeMachine(tg.g.ExactSubgraphRoots(roots...))
+	return nil
+}
+
+// Run copies the feeds into the inputs and runs forward and backward. Every
+// input (Obs, ActionMask and each NewInput) must be fed, with exactly as many
+// values as its shape holds.
+func (tg *TrainGraph) Run(feeds map[*G.Node][]float32) error {
+	if tg.vm == nil {
+		return errors.New("run: SetLoss first")
+	}
+	for _, in := range tg.inputs {
+		v, ok := feeds[in]
+		if !ok {
+			return fmt.Errorf("run: input %s not fed", in.Name())
+		}
+		if buf := tg.inputBuf[in]; len(v) != len(buf) {
+			return fmt.Errorf("run: input %s: %d values, want %d", in.Name(), len(v), len(buf))
+		}
+		copy(tg.inputBuf[in], v)
+	}
+	if len(feeds) != len(tg.inputs) {
+		return fmt.Errorf("run: %d feeds for %d inputs", len(feeds), len(tg.inputs))
+	}
+	tg.fillCells(feeds[tg.Obs])
+
+	tg.vm.Reset() // without it the tape does not run again
+	if err := tg.vm.RunAll(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	for i, gn := range tg.grads {
+		d, err := float32s(gn)
+		if err != nil {
+			return fmt.Errorf("run: gradient of %s: %w", tg.trainable[i], err)
+		}
+		if len(d) != len(tg.gradBuf[i]) {
+			return fmt.Errorf("run: gradient of %s has %d values, want %d", tg.trainable[i], len(d), len(tg.gradBuf[i]))
+		}
+		copy(tg.gradBuf[i], d)
+	}
+	return nil
+}
+
+// fillCells lays the cell block of every observation row out as rows of the
+// cells input.
+func (tg *TrainGraph) fillCells(obs []float32) {
+	cfg := tg.p.cfg
+	dst := tg.cellsBuf
+	od, cw := cfg.ObsDim(), cfg.Cells*cfg.CellFeatures
+	for i := 0; i < tg.batch; i++ {
+		copy(dst[i*cw:(i+1)*cw], obs[i*od+cfg.GlobalFeatures:(i+1)*od])
+	}
+}
+
+// LossValue is the loss of the last Run.
+func (tg *TrainGraph) LossValue() float64 {
+	d, err := float32s(tg.loss)
+	if err != nil || len(d) == 0 {
+		return 0
+	}
+	return float64(d[0])
+}
+
+// Value copies the values of a node of this graph after the last Run (e.g.
+// ChosenLogProb, Entropy, or a term of the caller's loss).
+func (tg *TrainGraph) Value(n *G.Node) ([]float32, error) {
+	d, err := float32s(n)
+	if err != nil {
+		return nil, fmt.Errorf("value of %s: %w", n.Name(), err)
+	}
+	return slices.Clone(d), nil
+}
+
+// Params pairs each trainable parameter with its gradient from the last Run.
+// Data aliases the live weights (so the optimiser updates what the graph
+// reads); Grad aliases buffers that each Run overwrites.
+func (tg *TrainGraph) Params() []optim.Param {
+	ps := make([]optim.Param, len(tg.trainable))
+	for i, n := range tg.trainable {
+		ps[i] = optim.Param{Name: n, Data: tg.data[n], Grad: tg.gradBuf[i]}
+	}
+	return ps
+}
+
+func float32s(n *G.Node) ([]float32, error) {
+	v := n.Value()
+	if v == nil {
+		return nil, errors.New("no value (has the graph run?)")
+	}
+	switch d := v.Data().(type) {
+	case []float32:
+		return d, nil
+	case float32:
+		return []float32{d}, nil
+	default:
+		return nil, fmt.Errorf("value of type %T, want float32", d)
+	}
+}

@@ -1,0 +1,188 @@
+package policy
+
+import (
+	"fmt"
+	"sync"
+
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// Inference is the pure-Go forward pass for rollouts. It keeps its own copy of
+// the weights with every adapter merged in (W + (α/r)·A·B), so it never touches
+// the training graph's tensors. Logits may be called from several goroutines at
+// once; Refresh waits for calls in progress.
+type Inference struct {
+	mu      sync.RWMutex
+	cfg     Config
+	trunk   []dense
+	head    dense
+	cell    dense // U
+	locH    dense // P, b
+	score   []float32
+	scratch sync.Pool // *inferScratch
+}
+
+// dense is a layer with its adapter merged: y = x·W + b.
+type dense struct {
+	in, out int
+	w, b    []float32
+}
+
+type inferScratch struct{ a, b, cells, hp, z []float32 }
+
+// NewInference copies p's weights (adapters merged) into a new forward pass.
+func NewInference(p *Params) *Inference {
+	inf := &Inference{}
+	inf.Refresh(p)
+	return inf
+}
+
+// Refresh copies p's current weights; call it after each optimiser update.
+func (inf *Inference) Refresh(p *Params) {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	inf.cfg = p.cfg
+	inf.trunk = inf.trunk[:0]
+	for i := range p.cfg.Hidden {
+		inf.trunk = append(inf.trunk, merged(p.Layer(TrunkLayer(i))))
+	}
+	inf.head = merged(p.Layer(LayerHead))
+	inf.cell = merged(p.Layer(LayerLocCell))
+	inf.locH = merged(p.Layer(LayerLocTrunk))
+	inf.score = merged(p.Layer(LayerLocScore)).w
+}
+
+func merged(l *Layer) dense {
+	w := make([]float32, len(l.Weight))
+	copy(w, l.Weight)
+	addAdapter(w, l)
+	var b []float32
+	if l.Bias != nil {
+		b = append([]float32(nil), l.Bias...)
+	}
+	return dense{in: l.In, out: l.Out, w: w, b: b}
+}
+
+// Config is the configuration of the copied network.
+func (inf *Inference) Config() Config {
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	return inf.cfg
+}
+
+// Logits writes the logits of n observation rows (obs holds n·ObsDim floats)
+// into dst (n·Actions floats, row-major). It is the same function as the
+// training graph's Logits. It panics if obs or dst is too short.
+func (inf *Inference) Logits(obs []float32, n int, dst []float32) {
+	inf.mu.RLock()
+	defer inf.mu.RUnlock()
+	cfg := inf.cfg
+	od, na := cfg.ObsDim(), cfg.Actions
+	if len(obs) < n*od || len(dst) < n*na {
+		panic(fmt.Sprintf("policy: Logits of %d rows needs %d obs and %d dst floats, got %d and %d", n, n*od, n*na, len(obs), len(dst)))
+	}
+	if n == 0 {
+		return
+	}
+	s := inf.getScratch(n)
+	defer inf.scratch.Put(s)
+
+	x := obs[:n*od]
+	bufs := [2][]float32{s.a, s.b}
+	for i, l := range inf.trunk {
+		y := bufs[i%2][:n*l.out]
+		l.forward(x, n, y)
+		relu(y)
+		x = y
+	}
+	inf.head.forward(x, n, dst[:n*na])
+
+	// Location head: z_c = ReLU(cell_c·U + h·P + b), logits[c] += z_c·v.
+	cf, nc, lh := cfg.CellFeatures, cfg.Cells, cfg.LocHidden
+	cells := s.cells[:n*nc*cf]
+	for i := 0; i < n; i++ {
+		copy(cells[i*nc*cf:(i+1)*nc*cf], obs[i*od+cfg.GlobalFeatures:(i+1)*od])
+	}
+	hp := s.hp[:n*lh]
+	inf.locH.forward(x, n, hp)
+	z := s.z[:n*nc*lh]
+	inf.cell.forward(cells, n*nc, z)
+	for i := 0; i < n; i++ {
+		hpi := hp[i*lh : (i+1)*lh]
+		row := dst[i*na : i*na+nc]
+		for c := range nc {
+			zc := z[(i*nc+c)*lh : (i*nc+c+1)*lh]
+			var sc float32
+			for k, v := range zc {
+				if v += hpi[k]; v > 0 {
+					sc += v * inf.score[k]
+				}
+			}
+			row[c] += sc
+		}
+	}
+}
+
+// rowBlock is how many rows share one pass over W: each row k of W (out
+// floats) is loaded once and applied to the block's rows, whose outputs stay
+// in cache. A single row is memory-bound on streaming W; blocks reuse it.
+const rowBlock = 16
+
+// forward computes y = x·W + b for n rows on the calling goroutine.
+// gonum's Sgemm is not used: it starts worker goroutines even for one row,
+// which steals the core of a concurrent rollout, and measured slower than
+// this loop for these shapes (see BenchmarkInference).
+func (l dense) forward(x []float32, n int, y []float32) {
+	if l.b != nil {
+		for i := 0; i < n; i++ {
+			copy(y[i*l.out:(i+1)*l.out], l.b)
+		}
+	} else {
+		clear(y[:n*l.out])
+	}
+	// y_i += Σ_k x_ik·W_k, one SIMD axpy per non-zero input: observations
+	// hold one-hot blocks, so many rows of W are skipped.
+	for i0 := 0; i0 < n; i0 += rowBlock {
+		i1 := min(i0+rowBlock, n)
+		for k := 0; k < l.in; k++ {
+			wk := blas32.Vector{N: l.out, Inc: 1, Data: l.w[k*l.out : (k+1)*l.out]}
+			for i := i0; i < i1; i++ {
+				if v := x[i*l.in+k]; v != 0 {
+					blas32.Axpy(v, wk, blas32.Vector{N: l.out, Inc: 1, Data: y[i*l.out : (i+1)*l.out]})
+				}
+			}
+		}
+	}
+}
+
+func relu(v []float32) {
+	for i, x := range v {
+		if x < 0 {
+			v[i] = 0
+		}
+	}
+}
+
+func (inf *Inference) getScratch(n int) *inferScratch {
+	s, _ := inf.scratch.Get().(*inferScratch)
+	if s == nil {
+		s = &inferScratch{}
+	}
+	widest := 0
+	for _, l := range inf.trunk {
+		widest = max(widest, l.out)
+	}
+	cfg := inf.cfg
+	grow := func(b []float32, size int) []float32 {
+		if cap(b) < size {
+			return make([]float32, size)
+		}
+		return b[:size]
+	}
+	s.a = grow(s.a, n*widest)
+	s.b = grow(s.b, n*widest)
+	s.cells = grow(s.cells, n*cfg.Cells*cfg.CellFeatures)
+	s.hp = grow(s.hp, n*cfg.LocHidden)
+	s.z = grow(s.z, n*cfg.Cells*cfg.LocHidden)
+	return s
+}

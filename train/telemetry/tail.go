@@ -1,0 +1,332 @@
+package telemetry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// pollInterval is how often an attached viewer looks at the run directory.
+const pollInterval = 200 * time.Millisecond
+
+// RunFeed is the Feed of a run read from its directory, for `pixelis attach`: the
+// whole history on the first Take, then whatever the run appends, polled a few times
+// a second. Commands go through the run's control socket; Live is true while it
+// answers. A finished run reads the same, with Live false.
+type RunFeed struct {
+	dir      string
+	ready    chan struct{}
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
+
+	// Owned by the polling goroutine (and by openRun before it starts).
+	metrics, events, samples tailFile
+	status                   os.FileInfo
+	batch                    []Sample // the newest batch of samples.jsonl
+	batchMark                sampleMark
+	lastPoint                *Point
+
+	mu      sync.Mutex
+	pending Update
+	live    bool
+}
+
+var _ Feed = (*RunFeed)(nil)
+
+// OpenRun reads the run directory and follows it until Close.
+func OpenRun(runDir string) (*RunFeed, error) {
+	return OpenRunContext(context.Background(), runDir)
+}
+
+// OpenRunContext is OpenRun with a context: following stops when ctx ends or on Close.
+func OpenRunContext(ctx context.Context, runDir string) (*RunFeed, error) {
+	return openRun(ctx, runDir, pollInterval)
+}
+
+func openRun(ctx context.Context, runDir string, interval time.Duration) (*RunFeed, error) {
+	fi, err := os.Stat(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("open run: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("open run: %s is not a directory", runDir)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	f := &RunFeed{
+		dir:     runDir,
+		ready:   make(chan struct{}, 1),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		metrics: tailFile{path: filepath.Join(runDir, MetricsFile)},
+		events:  tailFile{path: filepath.Join(runDir, EventsFile)},
+		samples: tailFile{path: filepath.Join(runDir, SamplesFile)},
+	}
+	if err := f.poll(); err != nil {
+		cancel()
+		return nil, err
+	}
+	go f.follow(ctx, interval)
+	return f, nil
+}
+
+func (f *RunFeed) follow(ctx context.Context, interval time.Duration) {
+	defer close(f.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			// A read error (a file briefly replaced, say) is retried on the next tick.
+			f.poll()
+		}
+	}
+}
+
+// Close stops following the run.
+func (f *RunFeed) Close() error {
+	f.stopOnce.Do(func() {
+		f.cancel()
+		<-f.done
+	})
+	return nil
+}
+
+// Dir is the run directory.
+func (f *RunFeed) Dir() string { return f.dir }
+
+// Ready receives a value whenever Take has something new.
+func (f *RunFeed) Ready() <-chan struct{} { return f.ready }
+
+// Take returns and clears what was read since the previous Take.
+func (f *RunFeed) Take() Update {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u := f.pending
+	f.pending = Update{}
+	return u
+}
+
+// Send passes c to the run's control socket.
+func (f *RunFeed) Send(c Command) error {
+	if !c.Kind.Valid() {
+		return fmt.Errorf("send %q: unknown command", c.Kind)
+	}
+	err := SendControl(f.dir, c)
+	f.setLive(!errors.Is(err, ErrNotLive))
+	return err
+}
+
+// Live reports whether the run's control socket answered when last tried.
+func (f *RunFeed) Live() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.live
+}
+
+func (f *RunFeed) setLive(live bool) {
+	f.mu.Lock()
+	changed := f.live != live
+	f.live = live
+	f.mu.Unlock()
+	if changed {
+		f.notify()
+	}
+}
+
+func (f *RunFeed) notify() {
+	select {
+	case f.ready <- struct{}{}:
+	default:
+	}
+}
+
+// poll reads what the run wrote since the previous poll.
+func (f *RunFeed) poll() error {
+	var points []Point
+	var events []Event
+	newSamples := false
+	reset := false
+	for {
+		var err error
+		var r1, r2, r3 bool
+		if r1, err = f.metrics.read(func(line []byte) {
+			var p Point
+			if json.Unmarshal(line, &p) == nil {
+				points = append(points, p)
+			}
+		}); err != nil {
+			return err
+		}
+		if r2, err = f.events.read(func(line []byte) {
+			var e Event
+			if json.Unmarshal(line, &e) == nil {
+				events = append(events, e)
+			}
+		}); err != nil {
+			return err
+		}
+		if r3, err = f.samples.read(func(line []byte) {
+			var sl SampleLine
+			if json.Unmarshal(line, &sl) != nil {
+				return
+			}
+			m := sampleMark{ok: true, phase: sl.Phase, step: sl.Step}
+			if m != f.batchMark {
+				f.batch, f.batchMark = nil, m
+			}
+			f.batch = append(f.batch, sl.Sample)
+			newSamples = true
+		}); err != nil {
+			return err
+		}
+		if !(r1 || r2 || r3) || reset {
+			break
+		}
+		// The run rewrote its history (a resume truncated the files): start over on
+		// all of them, so the viewer gets one consistent history after its reset.
+		reset = true
+		points, events = nil, nil
+		f.batch, f.batchMark, f.lastPoint = nil, sampleMark{}, nil
+		f.metrics.rewind()
+		f.events.rewind()
+		f.samples.rewind()
+	}
+	if len(points) > 0 {
+		f.lastPoint = &points[len(points)-1]
+	}
+	snap, err := f.readStatus()
+	if err != nil {
+		return err
+	}
+	if snap == nil && f.status == nil && (newSamples || len(points) > 0) && f.lastPoint != nil {
+		// No status.json (the run died before its first publish, or a recorder other
+		// than this package's wrote the files): show what the metrics and samples say.
+		lp := f.lastPoint
+		snap = &Snapshot{
+			Run:     filepath.Base(f.dir),
+			Phase:   lp.Phase,
+			Step:    lp.Step,
+			Metrics: lp.Metrics,
+			Samples: f.batch,
+		}
+		if t, err := time.Parse(time.RFC3339Nano, lp.Time); err == nil {
+			snap.Time = t
+		}
+	}
+
+	live := probeControl(f.dir)
+	f.mu.Lock()
+	if reset {
+		f.pending = Update{Reset: true}
+	}
+	changed := reset || len(points) > 0 || len(events) > 0 || snap != nil || live != f.live
+	f.pending.Points = append(f.pending.Points, points...)
+	f.pending.Events = append(f.pending.Events, events...)
+	if snap != nil {
+		f.pending.Snapshot = snap
+	}
+	f.live = live
+	f.mu.Unlock()
+	if changed {
+		f.notify()
+	}
+	return nil
+}
+
+// readStatus returns status.json when it changed since the previous poll, else nil.
+func (f *RunFeed) readStatus() (*Snapshot, error) {
+	path := filepath.Join(f.dir, StatusFile)
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if f.status != nil && os.SameFile(f.status, fi) && f.status.Size() == fi.Size() && f.status.ModTime().Equal(fi.ModTime()) {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // replaced between Stat and ReadFile: the next poll reads the new one
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, nil // not a status.json this package wrote; keep the previous view
+	}
+	f.status = fi
+	return &s, nil
+}
+
+// tailFile follows one append-only JSONL file.
+type tailFile struct {
+	path  string
+	id    os.FileInfo // the file read so far, to notice it being replaced
+	off   int64       // bytes consumed, including carry
+	carry []byte      // a partial last line, completed by a later read
+}
+
+func (t *tailFile) rewind() { t.id, t.off, t.carry = nil, 0, nil }
+
+// read passes every new complete line to fn. It reports reset (and reads nothing)
+// when the file was replaced, shrank or vanished since the previous read.
+func (t *tailFile) read(fn func(line []byte)) (reset bool, err error) {
+	fh, err := os.Open(t.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return t.id != nil, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return false, err
+	}
+	if t.id != nil && (!os.SameFile(t.id, fi) || fi.Size() < t.off) {
+		return true, nil
+	}
+	t.id = fi
+	if fi.Size() == t.off {
+		return false, nil
+	}
+	if _, err := fh.Seek(t.off, io.SeekStart); err != nil {
+		return false, err
+	}
+	data, err := io.ReadAll(fh)
+	if err != nil {
+		return false, err
+	}
+	t.off += int64(len(data))
+	if len(t.carry) > 0 {
+		data = append(t.carry, data...)
+		t.carry = nil
+	}
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			fn(data[:i])
+		}
+		data = data[i+1:]
+	}
+	if len(data) > 0 {
+		t.carry = append([]byte(nil), data...)
+	}
+	return false, nil
+}

@@ -1,0 +1,268 @@
+package tb
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// Dir is the subdirectory of a run directory that holds its TensorBoard files;
+// point TensorBoard at it (or at the runs directory, to compare runs).
+const Dir = "tb"
+
+// Writer is a telemetry.Sink writing one TensorBoard event file: every recorded point
+// becomes one Event holding all its metrics as scalars (tag = metric name), every new
+// batch of sample trajectories a markdown text summary tagged "samples", every event
+// a text summary tagged "events". Writes are buffered and flushed on Publish and
+// Close. The first write error stops the writer and is kept for Err.
+type Writer struct {
+	path string
+
+	mu     sync.Mutex
+	f      *os.File
+	w      *bufio.Writer
+	buf    []byte
+	vals   []scalar
+	last   mark
+	err    error
+	closed bool
+}
+
+var _ telemetry.Sink = (*Writer)(nil)
+
+// mark identifies the newest batch of samples written.
+type mark struct {
+	ok    bool
+	phase telemetry.Phase
+	step  int
+}
+
+// NewWriter creates runDir/tb/events.out.tfevents.<unix-seconds>.<hostname> and
+// writes its version record. A resumed run gets a new file; TensorBoard reads all
+// files of a directory as one run.
+func NewWriter(runDir string) (*Writer, error) {
+	dir := filepath.Join(runDir, Dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("tensorboard: %w", err)
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	now := time.Now()
+	base := fmt.Sprintf("events.out.tfevents.%d.%s", now.Unix(), host)
+	var f *os.File
+	path := filepath.Join(dir, base)
+	for i := 1; ; i++ {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, os.ErrExist) || i > 1000 {
+			break
+		}
+		// Two writers in one second (tests, a quick restart): never share a file.
+		path = filepath.Join(dir, base+"."+strconv.Itoa(i))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tensorboard: %w", err)
+	}
+	w := &Writer{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10)}
+	w.writeRecord(versionEvent(wallTime(now)))
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Path is the event file's path.
+func (w *Writer) Path() string { return w.path }
+
+// Err returns the first write error, or nil.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func wallTime(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+func (w *Writer) active() bool { return !w.closed && w.err == nil }
+
+func (w *Writer) writeRecord(event []byte) {
+	w.buf = appendRecord(w.buf[:0], event)
+	if _, err := w.w.Write(w.buf); err != nil && w.err == nil {
+		w.err = fmt.Errorf("tensorboard %s: %w", w.path, err)
+	}
+}
+
+// Record writes one Event with every metric of p as a scalar. Non-finite values are
+// kept: TensorBoard shows a NaN loss as NaN.
+func (w *Writer) Record(p telemetry.Point) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.active() || len(p.Metrics) == 0 {
+		return
+	}
+	w.vals = w.vals[:0]
+	for name, v := range p.Metrics {
+		w.vals = append(w.vals, scalar{tag: name, value: float32(v)})
+	}
+	slices.SortFunc(w.vals, func(a, b scalar) int { return strings.Compare(a.tag, b.tag) })
+	t := time.Now()
+	if pt, err := time.Parse(time.RFC3339Nano, p.Time); err == nil {
+		t = pt
+	}
+	w.writeRecord(scalarsEvent(wallTime(t), int64(p.Step), w.vals))
+}
+
+// Publish writes the snapshot's new sample trajectories (those past the newest batch
+// written, as in the JSONL recorder) as one markdown text summary, then flushes.
+func (w *Writer) Publish(s telemetry.Snapshot) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.active() {
+		return
+	}
+	var fresh []telemetry.Sample
+	next := w.last
+	for _, x := range s.Samples {
+		if w.last.ok && s.Phase == w.last.phase && x.Step <= w.last.step {
+			continue
+		}
+		fresh = append(fresh, x)
+		if !next.ok || next.phase != s.Phase || x.Step > next.step {
+			next = mark{ok: true, phase: s.Phase, step: x.Step}
+		}
+	}
+	w.last = next
+	if len(fresh) > 0 {
+		t := s.Time
+		if t.IsZero() {
+			t = time.Now()
+		}
+		w.writeRecord(textEvent(wallTime(t), int64(next.step), "samples", samplesMarkdown(fresh)))
+	}
+	w.flushLocked()
+}
+
+// Emit writes e as a one-line text summary tagged "events".
+func (w *Writer) Emit(e telemetry.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.active() {
+		return
+	}
+	t := e.Time
+	if t.IsZero() {
+		t = time.Now()
+	}
+	text := fmt.Sprintf("**%s** %s", mdEscape(e.Kind), mdEscape(e.Message))
+	w.writeRecord(textEvent(wallTime(t), int64(e.Step), "events", text))
+}
+
+// Flush writes buffered records to the file.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.active() {
+		w.flushLocked()
+	}
+	return w.err
+}
+
+func (w *Writer) flushLocked() {
+	if err := w.w.Flush(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("tensorboard %s: %w", w.path, err)
+	}
+}
+
+// Close flushes and closes the file, returning the first error the writer met.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return w.err
+	}
+	if w.err == nil {
+		w.flushLocked()
+	}
+	if err := w.f.Close(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("tensorboard %s: %w", w.path, err)
+	}
+	w.closed = true
+	return w.err
+}
+
+// samplesMarkdown renders trajectories the way the console's sample pane reads: the
+// question, each operation with its result and reward attribution, the answer.
+func samplesMarkdown(samples []telemetry.Sample) string {
+	var b strings.Builder
+	for i, s := range samples {
+		if i > 0 {
+			b.WriteString("\n\n---\n\n")
+		}
+		verdict := "✗"
+		if s.Correct {
+			verdict = "✓"
+		}
+		fmt.Fprintf(&b, "**%d/%d · %s · %s** · step %d · reward %s\n\n", i+1, len(samples),
+			mdEscape(s.Family), verdict, s.Step, signed(s.Reward))
+		fmt.Fprintf(&b, "Q: %s\n\n", mdEscape(s.Question))
+		if len(s.Steps) > 0 {
+			b.WriteString("| # | operation | args | result | rewards |\n|---|---|---|---|---|\n")
+			for j, st := range s.Steps {
+				result := st.Result
+				if st.Misuse != "" {
+					result += " ⚠ " + st.Misuse
+				}
+				fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", j+1, mdCell(st.Op), mdCell(st.Args),
+					mdCell(result), mdCell(rewardList(st.Rewards)))
+			}
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "answer: `%s` · truth: `%s`", codeSpan(s.Answer), codeSpan(s.GroundTruth))
+	}
+	return b.String()
+}
+
+func rewardList(r map[string]float64) string {
+	names := make([]string, 0, len(r))
+	for k := range r {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = k + " " + signed(r[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func signed(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return fmt.Sprintf("%+.2f", v)
+}
+
+var mdReplacer = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`, "<", "&lt;", ">", "&gt;", "\n", " ")
+
+// mdEscape keeps model output from being read as markdown or HTML.
+func mdEscape(s string) string { return mdReplacer.Replace(s) }
+
+// mdCell escapes s for a table cell, where a pipe would end the cell.
+func mdCell(s string) string { return strings.ReplaceAll(mdEscape(s), "|", `\|`) }
+
+// codeSpan makes s safe inside single backticks.
+func codeSpan(s string) string {
+	return strings.NewReplacer("`", "'", "\n", " ").Replace(s)
+}

@@ -1,0 +1,329 @@
+package tb
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+func TestMaskedCRC(t *testing.T) {
+	// CRC32C("123456789") is the Castagnoli check value; mask it by the TFRecord formula here.
+	crc := uint32(0xe3069283)
+	want := (crc>>15 | crc<<17) + 0xa282ead8
+	if got := maskedCRC([]byte("123456789")); got != want || got != 0xc78ab0e5 {
+		t.Errorf("maskedCRC = %#x, want %#x", got, want)
+	}
+}
+
+func TestAppendRecordKnownBytes(t *testing.T) {
+	// Computed independently (bitwise CRC32C): length 5 LE, masked CRC of the length,
+	// "hello", masked CRC of "hello".
+	want, _ := hex.DecodeString("0500000000000000" + "eab2043e" + "68656c6c6f" + "bb1f1c19")
+	if got := appendRecord(nil, []byte("hello")); !bytes.Equal(got, want) {
+		t.Errorf("got  %x\nwant %x", got, want)
+	}
+}
+
+func TestVersionEventKnownBytes(t *testing.T) {
+	// wall_time 1.5 (field 1, fixed64), step 0 (field 2, varint), file_version (field 3).
+	want, _ := hex.DecodeString("09" + "000000000000f83f" + "1000" + "1a0d" + hex.EncodeToString([]byte("brain.Event:2")))
+	if got := versionEvent(1.5); !bytes.Equal(got, want) {
+		t.Errorf("got  %x\nwant %x", got, want)
+	}
+}
+
+// The reader below is the test's own: it parses the framing, checks both checksums
+// and decodes the messages field by field, sharing no code with the writer.
+
+type readEvent struct {
+	wallTime float64
+	step     int64
+	version  string
+	values   []readValue
+}
+
+type readValue struct {
+	tag     string
+	simple  float32
+	hasSimp bool
+	plugin  string
+	dtype   uint64
+	strings [][]byte
+}
+
+func testCRC(b []byte) uint32 {
+	c := crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
+	return ((c >> 15) | (c << 17)) + 0xa282ead8
+}
+
+func readRecords(t *testing.T, data []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for len(data) > 0 {
+		if len(data) < 12 {
+			t.Fatalf("truncated header: %d bytes left", len(data))
+		}
+		n := binary.LittleEndian.Uint64(data[:8])
+		if got := binary.LittleEndian.Uint32(data[8:12]); got != testCRC(data[:8]) {
+			t.Fatalf("length CRC %#x, want %#x", got, testCRC(data[:8]))
+		}
+		data = data[12:]
+		if uint64(len(data)) < n+4 {
+			t.Fatalf("truncated record: need %d, have %d", n+4, len(data))
+		}
+		rec := data[:n]
+		if got := binary.LittleEndian.Uint32(data[n : n+4]); got != testCRC(rec) {
+			t.Fatalf("data CRC %#x, want %#x", got, testCRC(rec))
+		}
+		out = append(out, rec)
+		data = data[n+4:]
+	}
+	return out
+}
+
+// fields calls fn for each field of a message, failing on malformed input.
+func fields(t *testing.T, b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte, x uint64)) {
+	t.Helper()
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			t.Fatalf("bad tag: %v", protowire.ParseError(n))
+		}
+		b = b[n:]
+		var v []byte
+		var x uint64
+		switch typ {
+		case protowire.VarintType:
+			x, n = protowire.ConsumeVarint(b)
+		case protowire.Fixed32Type:
+			var u uint32
+			u, n = protowire.ConsumeFixed32(b)
+			x = uint64(u)
+		case protowire.Fixed64Type:
+			x, n = protowire.ConsumeFixed64(b)
+		case protowire.BytesType:
+			v, n = protowire.ConsumeBytes(b)
+		default:
+			t.Fatalf("unexpected wire type %d", typ)
+		}
+		if n < 0 {
+			t.Fatalf("bad field %d: %v", num, protowire.ParseError(n))
+		}
+		b = b[n:]
+		fn(num, typ, v, x)
+	}
+}
+
+func decodeEvent(t *testing.T, b []byte) readEvent {
+	var e readEvent
+	fields(t, b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) {
+		switch {
+		case num == 1 && typ == protowire.Fixed64Type:
+			e.wallTime = math.Float64frombits(x)
+		case num == 2 && typ == protowire.VarintType:
+			e.step = int64(x)
+		case num == 3 && typ == protowire.BytesType:
+			e.version = string(v)
+		case num == 5 && typ == protowire.BytesType:
+			fields(t, v, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) {
+				if num != 1 || typ != protowire.BytesType {
+					t.Fatalf("Summary field %d type %d", num, typ)
+				}
+				e.values = append(e.values, decodeValue(t, v))
+			})
+		default:
+			t.Fatalf("unexpected Event field %d type %d", num, typ)
+		}
+	})
+	return e
+}
+
+func decodeValue(t *testing.T, b []byte) readValue {
+	var val readValue
+	fields(t, b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) {
+		switch num {
+		case 1:
+			val.tag = string(v)
+		case 2:
+			if typ != protowire.Fixed32Type {
+				t.Fatalf("simple_value wire type %d", typ)
+			}
+			val.simple, val.hasSimp = math.Float32frombits(uint32(x)), true
+		case 8:
+			fields(t, v, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) {
+				switch num {
+				case 1:
+					val.dtype = x
+				case 2:
+					if len(v) != 0 {
+						t.Errorf("text tensor shape %x, want scalar", v)
+					}
+				case 8:
+					val.strings = append(val.strings, v)
+				}
+			})
+		case 9:
+			fields(t, v, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) {
+				if num == 1 {
+					fields(t, v, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) {
+						if num == 1 {
+							val.plugin = string(v)
+						}
+					})
+				}
+			})
+		default:
+			t.Fatalf("unexpected Value field %d", num)
+		}
+	})
+	return val
+}
+
+func TestWriterReadBack(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := regexp.MatchString(`^events\.out\.tfevents\.\d{10}\.[^/]+$`, filepath.Base(w.Path())); !ok ||
+		filepath.Dir(w.Path()) != filepath.Join(dir, Dir) {
+		t.Errorf("file name %s", w.Path())
+	}
+	ts := time.Date(2026, 11, 22, 10, 42, 0, 500_000_000, time.UTC)
+	want := map[int]map[string]float64{}
+	for step := 1; step <= 3; step++ {
+		m := map[string]float64{
+			"reward/total":           float64(step) * 0.25,
+			"policy/kl":              1e-3 / float64(step),
+			"kpi/success_rate_ma100": 0.5 + float64(step)/10,
+		}
+		if step == 2 {
+			m["policy/loss"] = math.NaN()
+		}
+		want[step] = m
+		w.Record(telemetry.Point{Step: step, Phase: telemetry.PhaseRFT, Time: ts.Format(time.RFC3339Nano), Metrics: m})
+	}
+	sample := telemetry.Sample{Step: 3, Family: "text_extraction", Question: "What is written on the blue square?",
+		Answer: "K7", GroundTruth: "K7", Correct: true, Reward: 1,
+		Steps: []telemetry.SampleStep{
+			{Op: "ZOOM_IN", Args: "obj 3 ×4", Result: "view 64×64", Rewards: map[string]float64{"coherence": 0.2}},
+			{Op: "READ_TEXT", Result: `"K7" | 0.97`},
+		}}
+	snap := telemetry.Snapshot{Phase: telemetry.PhaseRFT, Step: 3, Time: ts, Samples: []telemetry.Sample{sample}}
+	w.Publish(snap)
+	w.Publish(snap) // same samples: no second text record
+	w.Emit(telemetry.Event{Step: 3, Kind: telemetry.EventCheckpoint, Message: "checkpoint step_000003", Time: ts})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	data, err := os.ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []readEvent
+	for _, rec := range readRecords(t, data) {
+		events = append(events, decodeEvent(t, rec))
+	}
+	if len(events) != 1+3+1+1 {
+		t.Fatalf("%d records, want version + 3 steps + samples + event", len(events))
+	}
+	if events[0].version != "brain.Event:2" || len(events[0].values) != 0 {
+		t.Errorf("first record: %+v", events[0])
+	}
+	for i, e := range events[1:4] {
+		step := i + 1
+		if e.step != int64(step) || e.wallTime != float64(ts.Unix())+0.5 {
+			t.Errorf("record %d: step %d wall %f", i+1, e.step, e.wallTime)
+		}
+		got := map[string]float64{}
+		for _, v := range e.values {
+			if !v.hasSimp {
+				t.Errorf("step %d: %s has no simple_value", step, v.tag)
+			}
+			got[v.tag] = float64(v.simple)
+		}
+		if len(got) != len(want[step]) {
+			t.Errorf("step %d: tags %v, want %v", step, got, want[step])
+		}
+		for tag, v := range want[step] {
+			g, ok := got[tag]
+			switch {
+			case !ok:
+				t.Errorf("step %d: %s missing", step, tag)
+			case math.IsNaN(v) != math.IsNaN(g) || (!math.IsNaN(v) && float32(g) != float32(v)):
+				t.Errorf("step %d: %s = %v, want %v", step, tag, g, v)
+			}
+		}
+	}
+	text := func(e readEvent, tag string) string {
+		if len(e.values) != 1 {
+			t.Fatalf("text record with %d values", len(e.values))
+		}
+		v := e.values[0]
+		if v.tag != tag || v.plugin != "text" || v.dtype != 7 || len(v.strings) != 1 || v.hasSimp {
+			t.Fatalf("text value: %+v", v)
+		}
+		return string(v.strings[0])
+	}
+	md := text(events[4], "samples")
+	for _, s := range []string{"text\\_extraction", "What is written on the blue square?", "| 1 | ZOOM\\_IN | obj 3 ×4 |",
+		"coherence +0.20", `"K7" \| 0.97`, "answer: `K7`", "✓"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("samples markdown lacks %q:\n%s", s, md)
+		}
+	}
+	if events[4].step != 3 {
+		t.Errorf("samples at step %d", events[4].step)
+	}
+	if got := text(events[5], "events"); got != "**checkpoint** checkpoint step\\_000003" {
+		t.Errorf("event text %q", got)
+	}
+}
+
+func TestWriterNeverSharesAFile(t *testing.T) {
+	dir := t.TempDir()
+	paths := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		w, err := NewWriter(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths[w.Path()] = true
+		w.Close()
+	}
+	if len(paths) != 3 {
+		t.Errorf("writers opened the same file: %v", paths)
+	}
+}
+
+func BenchmarkWriterRecord(b *testing.B) {
+	w, err := NewWriter(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	m := map[string]float64{}
+	for i := 0; i < 40; i++ {
+		m[fmt.Sprintf("group/metric_%02d", i)] = float64(i)
+	}
+	p := telemetry.Point{Phase: telemetry.PhaseRFT, Time: "2026-11-22T10:42:00Z", Metrics: m}
+	for i := 0; b.Loop(); i++ {
+		p.Step = i
+		w.Record(p)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "points/s")
+}
