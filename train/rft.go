@@ -648,7 +648,7 @@ func (s *rftRun) publish() {
 	for _, d := range s.cur.History() {
 		cur.History = append(cur.History, telemetry.Transition{Step: d.Step, From: d.FromStage, To: d.ToStage, Kind: d.Kind, Reason: d.Reason})
 	}
-	r.opt.Sink.Publish(telemetry.Snapshot{
+	r.publish(telemetry.Snapshot{
 		Run: r.name, Phase: telemetry.PhaseRFT, State: r.state, Step: s.step, TotalSteps: r.cfg.RFT.Steps,
 		Time: time.Now(), StepsPerS: s.rate.rate(s.step), Metrics: s.last, Curriculum: cur, Samples: s.lastSamples,
 	})

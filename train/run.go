@@ -52,7 +52,8 @@ type Runner struct {
 	name   string
 
 	workers  int
-	offset   int // telemetry steps count across the whole run: the steps of the phases before this one
+	last     telemetry.Snapshot // the newest snapshot published
+	offset   int                // telemetry steps count across the whole run: the steps of the phases before this one
 	paused   bool
 	state    telemetry.State
 	ckptRoot string
@@ -139,7 +140,9 @@ func EnvConfig(cfg *configs.Config) (env.Config, error) {
 // Run executes the phases in order. It returns ErrStopped after a stop command,
 // ctx.Err() when cancelled, and the first failure otherwise.
 func (r *Runner) Run(ctx context.Context) error {
-	r.emit(0, telemetry.EventPhase, fmt.Sprintf("run %s started: phases %v", r.name, r.opt.Phases), nil)
+	if r.opt.Resume == "" {
+		r.emit(0, telemetry.EventPhase, fmt.Sprintf("run %s started: phases %v", r.name, r.opt.Phases), nil)
+	}
 	err := r.run(ctx)
 	switch {
 	case err == nil:
@@ -151,8 +154,17 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.state = telemetry.StateFailed
 		r.emit(0, telemetry.EventError, err.Error(), nil)
 	}
-	r.opt.Sink.Publish(telemetry.Snapshot{Run: r.name, State: r.state, Time: time.Now()})
+	last := r.last
+	last.Run, last.State, last.Time = r.name, r.state, time.Now()
+	r.opt.Sink.Publish(last)
 	return err
+}
+
+// publish sends a snapshot and keeps it, so the final state can be shown on
+// the last picture of the run.
+func (r *Runner) publish(s telemetry.Snapshot) {
+	r.last = s
+	r.opt.Sink.Publish(s)
 }
 
 func (r *Runner) run(ctx context.Context) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/curriculum"
+	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/optim"
 	"github.com/pixelis/pixelis/train/policy"
@@ -49,7 +50,9 @@ type sftRun struct {
 	last    map[string]float64
 	lastVal EvalResult
 	rate    rateMeter
-	pending *pendingAdvance
+	// lastSamples are validation episodes shown by the console.
+	lastSamples []telemetry.Sample
+	pending     *pendingAdvance
 	// afterAdvance, when set (tests), runs right after an advance: fault injection
 	// for the rollback path.
 	afterAdvance func(*policy.Params)
@@ -231,6 +234,7 @@ func (s *sftRun) validate(ctx context.Context, decide bool) (map[string]float64,
 		return nil, err
 	}
 	s.lastVal = res
+	s.lastSamples = samplesOf(greedy, reward.Breakdown{}, s.step, max(1, len(greedy)/8), 8)
 	m := res.Metrics("val")
 	current := mixScore(s.pools.Mix(s.pools.Stage()), greedy, s.valB)
 	switch {
@@ -312,12 +316,16 @@ func (s *sftRun) publish() {
 	for i := 0; i < s.pools.NumStages(); i++ {
 		cur.Stages = append(cur.Stages, telemetry.Stage{Name: s.pools.Mix(i), EnteredAt: -1})
 	}
+	cur.Stages[0].EnteredAt = 0
 	for _, d := range s.dm.History() {
 		cur.History = append(cur.History, telemetry.Transition{Step: d.Step, From: d.FromStage, To: d.ToStage, Kind: d.Kind, Reason: d.Reason})
+		if d.Kind == curriculum.KindAdvance && d.ToStage < len(cur.Stages) {
+			cur.Stages[d.ToStage].EnteredAt = d.Step
+		}
 	}
-	r.opt.Sink.Publish(telemetry.Snapshot{
+	r.publish(telemetry.Snapshot{
 		Run: r.name, Phase: telemetry.PhaseSFT, State: r.state, Step: s.step, TotalSteps: r.cfg.SFT.Steps,
-		Time: time.Now(), StepsPerS: s.rate.rate(s.step), Metrics: s.last, Curriculum: cur,
+		Time: time.Now(), StepsPerS: s.rate.rate(s.step), Metrics: s.last, Curriculum: cur, Samples: s.lastSamples,
 	})
 }
 

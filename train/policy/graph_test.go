@@ -278,6 +278,18 @@ func TestTrainGraphForwardAndUpdates(t *testing.T) {
 			}
 		}
 	}
+	// Rollouts record log π from Inference; the update recomputes it in the
+	// graph. They must agree or the first importance ratio is not 1.
+	chosen, err := tg.Value(tg.ChosenLogProb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range actions {
+		lp := LogSoftmax(got[i*cfg.Actions : (i+1)*cfg.Actions])[a]
+		if math.Abs(lp-float64(chosen[i])) > 1e-4 {
+			t.Fatalf("row %d: graph log π %v, inference %v", i, chosen[i], lp)
+		}
+	}
 	first := tg.LossValue()
 	// Each Run reads its own feeds: a different batch gives that batch's loss,
 	// and going back reproduces the first loss exactly.

@@ -1,0 +1,429 @@
+package analysis
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/color"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// RunSummaryFile is the run summary AnalyzeRun writes.
+const RunSummaryFile = "run_summary.json"
+
+// Run figure base names (each .png and .svg under FiguresDir).
+const (
+	FigRunRewards    = "run_rewards"
+	FigRunKPIs       = "run_kpis"
+	FigRunDynamics   = "run_dynamics"
+	FigRunCurriculum = "run_curriculum"
+	FigRunSFT        = "run_sft"
+	FigRunVal        = "run_val"
+)
+
+// RunSummary is what a run directory says about its training.
+type RunSummary struct {
+	RunDir   string         `json:"run_dir"`
+	Finished bool           `json:"finished"` // events.jsonl records the end of the run
+	Phases   []PhaseSummary `json:"phases"`
+	// FinalSFT and FinalRFT are the last recorded value of each headline
+	// metric of the phase (SFT loss and accuracy, validation, KPIs).
+	FinalSFT     map[string]float64 `json:"final_sft,omitempty"`
+	FinalRFT     map[string]float64 `json:"final_rft,omitempty"`
+	StageChanges []StageChange      `json:"stage_changes"`
+	FinalEval    *train.FinalEval   `json:"final_eval,omitempty"`
+	Figures      []string           `json:"figures"`
+}
+
+// PhaseSummary counts one phase's metrics points.
+type PhaseSummary struct {
+	Phase     string `json:"phase"`
+	Steps     int    `json:"steps"` // points recorded
+	FirstStep int    `json:"first_step"`
+	LastStep  int    `json:"last_step"`
+}
+
+// StageChange is a reward-curriculum advance or rollback.
+type StageChange struct {
+	Step    int    `json:"step"`
+	Kind    string `json:"kind"` // telemetry.EventStageAdvance or EventStageRollback
+	From    int    `json:"from"` // stage index, 0 = first
+	To      int    `json:"to"`
+	Message string `json:"message"`
+}
+
+// runData is a run directory read back.
+type runData struct {
+	points []telemetry.Point
+	events []telemetry.Event
+}
+
+// readJSONL decodes every complete line of a JSONL file with fn; a line that
+// does not decode (the partial last line of a live run) is skipped.
+func readJSONL(path string, fn func(line []byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		_ = fn(line)
+	}
+	return sc.Err()
+}
+
+func readRun(dir string) (*runData, error) {
+	var d runData
+	err := readJSONL(filepath.Join(dir, telemetry.MetricsFile), func(line []byte) error {
+		var p telemetry.Point
+		if err := json.Unmarshal(line, &p); err != nil {
+			return err
+		}
+		d.points = append(d.points, p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a run directory: %w", dir, err)
+	}
+	err = readJSONL(filepath.Join(dir, telemetry.EventsFile), func(line []byte) error {
+		var e telemetry.Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return err
+		}
+		d.events = append(d.events, e)
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// SummarizeRun reads a run directory, finished or still running.
+func SummarizeRun(dir string) (*RunSummary, error) {
+	d, err := readRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	return summarizeRun(dir, d)
+}
+
+func summarizeRun(dir string, d *runData) (*RunSummary, error) {
+	s := &RunSummary{RunDir: dir, StageChanges: []StageChange{}, Figures: []string{}}
+	byPhase := map[telemetry.Phase]int{}
+	for _, p := range d.points {
+		i, ok := byPhase[p.Phase]
+		if !ok {
+			i = len(s.Phases)
+			byPhase[p.Phase] = i
+			s.Phases = append(s.Phases, PhaseSummary{Phase: string(p.Phase), FirstStep: p.Step})
+		}
+		s.Phases[i].Steps++
+		s.Phases[i].LastStep = p.Step
+	}
+	s.FinalSFT = lastValues(d.points, telemetry.PhaseSFT, func(k string) bool {
+		return k == "sft/loss" || k == "sft/accuracy" || k == "data_curriculum/stage" || strings.HasPrefix(k, "val/all/")
+	})
+	s.FinalRFT = lastValues(d.points, telemetry.PhaseRFT, func(k string) bool {
+		return isKPI(k) || k == "curriculum/stage" || strings.HasPrefix(k, "val/all/") || k == "reward/total" || k == "policy/kl"
+	})
+	for _, e := range d.events {
+		switch e.Kind {
+		case telemetry.EventStageAdvance, telemetry.EventStageRollback:
+			s.StageChanges = append(s.StageChanges, StageChange{Step: e.Step, Kind: e.Kind, From: intOf(e.Data["from"]), To: intOf(e.Data["to"]), Message: e.Message})
+		case telemetry.EventPhase:
+			if e.Message == "run finished" {
+				s.Finished = true
+			}
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "final_eval.json"))
+	switch {
+	case err == nil:
+		var fe train.FinalEval
+		if err := json.Unmarshal(data, &fe); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "final_eval.json"), err)
+		}
+		s.FinalEval = &fe
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	return s, nil
+}
+
+// isKPI selects the moving-average KPIs (not their slopes).
+func isKPI(k string) bool {
+	return strings.HasPrefix(k, "kpi/") && !strings.HasSuffix(k, "_slope")
+}
+
+func intOf(v any) int {
+	if f, ok := v.(float64); ok {
+		return int(f)
+	}
+	return -1
+}
+
+// lastValues is the last finite value of every selected metric in a phase.
+func lastValues(ps []telemetry.Point, phase telemetry.Phase, keep func(string) bool) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range ps {
+		if p.Phase != phase {
+			continue
+		}
+		for k, v := range p.Metrics {
+			if keep(k) && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				out[k] = v
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// AnalyzeRun plots a run directory's training curves into outDir/figures and
+// writes run_summary.json and report.md beside them. A run still in progress
+// is read up to its last complete line.
+func AnalyzeRun(runDir, outDir string) error {
+	d, err := readRun(runDir)
+	if err != nil {
+		return err
+	}
+	s, err := summarizeRun(runDir, d)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	if s.Figures, err = writeRunFigures(filepath.Join(outDir, FiguresDir), d, s); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(outDir, RunSummaryFile), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(outDir, ReportFile), []byte("# Run analysis\n\n"+RunMarkdown(s)), 0o644)
+}
+
+// phaseSeries extracts metrics of one phase over steps; a missing value is NaN.
+func phaseSeries(ps []telemetry.Point, phase telemetry.Phase, names []string) ([]float64, []series, bool) {
+	var xs []float64
+	ss := make([]series, len(names))
+	for i, n := range names {
+		ss[i].name = n
+	}
+	any := false
+	for _, p := range ps {
+		if p.Phase != phase {
+			continue
+		}
+		xs = append(xs, float64(p.Step))
+		for i, n := range names {
+			v, ok := p.Metrics[n]
+			if !ok {
+				v = math.NaN()
+			} else if !math.IsNaN(v) {
+				any = true
+			}
+			ss[i].values = append(ss[i].values, v)
+		}
+	}
+	// Drop the series the phase never recorded, so legends list what is drawn.
+	ss = slices.DeleteFunc(ss, func(s series) bool {
+		return !slices.ContainsFunc(s.values, func(v float64) bool { return !math.IsNaN(v) })
+	})
+	return xs, ss, any
+}
+
+// metricNames lists the metrics of a phase selected by keep, sorted.
+func metricNames(ps []telemetry.Point, phase telemetry.Phase, keep func(string) bool) []string {
+	set := map[string]bool{}
+	for _, p := range ps {
+		if p.Phase == phase {
+			for k := range p.Metrics {
+				if keep(k) {
+					set[k] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+var (
+	advanceColour  = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+	rollbackColour = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+)
+
+func stageMarks(s *RunSummary) []mark {
+	var ms []mark
+	for _, c := range s.StageChanges {
+		m := mark{x: float64(c.Step), label: "stage advance", color: advanceColour}
+		if c.Kind == telemetry.EventStageRollback {
+			m.label, m.color = "stage rollback", rollbackColour
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+func writeRunFigures(dir string, d *runData, s *RunSummary) ([]string, error) {
+	var figs []string
+	const w, h = 7 * vg.Inch, 3.4 * vg.Inch
+	marks := stageMarks(s)
+	// panel builds one panel per metric group; a group with no data is left out.
+	type panel struct {
+		title, ylabel string
+		phase         telemetry.Phase
+		names         []string
+		marks         bool
+	}
+	emit := func(base string, panels ...panel) error {
+		var ps []*plot.Plot
+		for _, pn := range panels {
+			xs, ss, ok := phaseSeries(d.points, pn.phase, pn.names)
+			if !ok {
+				continue
+			}
+			var ms []mark
+			if pn.marks {
+				ms = marks
+			}
+			p, err := lines(pn.title, "step", pn.ylabel, xs, ss, ms)
+			if err != nil {
+				return fmt.Errorf("figure %s: %w", base, err)
+			}
+			ps = append(ps, p)
+		}
+		if len(ps) == 0 {
+			return nil
+		}
+		if err := save(filepath.Join(dir, base), w, h, ps...); err != nil {
+			return fmt.Errorf("figure %s: %w", base, err)
+		}
+		figs = append(figs, base)
+		return nil
+	}
+	rewards := []string{"reward/total"}
+	for _, c := range []string{"final", "coherence", "curiosity", "penalty"} {
+		rewards = append(rewards, "reward/"+c+"/raw")
+	}
+	if err := emit(FigRunRewards, panel{"Reward parts (batch mean, raw)", "reward", telemetry.PhaseRFT, rewards, true}); err != nil {
+		return nil, err
+	}
+	if err := emit(FigRunKPIs, panel{"KPIs (moving averages)", "value", telemetry.PhaseRFT, metricNames(d.points, telemetry.PhaseRFT, isKPI), true}); err != nil {
+		return nil, err
+	}
+	if err := emit(FigRunDynamics,
+		panel{"KL to the reference policy", "KL", telemetry.PhaseRFT, []string{"policy/kl"}, true},
+		panel{"GRPO filter rate (share of samples kept)", "share", telemetry.PhaseRFT, []string{"grpo/filter_rate"}, true},
+		panel{"Trajectory length", "actions", telemetry.PhaseRFT, []string{"behavior/traj_len_mean"}, true},
+	); err != nil {
+		return nil, err
+	}
+	if err := emit(FigRunCurriculum, panel{"Reward curriculum stage (0 = first)", "stage", telemetry.PhaseRFT, []string{"curriculum/stage"}, true}); err != nil {
+		return nil, err
+	}
+	if err := emit(FigRunSFT,
+		panel{"SFT loss", "cross-entropy", telemetry.PhaseSFT, []string{"sft/loss"}, false},
+		panel{"SFT accuracy and validation", "share", telemetry.PhaseSFT, []string{"sft/accuracy", "val/all/greedy"}, false},
+		panel{"Data curriculum stage", "stage", telemetry.PhaseSFT, []string{"data_curriculum/stage"}, false},
+	); err != nil {
+		return nil, err
+	}
+	if err := emit(FigRunVal, panel{"RFT validation", "share of tasks", telemetry.PhaseRFT, []string{"val/all/greedy", "val/all/pass@1", "val/all/pass@n"}, true}); err != nil {
+		return nil, err
+	}
+	return figs, nil
+}
+
+// RunMarkdown is the run section of report.md.
+func RunMarkdown(s *RunSummary) string {
+	var b strings.Builder
+	t := table{&b}
+	state := "still running or stopped (no end recorded)"
+	if s.Finished {
+		state = "finished"
+	}
+	fmt.Fprintf(&b, "## Training run\n\nRun directory `%s`: %s.\n\n", s.RunDir, state)
+	t.head("phase", "points", "first step", "last step")
+	for _, p := range s.Phases {
+		t.row(p.Phase, fmt.Sprint(p.Steps), fmt.Sprint(p.FirstStep), fmt.Sprint(p.LastStep))
+	}
+	for _, sec := range []struct {
+		title string
+		m     map[string]float64
+	}{{"Final SFT figures", s.FinalSFT}, {"Final RFT figures", s.FinalRFT}} {
+		if len(sec.m) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### %s\n\n", sec.title)
+		t.head("metric", "last value")
+		keys := make([]string, 0, len(sec.m))
+		for k := range sec.m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			t.row(k, fmt.Sprintf("%.4g", sec.m[k]))
+		}
+	}
+	b.WriteString("\n### Curriculum stage changes\n\n")
+	if len(s.StageChanges) == 0 {
+		b.WriteString("None recorded.\n")
+	} else {
+		t.head("step", "kind", "from", "to", "message")
+		for _, c := range s.StageChanges {
+			t.row(fmt.Sprint(c.Step), c.Kind, fmt.Sprint(c.From+1), fmt.Sprint(c.To+1), strings.ReplaceAll(c.Message, "|", "\\|"))
+		}
+	}
+	if fe := s.FinalEval; fe != nil {
+		fmt.Fprintf(&b, "\n### Final evaluation (final_eval.json)\n\n%d tasks of the %s split, n = %d.\n\n", fe.Tasks, fe.Split, fe.Samples)
+		t.head("model", "greedy", "pass@1", fmt.Sprintf("pass@%d", fe.Samples))
+		models := make([]string, 0, len(fe.Models))
+		for k := range fe.Models {
+			models = append(models, k)
+		}
+		slices.Sort(models)
+		for _, k := range models {
+			m := fe.Models[k]
+			t.row(k, f3(m.Greedy["all"]), f3(m.Pass1["all"]), f3(m.PassN["all"]))
+		}
+	}
+	if len(s.Figures) > 0 {
+		b.WriteString("\n### Training curves\n\nDashed vertical lines mark curriculum stage changes (green: advance, red: rollback).\n\n")
+		for _, f := range s.Figures {
+			fmt.Fprintf(&b, "![%s](%s/%s.png) [SVG](%s/%s.svg)\n\n", f, FiguresDir, f, FiguresDir, f)
+		}
+	}
+	return b.String()
+}
