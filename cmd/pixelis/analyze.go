@@ -48,11 +48,16 @@ func cmdAnalyze(ctx context.Context, args []string, std stdio) error {
 		return usagef("give at least one --model NAME=PATH, or --run RUN_DIR")
 	}
 	var ms []analysis.Model
+	names := map[string]bool{}
 	for _, m := range models {
 		name, path, ok := strings.Cut(m, "=")
 		if !ok || name == "" || path == "" {
 			return usagef("--model %q: want NAME=PATH", m)
 		}
+		if names[name] {
+			return usagef("--model %s given twice", name)
+		}
+		names[name] = true
 		if _, err := os.Stat(path); err != nil {
 			return usagef("--model %s: %v", name, err)
 		}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// End-to-end tests drive the real binary in tmux, as a person would: they need
+// tmux (CI installs it) and skip without it or under -short.
+
+// longSmoke keeps the smoke pipeline busy long enough to press keys at it.
+var longSmoke = []string{"--config", "smoke", "--set", "sft.steps=200", "--set", "rft.steps=3000",
+	"--set", "data.train_tasks=600", "--set", "checkpoint.every=0"}
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "pixelis")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// tmuxSession runs a shell command in a detached 120×40 tmux session on its own server.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+}
+
+func newTmux(t *testing.T, command string) *tmuxSession {
+	t.Helper()
+	s := &tmuxSession{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
+	s.run("new-session", "-d", "-x", "120", "-y", "40", "-s", "e2e", command)
+	t.Cleanup(func() { exec.Command("tmux", "-S", s.socket, "kill-server").Run() })
+	return s
+}
+
+func (s *tmuxSession) run(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t", "e2e") }
+func (s *tmuxSession) keys(k ...string) {
+	s.run(append([]string{"send-keys", "-t", "e2e"}, k...)...)
+}
+
+// waitScreen waits until the screen contains every want.
+func (s *tmuxSession) waitScreen(what string, want ...string) string {
+	s.t.Helper()
+	var scr string
+	ok := waitFor(30*time.Second, func() bool {
+		scr = s.screen()
+		for _, w := range want {
+			if !strings.Contains(scr, w) {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		s.t.Fatalf("%s: screen never showed %q:\n%s", what, want, scr)
+	}
+	return scr
+}
+
+// waitFor polls cond (a real process in another terminal has no channel to wait on).
+func waitFor(limit time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return cond()
+}
+
+func fileContains(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(b, []byte(s))
+}
+
+func waitFile(t *testing.T, what, path, s string) {
+	t.Helper()
+	if !waitFor(60*time.Second, func() bool { return fileContains(path, s) }) {
+		b, _ := os.ReadFile(path)
+		t.Fatalf("%s: %s never contained %q:\n%s", what, path, s, b)
+	}
+}
+
+func shellQuote(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+func TestConsoleKeysEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	exit := filepath.Join(t.TempDir(), "exit")
+	cmd := shellQuote(append([]string{bin, "run", "--run-dir", dir}, longSmoke...))
+	s := newTmux(t, fmt.Sprintf("%s; echo $? > %s; sleep 60", cmd, exit))
+	events := filepath.Join(dir, "events.jsonl")
+
+	s.waitScreen("panes", "Reward", "KPIs", "Curriculum", "Tools", "Events", "Sample trajectory", "c checkpoint")
+	s.waitScreen("rft phase", "pixelis · rft")
+
+	s.keys("c")
+	waitFile(t, "checkpoint key", events, `"kind":"manual"`)
+
+	s.keys("s")
+	s.waitScreen("stage inspector", "Stages · reward curriculum", "Phase1_Learn_Goal", "Phase3_Learn_Curiosity")
+	s.keys("Escape")
+
+	s.keys("p")
+	waitFile(t, "pause key", events, `"message":"paused"`)
+	s.waitScreen("paused state", "paused")
+	s.keys("p")
+	waitFile(t, "resume key", events, `"message":"resumed"`)
+
+	s.keys("q")
+	s.waitScreen("quit confirmation", "checkpoint before quitting?")
+	s.keys("n")
+	if !waitFor(60*time.Second, func() bool { return fileContains(exit, "\n") }) {
+		t.Fatalf("pixelis did not exit after q, n:\n%s", s.screen())
+	}
+	if b, _ := os.ReadFile(exit); strings.TrimSpace(string(b)) != "0" {
+		t.Fatalf("exit code %q, want 0", b)
+	}
+	// quitting a live run stops it with a checkpoint it can resume from
+	if !fileContains(events, `"kind":"signal"`) {
+		t.Fatal("no checkpoint was saved when the run stopped")
+	}
+}
+
+func TestAttachToHeadlessRun(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	var out bytes.Buffer
+	run := exec.Command(bin, append([]string{"run", "--no-tui", "--run-dir", dir}, longSmoke...)...)
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	events := filepath.Join(dir, "events.jsonl")
+	waitFile(t, "headless run", events, `"kind":"phase"`)
+	waitFile(t, "rft phase", filepath.Join(dir, "metrics.jsonl"), `"phase":"rft"`)
+
+	s := newTmux(t, shellQuote([]string{bin, "attach", dir})+"; sleep 60")
+	s.waitScreen("attached panes", "Reward", "Curriculum", "live")
+	s.keys("c")
+	waitFile(t, "checkpoint over the control socket", events, `"kind":"manual"`)
+	s.keys("q")
+	s.waitScreen("attach quits", "")
+
+	// the run goes on after the console quit, and stops cleanly on SIGTERM
+	if err := run.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatalf("headless run after SIGTERM: %v\n%s", err, out.String())
+	}
+	if !fileContains(events, `"kind":"signal"`) {
+		t.Fatal("SIGTERM did not save a checkpoint")
+	}
+	if strings.Contains(out.String(), "\x1b[") {
+		t.Error("headless output contains escape codes")
+	}
+}
+
+// A dropped SSH session (SIGHUP) stops the drawing; the run finishes headless.
+func TestHangupContinuesHeadless(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	exit := filepath.Join(t.TempDir(), "exit")
+	args := []string{bin, "run", "--run-dir", dir, "--config", "smoke", "--set", "sft.steps=150", "--set", "rft.steps=150", "--set", "data.train_tasks=600"}
+	s := newTmux(t, fmt.Sprintf("sh -c 'echo $$ > %s; exec %s'; echo $? > %s; sleep 60", pidFile, strings.ReplaceAll(shellQuote(args), "'", `'\''`), exit))
+	s.waitScreen("panes", "Reward", "Events")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, "hang-up note", filepath.Join(dir, "console.log"), "continuing headless")
+	if !waitFor(120*time.Second, func() bool { return fileContains(exit, "\n") }) {
+		t.Fatal("run did not finish after SIGHUP")
+	}
+	if b, _ := os.ReadFile(exit); strings.TrimSpace(string(b)) != "0" {
+		t.Fatalf("exit code %q, want 0", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "final_eval.json")); err != nil {
+		t.Fatal("the run did not finish its pipeline after the hang-up")
+	}
+}
