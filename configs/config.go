@@ -154,7 +154,7 @@ type RFT struct {
 	Epochs int `toml:"epochs"`
 	// Minibatches is the number of updates per epoch, at most tasks_per_step × group_size. Default 2.
 	Minibatches int `toml:"minibatches"`
-	// LR is the peak learning rate of the adapters, > 0. Default 0.0002.
+	// LR is the peak learning rate of the adapters, > 0. Default 0.001.
 	LR float64 `toml:"lr"`
 	// LRSchedule is "constant" or "cosine". Default "constant".
 	LRSchedule string `toml:"lr_schedule"`
@@ -164,7 +164,7 @@ type RFT struct {
 	ClipLow float64 `toml:"clip_low"`
 	// ClipHigh is the upper clip ε_high (clip-higher when > ClipLow), >= ClipLow. Default 0.28.
 	ClipHigh float64 `toml:"clip_high"`
-	// KLCoef weighs the KL penalty to the reference (SFT) policy, >= 0. Default 0.05.
+	// KLCoef weighs the KL penalty to the reference (SFT) policy, >= 0. Default 0.01.
 	KLCoef float64 `toml:"kl_coef"`
 	// KLEstimator is "k1" (log-ratio) or "k3" (unbiased, non-negative). Default "k3".
 	KLEstimator string `toml:"kl_estimator"`
