@@ -108,6 +108,21 @@ func waitFile(t *testing.T, what, path, s string) {
 	}
 }
 
+// killOnCleanup returns a shell command that runs args and records its pid, so
+// that the test can end the process: closing tmux alone would only hang it up,
+// and a hung-up run goes on headless by design.
+func killOnCleanup(t *testing.T, args []string) string {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	return fmt.Sprintf("sh -c 'echo $$ > %s; exec %s'", pidFile, strings.ReplaceAll(shellQuote(args), "'", `'\''`))
+}
+
 func shellQuote(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
@@ -120,8 +135,7 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 	bin := buildBinary(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	exit := filepath.Join(t.TempDir(), "exit")
-	cmd := shellQuote(append([]string{bin, "run", "--run-dir", dir}, longSmoke...))
-	s := newTmux(t, fmt.Sprintf("%s; echo $? > %s; sleep 60", cmd, exit))
+	s := newTmux(t, fmt.Sprintf("%s; echo $? > %s; sleep 60", killOnCleanup(t, append([]string{bin, "run", "--run-dir", dir}, longSmoke...)), exit))
 	events := filepath.Join(dir, "events.jsonl")
 
 	s.waitScreen("panes", "Reward", "KPIs", "Curriculum", "Tools", "Events", "Sample trajectory", "c checkpoint")
@@ -133,6 +147,8 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 	s.keys("s")
 	s.waitScreen("stage inspector", "Stages · reward curriculum", "Phase1_Learn_Goal", "Phase3_Learn_Curiosity")
 	s.keys("Escape")
+	// a key right after Escape would read as Alt+key: wait for the panes first
+	s.waitScreen("inspector closed", "Tools", "Reward")
 
 	s.keys("p")
 	waitFile(t, "pause key", events, `"message":"paused"`)
@@ -169,7 +185,7 @@ func TestAttachToHeadlessRun(t *testing.T) {
 	waitFile(t, "headless run", events, `"kind":"phase"`)
 	waitFile(t, "rft phase", filepath.Join(dir, "metrics.jsonl"), `"phase":"rft"`)
 
-	s := newTmux(t, shellQuote([]string{bin, "attach", dir})+"; sleep 60")
+	s := newTmux(t, killOnCleanup(t, []string{bin, "attach", dir})+"; sleep 60")
 	s.waitScreen("attached panes", "Reward", "Curriculum", "live")
 	s.keys("c")
 	waitFile(t, "checkpoint over the control socket", events, `"kind":"manual"`)
