@@ -387,7 +387,7 @@ type Checkpoint struct {
 type UI struct {
 	// FPS is the most redraws per second, in [1, 60]. Default 10.
 	FPS int `toml:"fps"`
-	// History is the number of points kept per chart series, >= 10. Default 600.
+	// History is the number of points kept per chart series, >= 10. Default 10000.
 	History int `toml:"history"`
 	// Mouse enables mouse input. Default false.
 	Mouse bool `toml:"mouse"`
@@ -397,8 +397,8 @@ type UI struct {
 
 // Export is the [export] section: extra metric outputs beside metrics.jsonl.
 type Export struct {
-	// TensorBoard writes TensorBoard event files. Default false.
+	// TensorBoard writes TensorBoard event files into <run>/tb. Default true.
 	TensorBoard bool `toml:"tensorboard"`
-	// CSV writes metrics.csv. Default false.
+	// CSV writes metrics.csv (one row per step, one column per metric) when the run ends. Default false.
 	CSV bool `toml:"csv"`
 }

@@ -232,6 +232,11 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 		bus.Close()
 	}
 	err = <-done
+	if cfg.Export.CSV {
+		if cerr := writeCSV(opt.RunDir); cerr != nil {
+			fmt.Fprintln(consoleLog, "metrics.csv:", cerr)
+		}
+	}
 	if errors.Is(err, train.ErrStopped) {
 		return nil
 	}
@@ -239,6 +244,19 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 		err = fmt.Errorf("%w (also: %v)", err, rec.Err())
 	}
 	return err
+}
+
+// writeCSV writes the run's metrics as metrics.csv beside metrics.jsonl.
+func writeCSV(runDir string) error {
+	f, err := os.Create(filepath.Join(runDir, "metrics.csv"))
+	if err != nil {
+		return err
+	}
+	if err := telemetry.ExportCSV(runDir, f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func trySend(c chan<- telemetry.Command, cmd telemetry.Command) {
