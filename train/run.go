@@ -54,6 +54,7 @@ type Runner struct {
 	workers  int
 	last     telemetry.Snapshot // the newest snapshot published
 	offset   int                // telemetry steps count across the whole run: the steps of the phases before this one
+	phase    telemetry.Phase    // the phase running, for events
 	paused   bool
 	state    telemetry.State
 	ckptRoot string
@@ -174,6 +175,7 @@ func (r *Runner) run(ctx context.Context) error {
 	}
 	for _, p := range r.opt.Phases {
 		r.offset = PhaseOffset(r.cfg, r.opt.Phases, p)
+		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT, PhaseTest: telemetry.PhaseEval}[p]
 		if resume.done(p) {
 			continue // finished before the checkpoint was taken
 		}
@@ -215,7 +217,7 @@ func PhaseOffset(cfg *configs.Config, phases []string, phase string) int {
 
 // emit sends an event at a phase-local step to the sink.
 func (r *Runner) emit(step int, kind, msg string, data map[string]any) {
-	r.opt.Sink.Emit(telemetry.Event{Step: r.offset + step, Time: time.Now(), Kind: kind, Message: msg, Data: data})
+	r.opt.Sink.Emit(telemetry.Event{Step: r.offset + step, Phase: r.phase, PhaseStep: step, Time: time.Now(), Kind: kind, Message: msg, Data: data})
 	r.log.Info(msg, "kind", kind, "step", r.offset+step)
 }
 

@@ -1,6 +1,10 @@
 package tui
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
 
 // paneEvents is the event log, newest at the bottom, scrolled by eventScroll
 // lines from the newest. Each kind has a colour and a marker.
@@ -22,7 +26,7 @@ func (m Model) paneEvents(w, h int) (string, []string) {
 	}
 	stepW := 0
 	for i := start; i < end; i++ {
-		stepW = max(stepW, len(fmtInt(m.events.at(i).Step)))
+		stepW = max(stepW, len(eventStepShort(m.events.at(i))))
 	}
 	out := make([]string, 0, h)
 	for i := start; i < end; i++ {
@@ -31,8 +35,16 @@ func (m Model) paneEvents(w, h int) (string, []string) {
 		if msg == "" {
 			msg = e.Kind
 		}
-		line := padLeft(fmtInt(e.Step), stepW) + " " + eventMarker(e.Kind) + " " + msg
+		line := padLeft(eventStepShort(e), stepW) + " " + eventMarker(e.Kind) + " " + msg
 		out = append(out, st.render(st.eventStyle(e.Kind), fit(line, w, false)))
 	}
 	return title, out
+}
+
+// eventStepShort is the event's step as the header counts it (within its phase).
+func eventStepShort(e telemetry.Event) string {
+	if e.Phase != "" {
+		return fmtInt(e.PhaseStep)
+	}
+	return fmtInt(e.Step)
 }

@@ -30,7 +30,7 @@ func (p *plainSink) Emit(e telemetry.Event) {
 	if msg == "" {
 		msg = e.Kind
 	}
-	p.write(fmt.Sprintf("[step %d] %s: %s", e.Step, e.Kind, msg))
+	p.write(fmt.Sprintf("[%s] %s: %s", eventStep(e), e.Kind, msg))
 }
 
 func (p *plainSink) write(line string) {
@@ -117,4 +117,13 @@ func plainVal(name string, v float64) string {
 		return fmt.Sprintf("%.1e", v)
 	}
 	return fmtVal(v)
+}
+
+// eventStep is where an event happened as the header counts steps: "rft 120"
+// within a phase, the run-wide step otherwise.
+func eventStep(e telemetry.Event) string {
+	if e.Phase != "" {
+		return fmt.Sprintf("%s %d", e.Phase, e.PhaseStep)
+	}
+	return fmt.Sprintf("step %d", e.Step)
 }

@@ -54,3 +54,17 @@ func TestPlainRecordSilent(t *testing.T) {
 		t.Fatalf("Record wrote %q", buf.String())
 	}
 }
+
+// Events carry their phase-local step, which is what the header counts.
+func TestPlainEventShowsPhaseStep(t *testing.T) {
+	var b strings.Builder
+	s := Plain(&b)
+	s.Emit(telemetry.Event{Step: 2120, Phase: telemetry.PhaseRFT, PhaseStep: 120, Kind: telemetry.EventStageAdvance, Message: "stage 1→2"})
+	s.Emit(telemetry.Event{Step: 7, Kind: telemetry.EventWarning, Message: "w"})
+	got := b.String()
+	for _, want := range []string{"[rft 120] stage_advance: stage 1→2", "[step 7] warning: w"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -126,11 +126,14 @@ const (
 
 // Event is something that happened once. Events are never coalesced.
 type Event struct {
-	Step    int            `json:"step"`
-	Time    time.Time      `json:"time"`
-	Kind    string         `json:"kind"`
-	Message string         `json:"message"`
-	Data    map[string]any `json:"data,omitempty"`
+	Step int `json:"step"` // run-wide step, the axis of metrics.jsonl
+	// Phase and PhaseStep place the event in its phase, as the console header counts.
+	Phase     Phase          `json:"phase,omitempty"`
+	PhaseStep int            `json:"phase_step,omitempty"`
+	Time      time.Time      `json:"time"`
+	Kind      string         `json:"kind"`
+	Message   string         `json:"message"`
+	Data      map[string]any `json:"data,omitempty"`
 }
 
 // CommandKind is what a viewer asks the run to do.
