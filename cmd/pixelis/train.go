@@ -216,7 +216,11 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 		fmt.Fprintf(consoleLog, "resuming from %s\n", resumed)
 	}
 	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
+	go func() {
+		err := r.Run(runCtx)
+		bus.Close() // the console now shows the run as finished and refuses commands
+		done <- err
+	}()
 
 	if useTUI {
 		terr := tui.Run(runCtx, bus, tui.Options{FPS: cfg.UI.FPS, History: cfg.UI.History, Mouse: cfg.UI.Mouse, Color: cfg.UI.Color, RunDir: opt.RunDir})

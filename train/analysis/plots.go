@@ -47,6 +47,18 @@ func groupedBars(title, ylabel string, categories []string, ss []series) (*plot.
 		p.Add(bc)
 		p.Legend.Add(s.name, bc)
 	}
+	// Headroom above the tallest bar keeps the legend off the data.
+	top := 0.0
+	for _, s := range ss {
+		for _, v := range s.values {
+			if !math.IsNaN(v) {
+				top = math.Max(top, v)
+			}
+		}
+	}
+	if top > 0 {
+		p.Y.Max = top * (1 + 0.09*float64(n))
+	}
 	p.Legend.Top = true
 	p.NominalX(categories...)
 	return p, nil
@@ -108,6 +120,9 @@ func lines(title, xlabel, ylabel string, xs []float64, ss []series, marks []mark
 			legend[m.label] = true
 		}
 	}
+	// Headroom above the data keeps the legend (one row per entry) off the curves.
+	entries := len(ss) + len(legend)
+	p.Y.Min, p.Y.Max = lo, hi+(hi-lo)*0.09*float64(entries)
 	p.Legend.Top = true
 	p.Legend.Left = true
 	return p, nil
