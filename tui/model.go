@@ -90,6 +90,9 @@ type Model struct {
 
 	width, height int
 	lay           layout
+	// charts caches drawn sparklines by their inputs: drawing braille charts is
+	// the costly part of a frame and most charts do not change between frames.
+	charts *chartCache
 	focus         focus
 
 	snap       *telemetry.Snapshot
@@ -143,6 +146,7 @@ func New(feed telemetry.Feed, opts Options) Model {
 	h.Styles = st.help
 	h.ShortSeparator = " · "
 	return Model{
+		charts: newChartCache(),
 		feed:     feed,
 		opts:     opts,
 		keys:     defaultKeys(),

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/NimbleMarkets/ntcharts/v2/sparkline"
+
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -152,36 +154,77 @@ func (m Model) kpiCell(k kpi, cw, ch int) []string {
 	return out
 }
 
-// sparkline draws vals (already downsampled to at most w) as columns of
-// eighth blocks h rows tall, right-aligned so the newest value is at the
-// right edge, normalised to the range they span so small changes (a KL
-// drifting from 0.010 to 0.014) stay visible. The lowest value keeps a
-// sliver of a column so a flat-at-minimum series is not mistaken for no data.
+// sparkline draws vals (already downsampled to at most w) as an ntcharts
+// braille line chart of w×h cells, scaled so lo is the bottom and hi the top,
+// the newest value at the right edge.
 func (m Model) sparkline(vals []float64, lo, hi float64, w, h int) []string {
-	if len(vals) == 0 || h < 1 {
+	if len(vals) == 0 || h < 1 || w < 1 {
 		return nil
 	}
-	fill := make([]int, len(vals)) // eighths per column
-	for i, v := range vals {
-		f := 0.5
-		if hi > lo {
-			f = (v - lo) / (hi - lo)
-		}
-		fill[i] = max(1, int(math.Round(f*float64(8*h))))
+	key := chartKey(vals, lo, hi, w, h)
+	if lines, ok := m.charts.get(key); ok {
+		return lines
 	}
-	pad := strings.Repeat(" ", max(0, w-len(vals)))
-	lines := make([]string, h)
-	var b strings.Builder
-	for r := range h {
-		base := (h - 1 - r) * 8
-		b.Reset()
-		b.WriteString(pad)
-		for _, e := range fill {
-			b.WriteString(columnGlyphs[clamp(e-base, 0, 8)])
-		}
-		lines[r] = m.st.render(m.st.spark, b.String())
+	span := hi - lo
+	if span <= 0 {
+		// a flat series is drawn at mid-height
+		span, lo = 1, lo-0.5
 	}
+	sl := sparkline.New(w, h, sparkline.WithMaxValue(span), sparkline.WithNoAutoMaxValue())
+	for _, v := range vals {
+		sl.Push(v - lo)
+	}
+	sl.DrawBraille()
+	lines := strings.Split(sl.View(), "\n")
+	for i, l := range lines {
+		lines[i] = m.st.render(m.st.spark, l)
+	}
+	m.charts.put(key, lines)
 	return lines
 }
 
-var columnGlyphs = [9]string{" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}
+// chartCache holds drawn charts; it is bounded by clearing when full.
+type chartCache struct{ m map[uint64][]string }
+
+const chartCacheMax = 256
+
+func newChartCache() *chartCache { return &chartCache{m: map[uint64][]string{}} }
+
+func (c *chartCache) get(k uint64) ([]string, bool) {
+	if c == nil {
+		return nil, false
+	}
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *chartCache) put(k uint64, v []string) {
+	if c == nil {
+		return
+	}
+	if len(c.m) >= chartCacheMax {
+		clear(c.m)
+	}
+	c.m[k] = v
+}
+
+// chartKey hashes a chart's inputs (FNV-1a over the float bits and sizes).
+func chartKey(vals []float64, lo, hi float64, w, h int) uint64 {
+	k := uint64(14695981039346656037)
+	mix := func(x uint64) {
+		for i := 0; i < 8; i++ {
+			k ^= x & 0xff
+			k *= 1099511628211
+			x >>= 8
+		}
+	}
+	mix(uint64(w)<<32 | uint64(h))
+	mix(math.Float64bits(lo))
+	mix(math.Float64bits(hi))
+	for _, v := range vals {
+		mix(math.Float64bits(v))
+	}
+	return k
+}
+
+

@@ -266,15 +266,24 @@ func BenchmarkView(b *testing.B) {
 		}
 	}
 	for _, sz := range goldenSizes {
-		b.Run(fmt.Sprintf("%dx%d", sz[0], sz[1]), func(b *testing.B) {
-			hs.send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
-			m := hs.m
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = m.render() // bypass the frame cache: the cost of a changed frame
+		for _, cold := range []bool{false, true} {
+			name := fmt.Sprintf("%dx%d", sz[0], sz[1])
+			if cold {
+				name += "/charts-changed"
 			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/frame")
-		})
+			b.Run(name, func(b *testing.B) {
+				hs.send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+				m := hs.m
+				b.ReportAllocs()
+				for b.Loop() {
+					if cold {
+						clear(m.charts.m) // every chart redrawn, as after new points in every series
+					}
+					_ = m.render() // bypass the frame cache: the cost of a changed frame
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/frame")
+			})
+		}
 	}
 }
 
