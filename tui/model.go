@@ -93,7 +93,7 @@ type Model struct {
 	// charts caches drawn sparklines by their inputs: drawing braille charts is
 	// the costly part of a frame and most charts do not change between frames.
 	charts *chartCache
-	focus         focus
+	focus  focus
 
 	snap       *telemetry.Snapshot
 	trainPhase telemetry.Phase // last non-eval phase seen: picks the KPI sets
@@ -146,7 +146,7 @@ func New(feed telemetry.Feed, opts Options) Model {
 	h.Styles = st.help
 	h.ShortSeparator = " · "
 	return Model{
-		charts: newChartCache(),
+		charts:   newChartCache(),
 		feed:     feed,
 		opts:     opts,
 		keys:     defaultKeys(),

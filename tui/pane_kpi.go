@@ -226,5 +226,3 @@ func chartKey(vals []float64, lo, hi float64, w, h int) uint64 {
 	}
 	return k
 }
-
-
