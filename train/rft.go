@@ -251,6 +251,7 @@ func (s *rftRun) loop(ctx context.Context) error {
 		}
 	}
 	s.exportStage(s.cur.Stage())
+	s.publish() // flushes every recorded step to the run's files before the checkpoint that covers them
 	path, err := s.saveAs(RFTFinal, ckpt.KindFinal)
 	if err != nil {
 		return fmt.Errorf("save the RFT model: %w", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/policy"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -51,13 +52,16 @@ type Runner struct {
 	log    *slog.Logger
 	name   string
 
-	workers  int
-	last     telemetry.Snapshot // the newest snapshot published
-	offset   int                // telemetry steps count across the whole run: the steps of the phases before this one
-	phase    telemetry.Phase    // the phase running, for events
-	paused   bool
-	state    telemetry.State
-	ckptRoot string
+	workers int
+	last    telemetry.Snapshot // the newest snapshot published
+	offset  int                // telemetry steps count across the whole run: the steps of the phases before this one
+	phase   telemetry.Phase    // the phase running, for events
+	// afterAdvance, set by tests, runs right after each SFT data-curriculum
+	// advance: fault injection for the rollback path.
+	afterAdvance func(*policy.Params)
+	paused       bool
+	state        telemetry.State
+	ckptRoot     string
 }
 
 // New checks the options and prepares the run directory: config.toml is written
@@ -145,6 +149,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.emit(0, telemetry.EventPhase, fmt.Sprintf("run %s started: phases %v", r.name, r.opt.Phases), nil)
 	}
 	err := r.run(ctx)
+	r.phase, r.offset = "", r.totalSteps()
 	switch {
 	case err == nil:
 		r.state = telemetry.StateDone
@@ -194,6 +199,11 @@ func (r *Runner) run(ctx context.Context) error {
 		resume = nil
 	}
 	return nil
+}
+
+// totalSteps is the run-wide step count of all phases.
+func (r *Runner) totalSteps() int {
+	return PhaseOffset(r.cfg, r.opt.Phases, "")
 }
 
 // PhaseOffset is the number of run-wide telemetry steps before phase: the steps

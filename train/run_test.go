@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/policy"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -100,5 +102,77 @@ func TestSmokePipeline(t *testing.T) {
 		if _, ok := last[name]; !ok {
 			t.Errorf("last RFT point lacks %s", name)
 		}
+	}
+}
+
+// curriculumSmoke is a small SFT that learns enough in a second for the data
+// curriculum's scores to mean something.
+func curriculumSmoke(t *testing.T) *configs.Config {
+	return smoke(t, "env.families=[temporal_tracking]", "sft.steps=80", "sft.eval_every=20", "sft.curriculum.advance_every=40",
+		"sft.curriculum.cooldown=0", "data.train_tasks=300", "policy.hidden=[64]", "sft.eval_tasks=20", "sft.lr=0.003", "checkpoint.every=0")
+}
+
+func dataDecisions(s *memSink) (kept, rolled []telemetry.Event) {
+	for _, e := range s.events {
+		switch {
+		case e.Kind == telemetry.EventDataAdvance && strings.Contains(e.Message, "kept"):
+			kept = append(kept, e)
+		case e.Kind == telemetry.EventDataRollback:
+			rolled = append(rolled, e)
+		}
+	}
+	return kept, rolled
+}
+
+// The difficulty curriculum advances, validates on the new mix after training on
+// it, and keeps the advance.
+func TestDataCurriculumKeepsAnAdvance(t *testing.T) {
+	sink := &memSink{}
+	r, err := New(curriculumSmoke(t), Options{RunDir: t.TempDir(), Phases: []string{PhaseSFT}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	kept, rolled := dataDecisions(sink)
+	if len(kept) == 0 || len(rolled) != 0 {
+		t.Fatalf("kept %d, rolled back %d advances; want a kept advance and no rollback", len(kept), len(rolled))
+	}
+	if before, _ := kept[0].Data["before"].(float64); before <= 0.05 {
+		t.Fatalf("score before the advance %.3f: too low for the test to mean anything", before)
+	}
+}
+
+// A drop forced right after an advance (the weights are wiped) rolls it back:
+// the pool returns to the previous mix and the next attempt waits longer.
+func TestDataCurriculumRollsBackAForcedDrop(t *testing.T) {
+	sink := &memSink{}
+	r, err := New(curriculumSmoke(t), Options{RunDir: t.TempDir(), Phases: []string{PhaseSFT}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.afterAdvance = func(p *policy.Params) {
+		for _, tn := range p.Tensors() {
+			clear(tn.Data)
+		}
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	kept, rolled := dataDecisions(sink)
+	if len(rolled) == 0 || len(kept) != 0 {
+		t.Fatalf("kept %d, rolled back %d advances; want the forced drop rolled back", len(kept), len(rolled))
+	}
+	d := rolled[0].Data
+	if d["delta"].(float64) >= -0.05 {
+		t.Fatalf("rollback with delta %v, want < -0.05", d["delta"])
+	}
+	last := sink.points[len(sink.points)-1].Metrics["data_curriculum/stage"]
+	if last != 0 {
+		t.Fatalf("data_curriculum/stage = %v after the rollback, want 0", last)
+	}
+	if !strings.Contains(rolled[0].Message, "interval") {
+		t.Fatalf("rollback does not say how the interval grew: %s", rolled[0].Message)
 	}
 }

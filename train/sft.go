@@ -105,7 +105,7 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 		return err
 	}
 	s := &sftRun{
-		r: r, params: params, trainer: trainer, pools: pools, dm: dm, data: data,
+		r: r, params: params, trainer: trainer, pools: pools, dm: dm, data: data, afterAdvance: r.afterAdvance,
 		sched: optim.Schedule{Kind: cfg.SFT.LRSchedule, Base: cfg.SFT.LR, Warmup: cfg.SFT.WarmupSteps, Total: cfg.SFT.Steps},
 	}
 	if res != nil {
@@ -200,6 +200,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 			r.checkpointNow(step, s, ckpt.KindPeriodic)
 		}
 	}
+	s.publish() // flushes every recorded step to the run's files before the checkpoint that covers them
 	path, err := s.saveAs(SFTFinal, ckpt.KindFinal)
 	if err != nil {
 		return fmt.Errorf("save the SFT model: %w", err)

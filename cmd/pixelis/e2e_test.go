@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -237,4 +238,105 @@ func TestHangupContinuesHeadless(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "final_eval.json")); err != nil {
 		t.Fatal("the run did not finish its pipeline after the hang-up")
 	}
+}
+
+// readMetrics returns metrics.jsonl by run-wide step, without wall-clock metrics.
+func readMetrics(t *testing.T, runDir string) map[int]map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var p struct {
+			Step  int            `json:"step"`
+			Phase string         `json:"phase"`
+			M     map[string]any `json:"m"`
+		}
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("%s: bad line %q: %v", runDir, line, err)
+		}
+		key := p.Step
+		if p.Phase == "eval" {
+			key = -1
+		}
+		if _, dup := out[key]; dup {
+			t.Fatalf("%s: step %d recorded twice", runDir, p.Step)
+		}
+		for k := range p.M {
+			if strings.HasPrefix(k, "perf/") || strings.HasPrefix(k, "timing_s/") {
+				delete(p.M, k)
+			}
+		}
+		out[key] = p.M
+	}
+	return out
+}
+
+// A run killed with SIGKILL at several moments (checkpointing every step, so
+// kills land during saves too) and resumed each time ends with exactly the
+// metrics and test results of a run that was never interrupted.
+func TestKilledRunResumesExactly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	bin := filepath.Join(t.TempDir(), "pixelis")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	args := []string{"--no-tui", "--config", "smoke", "--set", "checkpoint.every=1", "--set", "run.workers=2"}
+	whole := filepath.Join(t.TempDir(), "whole")
+	if out, err := exec.Command(bin, append([]string{"run", "--run-dir", whole}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+
+	dir := filepath.Join(t.TempDir(), "killed")
+	cmd := exec.Command(bin, append([]string{"run", "--run-dir", dir}, args...)...)
+	kills := 0
+	for _, after := range []time.Duration{300 * time.Millisecond, 250 * time.Millisecond, 400 * time.Millisecond, 200 * time.Millisecond} {
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run ended with %v before it could be killed:\n%s", err, out.String())
+			}
+		case <-time.After(after):
+			cmd.Process.Kill()
+			<-done
+			kills++
+		}
+		if _, err := os.Stat(filepath.Join(dir, "final_eval.json")); err == nil {
+			break
+		}
+		cmd = exec.Command(bin, "resume", dir, "--no-tui")
+	}
+	// finish whatever is left
+	if _, err := os.Stat(filepath.Join(dir, "final_eval.json")); err != nil {
+		if out, err := exec.Command(bin, "resume", dir, "--no-tui").CombinedOutput(); err != nil {
+			t.Fatalf("final resume: %v\n%s", err, out)
+		}
+	}
+	if kills == 0 {
+		t.Fatal("the run finished before any kill; the test proved nothing")
+	}
+	want, got := readMetrics(t, whole), readMetrics(t, dir)
+	if len(got) != len(want) {
+		t.Fatalf("%d steps recorded after %d kills, uninterrupted %d", len(got), kills, len(want))
+	}
+	for step, w := range want {
+		g := got[step]
+		for k, v := range w {
+			if fmt.Sprint(g[k]) != fmt.Sprint(v) {
+				t.Fatalf("after %d kills: step %d %s = %v, uninterrupted %v", kills, step, k, g[k], v)
+			}
+		}
+	}
+	t.Logf("%d kills, %d steps identical", kills, len(want))
 }
