@@ -17,6 +17,7 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/telemetry"
 	"github.com/pixelis/pixelis/train/telemetry/tb"
 	"github.com/pixelis/pixelis/tui"
@@ -63,6 +64,12 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 			n = time.Now().Format("2006-01-02-150405")
 		}
 		runDir = filepath.Join(cfg.Run.Dir, n)
+	}
+	if cfg.Data.TrainFile != "" && phases[0] == train.PhaseSFT {
+		// A missing or corrupt data file is the user's input: say so before creating the run.
+		if err := checkCoTA(cfg.Data.TrainFile); err != nil {
+			return usageError{fmt.Errorf("data.train_file: %w", err)}
+		}
 	}
 	if name == "rft" {
 		if init == "" {
@@ -248,6 +255,23 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 		err = fmt.Errorf("%w (also: %v)", err, rec.Err())
 	}
 	return err
+}
+
+// checkCoTA reads a CoTA file through, so that a bad line is reported up front.
+func checkCoTA(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	samples, err := env.ReadCoTA(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(samples) == 0 {
+		return fmt.Errorf("%s: no samples", path)
+	}
+	return nil
 }
 
 // writeCSV writes the run's metrics as metrics.csv beside metrics.jsonl.

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pixelis/pixelis/configs"
+)
+
+// run runs the CLI in-process and returns its exit code and output.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), args, stdio{in: strings.NewReader(""), out: &out, err: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+func TestUsageErrorsExitTwoWithoutStackTrace(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.jsonl")
+	if err := os.WriteFile(corrupt, []byte("{\"sample_id\": 3}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "Usage: pixelis COMMAND"},
+		{"unknown command", []string{"train"}, `unknown command "train"`},
+		{"out of range", []string{"config", "print", "--set", "rft.group_size=1"}, "rft.group_size: must be >= 2, got 1"},
+		{"lora rank 0", []string{"config", "print", "--set", "policy.lora_rank=0"}, "policy.lora_rank: must be >= 1, got 0"},
+		{"negative loss weight", []string{"config", "print", "--set", "sft.op_weight=-1"}, "sft.op_weight: must be >= 0, got -1"},
+		{"threshold out of range", []string{"config", "print", "--set", "sft.curriculum.rollback_threshold=0.5"}, "rollback_threshold: must be in [-1, 0], got 0.5"},
+		{"unknown key", []string{"sft", "--set", "sft.stepz=3"}, "unknown key sft.stepz"},
+		{"missing data file", []string{"sft", "--no-tui", "--run-dir", filepath.Join(dir, "r1"), "--set", "data.train_file=" + filepath.Join(dir, "none.jsonl")}, "data.train_file: open"},
+		{"corrupt data file", []string{"sft", "--no-tui", "--run-dir", filepath.Join(dir, "r2"), "--set", "data.train_file=" + corrupt}, "cota line 1"},
+		{"rft without sft", []string{"rft", "--no-tui", "--run-dir", filepath.Join(dir, "r3")}, "run `pixelis sft` first"},
+		{"resume nothing", []string{"resume", filepath.Join(dir, "nope")}, "is not a pixelis run directory"},
+		{"bad seed", []string{"sft", "--seed", "x"}, `--seed "x": must be a non-negative integer`},
+		{"bad flag", []string{"sft", "--bogus"}, "flag provided but not defined: -bogus"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := run(t, c.args...)
+			if code != exitBadUsage {
+				t.Fatalf("exit %d, want 2\nstdout %s\nstderr %s", code, out, errOut)
+			}
+			if !strings.Contains(out+errOut, c.want) {
+				t.Fatalf("output lacks %q:\n%s%s", c.want, out, errOut)
+			}
+			if strings.Contains(errOut, "goroutine ") || strings.Contains(errOut, "panic") {
+				t.Fatalf("stack trace in output:\n%s", errOut)
+			}
+		})
+	}
+	for _, r := range []string{"r1", "r2", "r3"} {
+		if _, err := os.Stat(filepath.Join(dir, r)); err == nil {
+			t.Errorf("a refused command created its run directory %s", r)
+		}
+	}
+}
+
+// config print writes TOML that loads back to the same config.
+func TestConfigPrintRoundTrips(t *testing.T) {
+	code, out, errOut := run(t, "config", "print", "--config", "smoke", "--set", "rft.lr=0.0005")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	path := filepath.Join(t.TempDir(), "c.toml")
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := configs.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := configs.Resolve("smoke", []string{"rft.lr=0.0005"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Hash() != want.Hash() {
+		t.Fatal("printed config does not load back to the same config")
+	}
+}
+
+// data gen writes CoTA JSONL that data show reads back.
+func TestDataGenAndShow(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "d.jsonl")
+	code, out, errOut := run(t, "data", "gen", "--n", "30", "--out", file, "--split", "val")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "wrote 30 val samples") || !strings.Contains(out, "temporal_tracking") {
+		t.Fatalf("summary:\n%s", out)
+	}
+	code, out, errOut = run(t, "data", "show", file, "--index", "1")
+	if code != 0 || !strings.Contains(out, "ANSWER") {
+		t.Fatalf("exit %d, output:\n%s%s", code, out, errOut)
+	}
+	if code, _, _ := run(t, "data", "show", file, "--index", "30"); code != exitBadUsage {
+		t.Fatalf("index past the end: exit %d, want 2", code)
+	}
+}
