@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/nn"
 	"github.com/pixelis/pixelis/train/optim"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -337,29 +338,7 @@ func (m *ICM) build() (err error) {
 //
 // (gorgonia's LogSoftMax shifts by the row's first element and overflows).
 // The gradient through m cancels exactly: ∂/∂m = −1 + Σ p = 0.
-func logSoftmax(x *G.Node) (*G.Node, error) {
-	mx, err := G.Max(x, 1)
-	if err != nil {
-		return nil, err
-	}
-	shifted, err := G.BroadcastSub(x, mx, nil, []byte{1})
-	if err != nil {
-		return nil, err
-	}
-	e, err := G.Exp(shifted)
-	if err != nil {
-		return nil, err
-	}
-	s, err := G.Sum(e, 1)
-	if err != nil {
-		return nil, err
-	}
-	lse, err := G.Log(s)
-	if err != nil {
-		return nil, err
-	}
-	return G.BroadcastSub(shifted, lse, nil, []byte{1})
-}
+func logSoftmax(x *G.Node) (*G.Node, error) { return nn.LogSoftmax(x) }
 
 // Name is "curiosity".
 func (*ICM) Name() string { return NameCuriosity }

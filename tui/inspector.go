@@ -3,7 +3,6 @@ package tui
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -107,19 +106,7 @@ func fullWeights(w map[string]float64) string {
 	for k := range w {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b string) int {
-		ia, ib := slices.Index(rewardComponents, a), slices.Index(rewardComponents, b)
-		if ia < 0 {
-			ia = len(rewardComponents)
-		}
-		if ib < 0 {
-			ib = len(rewardComponents)
-		}
-		if ia != ib {
-			return ia - ib
-		}
-		return strings.Compare(a, b)
-	})
+	sortComponents(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = clean(k) + " " + strconv.FormatFloat(math.Round(w[k]*1e4)/1e4, 'f', -1, 64)

@@ -116,19 +116,7 @@ func rewardParts(r map[string]float64) string {
 	for k := range r {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b string) int {
-		ia, ib := slices.Index(rewardComponents, a), slices.Index(rewardComponents, b)
-		if ia < 0 {
-			ia = len(rewardComponents)
-		}
-		if ib < 0 {
-			ib = len(rewardComponents)
-		}
-		if ia != ib {
-			return ia - ib
-		}
-		return strings.Compare(a, b)
-	})
+	sortComponents(keys)
 	var parts []string
 	for _, k := range keys {
 		name := k
@@ -216,4 +204,21 @@ func (m Model) thumbnail(t telemetry.Thumbnail, maxW, maxH int) []string {
 // luma is the Rec. 601 brightness of a pixel, 0..255.
 func luma(r, g, b byte) int {
 	return (299*int(r) + 587*int(g) + 114*int(b)) / 1000
+}
+
+// sortComponents orders reward component names as the reward pane does
+// (final, coherence, curiosity, penalty), then any others by name.
+func sortComponents(keys []string) {
+	rank := func(k string) int {
+		if i := slices.Index(rewardComponents, k); i >= 0 {
+			return i
+		}
+		return len(rewardComponents)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a, b)
+	})
 }

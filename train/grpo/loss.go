@@ -5,6 +5,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/pixelis/pixelis/train/nn"
 	"github.com/pixelis/pixelis/train/policy"
 )
 
@@ -40,9 +41,8 @@ func (c LossConfig) Validate() error {
 //	ℓᵢ   = pgᵢ + β·klᵢ − c_ent·Hᵢ
 //	L    = Σᵢ wᵢ·ℓᵢ                                               (wᵢ from RowWeights: the aggregation)
 //
-// gorgonia has no min or clamp with gradients, so they are written with |·|:
-// min(a,b) = (a+b−|a−b|)/2 and max(a,b) = (a+b+|a−b|)/2, whose subgradients are
-// those of min and max.
+// gorgonia has no min or clamp with gradients against a scalar; nn.Min and
+// nn.Max write them with |·|.
 type objective struct {
 	adv, old, ref, w *G.Node // inputs [B]
 	ratio, kl, loss  *G.Node
@@ -60,16 +60,15 @@ func buildObjective(tg *policy.TrainGraph, c LossConfig) (*objective, error) {
 			return nil, err
 		}
 	}
-	g := tg.Graph()
 	scalar := func(v float64) *G.Node { return G.NewConstant(float32(v)) }
 	var m must
 	newLP := tg.ChosenLogProb
 	o.ratio = m.do(G.Exp(m.do(G.Sub(newLP, o.old))))
 	s1 := m.do(G.HadamardProd(o.ratio, o.adv))
-	lo := maxNode(&m, o.ratio, scalar(1-c.ClipLow))
-	clipped := minNode(&m, lo, scalar(1+c.ClipHigh))
+	lo := m.do(nn.Max(o.ratio, scalar(1-c.ClipLow)))
+	clipped := m.do(nn.Min(lo, scalar(1+c.ClipHigh)))
 	s2 := m.do(G.HadamardProd(clipped, o.adv))
-	pg := m.do(G.Neg(minNode(&m, s1, s2)))
+	pg := m.do(G.Neg(m.do(nn.Min(s1, s2))))
 	switch c.KLEstimator {
 	case "k1":
 		o.kl = m.do(G.Sub(newLP, o.ref))
@@ -82,25 +81,10 @@ func buildObjective(tg *policy.TrainGraph, c LossConfig) (*objective, error) {
 		row = m.do(G.Sub(row, m.do(G.Mul(tg.Entropy, scalar(c.EntropyCoef)))))
 	}
 	o.loss = m.do(G.Sum(m.do(G.HadamardProd(o.w, row))))
-	_ = g
 	if m.err != nil {
 		return nil, fmt.Errorf("grpo loss: %w", m.err)
 	}
 	return o, nil
-}
-
-// minNode is min(a,b) = (a+b−|a−b|)/2.
-func minNode(m *must, a, b *G.Node) *G.Node {
-	sum := m.do(G.Add(a, b))
-	abs := m.do(G.Abs(m.do(G.Sub(a, b))))
-	return m.do(G.Mul(m.do(G.Sub(sum, abs)), G.NewConstant(float32(0.5))))
-}
-
-// maxNode is max(a,b) = (a+b+|a−b|)/2.
-func maxNode(m *must, a, b *G.Node) *G.Node {
-	sum := m.do(G.Add(a, b))
-	abs := m.do(G.Abs(m.do(G.Sub(a, b))))
-	return m.do(G.Mul(m.do(G.Add(sum, abs)), G.NewConstant(float32(0.5))))
 }
 
 // must keeps the first error of a chain of graph-building calls, so the

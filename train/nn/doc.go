@@ -1,0 +1,11 @@
+// Package nn holds gorgonia building blocks that gorgonia gets wrong or lacks,
+// written once so every model in pixelis uses the same fix:
+//
+//   - LogSoftmax: gorgonia's LogSoftMax shifts each row by its first element and
+//     overflows to ±Inf; this one shifts by the row maximum.
+//   - Min and Max of two nodes with (sub)gradients, which gorgonia offers only for
+//     same-shaped tensors (no scalar broadcasting).
+//
+// Selecting log p[action] must be done by multiplying with a one-hot mask and
+// summing (gorgonia's ByIndices has wrong gradients); the policy graph does that.
+package nn

@@ -1,0 +1,67 @@
+package nn
+
+import (
+	G "gorgonia.org/gorgonia"
+)
+
+// LogSoftmax is a numerically stable row-wise log-softmax of x [B, A]:
+//
+//	log p = x − m − log Σ_j exp(x_j − m),  m = max_j x_j
+//
+// The gradient through m cancels exactly (∂/∂m = −1 + Σ p = 0), so
+// differentiating through Max is harmless.
+func LogSoftmax(x *G.Node) (*G.Node, error) {
+	m, err := G.Max(x, 1) // [B]
+	if err != nil {
+		return nil, err
+	}
+	shifted, err := G.BroadcastSub(x, m, nil, []byte{1})
+	if err != nil {
+		return nil, err
+	}
+	e, err := G.Exp(shifted)
+	if err != nil {
+		return nil, err
+	}
+	s, err := G.Sum(e, 1)
+	if err != nil {
+		return nil, err
+	}
+	lse, err := G.Log(s)
+	if err != nil {
+		return nil, err
+	}
+	return G.BroadcastSub(shifted, lse, nil, []byte{1})
+}
+
+// Min is min(a, b) = (a + b − |a − b|)/2, element-wise; b may be a scalar.
+// Its subgradient is that of min: 1 for the smaller operand, ½ each on ties.
+func Min(a, b *G.Node) (*G.Node, error) { return minMax(a, b, -1) }
+
+// Max is max(a, b) = (a + b + |a − b|)/2, element-wise; b may be a scalar.
+func Max(a, b *G.Node) (*G.Node, error) { return minMax(a, b, +1) }
+
+func minMax(a, b *G.Node, sign float32) (*G.Node, error) {
+	sum, err := G.Add(a, b)
+	if err != nil {
+		return nil, err
+	}
+	d, err := G.Sub(a, b)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := G.Abs(d)
+	if err != nil {
+		return nil, err
+	}
+	var out *G.Node
+	if sign > 0 {
+		out, err = G.Add(sum, abs)
+	} else {
+		out, err = G.Sub(sum, abs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return G.Mul(out, G.NewConstant(float32(0.5)))
+}
