@@ -41,14 +41,15 @@ func drawBackground(pix []uint8, bg [3]uint8, amp int, n *noise) {
 	t0, t1, t2 := noisyTable(bg[0], amp), noisyTable(bg[1], amp), noisyTable(bg[2], amp)
 	for i := 0; i+8 <= len(pix); i += 8 {
 		u := n.next()
-		pix[i] = t0[uint8(u)]
-		pix[i+1] = t1[uint8(u>>8)]
-		pix[i+2] = t2[uint8(u>>16)]
-		pix[i+3] = 255
-		pix[i+4] = t0[uint8(u>>24)]
-		pix[i+5] = t1[uint8(u>>32)]
-		pix[i+6] = t2[uint8(u>>40)]
-		pix[i+7] = 255
+		p := pix[i : i+8 : i+8] // one bounds check for the two pixels
+		p[0] = t0[uint8(u)]
+		p[1] = t1[uint8(u>>8)]
+		p[2] = t2[uint8(u>>16)]
+		p[3] = 255
+		p[4] = t0[uint8(u>>24)]
+		p[5] = t1[uint8(u>>32)]
+		p[6] = t2[uint8(u>>40)]
+		p[7] = 255
 	}
 }
 
