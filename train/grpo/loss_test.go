@@ -187,3 +187,33 @@ func TestUpdateTrainsAdaptersOnly(t *testing.T) {
 		t.Fatal("no adapter moved")
 	}
 }
+
+// A minibatch whose gradient is not finite is refused: no weight changes.
+func TestUpdateRefusesNonFiniteGradients(t *testing.T) {
+	p := tinyPolicy(t)
+	rows := rowsFor(t, p, 4)
+	rows[1].Obs = append([]float32(nil), rows[1].Obs...)
+	rows[1].Obs[0] = float32(math.Inf(1))
+	before := map[string][]float32{}
+	for _, tn := range p.Tensors() {
+		before[tn.Name] = append([]float32(nil), tn.Data...)
+	}
+	u, err := NewUpdater(p, 4, p.Trainable(true), LossConfig{ClipLow: 0.2, ClipHigh: 0.2, KLCoef: 0.1, KLEstimator: "k3"}, optim.DefaultAdam())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := u.Update(rows, 1, 1, 1e-2, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Skipped != 1 || st.Updates != 0 {
+		t.Fatalf("updates %d skipped %d, want the one minibatch refused", st.Updates, st.Skipped)
+	}
+	for _, tn := range p.Tensors() {
+		for i, v := range tn.Data {
+			if v != before[tn.Name][i] {
+				t.Fatalf("%s changed after a refused update", tn.Name)
+			}
+		}
+	}
+}
