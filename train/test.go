@@ -66,7 +66,18 @@ func (r *Runner) runTest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(r.opt.RunDir, "final_eval.json"), data)
+	path := filepath.Join(r.opt.RunDir, "final_eval.json")
+	if err := writeFileAtomic(path, data); err != nil {
+		return err
+	}
+	msg := "test results: " + path
+	if s, ok := out.Models["sft"]; ok {
+		if f, ok := out.Models["rft"]; ok {
+			msg = fmt.Sprintf("test pass@1 %.3f (SFT) → %.3f (RFT) on %d tasks × %d samples: %s", s.Pass1["all"], f.Pass1["all"], out.Tasks, out.Samples, path)
+		}
+	}
+	r.emit(1, telemetry.EventEval, msg, map[string]any{"path": path})
+	return nil
 }
 
 // LoadPolicy reads a verified checkpoint's policy weights into a network shaped
