@@ -83,7 +83,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 			return usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
 		}
 	}
-	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: phases, Init: init}, cf.noTUI, "")
+	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: phases, Init: init}, cf.noTUI, "", -1)
 }
 
 // cmdResume: pixelis resume RUN_DIR [--from CHECKPOINT] [--no-tui]
@@ -125,15 +125,17 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	// Cut the run's files back to the checkpoint, so they read as one clean run.
-	if err := telemetry.Truncate(runDir, train.PhaseOffset(cfg, info.Phases, m.Phase)+int(m.Step)); err != nil {
+	step := train.PhaseOffset(cfg, info.Phases, m.Phase) + int(m.Step)
+	if err := telemetry.Truncate(runDir, step); err != nil {
 		return err
 	}
-	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init, Resume: path}, *noTUI, path)
+	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init, Resume: path}, *noTUI, path, step)
 }
 
 // execute wires a run to its files, the console or the plain printer, the
 // control socket and the signals, and runs it.
-func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Options, noTUI bool, resumed string) error {
+// resumeStep is the run-wide step of the checkpoint a resume starts from (-1 for a fresh run).
+func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Options, noTUI bool, resumed string, resumeStep int) error {
 	if err := os.MkdirAll(opt.RunDir, 0o755); err != nil {
 		return err
 	}
@@ -164,6 +166,9 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 			return err
 		}
 		defer w.Close()
+		if resumeStep >= 0 {
+			w.Restart(resumeStep + 1)
+		}
 		sinks = append(sinks, w)
 	}
 	var plainOut io.Writer = consoleLog

@@ -12,6 +12,11 @@ const (
 	eventStep        = 2 // int64
 	eventFileVersion = 3 // string
 	eventSummary     = 5 // Summary
+	eventSessionLog  = 6 // SessionLog
+
+	sessionStatus = 1 // SessionLog.status enum
+	sessionMsg    = 3 // string
+	statusStart   = 1 // SessionLog.START
 
 	summaryValue = 1 // repeated Value
 
@@ -52,6 +57,20 @@ func versionEvent(wallTime float64) []byte {
 	b := appendEventHeader(nil, wallTime, 0)
 	b = protowire.AppendTag(b, eventFileVersion, protowire.BytesType)
 	return protowire.AppendString(b, fileVersion)
+}
+
+// restartEvent is a SessionLog START at step: TensorBoard then discards every
+// event at this step or later that it read before, which is what a resumed run
+// needs after its files were cut back to a checkpoint.
+func restartEvent(wallTime float64, step int64, msg string) []byte {
+	var log []byte
+	log = protowire.AppendTag(log, sessionStatus, protowire.VarintType)
+	log = protowire.AppendVarint(log, statusStart)
+	log = protowire.AppendTag(log, sessionMsg, protowire.BytesType)
+	log = protowire.AppendString(log, msg)
+	b := appendEventHeader(nil, wallTime, step)
+	b = protowire.AppendTag(b, eventSessionLog, protowire.BytesType)
+	return protowire.AppendBytes(b, log)
 }
 
 // scalarsEvent is one Event with a Summary holding every scalar of a step.

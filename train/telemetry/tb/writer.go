@@ -104,6 +104,18 @@ func (w *Writer) writeRecord(event []byte) {
 	}
 }
 
+// Restart marks a resumed run: the steps from step on that an earlier event file
+// holds are superseded (TensorBoard purges them when it reads this marker).
+func (w *Writer) Restart(step int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.active() {
+		return
+	}
+	w.writeRecord(restartEvent(wallTime(time.Now()), int64(step), fmt.Sprintf("resumed at step %d", step)))
+	w.flushLocked()
+}
+
 // Record writes one Event with every metric of p as a scalar. Non-finite values are
 // kept: TensorBoard shows a NaN loss as NaN.
 func (w *Writer) Record(p telemetry.Point) {

@@ -49,10 +49,11 @@ func TestVersionEventKnownBytes(t *testing.T) {
 // and decodes the messages field by field, sharing no code with the writer.
 
 type readEvent struct {
-	wallTime float64
-	step     int64
-	version  string
-	values   []readValue
+	sessionStatus int
+	wallTime      float64
+	step          int64
+	version       string
+	values        []readValue
 }
 
 type readValue struct {
@@ -137,6 +138,12 @@ func decodeEvent(t *testing.T, b []byte) readEvent {
 			e.step = int64(x)
 		case num == 3 && typ == protowire.BytesType:
 			e.version = string(v)
+		case num == 6 && typ == protowire.BytesType:
+			fields(t, v, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) {
+				if num == 1 {
+					e.sessionStatus = int(x)
+				}
+			})
 		case num == 5 && typ == protowire.BytesType:
 			fields(t, v, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) {
 				if num != 1 || typ != protowire.BytesType {
@@ -326,4 +333,29 @@ func BenchmarkWriterRecord(b *testing.B) {
 		w.Record(p)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "points/s")
+}
+
+// A resumed run's writer opens with a SessionLog START at the resume step.
+func TestRestartWritesSessionStart(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Restart(41)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := readRecords(t, data)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want version + restart", len(recs))
+	}
+	e := decodeEvent(t, recs[1])
+	if e.step != 41 || e.sessionStatus != 1 {
+		t.Fatalf("restart event step %d status %d, want 41 START(1)", e.step, e.sessionStatus)
+	}
 }
