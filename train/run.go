@@ -180,7 +180,7 @@ func (r *Runner) run(ctx context.Context) error {
 	}
 	for _, p := range r.opt.Phases {
 		r.offset = PhaseOffset(r.cfg, r.opt.Phases, p)
-		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT, PhaseTest: telemetry.PhaseEval}[p]
+		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT}[p] // test events count run-wide steps
 		if resume.done(p) {
 			continue // finished before the checkpoint was taken
 		}
