@@ -149,10 +149,10 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.emit(0, telemetry.EventPhase, fmt.Sprintf("run %s started: phases %v", r.name, r.opt.Phases), nil)
 	}
 	err := r.run(ctx)
-	r.phase, r.offset = "", r.totalSteps()
 	switch {
 	case err == nil:
 		r.state = telemetry.StateDone
+		r.phase, r.offset = "", r.totalSteps()
 		r.emit(0, telemetry.EventPhase, "run finished", nil)
 	case errors.Is(err, ErrStopped):
 		r.state = telemetry.StateDone
