@@ -23,7 +23,7 @@ type rftState struct {
 	Curriculum curriculum.RewardState   `json:"curriculum"`
 	KPI        curriculum.TrackerState  `json:"kpi"`
 	Reward     reward.OrchestratorState `json:"reward"`
-	Replay     *grpo.Replay             `json:"replay"`
+	ReplayCap  int                      `json:"replay_cap"` // the buffer itself is in replay.safetensors
 	Samples    int                      `json:"samples"`
 	Init       string                   `json:"init"`
 	Exported   map[string]bool          `json:"exported,omitempty"`
@@ -213,9 +213,11 @@ func (s *rftRun) restore(res *resumePoint) error {
 	if err := s.orch.Restore(st.Reward); err != nil {
 		return err
 	}
-	if st.Replay != nil {
-		s.replay = st.Replay
+	replay, err := restoreReplay(st.ReplayCap, l.Tensors[fileReplay])
+	if err != nil {
+		return err
 	}
+	s.replay = replay
 	s.samples, s.step = st.Samples, res.step
 	for k, v := range st.Exported {
 		s.exported[k] = v
@@ -629,11 +631,11 @@ func (s *rftRun) checkpoint(kind ckpt.Kind) (string, error) {
 
 func (s *rftRun) saveAs(name string, kind ckpt.Kind) (string, error) {
 	st := runState{Phase: PhaseRFT, Step: s.step, RFT: &rftState{
-		Curriculum: s.cur.State(), KPI: s.kpi.State(), Reward: s.orch.State(), Replay: s.replay,
+		Curriculum: s.cur.State(), KPI: s.kpi.State(), Reward: s.orch.State(), ReplayCap: s.replay.Cap,
 		Samples: s.samples, Init: s.init, Exported: s.exported,
 	}}
 	return s.r.save(name, kind, st, s.cur.StageName(), s.cur.Stage(), map[string][]ckpt.Tensor{
-		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()),
+		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()), fileReplay: replayTensors(s.replay),
 	})
 }
 

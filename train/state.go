@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/optim"
 	"github.com/pixelis/pixelis/train/policy"
 )
@@ -167,4 +170,90 @@ func restoreAdam(a *optim.Adam, ts []ckpt.Tensor) error {
 	}
 	a.Restore(st)
 	return nil
+}
+
+// fileReplay holds the GRPO replay buffer: its observations are most of an RFT
+// checkpoint, so they go to safetensors rather than state.json.
+const fileReplay = "replay.safetensors"
+
+// replayTensors stores a replay buffer as flat tensors: the rows of every sample
+// one after the other, sample lengths, and each advantage's float64 bits (the
+// buffer orders samples by |A|, so the value must come back exactly).
+func replayTensors(r *grpo.Replay) []ckpt.Tensor {
+	var obs, old, ref []float32
+	var acts, lengths, adv, steps []int64
+	for _, s := range r.Items {
+		for i, o := range s.Obs {
+			obs = append(obs, o...)
+			acts = append(acts, int64(s.Actions[i]))
+			old = append(old, s.OldLogP[i])
+			ref = append(ref, s.RefLogP[i])
+		}
+		lengths = append(lengths, int64(len(s.Obs)))
+		adv = append(adv, int64(math.Float64bits(s.Advantage)))
+		steps = append(steps, int64(s.Step))
+	}
+	rows := len(acts)
+	return []ckpt.Tensor{
+		{Name: "obs", DType: ckpt.F32, Shape: []int{rows, env.ObsDim}, Data: obs},
+		{Name: "old_logp", DType: ckpt.F32, Shape: []int{rows}, Data: old},
+		{Name: "ref_logp", DType: ckpt.F32, Shape: []int{rows}, Data: ref},
+		ckpt.Int64Tensor("actions", []int{rows}, acts),
+		ckpt.Int64Tensor("lengths", []int{len(lengths)}, lengths),
+		ckpt.Int64Tensor("advantage_bits", []int{len(adv)}, adv),
+		ckpt.Int64Tensor("step", []int{len(steps)}, steps),
+	}
+}
+
+// restoreReplay rebuilds a replay buffer of capacity cap from replayTensors' output.
+func restoreReplay(capacity int, ts []ckpt.Tensor) (*grpo.Replay, error) {
+	by := map[string]ckpt.Tensor{}
+	for _, t := range ts {
+		by[t.Name] = t
+	}
+	ints := func(name string) ([]int64, error) {
+		t, ok := by[name]
+		if !ok {
+			return nil, fmt.Errorf("%s: no %s tensor", fileReplay, name)
+		}
+		return t.Int64s()
+	}
+	acts, err := ints("actions")
+	if err != nil {
+		return nil, err
+	}
+	lengths, err := ints("lengths")
+	if err != nil {
+		return nil, err
+	}
+	adv, err := ints("advantage_bits")
+	if err != nil {
+		return nil, err
+	}
+	steps, err := ints("step")
+	if err != nil {
+		return nil, err
+	}
+	obs, old, ref := by["obs"].Data, by["old_logp"].Data, by["ref_logp"].Data
+	rows := len(acts)
+	if len(obs) != rows*env.ObsDim || len(old) != rows || len(ref) != rows || len(adv) != len(lengths) || len(steps) != len(lengths) {
+		return nil, fmt.Errorf("%s: tensor sizes disagree", fileReplay)
+	}
+	r := grpo.NewReplay(capacity)
+	k := 0
+	for i, n := range lengths {
+		if n < 0 || k+int(n) > rows {
+			return nil, fmt.Errorf("%s: sample %d has a bad length %d", fileReplay, i, n)
+		}
+		s := &grpo.Sample{Advantage: math.Float64frombits(uint64(adv[i])), Step: int(steps[i])}
+		for j := k; j < k+int(n); j++ {
+			s.Obs = append(s.Obs, obs[j*env.ObsDim:(j+1)*env.ObsDim])
+			s.Actions = append(s.Actions, int(acts[j]))
+			s.OldLogP = append(s.OldLogP, old[j])
+			s.RefLogP = append(s.RefLogP, ref[j])
+		}
+		r.Items = append(r.Items, s)
+		k += int(n)
+	}
+	return r, nil
 }
