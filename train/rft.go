@@ -210,6 +210,9 @@ func (s *rftRun) restore(res *resumePoint) error {
 	if err := s.kpi.Restore(st.KPI); err != nil {
 		return fmt.Errorf("kpi: %w", err)
 	}
+	if err := restoreCuriosity(&st.Reward, l.Tensors[fileCuriosity]); err != nil {
+		return err
+	}
 	if err := s.orch.Restore(st.Reward); err != nil {
 		return err
 	}
@@ -630,13 +633,18 @@ func (s *rftRun) checkpoint(kind ckpt.Kind) (string, error) {
 }
 
 func (s *rftRun) saveAs(name string, kind ckpt.Kind) (string, error) {
+	rs := s.orch.State()
+	files := map[string][]ckpt.Tensor{
+		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()), fileReplay: replayTensors(s.replay),
+	}
+	if ct := curiosityTensors(&rs); ct != nil {
+		files[fileCuriosity] = ct
+	}
 	st := runState{Phase: PhaseRFT, Step: s.step, RFT: &rftState{
-		Curriculum: s.cur.State(), KPI: s.kpi.State(), Reward: s.orch.State(), ReplayCap: s.replay.Cap,
+		Curriculum: s.cur.State(), KPI: s.kpi.State(), Reward: rs, ReplayCap: s.replay.Cap,
 		Samples: s.samples, Init: s.init, Exported: s.exported,
 	}}
-	return s.r.save(name, kind, st, s.cur.StageName(), s.cur.Stage(), map[string][]ckpt.Tensor{
-		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()), fileReplay: replayTensors(s.replay),
-	})
+	return s.r.save(name, kind, st, s.cur.StageName(), s.cur.Stage(), files)
 }
 
 func (s *rftRun) publish() {

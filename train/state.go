@@ -10,6 +10,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/optim"
@@ -256,4 +257,48 @@ func restoreReplay(capacity int, ts []ckpt.Tensor) (*grpo.Replay, error) {
 		k += int(n)
 	}
 	return r, nil
+}
+
+// curiosityTensors moves the curiosity model's weights and Adam moments out of
+// the reward state (they are most of it) into tensors "w/…", "m/…", "v/…"; the
+// rest of the state stays in state.json.
+func curiosityTensors(st *reward.OrchestratorState) []ckpt.Tensor {
+	if st.ICM == nil {
+		return nil
+	}
+	var out []ckpt.Tensor
+	for _, part := range []struct {
+		prefix string
+		m      *map[string][]float32
+	}{{"w/", &st.ICM.Weights}, {"m/", &st.ICM.AdamM}, {"v/", &st.ICM.AdamV}} {
+		for name, v := range *part.m {
+			out = append(out, ckpt.Tensor{Name: part.prefix + name, DType: ckpt.F32, Shape: []int{len(v)}, Data: v})
+		}
+		*part.m = nil
+	}
+	return out
+}
+
+// restoreCuriosity puts curiosityTensors' output back into the reward state.
+func restoreCuriosity(st *reward.OrchestratorState, ts []ckpt.Tensor) error {
+	if st.ICM == nil {
+		if len(ts) > 0 {
+			return fmt.Errorf("%s: curiosity tensors without a curiosity model", fileCuriosity)
+		}
+		return nil
+	}
+	st.ICM.Weights, st.ICM.AdamM, st.ICM.AdamV = map[string][]float32{}, map[string][]float32{}, map[string][]float32{}
+	for _, t := range ts {
+		switch {
+		case strings.HasPrefix(t.Name, "w/"):
+			st.ICM.Weights[t.Name[2:]] = t.Data
+		case strings.HasPrefix(t.Name, "m/"):
+			st.ICM.AdamM[t.Name[2:]] = t.Data
+		case strings.HasPrefix(t.Name, "v/"):
+			st.ICM.AdamV[t.Name[2:]] = t.Data
+		default:
+			return fmt.Errorf("%s: unexpected tensor %q", fileCuriosity, t.Name)
+		}
+	}
+	return nil
 }
