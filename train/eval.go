@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"math/rand/v2"
-	"runtime"
 	"sort"
 
 	"github.com/pixelis/pixelis/configs"
@@ -126,10 +125,7 @@ func Evaluate(ctx context.Context, cfg *configs.Config, params *policy.Params, s
 	if err != nil {
 		return EvalResult{}, err
 	}
-	workers := cfg.Run.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := workerCount(cfg)
 	res, _, _, err := evaluate(ctx, newRoller(policy.NewInference(params), envCfg, workers), generateTasks(envCfg, split, n), evalSpec{
 		samples: samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
 	})
@@ -145,10 +141,7 @@ func Rollouts(ctx context.Context, cfg *configs.Config, params *policy.Params, t
 	if err != nil {
 		return nil, err
 	}
-	workers := cfg.Run.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := workerCount(cfg)
 	how := sampling{greedy: temperature <= 0, temperature: temperature}
 	return newRoller(policy.NewInference(params), envCfg, workers).run(ctx, tasks, copies, how, func(i int) *rand.Rand {
 		return stream(seed, streamEval, 0, i)

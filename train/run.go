@@ -108,10 +108,7 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if err := writeRunInfo(opt.RunDir, RunInfo{Phases: opt.Phases, Init: opt.Init}); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	workers := cfg.Run.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := workerCount(cfg)
 	return &Runner{
 		cfg: cfg, opt: opt, envCfg: envCfg, log: opt.Log,
 		name:     filepath.Base(opt.RunDir),
@@ -328,3 +325,11 @@ type discard struct{}
 func (discard) Record(telemetry.Point)     {}
 func (discard) Publish(telemetry.Snapshot) {}
 func (discard) Emit(telemetry.Event)       {}
+
+// workerCount is run.workers, or every core when it is 0.
+func workerCount(cfg *configs.Config) int {
+	if cfg.Run.Workers > 0 {
+		return cfg.Run.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}

@@ -82,7 +82,11 @@ func (r *Runner) loadResume() (*resumePoint, error) {
 }
 
 // refuse explains why a checkpoint cannot be used and points at an older one.
-func (r *Runner) refuse(path string, err error) error {
+func (r *Runner) refuse(path string, err error) error { return RefuseCheckpoint(path, err) }
+
+// RefuseCheckpoint is the error for a checkpoint that cannot be resumed from:
+// the problem, and an older valid checkpoint of the same run when there is one.
+func RefuseCheckpoint(path string, err error) error {
 	msg := fmt.Sprintf("cannot resume from %s: %v", path, err)
 	if prev, perr := ckpt.PreviousValid(filepath.Dir(path), filepath.Base(path)); perr == nil && prev != "" {
 		msg += "\nan older checkpoint is valid: " + prev + " (use --from " + prev + ")"

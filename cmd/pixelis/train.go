@@ -114,11 +114,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 		}
 	}
 	if _, err := ckpt.Load(path); err != nil {
-		msg := err.Error()
-		if prev, perr := ckpt.PreviousValid(filepath.Dir(path), filepath.Base(path)); perr == nil && prev != "" {
-			msg += "\nan older checkpoint is valid: " + prev + " (use --from " + prev + ")"
-		}
-		return errors.New(msg)
+		return train.RefuseCheckpoint(path, err)
 	}
 	m, err := ckpt.Inspect(path)
 	if err != nil {
