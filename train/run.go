@@ -5,6 +5,7 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,15 +95,12 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if err := os.MkdirAll(opt.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	f, err := os.Create(filepath.Join(opt.RunDir, "config.toml"))
-	if err != nil {
-		return nil, fmt.Errorf("run directory: %w", err)
-	}
-	if err := configs.Encode(f, cfg); err != nil {
-		f.Close()
+	// Written atomically: a run killed while starting must still be resumable.
+	var conf bytes.Buffer
+	if err := configs.Encode(&conf, cfg); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
-	if err := f.Close(); err != nil {
+	if err := writeFileAtomic(filepath.Join(opt.RunDir, "config.toml"), conf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
 	if err := writeRunInfo(opt.RunDir, RunInfo{Phases: opt.Phases, Init: opt.Init}); err != nil {

@@ -276,7 +276,10 @@ func readMetrics(t *testing.T, runDir string) map[int]map[string]any {
 
 // A run killed with SIGKILL at several moments (checkpointing every step, so
 // kills land during saves too) and resumed each time ends with exactly the
-// metrics and test results of a run that was never interrupted.
+// metrics and test results of a run that was never interrupted. The first kill
+// comes while the run is starting, before any checkpoint exists; the others
+// come a few recorded steps into each resumed attempt, so they land at the
+// same points of the run on a fast machine and on a slow one.
 func TestKilledRunResumesExactly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
@@ -292,25 +295,53 @@ func TestKilledRunResumesExactly(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "killed")
+	metrics := filepath.Join(dir, "metrics.jsonl")
 	cmd := exec.Command(bin, append([]string{"run", "--run-dir", dir}, args...)...)
-	kills := 0
-	for _, after := range []time.Duration{300 * time.Millisecond, 250 * time.Millisecond, 400 * time.Millisecond, 200 * time.Millisecond} {
+	kills, startedOver := 0, false
+	// Each kill comes once the attempt has recorded this many new metric lines
+	// (0: once run.json exists, so the directory is a run), then after a delay.
+	for _, k := range []struct {
+		steps int
+		delay time.Duration
+	}{{0, 20 * time.Millisecond}, {3, 0}, {2, 15 * time.Millisecond}, {4, 40 * time.Millisecond}, {1, 5 * time.Millisecond}} {
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
+		before := countLines(metrics)
+		reached := func() bool {
+			_, err := os.Stat(filepath.Join(dir, "run.json"))
+			return err == nil && countLines(metrics) >= before+k.steps
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
+		ready, ended := make(chan struct{}), make(chan struct{})
+		go func() {
+			for !reached() {
+				select {
+				case <-ended:
+					return
+				case <-time.After(2 * time.Millisecond):
+				}
+			}
+			time.Sleep(k.delay)
+			close(ready)
+		}()
 		select {
 		case err := <-done:
+			close(ended)
 			if err != nil {
 				t.Fatalf("run ended with %v before it could be killed:\n%s", err, out.String())
 			}
-		case <-time.After(after):
+		case <-ready:
 			cmd.Process.Kill()
-			<-done
-			kills++
+			if err := <-done; err != nil { // nil: it finished before the signal arrived
+				kills++
+			}
+		}
+		if strings.Contains(out.String(), "starting it over") {
+			startedOver = true
 		}
 		if _, err := os.Stat(filepath.Join(dir, "final_eval.json")); err == nil {
 			break
@@ -338,5 +369,59 @@ func TestKilledRunResumesExactly(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d kills, %d steps identical", kills, len(want))
+	t.Logf("%d kills (started over after the first: %v), %d steps identical", kills, startedOver, len(want))
+}
+
+// countLines counts the complete lines of a file (0 when it does not exist).
+func countLines(path string) int {
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
+}
+
+// A run stopped before its first checkpoint resumes by starting over with the
+// config it recorded, and ends as an uninterrupted run would; a run that has
+// checkpoints but lost the one latest names is refused, never started over.
+func TestResumeBeforeFirstCheckpointStartsOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if code, _, errOut := run(t, "sft", "--no-tui", "--config", "smoke", "--run-dir", dir); code != 0 {
+		t.Fatalf("sft: exit %d: %s", code, errOut)
+	}
+	want := readMetrics(t, dir)
+	// What a kill before the first save leaves: run.json, config.toml, some metrics, no checkpoint.
+	if err := os.RemoveAll(filepath.Join(dir, "checkpoints")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "resume", dir, "--no-tui")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "starting it over") {
+		t.Fatalf("resume did not say it starts over:\n%s", out)
+	}
+	got := readMetrics(t, dir) // fails on a step recorded twice
+	if len(got) != len(want) {
+		t.Fatalf("%d steps after starting over, first run %d", len(got), len(want))
+	}
+	for step, w := range want {
+		for k, v := range w {
+			if fmt.Sprint(got[step][k]) != fmt.Sprint(v) {
+				t.Fatalf("step %d %s = %v, first run %v", step, k, got[step][k], v)
+			}
+		}
+	}
+
+	latest, err := os.ReadFile(filepath.Join(dir, "checkpoints", "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "checkpoints", strings.TrimSpace(string(latest)))); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run(t, "resume", dir, "--no-tui")
+	if code == 0 || strings.Contains(out, "starting it over") || !strings.Contains(errOut, "does not exist") {
+		t.Fatalf("resume with a lost latest checkpoint: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
 }

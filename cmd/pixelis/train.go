@@ -109,7 +109,17 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	}
 	path := *from
 	if path == "" {
-		if path, err = ckpt.Latest(filepath.Join(runDir, "checkpoints")); err != nil {
+		root := filepath.Join(runDir, "checkpoints")
+		if path, err = ckpt.Latest(root); err != nil {
+			if infos, lerr := ckpt.List(root); errors.Is(err, ckpt.ErrNoCheckpoint) && (lerr != nil || len(infos) == 0) {
+				// Stopped before its first save: nothing was trained that could be
+				// kept, so the run starts over with the config it recorded.
+				if err := telemetry.Truncate(runDir, -1); err != nil {
+					return err
+				}
+				opt := train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init}
+				return execute(ctx, io, cfg, opt, *noTUI, "no checkpoint was saved before the run stopped: starting it over", 0)
+			}
 			return fmt.Errorf("resume %s: %w", runDir, err)
 		}
 	}
@@ -125,13 +135,14 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	if err := telemetry.Truncate(runDir, step); err != nil {
 		return err
 	}
-	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init, Resume: path}, *noTUI, path, step)
+	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init, Resume: path}, *noTUI, "resuming from "+path, step)
 }
 
 // execute wires a run to its files, the console or the plain printer, the
 // control socket and the signals, and runs it.
-// resumeStep is the run-wide step of the checkpoint a resume starts from (-1 for a fresh run).
-func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Options, noTUI bool, resumed string, resumeStep int) error {
+// note, when set, opens the run's console output (how a resume starts);
+// resumeStep is the run-wide step a resume starts from (-1 for a fresh run).
+func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Options, noTUI bool, note string, resumeStep int) error {
 	if err := os.MkdirAll(opt.RunDir, 0o755); err != nil {
 		return err
 	}
@@ -220,8 +231,8 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 	if err != nil {
 		return usageError{err}
 	}
-	if resumed != "" {
-		fmt.Fprintf(consoleLog, "resuming from %s\n", resumed)
+	if note != "" {
+		fmt.Fprintln(plainOut, note)
 	}
 	done := make(chan error, 1)
 	go func() {
