@@ -16,16 +16,29 @@ import (
 // pollInterval is how often an attached viewer looks at the run directory.
 const pollInterval = 200 * time.Millisecond
 
+// readChunk is how much of a run file one read holds in memory: a long run's
+// metrics.jsonl can be gigabytes, and a viewer keeps only its newest lines.
+const readChunk = 1 << 20
+
+// RunFeedOptions bound what a RunFeed holds between two Takes; older points and
+// events beyond them are dropped and counted in Update.Dropped.
+type RunFeedOptions struct {
+	MaxPoints int // 0: DefaultMaxPoints
+	MaxEvents int // 0: DefaultMaxEvents
+}
+
 // RunFeed is the Feed of a run read from its directory, for `pixelis attach`: the
-// whole history on the first Take, then whatever the run appends, polled a few times
-// a second. Commands go through the run's control socket; Live is true while it
-// answers. A finished run reads the same, with Live false.
+// history on the first Take (its newest MaxPoints points and MaxEvents events),
+// then whatever the run appends, polled a few times a second. Commands go through
+// the run's control socket; Live is true while it answers. A finished run reads
+// the same, with Live false.
 type RunFeed struct {
-	dir      string
-	ready    chan struct{}
-	cancel   context.CancelFunc
-	done     chan struct{}
-	stopOnce sync.Once
+	dir                  string
+	maxPoints, maxEvents int
+	ready                chan struct{}
+	cancel               context.CancelFunc
+	done                 chan struct{}
+	stopOnce             sync.Once
 
 	// Owned by the polling goroutine (and by openRun before it starts).
 	metrics, events, samples tailFile
@@ -43,15 +56,16 @@ var _ Feed = (*RunFeed)(nil)
 
 // OpenRun reads the run directory and follows it until Close.
 func OpenRun(runDir string) (*RunFeed, error) {
-	return OpenRunContext(context.Background(), runDir)
+	return OpenRunContext(context.Background(), runDir, RunFeedOptions{})
 }
 
-// OpenRunContext is OpenRun with a context: following stops when ctx ends or on Close.
-func OpenRunContext(ctx context.Context, runDir string) (*RunFeed, error) {
-	return openRun(ctx, runDir, pollInterval)
+// OpenRunContext is OpenRun with a context and bounds: following stops when ctx
+// ends or on Close.
+func OpenRunContext(ctx context.Context, runDir string, opts RunFeedOptions) (*RunFeed, error) {
+	return openRun(ctx, runDir, pollInterval, opts)
 }
 
-func openRun(ctx context.Context, runDir string, interval time.Duration) (*RunFeed, error) {
+func openRun(ctx context.Context, runDir string, interval time.Duration, opts RunFeedOptions) (*RunFeed, error) {
 	fi, err := os.Stat(runDir)
 	if err != nil {
 		return nil, fmt.Errorf("open run: %w", err)
@@ -60,14 +74,22 @@ func openRun(ctx context.Context, runDir string, interval time.Duration) (*RunFe
 		return nil, fmt.Errorf("open run: %s is not a directory", runDir)
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	if opts.MaxPoints <= 0 {
+		opts.MaxPoints = DefaultMaxPoints
+	}
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = DefaultMaxEvents
+	}
 	f := &RunFeed{
-		dir:     runDir,
-		ready:   make(chan struct{}, 1),
-		cancel:  cancel,
-		done:    make(chan struct{}),
-		metrics: tailFile{path: filepath.Join(runDir, MetricsFile)},
-		events:  tailFile{path: filepath.Join(runDir, EventsFile)},
-		samples: tailFile{path: filepath.Join(runDir, SamplesFile)},
+		dir:       runDir,
+		maxPoints: opts.MaxPoints,
+		maxEvents: opts.MaxEvents,
+		ready:     make(chan struct{}, 1),
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		metrics:   tailFile{path: filepath.Join(runDir, MetricsFile)},
+		events:    tailFile{path: filepath.Join(runDir, EventsFile)},
+		samples:   tailFile{path: filepath.Join(runDir, SamplesFile)},
 	}
 	if err := f.poll(); err != nil {
 		cancel()
@@ -150,41 +172,40 @@ func (f *RunFeed) notify() {
 	}
 }
 
-// poll reads what the run wrote since the previous poll.
+// poll reads what the run wrote since the previous poll. Lines are kept raw and
+// bounded while reading, and only the ones kept are decoded: attaching to a long
+// run costs a scan of its files, not a decode of every step.
 func (f *RunFeed) poll() error {
-	var points []Point
-	var events []Event
+	var pointLines, eventLines, sampleLines [][]byte
+	dropped := 0
 	newSamples := false
 	reset := false
 	for {
 		var err error
 		var r1, r2, r3 bool
 		if r1, err = f.metrics.read(func(line []byte) {
-			var p Point
-			if json.Unmarshal(line, &p) == nil {
-				points = append(points, p)
-			}
+			pointLines = appendBounded(pointLines, bytes.Clone(line), f.maxPoints, &dropped)
 		}); err != nil {
 			return err
 		}
 		if r2, err = f.events.read(func(line []byte) {
-			var e Event
-			if json.Unmarshal(line, &e) == nil {
-				events = append(events, e)
-			}
+			eventLines = appendBounded(eventLines, bytes.Clone(line), f.maxEvents, &dropped)
 		}); err != nil {
 			return err
 		}
 		if r3, err = f.samples.read(func(line []byte) {
-			var sl SampleLine
-			if json.Unmarshal(line, &sl) != nil {
+			var mark struct {
+				Step  int   `json:"step"`
+				Phase Phase `json:"phase"`
+			}
+			if json.Unmarshal(line, &mark) != nil {
 				return
 			}
-			m := sampleMark{ok: true, phase: sl.Phase, step: sl.Step}
-			if m != f.batchMark {
-				f.batch, f.batchMark = nil, m
+			// Only the newest batch is shown: a new (phase, step) starts it over.
+			if m := (sampleMark{ok: true, phase: mark.Phase, step: mark.Step}); m != f.batchMark {
+				f.batch, f.batchMark, sampleLines = nil, m, nil
 			}
-			f.batch = append(f.batch, sl.Sample)
+			sampleLines = append(sampleLines, bytes.Clone(line))
 			newSamples = true
 		}); err != nil {
 			return err
@@ -195,11 +216,16 @@ func (f *RunFeed) poll() error {
 		// The run rewrote its history (a resume truncated the files): start over on
 		// all of them, so the viewer gets one consistent history after its reset.
 		reset = true
-		points, events = nil, nil
+		pointLines, eventLines, sampleLines, dropped = nil, nil, nil, 0
 		f.batch, f.batchMark, f.lastPoint = nil, sampleMark{}, nil
 		f.metrics.rewind()
 		f.events.rewind()
 		f.samples.rewind()
+	}
+	points := decodeLines[Point](pointLines)
+	events := decodeLines[Event](eventLines)
+	for _, sl := range decodeLines[SampleLine](sampleLines) {
+		f.batch = append(f.batch, sl.Sample)
 	}
 	if len(points) > 0 {
 		f.lastPoint = &points[len(points)-1]
@@ -230,8 +256,13 @@ func (f *RunFeed) poll() error {
 		f.pending = Update{Reset: true}
 	}
 	changed := reset || len(points) > 0 || len(events) > 0 || snap != nil || live != f.live
-	f.pending.Points = append(f.pending.Points, points...)
-	f.pending.Events = append(f.pending.Events, events...)
+	for _, p := range points {
+		f.pending.Points = appendBounded(f.pending.Points, p, f.maxPoints, &f.pending.Dropped)
+	}
+	for _, e := range events {
+		f.pending.Events = appendBounded(f.pending.Events, e, f.maxEvents, &f.pending.Dropped)
+	}
+	f.pending.Dropped += dropped
 	if snap != nil {
 		f.pending.Snapshot = snap
 	}
@@ -241,6 +272,18 @@ func (f *RunFeed) poll() error {
 		f.notify()
 	}
 	return nil
+}
+
+// decodeLines decodes JSON lines, skipping any that do not parse.
+func decodeLines[T any](lines [][]byte) []T {
+	out := make([]T, 0, len(lines))
+	for _, l := range lines {
+		var v T
+		if json.Unmarshal(l, &v) == nil {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // readStatus returns status.json when it changed since the previous poll, else nil.
@@ -277,6 +320,7 @@ type tailFile struct {
 	id    os.FileInfo // the file read so far, to notice it being replaced
 	off   int64       // bytes consumed, including carry
 	carry []byte      // a partial last line, completed by a later read
+	chunk int         // bytes per read; 0: readChunk
 }
 
 func (t *tailFile) rewind() { t.id, t.off, t.carry = nil, 0, nil }
@@ -306,27 +350,40 @@ func (t *tailFile) read(fn func(line []byte)) (reset bool, err error) {
 	if _, err := fh.Seek(t.off, io.SeekStart); err != nil {
 		return false, err
 	}
-	data, err := io.ReadAll(fh)
-	if err != nil {
-		return false, err
+	// Read what is there now in bounded chunks; a line may span chunks (carry).
+	chunk := int64(readChunk)
+	if t.chunk > 0 {
+		chunk = int64(t.chunk)
 	}
-	t.off += int64(len(data))
-	if len(t.carry) > 0 {
-		data = append(t.carry, data...)
-		t.carry = nil
-	}
-	for {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
+	buf := make([]byte, min(chunk, fi.Size()-t.off))
+	for remaining := fi.Size() - t.off; remaining > 0; {
+		n, err := io.ReadFull(fh, buf[:min(int64(len(buf)), remaining)])
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return false, err
+		}
+		remaining -= int64(n)
+		t.off += int64(n)
+		data := buf[:n]
+		if len(t.carry) > 0 {
+			data = append(t.carry, data...)
+			t.carry = nil
+		}
+		for {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				break
+			}
+			if i > 0 {
+				fn(data[:i])
+			}
+			data = data[i+1:]
+		}
+		if len(data) > 0 {
+			t.carry = append([]byte(nil), data...)
+		}
+		if err != nil { // the file shrank under us: the next read notices
 			break
 		}
-		if i > 0 {
-			fn(data[:i])
-		}
-		data = data[i+1:]
-	}
-	if len(data) > 0 {
-		t.carry = append([]byte(nil), data...)
 	}
 	return false, nil
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,7 +14,7 @@ import (
 // drives it with poll and nothing races with it.
 func manual(t *testing.T, dir string) *RunFeed {
 	t.Helper()
-	f, err := openRun(context.Background(), dir, time.Hour)
+	f, err := openRun(context.Background(), dir, time.Hour, RunFeedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestRunFeedTicker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	f, err := openRun(context.Background(), dir, 5*time.Millisecond)
+	f, err := openRun(context.Background(), dir, 5*time.Millisecond, RunFeedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,5 +212,103 @@ func TestRunFeedTicker(t *testing.T) {
 func TestOpenRunMissingDir(t *testing.T) {
 	if _, err := OpenRun(filepath.Join(t.TempDir(), "nope")); err == nil {
 		t.Error("opened a missing run directory")
+	}
+}
+
+// Lines longer than a read chunk and lines split across chunks arrive whole and in order.
+func TestTailFileReadsInChunks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.jsonl")
+	lines := []string{"a", "bcdefghijklmnop", "", "qr", "stuvwxyz0123456789", "z"}
+	var content []byte
+	for _, l := range lines {
+		content = append(content, l+"\n"...)
+	}
+	content = append(content, "partial"...)
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []int{1, 3, 7, 64} {
+		tf := tailFile{path: path, chunk: chunk}
+		var got []string
+		if _, err := tf.read(func(l []byte) { got = append(got, string(l)) }); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"a", "bcdefghijklmnop", "qr", "stuvwxyz0123456789", "z"} // empty lines skipped
+		if fmt.Sprint(got) != fmt.Sprint(want) || string(tf.carry) != "partial" || tf.off != int64(len(content)) {
+			t.Errorf("chunk %d: lines %q, carry %q, offset %d", chunk, got, tf.carry, tf.off)
+		}
+	}
+}
+
+// A feed holds at most MaxPoints points and MaxEvents events between Takes,
+// the newest ones, and counts what it dropped.
+func TestRunFeedBounded(t *testing.T) {
+	dir := t.TempDir()
+	r, err := NewRecorder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := 1; i <= 10; i++ {
+		r.Record(point(i))
+		r.Emit(Event{Step: i, Kind: EventPhase, Message: "e"})
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := openRun(context.Background(), dir, time.Hour, RunFeedOptions{MaxPoints: 3, MaxEvents: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := 11; i <= 14; i++ { // a second poll adds to what is pending
+		r.Record(point(i))
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mustPoll(t, f)
+	u := f.Take()
+	if got := stepsOf(u.Points); !equalInts(got, []int{12, 13, 14}) {
+		t.Errorf("points %v, want the newest three", got)
+	}
+	if len(u.Events) != 2 || u.Events[0].Step != 9 || u.Events[1].Step != 10 {
+		t.Errorf("events %+v, want steps 9 and 10", u.Events)
+	}
+	if u.Dropped != 11+8 {
+		t.Errorf("dropped %d, want 19 (11 points, 8 events)", u.Dropped)
+	}
+}
+
+// BenchmarkRunFeedOpen: attaching to a run with a long history (20,000 steps of
+// 40 metrics each) reads the whole file and keeps the newest DefaultMaxPoints.
+func BenchmarkRunFeedOpen(b *testing.B) {
+	dir := b.TempDir()
+	r, err := NewRecorder(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := map[string]float64{}
+	for i := 0; i < 40; i++ {
+		m[fmt.Sprintf("kpi/metric_%02d", i)] = float64(i) / 7
+	}
+	for step := 1; step <= 20000; step++ {
+		r.Record(Point{Step: step, Phase: PhaseRFT, Time: "2026-11-22T12:00:00Z", Metrics: m})
+	}
+	if err := r.Close(); err != nil {
+		b.Fatal(err)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, MetricsFile))
+	b.SetBytes(fi.Size())
+	b.ResetTimer()
+	for b.Loop() {
+		f, err := openRun(context.Background(), dir, time.Hour, RunFeedOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if u := f.Take(); len(u.Points) != DefaultMaxPoints {
+			b.Fatalf("%d points", len(u.Points))
+		}
+		f.Close()
 	}
 }
