@@ -180,7 +180,7 @@ func (m *DataManager) Decide(step int, before, after float64) Decision {
 	from := s.Stage
 	if m.Final() {
 		return Decision{Step: step, Kind: KindNone, FromStage: from, ToStage: from, NextAttempt: s.NextAttempt,
-			Reason: fmt.Sprintf("already at final stage %d; nothing was advanced", from)}
+			Reason: fmt.Sprintf("already at final stage %d; nothing was advanced", from+1)}
 	}
 	d := Decision{Step: step, Before: before, After: after, Delta: after - before, Value: after - before, Target: m.cfg.RollbackThreshold}
 	broken := ""
@@ -202,7 +202,7 @@ func (m *DataManager) Decide(step int, before, after float64) Decision {
 		s.Baseline, s.HaveBaseline = after, true
 		d.Kind, d.FromStage, d.ToStage, d.NextAttempt = KindAdvance, from, from+1, s.NextAttempt
 		d.Reason = fmt.Sprintf("stage %d→%d kept: score %.4f → %.4f, Δ %+.4f ≥ threshold %+.4f; next attempt at step %d",
-			from, from+1, before, after, d.Delta, m.cfg.RollbackThreshold, s.NextAttempt)
+			from+1, from+2, before, after, d.Delta, m.cfg.RollbackThreshold, s.NextAttempt)
 		s.History = append(s.History, d)
 		return d
 	}
@@ -224,7 +224,7 @@ func (m *DataManager) Decide(step int, before, after float64) Decision {
 		why = broken
 	}
 	d.Reason = fmt.Sprintf("stage %d→%d rolled back: %s; interval %d → %d steps, cooldown until step %d, next attempt at step %d",
-		from+1, from, why, old, s.Interval, s.CooldownUntil, s.NextAttempt)
+		from+2, from+1, why, old, s.Interval, s.CooldownUntil, s.NextAttempt)
 	s.History = append(s.History, d)
 	return d
 }
@@ -235,7 +235,7 @@ func (m *DataManager) Note(step int) string {
 	s := m.st
 	switch {
 	case m.Final():
-		return fmt.Sprintf("final stage %d reached", s.Stage)
+		return fmt.Sprintf("final stage %d reached", s.Stage+1)
 	case step < s.CooldownUntil:
 		return fmt.Sprintf("cooldown until step %d; next advance attempt at step %d", s.CooldownUntil, s.NextAttempt)
 	case s.Passes < m.cfg.RequiredPasses:

@@ -42,7 +42,7 @@ var dataScenario = []evalCycle{
 	// 0.50 − 0.60 = −0.10: still failing, so no attempt although step ≥ next.
 	{step: 800, score: 0.50, stage: 1, next: 800, note: "0/1 passing evaluations"},
 	{step: 850, score: 0.52, wantDue: true, after: 0.49, wantKind: KindAdvance, stage: 2, next: 950},
-	{step: 950, score: 0.55, stage: 2, next: 950, note: "final stage 2 reached"},
+	{step: 950, score: 0.55, stage: 2, next: 950, note: "final stage 3 reached"},
 	{step: 5000, score: 0.90, stage: 2, next: 950},
 }
 
@@ -95,7 +95,7 @@ func TestDataManagerScenario(t *testing.T) {
 		math.Abs(first.Delta+0.12) > 1e-12 || first.NextAttempt != 300 || first.Target != -0.05 {
 		t.Errorf("first rollback = %+v", first)
 	}
-	for _, w := range []string{"stage 1→0 rolled back", "0.6200 → 0.5000", "Δ -0.1200 < threshold -0.0500", "interval 100 → 200", "cooldown until step 250", "next attempt at step 300"} {
+	for _, w := range []string{"stage 2→1 rolled back", "0.6200 → 0.5000", "Δ -0.1200 < threshold -0.0500", "interval 100 → 200", "cooldown until step 250", "next attempt at step 300"} {
 		if !strings.Contains(first.Reason, w) {
 			t.Errorf("reason %q lacks %q", first.Reason, w)
 		}
@@ -103,7 +103,7 @@ func TestDataManagerScenario(t *testing.T) {
 	if r := ds[1].Reason; !strings.Contains(r, "interval 200 → 400") || !strings.Contains(r, "next attempt at step 700") {
 		t.Errorf("second rollback reason %q", r)
 	}
-	if r := ds[2].Reason; !strings.Contains(r, "stage 0→1 kept") || !strings.Contains(r, "Δ -0.0300") {
+	if r := ds[2].Reason; !strings.Contains(r, "stage 1→2 kept") || !strings.Contains(r, "Δ -0.0300") {
 		t.Errorf("advance reason %q", r)
 	}
 	if h := m.History(); !reflect.DeepEqual(h, ds) {

@@ -154,7 +154,9 @@ func (m Model) historyLines(h []telemetry.Transition) []string {
 		if t.Kind == "rollback" {
 			style, arrow = st.warn, "▼"
 		}
-		line := fmt.Sprintf("%s %s %d→%d %s", padLeft(fmtInt(t.Step), 6), arrow, t.From+1, t.To+1, clean(t.Reason))
+		// The numbers lead the line; a reason that repeats them drops its copy.
+		reason, _ := strings.CutPrefix(clean(t.Reason), fmt.Sprintf("stage %d→%d ", t.From+1, t.To+1))
+		line := fmt.Sprintf("%s %s %d→%d %s", padLeft(fmtInt(t.Step), 6), arrow, t.From+1, t.To+1, reason)
 		out = append(out, st.render(style, line))
 	}
 	return out

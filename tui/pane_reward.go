@@ -14,7 +14,10 @@ var rewardComponents = []string{"final", "coherence", "curiosity", "penalty"}
 // paneReward shows each reward component's latest batch value and its moving
 // average as a bar that grows right of the axis when positive and left when
 // negative. A component weighted 0 in the current stage is dimmed: it is
-// computed but does not count yet.
+// computed but does not count yet. Components are raw batch means; the last
+// row is what GRPO receives, Σ w·z + penalty over the z-scored components,
+// labelled so: it centres near zero by construction and reads negative when
+// dynamic sampling dropped the groups that all succeeded.
 func (m Model) paneReward(w, h int) (string, []string) {
 	st := m.st
 	title := "Reward (batch · MA100)"
@@ -42,7 +45,7 @@ func (m Model) paneReward(w, h int) (string, []string) {
 	if m.metrics.get("reward/final/raw") == nil && m.metrics.get("reward/total") == nil {
 		return title, []string{st.render(st.dim, "no rewards until RFT starts")}
 	}
-	total := row{name: "total"}
+	total := row{name: "Σ w·z"}
 	if s := m.metrics.get("reward/total"); s != nil {
 		total.v, total.ok = s.latest, true
 		total.ma, _ = s.mean(maWindow)
@@ -95,7 +98,7 @@ func (m Model) paneReward(w, h int) (string, []string) {
 			for i := max(0, n-maWindow); i < n; i++ {
 				lo, hi = math.Min(lo, s.vals.at(i)), math.Max(hi, s.vals.at(i))
 			}
-			out = append(out, st.render(st.dim, fit("total range over last 100: "+fmtSigned(lo)+" … "+fmtSigned(hi), w, false)))
+			out = append(out, st.render(st.dim, fit("Σ w·z over last 100: "+fmtSigned(lo)+" … "+fmtSigned(hi), w, false)))
 		}
 	}
 	if len(out) > h {
