@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/pixelis/pixelis/ckpt"
@@ -148,6 +149,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	case err == nil:
 		r.state = telemetry.StateDone
 		r.phase, r.offset = "", r.totalSteps()
+		if slices.Contains(r.opt.Phases, PhaseTest) {
+			r.offset++ // the test phase records its results as one step after training's
+		}
 		r.emit(0, telemetry.EventPhase, "run finished", nil)
 	case errors.Is(err, ErrStopped):
 		r.state = telemetry.StateDone

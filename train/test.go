@@ -55,7 +55,7 @@ func (r *Runner) runTest(ctx context.Context) error {
 		for k, v := range res.Metrics("test/" + model) {
 			m[k] = v
 		}
-		r.emit(0, telemetry.EventEval, fmt.Sprintf("test %s: greedy %.3f pass@1 %.3f pass@%d %.3f on %d tasks",
+		r.emit(1, telemetry.EventEval, fmt.Sprintf("test %s: greedy %.3f pass@1 %.3f pass@%d %.3f on %d tasks",
 			model, res.Greedy["all"], res.Pass1["all"], res.Samples, res.PassN["all"], res.Tasks), nil)
 	}
 	if len(out.Models) == 0 {
