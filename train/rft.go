@@ -287,6 +287,7 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	var spareRolls []*Rollout
 	var spareTrajs []*reward.Trajectory
 	var spareBD []reward.TrajReward
+	var sampled rolledOut // every episode rolled out this step, kept or not
 	for round := 0; len(rolls) < want*G; round++ {
 		need := want - len(rolls)/G
 		tasks := s.sampleTasks(step, round, need)
@@ -302,6 +303,9 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 		ts := toRewardTrajectories(rs, len(rolls)/G)
 		bd := s.orch.Compute(ts)
 		tReward += time.Since(tr)
+		for i, ro := range rs {
+			sampled.add(ro, bd.Trajs[i])
+		}
 		totals := make([]float64, len(bd.Trajs))
 		for i, t := range bd.Trajs {
 			totals[i] = t.Total
@@ -380,7 +384,6 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	for k, v := range s.orch.Metrics(breakdown) {
 		m[k] = v
 	}
-	behaviour(rolls, m)
 	m["grpo/filter_rate"] = rate
 	m["grpo/frac_zero_std"] = float64(zeroGroups) / float64(max(groupsSeen, 1))
 	m["grpo/adv_abs_max"] = ast.AbsMax
@@ -388,16 +391,13 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	m["grpo/replay_used"] = float64(len(mixed))
 	m["policy/loss"], m["policy/kl"], m["policy/entropy"] = ust.Loss, ust.KL, ust.Entropy
 	m["policy/clip_ratio"], m["policy/grad_norm"], m["policy/lr"] = ust.ClipRatio, ust.GradNorm, lr
-	var success, final, coh float64
-	for i, t := range breakdown.Trajs {
-		if rolls[i].Correct {
-			success++
-		}
-		final += t.Raw[reward.NameFinal]
-		coh += t.Raw[reward.NameCoherence]
-	}
-	n := float64(len(rolls))
-	batchKPI := map[string]float64{"success_rate": success / n, "reward_final": final / n, "coherence": coh / n, "combined_score": m["reward/total"]}
+	// The KPIs and behaviour metrics measure the policy: every episode it rolled
+	// out this step. The update's batch is a biased subset under dynamic sampling
+	// (groups that all succeeded are set aside), so success on it would read low.
+	behaviour(sampled.rolls, m)
+	n := float64(len(sampled.rolls))
+	batchKPI := map[string]float64{"success_rate": sampled.correct / n, "reward_final": sampled.final / n,
+		"coherence": sampled.coherence / n, "combined_score": m["reward/total"]}
 	if err := s.kpi.Observe(batchKPI); err != nil {
 		return err
 	}
@@ -517,6 +517,21 @@ func transpose(m []float32, rows, cols int) []float32 {
 		}
 	}
 	return out
+}
+
+// rolledOut is every episode of a step with the sums its KPIs are made of.
+type rolledOut struct {
+	rolls                     []*Rollout
+	correct, final, coherence float64
+}
+
+func (t *rolledOut) add(ro *Rollout, r reward.TrajReward) {
+	t.rolls = append(t.rolls, ro)
+	if ro.Correct {
+		t.correct++
+	}
+	t.final += r.Raw[reward.NameFinal]
+	t.coherence += r.Raw[reward.NameCoherence]
 }
 
 // sampleTasks draws n training tasks for one step and round.

@@ -20,11 +20,11 @@ func toolLabel(op string) string {
 	return op
 }
 
-// paneTools is a bar chart of the latest batch's calls per operation
-// (metrics tools/<OP>).
+// paneTools is a bar chart of the latest step's calls per operation over every
+// episode rolled out in it (metrics tools/<OP>).
 func (m Model) paneTools(w, h int) (string, []string) {
 	st := m.st
-	title := "Tools (batch)"
+	title := "Tools (last step)"
 	var ops []string
 	for name := range m.metrics.series {
 		if op, ok := strings.CutPrefix(name, "tools/"); ok {
