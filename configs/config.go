@@ -148,6 +148,11 @@ type RFT struct {
 	Steps int `toml:"steps"`
 	// TasksPerStep is the number of tasks rolled out per step. Default 16.
 	TasksPerStep int `toml:"tasks_per_step"`
+	// TaskPool is how many training-split tasks RFT draws from. They follow the
+	// data.train_tasks that SFT imitated (indices data.train_tasks onwards), so
+	// rewards come from scenes the policy has not memorised; 0 reuses SFT's
+	// tasks. Default 20000.
+	TaskPool int `toml:"task_pool"`
 	// GroupSize is the number of rollouts per task whose rewards are compared, >= 2. Default 8.
 	GroupSize int `toml:"group_size"`
 	// Epochs is the number of passes over a step's rollouts. Default 1.

@@ -164,6 +164,7 @@ func checkMix(mix string) string {
 func (c *checker) rft(r *RFT, d *Data) {
 	c.atLeast("rft.steps", r.Steps, 1)
 	c.atLeast("rft.tasks_per_step", r.TasksPerStep, 1)
+	c.atLeast("rft.task_pool", r.TaskPool, 0)
 	c.atLeast("rft.group_size", r.GroupSize, 2)
 	c.atLeast("rft.epochs", r.Epochs, 1)
 	if r.TasksPerStep >= 1 && r.GroupSize >= 2 {

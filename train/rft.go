@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/curriculum"
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
@@ -534,12 +535,24 @@ func (t *rolledOut) add(ro *Rollout, r reward.TrajReward) {
 	t.coherence += r.Raw[reward.NameCoherence]
 }
 
+// rftTaskRange is the training-split indices RFT draws its tasks from:
+// [base, base+size). By default they are tasks SFT never imitated: the policy
+// has memorised much of its SFT set, and reward there says little about
+// held-out tasks.
+func rftTaskRange(cfg *configs.Config) (base, size int) {
+	if cfg.RFT.TaskPool == 0 {
+		return 0, cfg.Data.TrainTasks
+	}
+	return cfg.Data.TrainTasks, cfg.RFT.TaskPool
+}
+
 // sampleTasks draws n training tasks for one step and round.
 func (s *rftRun) sampleTasks(step, round, n int) []*env.Task {
+	base, size := rftTaskRange(s.r.cfg)
 	rng := stream(s.r.cfg.Run.Seed, streamTasks, step, round)
 	tasks := make([]*env.Task, n)
 	for i := range tasks {
-		tasks[i] = env.Generate(s.r.envCfg, env.Train, rng.IntN(s.r.cfg.Data.TrainTasks))
+		tasks[i] = env.Generate(s.r.envCfg, env.Train, base+rng.IntN(size))
 	}
 	return tasks
 }
