@@ -140,6 +140,9 @@ type ICM struct {
 	vm         G.VM
 	in         icmInputs
 	fwdL, invL *G.Node
+	// fwdV, invV receive copies of the two losses during a run: the tape
+	// machine may reuse an intermediate node's buffer once it has been read.
+	fwdV, invV G.Value
 	grads      []*G.Node
 	gradBuf    [][]float32
 	pre, hid   []float64 // scratch of the Go forward pass
@@ -316,6 +319,8 @@ func (m *ICM) build() (err error) {
 	beta := G.NewConstant(float32(m.cfg.Beta), G.WithName("beta"))
 	beta1 := G.NewConstant(float32(1-m.cfg.Beta), G.WithName("one_minus_beta"))
 	cost := G.Must(G.Add(G.Must(G.Mul(m.fwdL, beta)), G.Must(G.Mul(m.invL, beta1))))
+	G.Read(m.fwdL, &m.fwdV)
+	G.Read(m.invL, &m.invV)
 	wrt := make(G.Nodes, len(m.trainable))
 	for i, p := range m.trainable {
 		wrt[i] = p.node
@@ -612,10 +617,10 @@ func (m *ICM) gradients(chunk []transition) (fwd, inv float64, err error) {
 	if err := m.vm.RunAll(); err != nil {
 		return 0, 0, fmt.Errorf("icm: run: %w", err)
 	}
-	if fwd, err = scalarOf(m.fwdL); err != nil {
+	if fwd, err = scalarOf("forward loss", m.fwdV); err != nil {
 		return 0, 0, err
 	}
-	if inv, err = scalarOf(m.invL); err != nil {
+	if inv, err = scalarOf("inverse loss", m.invV); err != nil {
 		return 0, 0, err
 	}
 	for i, p := range m.trainable {
@@ -632,10 +637,9 @@ func (m *ICM) gradients(chunk []transition) (fwd, inv float64, err error) {
 	return fwd, inv, nil
 }
 
-func scalarOf(n *G.Node) (float64, error) {
-	v := n.Value()
+func scalarOf(name string, v G.Value) (float64, error) {
 	if v == nil {
-		return 0, fmt.Errorf("icm: %s has no value", n.Name())
+		return 0, fmt.Errorf("icm: %s has no value", name)
 	}
 	switch d := v.Data().(type) {
 	case float32:
@@ -645,7 +649,7 @@ func scalarOf(n *G.Node) (float64, error) {
 			return float64(d[0]), nil
 		}
 	}
-	return 0, fmt.Errorf("icm: %s is %T, want a float32 scalar", n.Name(), v.Data())
+	return 0, fmt.Errorf("icm: %s is %T, want a float32 scalar", name, v.Data())
 }
 
 // Stats returns the cache and loss figures.

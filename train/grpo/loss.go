@@ -45,7 +45,7 @@ func (c LossConfig) Validate() error {
 // nn.Max write them with |·|.
 type objective struct {
 	adv, old, ref, w *G.Node // inputs [B]
-	ratio, kl, loss  *G.Node
+	loss             *G.Node
 }
 
 func buildObjective(tg *policy.TrainGraph, c LossConfig) (*objective, error) {
@@ -63,20 +63,21 @@ func buildObjective(tg *policy.TrainGraph, c LossConfig) (*objective, error) {
 	scalar := func(v float64) *G.Node { return G.NewConstant(float32(v)) }
 	var m must
 	newLP := tg.ChosenLogProb
-	o.ratio = m.do(G.Exp(m.do(G.Sub(newLP, o.old))))
-	s1 := m.do(G.HadamardProd(o.ratio, o.adv))
-	lo := m.do(nn.Max(o.ratio, scalar(1-c.ClipLow)))
+	ratio := m.do(G.Exp(m.do(G.Sub(newLP, o.old))))
+	s1 := m.do(G.HadamardProd(ratio, o.adv))
+	lo := m.do(nn.Max(ratio, scalar(1-c.ClipLow)))
 	clipped := m.do(nn.Min(lo, scalar(1+c.ClipHigh)))
 	s2 := m.do(G.HadamardProd(clipped, o.adv))
 	pg := m.do(G.Neg(m.do(nn.Min(s1, s2))))
+	var kl *G.Node
 	switch c.KLEstimator {
 	case "k1":
-		o.kl = m.do(G.Sub(newLP, o.ref))
+		kl = m.do(G.Sub(newLP, o.ref))
 	default:
 		d := m.do(G.Sub(o.ref, newLP))
-		o.kl = m.do(G.Sub(m.do(G.Sub(m.do(G.Exp(d)), d)), scalar(1)))
+		kl = m.do(G.Sub(m.do(G.Sub(m.do(G.Exp(d)), d)), scalar(1)))
 	}
-	row := m.do(G.Add(pg, m.do(G.Mul(o.kl, scalar(c.KLCoef)))))
+	row := m.do(G.Add(pg, m.do(G.Mul(kl, scalar(c.KLCoef)))))
 	if c.EntropyCoef != 0 {
 		row = m.do(G.Sub(row, m.do(G.Mul(tg.Entropy, scalar(c.EntropyCoef)))))
 	}

@@ -172,11 +172,10 @@ func (u *Updater) chunk(rows []Row, idx []int, scale float32) (chunkStats, error
 		loss = 0
 	}
 	cs := chunkStats{loss: loss}
-	ratio, err := u.tg.Value(u.obj.ratio)
-	if err != nil {
-		return cs, err
-	}
-	kl, err := u.tg.Value(u.obj.kl)
+	// Ratio and KL are recomputed here from the chosen log-probs (an output of
+	// the compiled graph): the tape machine reuses the buffers of intermediate
+	// nodes such as the loss's ratio, so reading those back gives garbage.
+	lp, err := u.tg.Value(u.tg.ChosenLogProb)
 	if err != nil {
 		return cs, err
 	}
@@ -187,13 +186,22 @@ func (u *Updater) chunk(rows []Row, idx []int, scale float32) (chunkStats, error
 	for k := range idx {
 		w := float64(u.w[k])
 		cs.w += w
-		cs.kl += w * float64(kl[k])
+		cs.kl += w * klEstimate(u.cfg.KLEstimator, float64(lp[k]), float64(u.ref[k]))
 		cs.ent += w * float64(ent[k])
-		rho := float64(ratio[k])
+		rho := math.Exp(float64(lp[k]) - float64(u.old[k]))
 		a := u.adv[k]
 		if (a > 0 && rho > 1+u.cfg.ClipHigh) || (a < 0 && rho < 1-u.cfg.ClipLow) {
 			cs.clip += w
 		}
 	}
 	return cs, nil
+}
+
+// klEstimate is one row's KL term as the loss computes it (see objective).
+func klEstimate(estimator string, logp, ref float64) float64 {
+	if estimator == "k1" {
+		return logp - ref
+	}
+	d := ref - logp
+	return math.Exp(d) - d - 1
 }

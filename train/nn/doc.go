@@ -8,4 +8,9 @@
 //
 // Selecting log p[action] must be done by multiplying with a one-hot mask and
 // summing (gorgonia's ByIndices has wrong gradients); the policy graph does that.
+//
+// Reading a forward value after a tape machine run needs G.Read: the machine
+// keeps only inputs and gradients live to the end and reuses any other node's
+// buffer, in place, once its last reader has run (policy.TrainGraph.Value and
+// the curiosity model's losses go through Read for this).
 package nn

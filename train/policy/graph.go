@@ -51,6 +51,7 @@ type TrainGraph struct {
 	loss      *G.Node
 	grads     []*G.Node
 	gradBuf   [][]float32
+	outputs   map[*G.Node]*G.Value // the loss and the exported nodes, copied out by Read
 	vm        G.VM
 }
 
@@ -219,7 +220,20 @@ func (tg *TrainGraph) SetLoss(loss *G.Node) (err error) {
 	// the first layer's forward, and in adapter-only training the gradients of
 	// all frozen weights. The tape machine would run them all, so compile
 	// only what the loss, the gradients and the exposed outputs depend on.
-	roots := append(G.Nodes{loss, tg.Logits, tg.LogProbs, tg.ChosenLogProb, tg.Entropy}, grads...)
+	//
+	// The tape machine keeps only inputs and gradients live to the end of a
+	// run; any other node's buffer is reused, in place, once its last reader
+	// has run (k1's log π − log π_ref overwrites log π). So the values the
+	// caller may read are copied out by Read instructions, which also keep
+	// their nodes live until the copy is made.
+	outputs := G.Nodes{loss, tg.Logits, tg.LogProbs, tg.ChosenLogProb, tg.Entropy}
+	tg.outputs = make(map[*G.Node]*G.Value, len(outputs))
+	roots := append(G.Nodes(nil), grads...)
+	for _, n := range outputs {
+		v := new(G.Value)
+		tg.outputs[n] = v
+		roots = append(roots, G.Read(n, v))
+	}
 	tg.vm = G.NewTapeMachine(tg.g.ExactSubgraphRoots(roots...))
 	return nil
 }
@@ -276,17 +290,23 @@ func (tg *TrainGraph) fillCells(obs []float32) {
 
 // LossValue is the loss of the last Run.
 func (tg *TrainGraph) LossValue() float64 {
-	d, err := float32s(tg.loss)
+	d, err := tg.Value(tg.loss)
 	if err != nil || len(d) == 0 {
 		return 0
 	}
 	return float64(d[0])
 }
 
-// Value copies the values of a node of this graph after the last Run (e.g.
-// ChosenLogProb, Entropy, or a term of the caller's loss).
+// Value copies the values of one of the graph's outputs after the last Run:
+// Logits, LogProbs, ChosenLogProb or Entropy. Other nodes are refused: the
+// tape machine reuses the buffers of intermediate nodes (a loss's terms), so
+// after Run they hold whatever was computed there last (see SetLoss).
 func (tg *TrainGraph) Value(n *G.Node) ([]float32, error) {
-	d, err := float32s(n)
+	v, ok := tg.outputs[n]
+	if !ok {
+		return nil, fmt.Errorf("value of %s: not an output of the compiled graph", n.Name())
+	}
+	d, err := valueFloat32s(*v)
 	if err != nil {
 		return nil, fmt.Errorf("value of %s: %w", n.Name(), err)
 	}
@@ -304,8 +324,9 @@ func (tg *TrainGraph) Params() []optim.Param {
 	return ps
 }
 
-func float32s(n *G.Node) ([]float32, error) {
-	v := n.Value()
+func float32s(n *G.Node) ([]float32, error) { return valueFloat32s(n.Value()) }
+
+func valueFloat32s(v G.Value) ([]float32, error) {
 	if v == nil {
 		return nil, errors.New("no value (has the graph run?)")
 	}
