@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,6 +85,11 @@ func TestSmokePipeline(t *testing.T) {
 	}
 	if _, ok := fe.Models["rft"]; !ok {
 		t.Error("final_eval.json has no rft model")
+	}
+	if c := fe.Change; c == nil {
+		t.Error("final_eval.json has no RFT − SFT comparison")
+	} else if d := fe.Models["rft"].Pass1["all"] - fe.Models["sft"].Pass1["all"]; math.Abs(c.Pass1-d) > 1e-9 || c.Pass1SE < 0 {
+		t.Errorf("paired pass@1 change %v ± %v, the models' pass@1 differ by %v", c.Pass1, c.Pass1SE, d)
 	}
 	k := sink.kinds()
 	if k[telemetry.EventStageAdvance] < 2 {

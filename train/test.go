@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,7 +25,58 @@ type FinalEval struct {
 	Tasks   int                   `json:"tasks"`
 	Samples int                   `json:"samples"`
 	Models  map[string]EvalResult `json:"models"` // "sft", "rft"
-	Time    time.Time             `json:"time"`
+	// Change is RFT minus SFT on the same tasks, when both were evaluated.
+	Change *PairedChange `json:"rft_minus_sft,omitempty"`
+	Time   time.Time     `json:"time"`
+}
+
+// PairedChange compares two models task by task on the same tasks and
+// sampling streams. The standard error is that of the mean per-task
+// difference, so the task-to-task spread both models share cancels out:
+//
+//	Δ = mean_t (b_t − a_t),   SE = sd_t(b_t − a_t) / √T
+type PairedChange struct {
+	Greedy   float64 `json:"greedy"`
+	GreedySE float64 `json:"greedy_se"`
+	Pass1    float64 `json:"pass@1"`
+	Pass1SE  float64 `json:"pass@1_se"`
+}
+
+// perTask is one model's greedy and pass@1 score on each task, in task order.
+type perTask struct{ greedy, pass1 []float64 }
+
+func perTaskScores(tasks int, greedy, sampled []*Rollout) perTask {
+	pt := perTask{greedy: make([]float64, tasks), pass1: make([]float64, tasks)}
+	n := len(sampled) / max(tasks, 1)
+	for t := range tasks {
+		if greedy[t].Correct {
+			pt.greedy[t] = 1
+		}
+		for _, ro := range sampled[t*n : (t+1)*n] {
+			if ro.Correct {
+				pt.pass1[t] += 1 / float64(n)
+			}
+		}
+	}
+	return pt
+}
+
+// pairedDiff is the mean of b − a and its standard error.
+func pairedDiff(a, b []float64) (mean, se float64) {
+	n := float64(len(a))
+	if n < 2 {
+		return 0, 0
+	}
+	for i := range a {
+		mean += b[i] - a[i]
+	}
+	mean /= n
+	var ss float64
+	for i := range a {
+		d := b[i] - a[i] - mean
+		ss += d * d
+	}
+	return mean, math.Sqrt(ss/(n-1)) / math.Sqrt(n)
 }
 
 // runTest evaluates the SFT and (when it exists) the RFT model on the test split
@@ -35,6 +87,7 @@ func (r *Runner) runTest(ctx context.Context) error {
 	tasks := generateTasks(r.envCfg, env.Test, cfg.Eval.Tasks)
 	out := FinalEval{Split: "test", Tasks: len(tasks), Samples: cfg.Eval.Samples, Models: map[string]EvalResult{}, Time: time.Now().UTC()}
 	m := map[string]float64{}
+	scores := map[string]perTask{}
 	for _, name := range []string{SFTFinal, RFTFinal} {
 		path := filepath.Join(r.ckptRoot, name)
 		if _, err := os.Stat(path); err != nil {
@@ -44,7 +97,7 @@ func (r *Runner) runTest(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		res, _, _, err := evaluate(ctx, newRoller(policy.NewInference(params), r.envCfg, r.workers), tasks, evalSpec{
+		res, greedy, sampled, err := evaluate(ctx, newRoller(policy.NewInference(params), r.envCfg, r.workers), tasks, evalSpec{
 			samples: cfg.Eval.Samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
 		})
 		if err != nil {
@@ -52,6 +105,7 @@ func (r *Runner) runTest(ctx context.Context) error {
 		}
 		model := name[:3] // "sft" or "rft"
 		out.Models[model] = res
+		scores[model] = perTaskScores(len(tasks), greedy, sampled)
 		for k, v := range res.Metrics("test/" + model) {
 			m[k] = v
 		}
@@ -60,6 +114,15 @@ func (r *Runner) runTest(ctx context.Context) error {
 	}
 	if len(out.Models) == 0 {
 		return fmt.Errorf("test: no model to evaluate in %s (run sft first)", r.ckptRoot)
+	}
+	a, okA := scores["sft"]
+	b, okB := scores["rft"]
+	if okA && okB {
+		c := &PairedChange{}
+		c.Greedy, c.GreedySE = pairedDiff(a.greedy, b.greedy)
+		c.Pass1, c.Pass1SE = pairedDiff(a.pass1, b.pass1)
+		out.Change = c
+		m["test/rft_minus_sft/greedy"], m["test/rft_minus_sft/pass@1"] = c.Greedy, c.Pass1
 	}
 	r.record(telemetry.PhaseEval, 1, m)
 	data, err := json.MarshalIndent(out, "", "  ")
@@ -73,7 +136,8 @@ func (r *Runner) runTest(ctx context.Context) error {
 	msg := "test results: " + path
 	if s, ok := out.Models["sft"]; ok {
 		if f, ok := out.Models["rft"]; ok {
-			msg = fmt.Sprintf("test pass@1 %.3f (SFT) → %.3f (RFT) on %d tasks × %d samples: %s", s.Pass1["all"], f.Pass1["all"], out.Tasks, out.Samples, path)
+			msg = fmt.Sprintf("test pass@1 %.3f (SFT) → %.3f (RFT), Δ %+.3f ± %.3f (paired SE) on %d tasks × %d samples: %s",
+				s.Pass1["all"], f.Pass1["all"], out.Change.Pass1, out.Change.Pass1SE, out.Tasks, out.Samples, path)
 		}
 	}
 	r.emit(1, telemetry.EventEval, msg, map[string]any{"path": path})
