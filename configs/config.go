@@ -70,7 +70,7 @@ type Data struct {
 	TrainTasks int `toml:"train_tasks"`
 	// ValTasks is the size of the validation split used during SFT and RFT. Default 300.
 	ValTasks int `toml:"val_tasks"`
-	// TestTasks is the size of the held-out test split of the final evaluation. Default 600.
+	// TestTasks is the size of the held-out test split of the final evaluation. Default 2000.
 	TestTasks int `toml:"test_tasks"`
 	// TrainFile is a CoTA JSONL file to train on; "" generates the training tasks in memory. Default "".
 	TrainFile string `toml:"train_file"`
@@ -364,7 +364,7 @@ type Exit struct {
 
 // Eval is the [eval] section: the final evaluation on the test split.
 type Eval struct {
-	// Tasks is the number of test tasks evaluated, at most data.test_tasks. Default 600.
+	// Tasks is the number of test tasks evaluated, at most data.test_tasks. Default 2000.
 	Tasks int `toml:"tasks"`
 	// Samples is n of pass@n. Default 8.
 	Samples int `toml:"samples"`
