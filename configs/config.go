@@ -192,6 +192,9 @@ type RFT struct {
 	ReplaySize int `toml:"replay_size"`
 	// ReplayRatio is the share of an update's samples drawn from the replay buffer, in [0, 1). Default 0.25.
 	ReplayRatio float64 `toml:"replay_ratio"`
+	// ReplayMaxAge is how many steps a sample may stay in the replay buffer (its
+	// old log-probs grow stale); 0 keeps samples until larger |A| displace them. Default 20.
+	ReplayMaxAge int `toml:"replay_max_age"`
 	// GradClip is the global gradient-norm clip; 0 disables clipping. Default 1.
 	GradClip float64 `toml:"grad_clip"`
 	// Temperature of rollout sampling, > 0. Default 1.

@@ -190,6 +190,7 @@ func (c *checker) rft(r *RFT, d *Data) {
 	c.nonNegative("rft.filter_threshold", r.FilterThreshold)
 	c.atLeast("rft.max_resample", r.MaxResample, 0)
 	c.atLeast("rft.replay_size", r.ReplaySize, 0)
+	c.atLeast("rft.replay_max_age", r.ReplayMaxAge, 0)
 	if c.finite("rft.replay_ratio", r.ReplayRatio) && !(r.ReplayRatio >= 0 && r.ReplayRatio < 1) {
 		c.add("rft.replay_ratio", "must be in [0, 1), got %s", formatFloat(r.ReplayRatio))
 	}

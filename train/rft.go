@@ -177,7 +177,7 @@ func (s *rftRun) build() error {
 	if s.kpi, err = curriculum.NewTracker(curriculum.TrackerConfig{Window: cu.KPIWindow, Names: curriculum.DefaultKPINames}); err != nil {
 		return err
 	}
-	s.replay = grpo.NewReplay(cfg.RFT.ReplaySize)
+	s.replay = grpo.NewReplay(cfg.RFT.ReplaySize, cfg.RFT.ReplayMaxAge)
 	rf := cfg.RFT
 	adam := optim.DefaultAdam()
 	adam.ClipNorm = rf.GradClip
@@ -217,7 +217,7 @@ func (s *rftRun) restore(res *resumePoint) error {
 	if err := s.orch.Restore(st.Reward); err != nil {
 		return err
 	}
-	replay, err := restoreReplay(st.ReplayCap, l.Tensors[fileReplay])
+	replay, err := restoreReplay(st.ReplayCap, s.r.cfg.RFT.ReplayMaxAge, l.Tensors[fileReplay])
 	if err != nil {
 		return err
 	}
@@ -362,6 +362,7 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 		fresh = append(fresh, s.sampleOf(rolls[i], adv[i], step))
 	}
 	s.fillLogProbs(fresh)
+	s.replay.Expire(step)
 	mixed := s.replay.Mix(stream(seed, streamReplay, step, 0), len(fresh), rf.ReplayRatio)
 	batch := append(append([]*grpo.Sample(nil), fresh...), mixed...)
 	s.replay.Add(fresh...)

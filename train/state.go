@@ -211,7 +211,7 @@ func replayTensors(r *grpo.Replay) []ckpt.Tensor {
 }
 
 // restoreReplay rebuilds a replay buffer of capacity cap from replayTensors' output.
-func restoreReplay(capacity int, ts []ckpt.Tensor) (*grpo.Replay, error) {
+func restoreReplay(capacity, maxAge int, ts []ckpt.Tensor) (*grpo.Replay, error) {
 	by := map[string]ckpt.Tensor{}
 	for _, t := range ts {
 		by[t.Name] = t
@@ -244,7 +244,7 @@ func restoreReplay(capacity int, ts []ckpt.Tensor) (*grpo.Replay, error) {
 	if len(obs) != rows*env.ObsDim || len(old) != rows || len(ref) != rows || len(adv) != len(lengths) || len(steps) != len(lengths) {
 		return nil, fmt.Errorf("%s: tensor sizes disagree", fileReplay)
 	}
-	r := grpo.NewReplay(capacity)
+	r := grpo.NewReplay(capacity, maxAge)
 	k := 0
 	for i, n := range lengths {
 		if n < 0 || k+int(n) > rows {

@@ -3,6 +3,7 @@ package grpo
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -70,7 +71,7 @@ func TestKeepFilterRate(t *testing.T) {
 }
 
 func TestReplayKeepsLargestAndMixes(t *testing.T) {
-	r := NewReplay(3)
+	r := NewReplay(3, 0)
 	for i, a := range []float64{0.1, -2, 0.5, 1.5, -0.3} {
 		r.Add(&Sample{Advantage: a, Step: i})
 	}
@@ -84,15 +85,19 @@ func TestReplayKeepsLargestAndMixes(t *testing.T) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	if got := r.Mix(rng, 4, 0.5); len(got) != 2 {
-		t.Fatalf("mix 0.5 of 4 gave %d samples", len(got))
+	// a 0.2 share beside 8 fresh samples is 2 replayed: 2 of 10
+	if got := r.Mix(rng, 8, 0.2); len(got) != 2 {
+		t.Fatalf("mix 0.2 beside 8 fresh gave %d samples, want 2", len(got))
 	}
 	if got := r.Mix(rng, 100, 0.5); len(got) != 3 {
 		t.Fatalf("mix capped at buffer size, got %d", len(got))
 	}
+	if got := r.Mix(rng, 100, 0); len(got) != 0 {
+		t.Fatalf("ratio 0 mixed %d samples", len(got))
+	}
 	// the same stream gives the same mix
-	a := r.Mix(rand.New(rand.NewPCG(7, 7)), 4, 0.5)
-	b := r.Mix(rand.New(rand.NewPCG(7, 7)), 4, 0.5)
+	a := r.Mix(rand.New(rand.NewPCG(7, 7)), 4, 0.3)
+	b := r.Mix(rand.New(rand.NewPCG(7, 7)), 4, 0.3)
 	for i := range a {
 		if a[i] != b[i] {
 			t.Fatal("mix not deterministic for the same stream")
@@ -125,4 +130,21 @@ func TestRowWeightsByHand(t *testing.T) {
 	if _, err := RowWeights("mean", lengths, 5); err == nil {
 		t.Fatal("unknown aggregation accepted")
 	}
+}
+
+// Samples older than MaxAge steps leave the buffer, however large their |A|.
+func TestReplayExpiresOldSamples(t *testing.T) {
+	r := NewReplay(10, 5)
+	for step, a := range []float64{-2.4, 2.4, 0.3, 1.0, -0.5, 0.7, 0.2, 0.9} {
+		r.Add(&Sample{Advantage: a, Step: step})
+	}
+	r.Expire(7) // keeps steps 2…7
+	var steps []int
+	for _, s := range r.Items {
+		steps = append(steps, s.Step)
+	}
+	if want := []int{3, 7, 5, 4, 2, 6}; !slices.Equal(steps, want) {
+		t.Fatalf("after Expire(7) the buffer holds steps %v, want %v (by |A|)", steps, want)
+	}
+	NewReplay(10, 0).Expire(1000) // no limit: nothing to do, no panic
 }

@@ -3,6 +3,7 @@ package grpo
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -21,14 +22,27 @@ type Sample struct {
 // Replay keeps the samples with the largest |A| seen so far (up to Cap), to be mixed
 // into later updates when fresh batches carry little signal (the seed's "selective
 // sample replay" against vanishing advantages). Old log-probs are kept with the sample,
-// so the PPO ratio corrects for the policy having moved since.
+// so the PPO ratio corrects for the policy having moved since — but only while it has
+// not moved far: with group scaling |A| is bounded, the buffer would fill with samples
+// at the bound and keep them forever, and for A < 0 the clipped objective does not
+// bound a large ratio. So samples older than MaxAge steps leave (Expire).
 type Replay struct {
-	Cap   int       `json:"cap"`
-	Items []*Sample `json:"items"` // sorted by |A| descending
+	Cap    int       `json:"cap"`
+	MaxAge int       `json:"max_age"` // steps a sample may stay; 0 keeps samples until displaced
+	Items  []*Sample `json:"items"`   // sorted by |A| descending
 }
 
-// NewReplay returns an empty buffer holding up to capacity samples.
-func NewReplay(capacity int) *Replay { return &Replay{Cap: capacity} }
+// NewReplay returns an empty buffer holding up to capacity samples for at most
+// maxAge steps (0: no age limit).
+func NewReplay(capacity, maxAge int) *Replay { return &Replay{Cap: capacity, MaxAge: maxAge} }
+
+// Expire drops the samples collected more than MaxAge steps before step.
+func (r *Replay) Expire(step int) {
+	if r.MaxAge <= 0 {
+		return
+	}
+	r.Items = slices.DeleteFunc(r.Items, func(s *Sample) bool { return step-s.Step > r.MaxAge })
+}
 
 // Add inserts samples, evicting the smallest |A| when full. Ties keep the older sample.
 func (r *Replay) Add(samples ...*Sample) {
@@ -49,10 +63,14 @@ func (r *Replay) Add(samples ...*Sample) {
 // Len is the number of samples held.
 func (r *Replay) Len() int { return len(r.Items) }
 
-// Mix draws round(ratio·n) samples uniformly without replacement (n = fresh samples),
-// at most the buffer's size, using only rng.
+// Mix draws the replayed part of an update with n fresh samples, so that replay
+// is the given share of the whole: k = round(ratio/(1−ratio)·n), at most the
+// buffer's size, uniformly without replacement, using only rng.
 func (r *Replay) Mix(rng *rand.Rand, n int, ratio float64) []*Sample {
-	k := int(math.Round(ratio * float64(n)))
+	if ratio <= 0 || ratio >= 1 {
+		return nil
+	}
+	k := int(math.Round(ratio / (1 - ratio) * float64(n)))
 	if k > len(r.Items) {
 		k = len(r.Items)
 	}
