@@ -399,7 +399,7 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	behaviour(sampled.rolls, m)
 	n := float64(len(sampled.rolls))
 	batchKPI := map[string]float64{"success_rate": sampled.correct / n, "reward_final": sampled.final / n,
-		"coherence": sampled.coherence / n, "combined_score": m["reward/total"]}
+		"coherence": sampled.coherence / n, "combined_score": sampled.total / n}
 	if err := s.kpi.Observe(batchKPI); err != nil {
 		return err
 	}
@@ -419,7 +419,7 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	m["perf/step_time_s"] = dt
 	m["perf/episodes_per_s"] = n / dt
 	var actions int
-	for _, ro := range rolls {
+	for _, ro := range sampled.rolls {
 		actions += len(ro.Steps)
 	}
 	m["perf/actions_per_s"] = float64(actions) / dt
@@ -523,8 +523,8 @@ func transpose(m []float32, rows, cols int) []float32 {
 
 // rolledOut is every episode of a step with the sums its KPIs are made of.
 type rolledOut struct {
-	rolls                     []*Rollout
-	correct, final, coherence float64
+	rolls                            []*Rollout
+	correct, final, coherence, total float64
 }
 
 func (t *rolledOut) add(ro *Rollout, r reward.TrajReward) {
@@ -534,6 +534,7 @@ func (t *rolledOut) add(ro *Rollout, r reward.TrajReward) {
 	}
 	t.final += r.Raw[reward.NameFinal]
 	t.coherence += r.Raw[reward.NameCoherence]
+	t.total += r.Total
 }
 
 // rftTaskRange is the training-split indices RFT draws its tasks from:

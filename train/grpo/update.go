@@ -34,7 +34,8 @@ type Updater struct {
 	acc                         [][]float32 // gradient accumulators, per trainable parameter
 }
 
-// Stats of one update (means over the rows that carried weight).
+// Stats of one update: means over the rows that carried weight, and GradNorm
+// the mean pre-clip gradient norm of the optimiser steps taken.
 type Stats struct {
 	Loss, KL, Entropy, ClipRatio, GradNorm float64
 	Updates, Skipped                       int // optimiser steps taken / refused for non-finite gradients
@@ -89,7 +90,7 @@ func (u *Updater) Update(rows []Row, epochs, minibatches int, lr float64, rng *r
 	if minibatches > len(rows) {
 		minibatches = len(rows)
 	}
-	var wsum, klSum, entSum, clipSum, lossSum float64
+	var wsum, klSum, entSum, clipSum, lossSum, normSum float64
 	for e := 0; e < epochs; e++ {
 		order := rng.Perm(len(rows))
 		for mb := 0; mb < minibatches; mb++ {
@@ -120,7 +121,6 @@ func (u *Updater) Update(rows []Row, epochs, minibatches int, lr float64, rng *r
 				ps[i].Grad = u.acc[i]
 			}
 			res, err := u.opt.Step(ps, lr)
-			st.GradNorm = res.GradNorm
 			if errors.Is(err, optim.ErrNonFinite) {
 				st.Skipped++
 				continue
@@ -129,12 +129,16 @@ func (u *Updater) Update(rows []Row, epochs, minibatches int, lr float64, rng *r
 				return st, err
 			}
 			st.Updates++
+			normSum += res.GradNorm
 		}
 	}
 	if wsum > 0 {
 		st.KL, st.Entropy, st.ClipRatio = klSum/wsum, entSum/wsum, clipSum/wsum
 	}
 	st.Loss = lossSum / float64(epochs*minibatches)
+	if st.Updates > 0 {
+		st.GradNorm = normSum / float64(st.Updates)
+	}
 	return st, nil
 }
 
