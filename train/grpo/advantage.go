@@ -10,7 +10,7 @@ type Scale string
 
 const (
 	ScaleGroup Scale = "group" // divide by the group's std (GRPO, DeepSeekMath)
-	ScaleBatch Scale = "batch" // divide by the whole batch's std
+	ScaleBatch Scale = "batch" // divide by the std of the whole batch's rewards (TRL; Lite PPO's "group mean, batch std")
 	ScaleNone  Scale = "none"  // no scaling (Dr. GRPO, Liu et al. 2025)
 )
 
@@ -37,7 +37,9 @@ type AdvantageStats struct {
 //	grpo: Aᵢ = (rᵢ − mean(r_group)) / s
 //	rloo: Aᵢ = (rᵢ − mean_{j≠i}(r_j)) / s = g/(g−1)·(rᵢ − mean(r_group)) / s
 //
-// with s = std(r_group) + ε (group), std(all centred rewards) + ε (batch) or 1 (none).
+// with s = std(r_group) + ε (group), std(all rewards of the batch) + ε (batch) or 1 (none).
+// The batch std is of the raw rewards, as TRL's scale_rewards="batch": it includes
+// the spread between groups, so easy and hard tasks share one scale.
 // std is the sample standard deviation (n−1), as torch.std in the reference GRPO.
 func Advantages(rewards []float64, g int, base Baseline, scale Scale) ([]float64, AdvantageStats, error) {
 	if g < 2 {
@@ -67,7 +69,7 @@ func Advantages(rewards []float64, g int, base Baseline, scale Scale) ([]float64
 		}
 	}
 	if scale == ScaleBatch {
-		_, std := meanStd(adv)
+		_, std := meanStd(rewards)
 		for i := range adv {
 			adv[i] /= std + stdEps
 		}

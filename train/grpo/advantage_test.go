@@ -21,8 +21,8 @@ func TestAdvantagesByHand(t *testing.T) {
 	}{
 		{"grpo group", BaselineMean, ScaleGroup, []float64{1.5, -.5, -.5, -.5, 0, 0, 0, 0}},
 		{"dr grpo none", BaselineMean, ScaleNone, []float64{.75, -.25, -.25, -.25, 0, 0, 0, 0}},
-		// centred values .75,−.25×3,0×4 have sample std √(.75/7)
-		{"grpo batch", BaselineMean, ScaleBatch, []float64{.75 / math.Sqrt(.75/7), -.25 / math.Sqrt(.75/7), -.25 / math.Sqrt(.75/7), -.25 / math.Sqrt(.75/7), 0, 0, 0, 0}},
+		// the raw rewards 1, 0×7 have sample std √(.875/7) = √(1/8); the centred ones would give √(.75/7)
+		{"grpo batch", BaselineMean, ScaleBatch, []float64{.75 / math.Sqrt(.125), -.25 / math.Sqrt(.125), -.25 / math.Sqrt(.125), -.25 / math.Sqrt(.125), 0, 0, 0, 0}},
 		// leave-one-out: 1 − mean(0,0,0) = 1; 0 − mean(1,0,0) = −1/3
 		{"rloo none", BaselineRLOO, ScaleNone, []float64{1, -third, -third, -third, 0, 0, 0, 0}},
 	}
