@@ -54,7 +54,9 @@ func (c ICMConfig) Validate() error {
 	pos("embed_dim", c.EmbedDim)
 	pos("hidden", c.Hidden)
 	pos("lora_rank", c.LoRARank)
-	pos("cache_size", c.CacheSize)
+	if c.CacheSize < 0 {
+		errs = append(errs, fmt.Errorf("icm.cache_size = %d: must be ≥ 0 (0 disables the cache)", c.CacheSize))
+	}
 	if c.ObsDim < 0 {
 		errs = append(errs, fmt.Errorf("icm.obs_dim = %d: must be ≥ 0", c.ObsDim))
 	}
@@ -81,11 +83,11 @@ func (c ICMConfig) Validate() error {
 
 // ICMStats reports what the curiosity model saw.
 type ICMStats struct {
-	CacheHitRate       float64 `json:"cache_hit_rate"` // hits / lookups of the last Score call
+	CacheHitRate       float64 `json:"cache_hit_rate"` // hits / lookups since BeginStep
 	CacheHits          int64   `json:"cache_hits"`     // cumulative
 	CacheLookups       int64   `json:"cache_lookups"`  // cumulative
-	ForwardLoss        float64 `json:"forward_loss"`   // mean forward MSE of the last training pass (before each step)
-	InverseLoss        float64 `json:"inverse_loss"`   // mean inverse cross-entropy of the same pass
+	ForwardLoss        float64 `json:"forward_loss"`   // mean forward MSE since BeginStep (last epoch of each pass, before each Adam step)
+	InverseLoss        float64 `json:"inverse_loss"`   // mean inverse cross-entropy, likewise
 	Updates            int64   `json:"updates"`        // optimiser steps taken
 	SkippedUpdates     int64   `json:"skipped_updates"`
 	SkippedTransitions int64   `json:"skipped_transitions"` // steps without a usable (s, a, s′)
@@ -135,6 +137,7 @@ type ICM struct {
 	opt        *optim.Adam
 	cache      *lru
 	stats      ICMStats
+	window     ICMWindow
 	err        error
 	g          *G.ExprGraph
 	vm         G.VM
@@ -528,9 +531,11 @@ func (m *ICM) Score(trajs []*Trajectory) []Score {
 	}
 	m.stats.CacheHits += hits
 	m.stats.CacheLookups += lookups
+	m.window.Hits += hits
+	m.window.Lookups += lookups
 	m.stats.CacheHitRate = 0
-	if lookups > 0 {
-		m.stats.CacheHitRate = float64(hits) / float64(lookups)
+	if m.window.Lookups > 0 {
+		m.stats.CacheHitRate = float64(m.window.Hits) / float64(m.window.Lookups)
 	}
 	m.train(trans)
 	return out
@@ -545,8 +550,9 @@ func (m *ICM) train(trans []transition) {
 	}
 	bs := m.cfg.BatchSize
 	updated := false
+	var fwd, inv float64 // of the last epoch
 	for range m.cfg.Epochs {
-		var fwd, inv float64
+		fwd, inv = 0, 0
 		for start := 0; start < len(trans); start += bs {
 			chunk := trans[start:min(start+bs, len(trans))]
 			f, iv, err := m.step(chunk)
@@ -562,9 +568,12 @@ func (m *ICM) train(trans []transition) {
 			fwd += f * float64(len(chunk))
 			inv += iv * float64(len(chunk))
 		}
-		m.stats.ForwardLoss = fwd / float64(len(trans))
-		m.stats.InverseLoss = inv / float64(len(trans))
 	}
+	m.window.Fwd += fwd
+	m.window.Inv += inv
+	m.window.Trained += len(trans)
+	m.stats.ForwardLoss = m.window.Fwd / float64(m.window.Trained)
+	m.stats.InverseLoss = m.window.Inv / float64(m.window.Trained)
 	if updated {
 		m.cache.clear()
 	}
@@ -654,6 +663,20 @@ func scalarOf(name string, v G.Value) (float64, error) {
 
 // Stats returns the cache and loss figures.
 func (m *ICM) Stats() ICMStats { return m.stats }
+
+// ICMWindow sums the Score calls since BeginStep: a training step with dynamic
+// sampling scores several rounds, and the logged rates describe the whole step.
+// It is part of the state so that a restored model continues the same window.
+type ICMWindow struct {
+	Hits    int64   `json:"hits"`
+	Lookups int64   `json:"lookups"`
+	Fwd     float64 `json:"fwd"` // loss sums over the transitions trained on
+	Inv     float64 `json:"inv"`
+	Trained int     `json:"trained"`
+}
+
+// BeginStep starts a new window for the hit rate and losses of Stats.
+func (m *ICM) BeginStep() { m.window = ICMWindow{} }
 
 // Err is the last training error other than a skipped non-finite gradient
 // (Score cannot return one); nil when every update ran.
@@ -750,6 +773,7 @@ type ICMState struct {
 	AdamV    map[string][]float32 `json:"adam_v"`
 	Cache    []CacheEntry         `json:"cache"`
 	Stats    ICMStats             `json:"stats"`
+	Window   ICMWindow            `json:"window"` // the current step's sums (see BeginStep)
 }
 
 func cloneMap(m map[string][]float32) map[string][]float32 {
@@ -762,7 +786,7 @@ func cloneMap(m map[string][]float32) map[string][]float32 {
 
 // State returns a deep copy of the model's state.
 func (m *ICM) State() ICMState {
-	st := ICMState{Weights: make(map[string][]float32, len(m.params)), Stats: m.stats}
+	st := ICMState{Weights: make(map[string][]float32, len(m.params)), Stats: m.stats, Window: m.window}
 	for _, p := range m.params {
 		st.Weights[p.name] = slices.Clone(p.data)
 	}
@@ -798,7 +822,7 @@ func (m *ICM) Restore(st ICMState) error {
 	for _, e := range st.Cache {
 		m.cache.put(cacheKey{S: e.State, N: e.Next, A: int32(e.Action)}, e.Reward)
 	}
-	m.stats = st.Stats
+	m.stats, m.window = st.Stats, st.Window
 	m.err = nil
 	return nil
 }

@@ -332,13 +332,36 @@ func TestICMCache(t *testing.T) {
 					t.Errorf("cached %v, computed %v", s.Value, first[0].Value)
 				}
 			}
+			m.BeginStep() // the rate counts from here; the lookups stay cumulative
 			m.Score(batch)
 			st := m.Stats()
 			if st.CacheHitRate != c.second || st.CacheLookups != 24 {
 				t.Errorf("second batch hit rate %v over %d lookups, want %v over 24", st.CacheHitRate, st.CacheLookups, c.second)
 			}
+			// without BeginStep the rate covers both calls: one step, two rounds
+			both := smallICM(t, 10, func(cfg *ICMConfig) { cfg.Epochs = c.epochs })
+			both.Score(batch)
+			both.Score(batch)
+			if got, want := both.Stats().CacheHitRate, (0.75+c.second)/2; math.Abs(got-want) > 1e-12 {
+				t.Errorf("two rounds in one step: hit rate %v, want %v", got, want)
+			}
 		})
 	}
+	// cache_size 0 (allowed by the config) disables the cache: nothing hits,
+	// and the rewards are what the cached model computes
+	t.Run("disabled", func(t *testing.T) {
+		cached := smallICM(t, 10, func(cfg *ICMConfig) { cfg.Epochs = 0 }).Score(batch)
+		m := smallICM(t, 10, func(cfg *ICMConfig) { cfg.Epochs, cfg.CacheSize = 0, 0 })
+		got := m.Score(batch)
+		if m.Stats().CacheHitRate != 0 || m.Stats().CacheLookups != 12 {
+			t.Errorf("disabled cache: hit rate %v over %d lookups", m.Stats().CacheHitRate, m.Stats().CacheLookups)
+		}
+		for i := range got {
+			if got[i].Value != cached[i].Value {
+				t.Errorf("trajectory %d: reward %v without cache, %v with", i, got[i].Value, cached[i].Value)
+			}
+		}
+	})
 }
 
 func TestLRUEvictsLeastRecent(t *testing.T) {

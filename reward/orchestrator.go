@@ -134,6 +134,15 @@ type TrajReward struct {
 	Steps []map[string]float64
 }
 
+// BeginStep starts a training step: statistics that components report per
+// step (the ICM's cache hit rate and losses) count from here, over every
+// Compute until the next BeginStep.
+func (o *Orchestrator) BeginStep() {
+	if o.icm != nil {
+		o.icm.BeginStep()
+	}
+}
+
 // Compute scores a batch: every component, the normaliser update, the
 // weighted sum and the clip.
 func (o *Orchestrator) Compute(trajs []*Trajectory) Breakdown {

@@ -275,6 +275,7 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	seed := cfg.Run.Seed
 	t0 := time.Now()
 	m := map[string]float64{}
+	s.orch.BeginStep()
 
 	// 1. Rollouts: groups of G samples per task; with dynamic sampling, groups
 	// whose rewards are all equal are replaced by fresh tasks, up to max_resample rounds.
