@@ -257,13 +257,19 @@ type Curiosity struct {
 // Coherence is the [reward.coherence] section. Bonuses are >= 0, penalties <= 0, and
 // 0 <= SimTooDifferent <= SimLow <= SimHigh <= SimTooSimilar <= 1.
 type Coherence struct {
-	// GoodPairBonus is paid for a logical operation pair such as SEGMENT then GET_PROPERTIES. Default 0.2.
+	// GoodPairBonus is paid for a logical pair of consecutive operations: SEGMENT then
+	// GET_PROPERTIES, TRACK_OBJECT or ZOOM_IN (the expert's path to a label), ZOOM_IN then
+	// READ_TEXT. Default 0.2.
 	GoodPairBonus float64 `toml:"good_pair_bonus"`
 	// RepeatPenalty is charged for repeating the previous operation with the same arguments. Default -0.5.
 	RepeatPenalty float64 `toml:"repeat_penalty"`
-	// BadPairPenalty is charged for an illogical pair such as READ_TEXT before any ZOOM_IN. Default -0.2.
+	// BadPairPenalty is charged for ZOOM_IN then ZOOM_IN, TRACK_OBJECT then TRACK_OBJECT, and
+	// GET_PROPERTIES then SEGMENT of the point just measured. GET_PROPERTIES then SEGMENT
+	// elsewhere is how several objects are measured in turn (counting, comparisons), so it
+	// is not penalised. Default -0.2.
 	BadPairPenalty float64 `toml:"bad_pair_penalty"`
-	// ContradictionPenalty is charged for an answer that contradicts what the operations returned. Default -0.5.
+	// ContradictionPenalty is charged for GET_PROPERTIES or TRACK_OBJECT before any SEGMENT,
+	// and for a SEGMENT of a point already segmented in the current view. Default -0.5.
 	ContradictionPenalty float64 `toml:"contradiction_penalty"`
 	// SimLow is the lower end of the rewarded similarity of consecutive steps. Default 0.3.
 	SimLow float64 `toml:"sim_low"`

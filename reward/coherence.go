@@ -12,7 +12,7 @@ import (
 type CoherenceConfig struct {
 	GoodPairBonus        float64 // sensible pair: SEGMENT→GET_PROPERTIES, ZOOM_IN→READ_TEXT, SEGMENT→TRACK_OBJECT, SEGMENT→ZOOM_IN (0.2)
 	RepeatPenalty        float64 // the same operation with the same arguments as the step before (0.5)
-	BadPairPenalty       float64 // ZOOM_IN→ZOOM_IN, TRACK_OBJECT→TRACK_OBJECT, GET_PROPERTIES→SEGMENT of the point just measured (0.3)
+	BadPairPenalty       float64 // ZOOM_IN→ZOOM_IN, TRACK_OBJECT→TRACK_OBJECT, GET_PROPERTIES→SEGMENT of the point just measured (0.3); elsewhere it is how several objects are measured in turn
 	ContradictionPenalty float64 // GET_PROPERTIES or TRACK_OBJECT before any SEGMENT; SEGMENT of a point already segmented in this view (0.5)
 
 	// Cosine similarity c of consecutive observation embeddings:
@@ -26,7 +26,8 @@ type CoherenceConfig struct {
 	DisableSimilarity bool    // skip the embedding term (false)
 }
 
-// DefaultCoherence returns the seed's settings.
+// DefaultCoherence returns the package defaults the tests compute by hand (a
+// run takes its constants from [reward.coherence]).
 func DefaultCoherence() CoherenceConfig {
 	return CoherenceConfig{
 		GoodPairBonus: 0.2, RepeatPenalty: 0.5, BadPairPenalty: 0.3, ContradictionPenalty: 0.5,
