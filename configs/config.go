@@ -197,7 +197,8 @@ type RFT struct {
 	ReplayMaxAge int `toml:"replay_max_age"`
 	// GradClip is the global gradient-norm clip; 0 disables clipping. Default 1.
 	GradClip float64 `toml:"grad_clip"`
-	// Temperature of rollout sampling, > 0. Default 1.
+	// Temperature of rollout sampling, > 0; the update's π, π_old and π_ref are
+	// softmax(logits/T) at the same temperature. Default 1.
 	Temperature float64 `toml:"temperature"`
 	// TestFreq is the number of steps between validations; 0 validates only at the end. Default 25.
 	TestFreq int `toml:"test_freq"`

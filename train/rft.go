@@ -185,6 +185,7 @@ func (s *rftRun) build() error {
 	batch := min(max(rows/2, 64), 512)
 	s.upd, err = grpo.NewUpdater(s.params, batch, s.params.Trainable(true), grpo.LossConfig{
 		ClipLow: rf.ClipLow, ClipHigh: rf.ClipHigh, KLCoef: rf.KLCoef, KLEstimator: rf.KLEstimator, EntropyCoef: rf.EntropyCoef,
+		Temperature: rf.Temperature,
 	}, adam)
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
@@ -355,8 +356,8 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	}
 	kept, rate := grpo.Keep(adv, rf.FilterThreshold)
 
-	// 3. Samples for the update: the behaviour policy's log-probs at T=1 (the
-	// graph's distribution) and the reference policy's.
+	// 3. Samples for the update: the behaviour policy's and the reference
+	// policy's log-probs, both at the sampling temperature like the graph's.
 	tu := time.Now()
 	fresh := make([]*grpo.Sample, 0, len(kept))
 	for _, i := range kept {
@@ -586,8 +587,9 @@ func (s *rftRun) fillLogProbs(samples []*grpo.Sample) {
 	}
 	nA := env.NumActions()
 	logits := make([]float32, n*nA)
-	old := logProbs(s.inf, obs, acts, logits, nA)
-	ref := logProbs(s.refInf, obs, acts, logits, nA)
+	T := s.r.cfg.RFT.Temperature
+	old := logProbs(s.inf, obs, acts, logits, nA, T)
+	ref := logProbs(s.refInf, obs, acts, logits, nA, T)
 	k := 0
 	for _, smp := range samples {
 		smp.OldLogP = old[k : k+len(smp.Actions)]
@@ -596,11 +598,13 @@ func (s *rftRun) fillLogProbs(samples []*grpo.Sample) {
 	}
 }
 
-func logProbs(inf *policy.Inference, obs []float32, acts []int, logits []float32, nA int) []float32 {
+// logProbs is log π(a|s) at the sampling temperature, as the update's graph
+// computes it, for each row.
+func logProbs(inf *policy.Inference, obs []float32, acts []int, logits []float32, nA int, temperature float64) []float32 {
 	inf.Logits(obs, len(acts), logits)
 	out := make([]float32, len(acts))
 	for i, a := range acts {
-		out[i] = float32(policy.LogSoftmax(logits[i*nA : (i+1)*nA])[a])
+		out[i] = float32(policy.TemperedLogSoftmax(logits[i*nA:(i+1)*nA], temperature)[a])
 	}
 	return out
 }

@@ -15,6 +15,9 @@ type LossConfig struct {
 	KLCoef            float64 // β
 	KLEstimator       string  // "k1" or "k3"
 	EntropyCoef       float64 // c_ent (a bonus: subtracted from the loss)
+	// Temperature the rollouts sampled at; π, π_old and π_ref are all
+	// softmax(logits/T) then (0 means 1).
+	Temperature float64
 }
 
 // Validate reports every invalid field.
@@ -28,6 +31,8 @@ func (c LossConfig) Validate() error {
 		return fmt.Errorf("kl_coef %v: must be >= 0", c.KLCoef)
 	case c.KLEstimator != "k1" && c.KLEstimator != "k3":
 		return fmt.Errorf("kl_estimator %q: must be k1 or k3", c.KLEstimator)
+	case c.Temperature < 0:
+		return fmt.Errorf("temperature %v: must be >= 0", c.Temperature)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package grpo
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -101,8 +102,14 @@ func TestObjectiveMatchesFormula(t *testing.T) {
 // The gradient of the whole objective with respect to every adapter weight
 // matches central finite differences.
 func TestObjectiveGradientFiniteDifferences(t *testing.T) {
+	for _, temp := range []float64{1, 0.6} {
+		t.Run(fmt.Sprintf("T=%v", temp), func(t *testing.T) { objectiveGradientCheck(t, temp) })
+	}
+}
+
+func objectiveGradientCheck(t *testing.T, temperature float64) {
 	p := tinyPolicy(t)
-	c := LossConfig{ClipLow: 0.2, ClipHigh: 0.28, KLCoef: 0.2, KLEstimator: "k3", EntropyCoef: 0.05}
+	c := LossConfig{ClipLow: 0.2, ClipHigh: 0.28, KLCoef: 0.2, KLEstimator: "k3", EntropyCoef: 0.05, Temperature: temperature}
 	u, err := NewUpdater(p, 6, p.Trainable(true), c, optim.DefaultAdam())
 	if err != nil {
 		t.Fatal(err)

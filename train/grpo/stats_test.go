@@ -57,3 +57,38 @@ func TestUpdateStatsMatchFormulas(t *testing.T) {
 		}
 	}
 }
+
+// Rollouts sampled at a temperature record log-probs of softmax(logits/T). The
+// update's graph computes the same distribution, so before any step every ratio
+// is 1 (nothing clipped) and the KL to an identical reference is 0; a graph at
+// T = 1 would see ratios away from 1 for the same rows.
+func TestUpdateAtSamplingTemperature(t *testing.T) {
+	p := tinyPolicy(t)
+	const T = 0.6
+	rows := rowsFor(t, p, 24)
+	inf := policy.NewInference(p)
+	logits := make([]float32, p.Config().Actions)
+	for i := range rows {
+		inf.Logits(rows[i].Obs, 1, logits)
+		lp := float32(policy.TemperedLogSoftmax(logits, T)[rows[i].Action])
+		rows[i].Old, rows[i].Ref = lp, lp
+	}
+	clipAt := func(temp float64) Stats {
+		c := LossConfig{ClipLow: 0.2, ClipHigh: 0.28, KLCoef: 0.05, KLEstimator: "k3", Temperature: temp}
+		u, err := NewUpdater(p, 8, p.Trainable(true), c, optim.DefaultAdam())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := u.Update(rows, 1, 1, 0, rand.New(rand.NewPCG(1, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := clipAt(T); st.ClipRatio != 0 || math.Abs(st.KL) > 1e-6 {
+		t.Errorf("graph at T=%v: clip ratio %v, KL %v; want 0 and 0", T, st.ClipRatio, st.KL)
+	}
+	if st := clipAt(1); st.ClipRatio == 0 {
+		t.Errorf("graph at T=1 on rows sampled at T=%v clipped nothing; the test cannot tell the temperatures apart", T)
+	}
+}

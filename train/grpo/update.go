@@ -49,7 +49,11 @@ func NewUpdater(p *policy.Params, batch int, trainable []string, c LossConfig, a
 	if len(trainable) == 0 {
 		return nil, errors.New("grpo: nothing to train")
 	}
-	tg, err := policy.NewTrainGraph(p, batch, trainable)
+	temp := c.Temperature
+	if temp == 0 {
+		temp = 1
+	}
+	tg, err := policy.NewTemperedTrainGraph(p, batch, trainable, temp)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/pixelis/pixelis/train/optim"
@@ -57,7 +58,19 @@ type TrainGraph struct {
 
 // NewTrainGraph builds the forward graph for batches of exactly batch rows.
 // trainable names the parameters to differentiate (see Params.Trainable).
-func NewTrainGraph(p *Params, batch int, trainable []string) (tg *TrainGraph, err error) {
+func NewTrainGraph(p *Params, batch int, trainable []string) (*TrainGraph, error) {
+	return NewTemperedTrainGraph(p, batch, trainable, 1)
+}
+
+// NewTemperedTrainGraph is NewTrainGraph for a policy sampled at a temperature:
+// LogProbs, ChosenLogProb and Entropy are those of softmax(Logits/T), the
+// distribution the samples came from, so that an importance ratio against
+// their recorded log-probabilities is a ratio of the same kind of policy.
+// Logits stay unscaled.
+func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature float64) (tg *TrainGraph, err error) {
+	if !(temperature > 0) || math.IsInf(temperature, 0) {
+		return nil, fmt.Errorf("train graph: temperature %v must be positive", temperature)
+	}
 	if batch <= 0 {
 		return nil, fmt.Errorf("train graph: batch %d must be positive", batch)
 	}
@@ -127,7 +140,11 @@ func NewTrainGraph(p *Params, batch int, trainable []string) (tg *TrainGraph, er
 	}
 	tg.Logits = G.Must(G.Add(base, s))
 
-	tg.LogProbs, err = logSoftmax(tg.Logits)
+	scaled := tg.Logits
+	if temperature != 1 {
+		scaled = G.Must(G.Mul(tg.Logits, G.NewConstant(float32(1/temperature), G.WithName("inv_temperature"))))
+	}
+	tg.LogProbs, err = logSoftmax(scaled)
 	if err != nil {
 		return nil, fmt.Errorf("train graph: log-softmax: %w", err)
 	}

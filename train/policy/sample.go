@@ -7,11 +7,15 @@ import (
 
 // LogSoftmax returns log p of one row of logits, computed stably in float64:
 // log p_j = x_j − m − log Σ_k exp(x_k − m), m = max_k x_k.
-func LogSoftmax(row []float32) []float64 {
-	m, lse := logSumExp(row, 1)
+func LogSoftmax(row []float32) []float64 { return TemperedLogSoftmax(row, 1) }
+
+// TemperedLogSoftmax is LogSoftmax of row/temperature: the log-probabilities
+// Sample draws from at that temperature.
+func TemperedLogSoftmax(row []float32, temperature float64) []float64 {
+	m, lse := logSumExp(row, temperature)
 	out := make([]float64, len(row))
 	for j, x := range row {
-		out[j] = float64(x) - m - lse
+		out[j] = float64(x)/temperature - m - lse
 	}
 	return out
 }
@@ -31,9 +35,8 @@ func logSumExp(row []float32, temperature float64) (m, lse float64) {
 
 // Sample draws an action from softmax(logits/temperature) and returns it with
 // its log-probability under that same temperature-scaled distribution — the
-// behaviour policy that produced the sample. At temperature 1 that is
-// log π(a|s); at other temperatures recompute log π at T = 1 (the training
-// graph does) before using it as the "old" policy of an importance ratio.
+// behaviour policy that produced the sample (NewTemperedTrainGraph computes
+// the same distribution for the update).
 // A temperature ≤ 0 means greedy: the argmax, with log-probability 0 (the
 // limit distribution puts all its mass there).
 func Sample(rng *rand.Rand, logits []float32, temperature float64) (action int, logProb float64) {
