@@ -49,6 +49,9 @@ func behaviour(rs []*Rollout, m map[string]float64) {
 			if st.Result.Misuse != env.MisuseNone {
 				misuses++
 			}
+			if st.Result.CutOff { // the episode's no_answer, as analyze counts it
+				misuses++
+			}
 			if i > 0 && st.Action == ro.Steps[i-1].Action && st.Action.Op != env.OpAnswer {
 				looped = true
 			}
@@ -96,9 +99,7 @@ func sampleView(ro *Rollout, tr *reward.TrajReward, step int) telemetry.Sample {
 	}
 	for i, st := range ro.Steps {
 		ss := telemetry.SampleStep{Op: st.Action.Op.String(), Args: actionArgs(st.Action), Result: st.Result.Summary}
-		if st.Result.Misuse != env.MisuseNone {
-			ss.Misuse = st.Result.Misuse.String()
-		}
+		ss.Misuse = misuseLabel(st.Result)
 		if tr != nil && i < len(tr.Steps) {
 			ss.Rewards = map[string]float64{}
 			for k, v := range tr.Steps[i] {
@@ -153,7 +154,11 @@ func saveEpisodes(dir string, greedy, sampled []*Rollout) error {
 		for _, st := range ro.Steps {
 			rec.Actions = append(rec.Actions, strings.TrimSpace(st.Action.Op.String()+" "+actionArgs(st.Action)))
 			rec.Results = append(rec.Results, st.Result.Summary)
-			rec.Misuse = append(rec.Misuse, st.Result.Misuse.String())
+			m := misuseLabel(st.Result)
+			if m == "" {
+				m = env.MisuseNone.String()
+			}
+			rec.Misuse = append(rec.Misuse, m)
 		}
 		per[ro.Task] = append(per[ro.Task], rec)
 	}
@@ -173,4 +178,17 @@ func saveEpisodes(dir string, greedy, sampled []*Rollout) error {
 		}
 	}
 	return nil
+}
+
+// misuseLabel names what a step did wrong: its own misuse and, at a step-limit
+// cut-off, the episode's no_answer ("repeat, no_answer"); "" when nothing.
+func misuseLabel(r env.Result) string {
+	var parts []string
+	if r.Misuse != env.MisuseNone {
+		parts = append(parts, r.Misuse.String())
+	}
+	if r.CutOff {
+		parts = append(parts, env.MisuseNoAnswer.String())
+	}
+	return strings.Join(parts, ", ")
 }

@@ -50,10 +50,10 @@ func Loops(actions []env.Action) (repeat, cycle []bool) {
 }
 
 // useful reports whether a step's observation can count as information: the
-// call was not a misuse. The step-limit cut-off is charged to whatever step
-// came last and says nothing about that step's own result, so it is ignored.
+// call was not a misuse. The step-limit cut-off (Result.CutOff) is marked on
+// whatever step came last and says nothing about that step's own result.
 func useful(r env.Result) bool {
-	return r.Misuse == env.MisuseNone || r.Misuse == env.MisuseNoAnswer
+	return r.Misuse == env.MisuseNone
 }
 
 // Efficiency is exploration efficiency: distinct useful observations per action,
@@ -119,6 +119,10 @@ func measure(ro *train.Rollout, coherence float64) trajMeasure {
 				m.misuseKinds[st.Result.Misuse]++
 			}
 		}
+		if st.Result.CutOff { // the episode's no_answer, on top of the step's own misuse
+			m.misuses++
+			m.misuseKinds[env.MisuseNoAnswer]++
+		}
 		if st.Action.Op < env.NumOps {
 			m.tools[st.Action.Op]++
 		}
@@ -166,8 +170,9 @@ type Stats struct {
 	RepeatRate float64 `json:"repeat_rate"`
 	CycleRate  float64 `json:"cycle_rate"`
 	LoopSteps  float64 `json:"loop_steps"`
-	// MisuseRate is the share of actions that were a misuse; Misuse splits it
-	// by kind (env.Misuse names), each the share of all actions.
+	// MisuseRate is misuses per action; Misuse splits it by kind (env.Misuse
+	// names), each per action. An episode cut off at its step limit counts one
+	// no_answer besides whatever its last step's own misuse was.
 	MisuseRate float64            `json:"misuse_rate"`
 	Misuse     map[string]float64 `json:"misuse"`
 	// RaPR is the rate of pixel-space reasoning: the share of trajectories

@@ -28,6 +28,12 @@ func st(a env.Action, summary string, m env.Misuse) env.Step {
 
 func ok(a env.Action, summary string) env.Step { return st(a, summary, env.MisuseNone) }
 
+// cutOff marks s as the step at which its episode hit the step limit.
+func cutOff(s env.Step) env.Step {
+	s.Result.CutOff = true
+	return s
+}
+
 func TestLoops(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -81,8 +87,9 @@ func TestEfficiency(t *testing.T) {
 		{"same text from different ops counts twice", []env.Step{ok(segA, "x"), ok(props, "x")}, 1},
 		{"misuses observe nothing", []env.Step{st(props, "no segmented object", env.MisuseNoSegment), ok(segA, "obj 1"),
 			st(segA, "repeat", env.MisuseRepeat), ok(answer("red"), "answer")}, 1.0 / 4},
-		{"cut-off step still observed", []env.Step{ok(segA, "obj 1"), st(props, "obj 1: red · step limit reached without an answer", env.MisuseNoAnswer)}, 1},
-		{"cut-off note does not make a result new", []env.Step{ok(segB, "obj 2"), ok(segA, "obj 1"), st(segB, "obj 2 · step limit reached without an answer", env.MisuseNoAnswer)}, 2.0 / 3},
+		{"cut-off step still observed", []env.Step{ok(segA, "obj 1"), cutOff(ok(props, "obj 1: red · step limit reached without an answer"))}, 1},
+		{"cut-off note does not make a result new", []env.Step{ok(segB, "obj 2"), ok(segA, "obj 1"), cutOff(ok(segB, "obj 2 · step limit reached without an answer"))}, 2.0 / 3},
+		{"a cut-off misuse is no observation", []env.Step{ok(segA, "obj 1"), cutOff(st(segA, "repeat of the previous call · step limit reached without an answer", env.MisuseRepeat))}, 0.5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,7 +118,7 @@ func TestSummarize(t *testing.T) {
 		// repeat loop, wrong: 4 steps, 3 ops, 1 repeat (misuse), efficiency 2/4
 		rollout(task, ok(segA, "obj 1"), ok(props, "obj 1: red"), st(props, "repeat", env.MisuseRepeat), ok(answer("blue"), "answer")),
 		// cycle, cut off: 4 steps, 4 ops, 1 cycle step, 1 no_answer misuse, efficiency 2/4
-		rollout(task, ok(segA, "obj 1"), ok(props, "obj 1: red"), ok(segA, "obj 1"), st(props, "obj 1: red · step limit reached without an answer", env.MisuseNoAnswer)),
+		rollout(task, ok(segA, "obj 1"), ok(props, "obj 1: red"), ok(segA, "obj 1"), cutOff(ok(props, "obj 1: red · step limit reached without an answer"))),
 		// no visual operation: 1 step, efficiency 0, bad answer
 		rollout(task, st(answer("zzz"), "not in vocabulary", env.MisuseBadAnswer)),
 	}

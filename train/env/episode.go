@@ -193,10 +193,9 @@ func (e *Episode) Step(a Action) (Result, bool) {
 	if a.Op == OpAnswer {
 		e.done = true
 	} else if len(e.steps)+1 >= e.cfg.MaxSteps {
-		// The cut-off is charged to the last step; its own misuse, if any, is
-		// the lesser fault.
+		// The cut-off is marked on the last step, which keeps its own misuse.
 		e.done = true
-		res.Misuse = MisuseNoAnswer
+		res.CutOff = true
 		res.Summary += " · step limit reached without an answer"
 	}
 	e.steps = append(e.steps, Step{Action: a, Result: res, Index: idx})

@@ -28,13 +28,14 @@ func TestMisuse(t *testing.T) {
 	text := taskOf(TextExtraction, 1)
 	bgX, bgY := 0, 0 // the corner is always background: the generator keeps a border
 	cases := []struct {
-		name  string
-		task  *Task
-		cfg   func(*Config)
-		setup []Action
-		act   Action
-		want  Misuse
-		done  bool
+		name   string
+		task   *Task
+		cfg    func(*Config)
+		setup  []Action
+		act    Action
+		want   Misuse
+		done   bool
+		cutOff bool // the step limit: the step keeps its own misuse and is marked
 	}{
 		{name: "properties before segment", task: still, act: Action{Op: OpProperties}, want: MisuseNoSegment},
 		{name: "zoom before segment", task: still, act: Action{Op: OpZoom}, want: MisuseNoSegment},
@@ -53,7 +54,7 @@ func TestMisuse(t *testing.T) {
 		{name: "bad answer", task: still, act: Action{Op: OpAnswer, Answer: "mauve"}, want: MisuseBadAnswer, done: true},
 		{name: "good answer", task: still, act: Action{Op: OpAnswer, Answer: "red"}, want: MisuseNone, done: true},
 		{name: "step limit", task: still, cfg: func(c *Config) { c.MaxSteps = 5 },
-			setup: []Action{{Op: OpProperties}, {Op: OpZoom}, {Op: OpProperties}, {Op: OpZoom}}, act: Action{Op: OpTrack}, want: MisuseNoAnswer, done: true},
+			setup: []Action{{Op: OpProperties}, {Op: OpZoom}, {Op: OpProperties}, {Op: OpZoom}}, act: Action{Op: OpTrack}, want: MisuseStillImage, done: true, cutOff: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,8 +76,8 @@ func TestMisuse(t *testing.T) {
 				ep.Step(a)
 			}
 			r, done := ep.Step(c.act)
-			if r.Misuse != c.want || done != c.done {
-				t.Errorf("misuse %v done %v (%s), want %v done %v", r.Misuse, done, r.Summary, c.want, c.done)
+			if r.Misuse != c.want || done != c.done || r.CutOff != c.cutOff {
+				t.Errorf("misuse %v done %v cut off %v (%s), want %v done %v cut off %v", r.Misuse, done, r.CutOff, r.Summary, c.want, c.done, c.cutOff)
 			}
 			tr := ep.Trajectory()
 			if len(tr) != len(c.setup)+1 || tr[len(tr)-1].Result.Misuse != c.want {

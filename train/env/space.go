@@ -93,7 +93,7 @@ const (
 	MisuseOverCap             // more calls of this operation than the per-op cap
 	MisuseIllegible           // reading text that is too small or absent in the view
 	MisuseRepeat              // the same operation with the same arguments as the step before
-	MisuseNoAnswer            // the episode hit its step limit without ANSWER
+	MisuseNoAnswer            // the episode hit its step limit without ANSWER (marked by Result.CutOff)
 	MisuseBadAnswer           // an answer outside the task's vocabulary
 	NumMisuses
 )
@@ -127,6 +127,9 @@ type Result struct {
 	Confidence float64           // read: recognition confidence in [0,1]
 	Centre     image.Point       // properties: centre of the mask's box, source coordinates
 	Track      []image.Rectangle // track: the object's box in each frame it was found
+	// CutOff marks the step at which the episode hit its step limit without an
+	// answer: a no_answer misuse of the episode, besides the step's own Misuse.
+	CutOff bool
 }
 
 // Step is one action of a trajectory with what it returned. Obs and Index are
