@@ -175,7 +175,8 @@ func Analyze(ctx context.Context, cfg *configs.Config, models []Model, opts Opti
 				return nil, fmt.Errorf("model %s: %w", m.Name, err)
 			}
 		}
-		runs = append(runs, modelRuns{model: m, loaded: l, greedy: greedy, sampled: sampled, coherence: coherenceOf(coh, greedy)})
+		runs = append(runs, modelRuns{model: m, loaded: l, greedy: greedy, sampled: sampled,
+			coherence: coherenceOf(coh, greedy), sampledCoherence: coherenceOf(coh, sampled)})
 	}
 	r := build(tasks, runs, opts)
 	r.Split, r.Temperature = opts.Split.String(), cfg.Eval.Temperature
@@ -217,13 +218,15 @@ func coherenceOf(c *reward.Coherence, rs []*train.Rollout) []float64 {
 }
 
 // modelRuns is one model's episodes: greedy[i] plays tasks[i]; sampled[i·n+k]
-// is attempt k at tasks[i]; coherence[i] scores greedy[i].
+// is attempt k at tasks[i]; coherence[i] scores greedy[i] and
+// sampledCoherence[j] sampled[j] (missing entries count as 0).
 type modelRuns struct {
-	model     Model
-	loaded    *Loaded
-	greedy    []*train.Rollout
-	sampled   []*train.Rollout
-	coherence []float64
+	model            Model
+	loaded           *Loaded
+	greedy           []*train.Rollout
+	sampled          []*train.Rollout
+	coherence        []float64
+	sampledCoherence []float64
 }
 
 // build computes the report from the episodes; it runs no policy, so tests
@@ -263,7 +266,11 @@ func build(tasks []*env.Task, runs []modelRuns, opts Options) *Report {
 				if s.Correct {
 					ok++
 				}
-				sms = append(sms, measure(s, 0))
+				var sc float64
+				if j := i*n + k; j < len(mr.sampledCoherence) {
+					sc = mr.sampledCoherence[j]
+				}
+				sms = append(sms, measure(s, sc))
 			}
 			for _, g := range []string{"all", t.Family.String()} {
 				greedy[g] = append(greedy[g], gm)

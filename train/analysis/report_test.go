@@ -77,6 +77,8 @@ func crafted(t *testing.T) *Report {
 		greedy:    []*train.Rollout{looping, expert(tasks[1]), guess},
 		sampled:   []*train.Rollout{looping, looping, expert(tasks[1]), guess, guess, guess},
 		coherence: []float64{-0.5, 0.3, 0},
+		// sampled episodes are scored too: mean (−0.5−0.5+0.3+0+0+0)/6 = −0.1167
+		sampledCoherence: []float64{-0.5, -0.5, 0.3, 0, 0, 0},
 	}
 	full := modelRuns{
 		model:     Model{Name: "full", Path: "runs/x/adapters/rft_adapters_full"},
@@ -256,5 +258,14 @@ func checkSVG(t *testing.T, path string) {
 	}
 	if !bytes.Contains(data, []byte("<svg")) || !bytes.Contains(data, []byte("</svg>")) {
 		t.Errorf("%s is not an SVG document", path)
+	}
+}
+
+// The sampled episodes' coherence is their own scores' mean, not a constant.
+func TestSampledCoherence(t *testing.T) {
+	r := crafted(t)
+	got := r.Models[0].Groups[0].Sampled.Coherence
+	if want := (-0.5 - 0.5 + 0.3) / 6; math.Abs(got-want) > 1e-12 {
+		t.Errorf("base sampled coherence %v, want %v", got, want)
 	}
 }
