@@ -224,6 +224,18 @@ func install(root, name, tmp string, step func(string) error) error {
 	return nil
 }
 
+// SetLatest points root/latest at the checkpoint directory path (which must be
+// in root), as a save does: a resume from an older checkpoint continues from
+// there, and a crash after it must not bring back the abandoned later ones.
+func SetLatest(path string) error {
+	root, name := filepath.Split(filepath.Clean(path))
+	root = filepath.Clean(root)
+	if _, err := Inspect(path); err != nil {
+		return fmt.Errorf("set latest: %w", err)
+	}
+	return writeLatest(root, name, func(string) error { return nil })
+}
+
 // writeLatest replaces root/latest with name by write-temp-and-rename, so it is never half written.
 func writeLatest(root, name string, step func(string) error) error {
 	f, err := os.CreateTemp(root, latestPrefix)

@@ -348,3 +348,31 @@ func TestTidyOnlyTouchesItsOwnName(t *testing.T) {
 		t.Errorf("after tidy(a): %v", d)
 	}
 }
+
+// SetLatest points latest at an older checkpoint (a resume --from it), and
+// refuses a directory that is not a checkpoint.
+func TestSetLatest(t *testing.T) {
+	root := t.TempDir()
+	first, err := Save(root, testCheckpoint(1, KindPeriodic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Save(root, testCheckpoint(2, KindPeriodic)); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadedStep(t, root); got != 2 {
+		t.Fatalf("latest step %d before SetLatest, want 2", got)
+	}
+	if err := SetLatest(first); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadedStep(t, root); got != 1 {
+		t.Errorf("latest step %d after SetLatest(%s), want 1", got, first)
+	}
+	if err := SetLatest(t.TempDir()); err == nil {
+		t.Error("SetLatest accepted a directory without a manifest")
+	}
+	if got := loadedStep(t, root); got != 1 {
+		t.Errorf("a refused SetLatest moved latest to step %d", got)
+	}
+}

@@ -64,19 +64,31 @@ func (r *Runner) loadResume() (*resumePoint, error) {
 	if r.opt.Resume == "" {
 		return nil, nil
 	}
-	l, err := ckpt.Load(r.opt.Resume)
+	return readResume(r.cfg, r.opt.Resume)
+}
+
+// CheckResume reports whether a run under cfg can resume from the checkpoint at
+// path, with the same checks the run makes, so that a caller can refuse before
+// it touches the run's files.
+func CheckResume(cfg *configs.Config, path string) error {
+	_, err := readResume(cfg, path)
+	return err
+}
+
+func readResume(cfg *configs.Config, path string) (*resumePoint, error) {
+	l, err := ckpt.Load(path)
 	if err != nil {
-		return nil, r.refuse(r.opt.Resume, err)
+		return nil, RefuseCheckpoint(path, err)
 	}
-	if want := trainingHash(r.cfg); l.Manifest.ConfigHash != want {
-		return nil, r.refuse(r.opt.Resume, fmt.Errorf("it was written under another config (hash %.12s, this run's is %.12s)", l.Manifest.ConfigHash, want))
+	if want := trainingHash(cfg); l.Manifest.ConfigHash != want {
+		return nil, RefuseCheckpoint(path, fmt.Errorf("it was written under another config (hash %.12s, this run's is %.12s)", l.Manifest.ConfigHash, want))
 	}
 	var st runState
 	if err := json.Unmarshal(l.State, &st); err != nil {
-		return nil, r.refuse(r.opt.Resume, fmt.Errorf("%s: %w", ckpt.StateFile, err))
+		return nil, RefuseCheckpoint(path, fmt.Errorf("%s: %w", ckpt.StateFile, err))
 	}
 	if _, ok := phaseOrder[st.Phase]; !ok || st.Phase == PhaseTest {
-		return nil, r.refuse(r.opt.Resume, fmt.Errorf("%s: unknown phase %q", ckpt.StateFile, st.Phase))
+		return nil, RefuseCheckpoint(path, fmt.Errorf("%s: unknown phase %q", ckpt.StateFile, st.Phase))
 	}
 	return &resumePoint{phase: st.Phase, step: st.Step, loaded: l, state: st}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pixelis/pixelis/configs"
 )
 
 // End-to-end tests drive the real binary in tmux, as a person would: they need
@@ -185,6 +188,15 @@ func TestAttachToHeadlessRun(t *testing.T) {
 	events := filepath.Join(dir, "events.jsonl")
 	waitFile(t, "headless run", events, `"kind":"phase"`)
 	waitFile(t, "rft phase", filepath.Join(dir, "metrics.jsonl"), `"phase":"rft"`)
+
+	// a second process is refused before it touches the live run's files
+	for _, args := range [][]string{{"resume", dir, "--no-tui"}, {"run", "--no-tui", "--config", "smoke", "--run-dir", dir}} {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "live process") {
+			t.Fatalf("%s on a live run: %v\n%s", args[0], err, out)
+		}
+	}
 
 	s := newTmux(t, killOnCleanup(t, []string{bin, "attach", dir})+"; sleep 60")
 	s.waitScreen("attached panes", "Reward", "Curriculum", "live")
@@ -423,5 +435,64 @@ func TestResumeBeforeFirstCheckpointStartsOver(t *testing.T) {
 	code, out, errOut = run(t, "resume", dir, "--no-tui")
 	if code == 0 || strings.Contains(out, "starting it over") || !strings.Contains(errOut, "does not exist") {
 		t.Fatalf("resume with a lost latest checkpoint: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}
+
+// A resume that is refused (here: the run's config was edited, so the
+// checkpoint belongs to another config) leaves the run's files as they were.
+func TestRefusedResumeTouchesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if code, _, errOut := run(t, "sft", "--no-tui", "--config", "smoke", "--set", "checkpoint.every=5", "--run-dir", dir); code != 0 {
+		t.Fatalf("sft: exit %d: %s", code, errOut)
+	}
+	from := filepath.Join(dir, "checkpoints", "step_000010")
+	files := []string{"metrics.jsonl", "events.jsonl", "config.toml", "checkpoints/latest"}
+	read := func() map[string]string {
+		m := map[string]string{}
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[f] = string(b)
+		}
+		return m
+	}
+	cfgPath := filepath.Join(dir, "config.toml")
+	orig, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SFT.LR *= 2
+	var edited bytes.Buffer
+	if err := configs.Encode(&edited, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, edited.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := read()
+	code, _, errOut := run(t, "resume", dir, "--no-tui", "--from", from)
+	if code == 0 || !strings.Contains(errOut, "another config") {
+		t.Fatalf("resume under an edited config: exit %d: %s", code, errOut)
+	}
+	for f, b := range read() {
+		if b != before[f] {
+			t.Errorf("the refused resume changed %s", f)
+		}
+	}
+
+	if err := os.WriteFile(cfgPath, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "resume", dir, "--no-tui", "--from", from); code != 0 {
+		t.Fatalf("resume --from with the run's own config: exit %d: %s", code, errOut)
 	}
 }

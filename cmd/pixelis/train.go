@@ -65,6 +65,9 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		}
 		runDir = filepath.Join(cfg.Run.Dir, n)
 	}
+	if err := refuseLive(runDir); err != nil {
+		return err
+	}
 	if cfg.Data.TrainFile != "" && phases[0] == train.PhaseSFT {
 		// A missing or corrupt data file is the user's input: say so before creating the run.
 		if err := checkCoTA(cfg.Data.TrainFile); err != nil {
@@ -103,10 +106,15 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if err := refuseLive(runDir); err != nil {
+		return err
+	}
 	cfg, err := configs.Load(filepath.Join(runDir, "config.toml"))
 	if err != nil {
 		return usageError{err}
 	}
+	// Every check comes before the run's files are touched: a refused resume
+	// changes nothing.
 	path := *from
 	if path == "" {
 		root := filepath.Join(runDir, "checkpoints")
@@ -123,12 +131,19 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 			return fmt.Errorf("resume %s: %w", runDir, err)
 		}
 	}
-	if _, err := ckpt.Load(path); err != nil {
-		return train.RefuseCheckpoint(path, err)
+	if err := train.CheckResume(cfg, path); err != nil {
+		return err
 	}
 	m, err := ckpt.Inspect(path)
 	if err != nil {
 		return err
+	}
+	if *from != "" {
+		// The run continues from here: a crash later must not resume the
+		// abandoned branch that latest still names.
+		if err := ckpt.SetLatest(path); err != nil {
+			return err
+		}
 	}
 	// Cut the run's files back to the checkpoint, so they read as one clean run.
 	step := train.PhaseOffset(cfg, info.Phases, m.Phase) + int(m.Step)
@@ -310,4 +325,13 @@ func trySend(c chan<- telemetry.Command, cmd telemetry.Command) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// refuseLive is the usage error for a run directory a live process is training
+// (its control socket answers): a second process there would rewrite its files.
+func refuseLive(runDir string) error {
+	if telemetry.Live(runDir) {
+		return usagef("%s is being trained by a live process (its control socket answers); watch it with `pixelis attach %s`", runDir, runDir)
+	}
+	return nil
 }

@@ -242,7 +242,8 @@ func SendControl(runDir string, c Command) error {
 }
 
 // probeControl reports whether something accepts connections on runDir's control socket.
-func probeControl(runDir string) bool {
+// Live reports whether a run is listening on runDir's control socket.
+func Live(runDir string) bool {
 	c, err := net.DialTimeout("unix", filepath.Join(runDir, ControlFile), time.Second)
 	if err != nil {
 		return false

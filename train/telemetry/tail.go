@@ -250,7 +250,7 @@ func (f *RunFeed) poll() error {
 		}
 	}
 
-	live := probeControl(f.dir)
+	live := Live(f.dir)
 	f.mu.Lock()
 	if reset {
 		f.pending = Update{Reset: true}
