@@ -29,6 +29,7 @@ func cmdEval(ctx context.Context, args []string, std stdio) error {
 	if *path == "" {
 		return usagef("--ckpt DIR is required")
 	}
+	*path = filepath.Clean(*path) // "…/sft_final/" names the same checkpoint and run
 	sp, err := env.ParseSplit(*split)
 	if err != nil {
 		return usagef("--split: %v", err)

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -74,7 +75,7 @@ func Main(ctx context.Context, args []string, io stdio) int {
 
 // report prints err the way a user wants to read it and maps it to an exit code.
 func report(w io.Writer, name string, err error) int {
-	if err == nil {
+	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the flag set printed the usage
 		return exitOK
 	}
 	var ue usageError

@@ -106,3 +106,13 @@ func TestDataGenAndShow(t *testing.T) {
 		t.Fatalf("index past the end: exit %d, want 2", code)
 	}
 }
+
+// -h on a command prints its flags and exits 0, like help.
+func TestCommandHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"run", "resume", "eval", "analyze"} {
+		code, out, errOut := run(t, cmd, "-h")
+		if code != exitOK || !strings.Contains(out+errOut, "Usage of pixelis "+cmd) {
+			t.Errorf("%s -h: exit %d\n%s%s", cmd, code, out, errOut)
+		}
+	}
+}

@@ -81,6 +81,11 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		if init == "" {
 			init = filepath.Join(runDir, "checkpoints", train.SFTFinal)
 		}
+		// run.json and the checkpoints record it: a resume from another
+		// working directory must find it.
+		if abs, err := filepath.Abs(init); err == nil {
+			init = abs
+		}
 		// Refuse before creating anything: a missing or mismatched SFT model.
 		if _, err := train.LoadPolicy(cfg, init); err != nil {
 			return usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
