@@ -100,7 +100,8 @@ type Info struct {
 	Err      error    // the manifest could not be read or is invalid
 }
 
-// List returns the checkpoints in root, oldest step first (ties by creation time, then name).
+// List returns the checkpoints in root in training order: SFT before RFT, then
+// oldest step first (ties by creation time, then name).
 // Directories whose manifest is unreadable are included with Err set and sort first, so a
 // listing shows them rather than hiding damage. Only manifests are read; use Verify for the files.
 func List(root string) ([]Info, error) {
@@ -118,6 +119,9 @@ func List(root string) ([]Info, error) {
 		a, b := infos[i], infos[j]
 		if (a.Err != nil) != (b.Err != nil) {
 			return a.Err != nil
+		}
+		if ra, rb := phaseRank(a.Manifest.Phase), phaseRank(b.Manifest.Phase); ra != rb {
+			return ra < rb // steps count within a phase
 		}
 		if a.Manifest.Step != b.Manifest.Step {
 			return a.Manifest.Step < b.Manifest.Step
@@ -154,4 +158,15 @@ func PreviousValid(root, exclude string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no valid checkpoint in %s besides %q: %w", root, exclude, ErrNoCheckpoint)
+}
+
+// phaseRank orders phases as a run goes through them.
+func phaseRank(phase string) int {
+	switch phase {
+	case PhaseSFT:
+		return 0
+	case PhaseRFT:
+		return 1
+	}
+	return 2
 }

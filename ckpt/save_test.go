@@ -376,3 +376,28 @@ func TestSetLatest(t *testing.T) {
 		t.Errorf("a refused SetLatest moved latest to step %d", got)
 	}
 }
+
+// Retention orders checkpoints as training went: every SFT one before every RFT
+// one, whatever their phase-local steps, so it removes the old SFT saves and
+// keeps the newest RFT ones.
+func TestPruneAcrossPhases(t *testing.T) {
+	root := t.TempDir()
+	save := func(name, phase string, step int64) {
+		c := testCheckpoint(step, KindPeriodic)
+		c.Name, c.Phase = name, phase
+		if _, err := Save(root, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("step_000015", PhaseSFT, 15)
+	save("step_000018", PhaseSFT, 18)
+	save("step_000023", PhaseRFT, 3)
+	save("step_000026", PhaseRFT, 6)
+	removed, err := Prune(root, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"step_000015", "step_000018"}; !slices.Equal(removed, want) {
+		t.Errorf("pruned %v, want the SFT saves %v", removed, want)
+	}
+}

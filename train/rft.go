@@ -658,8 +658,9 @@ func (s *rftRun) evaluate(ctx context.Context) error {
 	return nil
 }
 
+// checkpoint names the save by its run-wide step, so SFT's and RFT's never collide.
 func (s *rftRun) checkpoint(kind ckpt.Kind) (string, error) {
-	name := ckpt.StepName(int64(s.step))
+	name := ckpt.StepName(int64(s.r.offset + s.step))
 	if kind == ckpt.KindStage {
 		// distinct from a periodic save of the same step, which retention may remove
 		name += "_stage"

@@ -2,8 +2,10 @@ package train
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
+	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/train/env"
 )
 
@@ -41,5 +43,33 @@ func TestRFTTaskRange(t *testing.T) {
 		if lo < base || hi >= base+size {
 			t.Errorf("task_pool %d: drew indices %d…%d, outside [%d, %d)", c.pool, lo, hi, base, base+size)
 		}
+	}
+}
+
+// Saving a step again with a prunable kind (a stop right after the checkpoint
+// key) keeps the kept kind it was saved with, so retention never removes it.
+func TestResaveKeepsKeptKind(t *testing.T) {
+	r := &Runner{cfg: smoke(t), ckptRoot: t.TempDir()}
+	files := map[string][]ckpt.Tensor{filePolicy: {{Name: "w", DType: ckpt.F32, Shape: []int{2}, Data: []float32{1, 2}}}}
+	st := runState{Phase: PhaseSFT, Step: 7}
+	for _, kind := range []ckpt.Kind{ckpt.KindManual, ckpt.KindSignal} {
+		if _, err := r.save("step_000007", kind, st, "simple", 0, files); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := ckpt.Inspect(filepath.Join(r.ckptRoot, "step_000007"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Kind != ckpt.KindManual {
+		t.Errorf("kind %q after a manual save and a signal save of the same step, want manual", m.Kind)
+	}
+	// a different step is saved as asked
+	st.Step = 8
+	if _, err := r.save("step_000008", ckpt.KindSignal, st, "simple", 0, files); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := ckpt.Inspect(filepath.Join(r.ckptRoot, "step_000008")); m.Kind != ckpt.KindSignal {
+		t.Errorf("kind %q, want signal", m.Kind)
 	}
 }

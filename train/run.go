@@ -33,10 +33,14 @@ const (
 
 // Options wires a run to the outside world.
 type Options struct {
-	RunDir   string   // where every file of the run goes
-	Phases   []string // in order, from PhaseSFT, PhaseRFT, PhaseTest
-	Init     string   // RFT's starting checkpoint; "" = this run's final SFT checkpoint
-	Resume   string   // a checkpoint directory to continue from; "" starts fresh
+	RunDir string   // where every file of the run goes
+	Phases []string // in order, from PhaseSFT, PhaseRFT, PhaseTest
+	// Done lists phases this run directory finished before (`pixelis sft`,
+	// then `pixelis rft` there): they do not run again, but their steps come
+	// first on the run-wide axis and run.json lists them.
+	Done     []string
+	Init     string // RFT's starting checkpoint; "" = this run's final SFT checkpoint
+	Resume   string // a checkpoint directory to continue from; "" starts fresh
 	Sink     telemetry.Sink
 	Commands <-chan telemetry.Command
 	Log      *slog.Logger
@@ -104,7 +108,7 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if err := writeFileAtomic(filepath.Join(opt.RunDir, "config.toml"), conf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
-	if err := writeRunInfo(opt.RunDir, RunInfo{Phases: opt.Phases, Init: opt.Init}); err != nil {
+	if err := writeRunInfo(opt.RunDir, RunInfo{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init}); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	workers := workerCount(cfg)
@@ -177,8 +181,12 @@ func (r *Runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range r.opt.Phases {
-		r.offset = PhaseOffset(r.cfg, r.opt.Phases, p)
+	all := r.allPhases()
+	for _, p := range all {
+		if slices.Contains(r.opt.Done, p) {
+			continue
+		}
+		r.offset = PhaseOffset(r.cfg, all, p)
 		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT}[p] // test events count run-wide steps
 		if resume.done(p) {
 			continue // finished before the checkpoint was taken
@@ -202,8 +210,11 @@ func (r *Runner) run(ctx context.Context) error {
 
 // totalSteps is the run-wide step count of all phases.
 func (r *Runner) totalSteps() int {
-	return PhaseOffset(r.cfg, r.opt.Phases, "")
+	return PhaseOffset(r.cfg, r.allPhases(), "")
 }
+
+// allPhases is the run directory's phases: those done before, then this run's.
+func (r *Runner) allPhases() []string { return append(slices.Clone(r.opt.Done), r.opt.Phases...) }
 
 // PhaseOffset is the number of run-wide telemetry steps before phase: the steps
 // of the phases listed before it. Metrics and events count steps across the whole

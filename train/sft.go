@@ -300,8 +300,9 @@ func (s *sftRun) evaluate(ctx context.Context) error {
 	return nil
 }
 
+// checkpoint names the save by its run-wide step, so SFT's and RFT's never collide.
 func (s *sftRun) checkpoint(kind ckpt.Kind) (string, error) {
-	return s.saveAs(ckpt.StepName(int64(s.step)), kind)
+	return s.saveAs(ckpt.StepName(int64(s.r.offset+s.step)), kind)
 }
 
 func (s *sftRun) saveAs(name string, kind ckpt.Kind) (string, error) {

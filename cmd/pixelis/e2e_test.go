@@ -8,13 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train"
 )
 
 // End-to-end tests drive the real binary in tmux, as a person would: they need
@@ -494,5 +497,51 @@ func TestRefusedResumeTouchesNothing(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "resume", dir, "--no-tui", "--from", from); code != 0 {
 		t.Fatalf("resume --from with the run's own config: exit %d: %s", code, errOut)
+	}
+}
+
+// `pixelis sft` then `pixelis rft` in one run directory make one run: RFT's
+// steps and checkpoint names follow SFT's, and resume knows both phases. Any
+// other command into an existing run directory is refused.
+func TestSFTThenRFTInOneDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	args := []string{"--no-tui", "--config", "smoke", "--set", "checkpoint.every=5", "--run-dir", dir}
+	if code, _, errOut := run(t, append([]string{"sft"}, args...)...); code != 0 {
+		t.Fatalf("sft: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := run(t, append([]string{"rft"}, args...)...); code != 0 {
+		t.Fatalf("rft: exit %d: %s", code, errOut)
+	}
+	info, err := train.ReadRunInfo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(info.Phases, []string{"sft", "rft"}) {
+		t.Errorf("run.json phases %v, want [sft rft]", info.Phases)
+	}
+	m := readMetrics(t, dir) // fails on a step recorded twice
+	cfg, err := configs.Resolve("smoke", []string{"checkpoint.every=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := cfg.SFT.Steps + cfg.RFT.Steps; len(m) != want {
+		t.Errorf("%d steps recorded, want %d", len(m), want)
+	}
+	for _, name := range []string{"step_000015", "step_000025"} { // SFT step 15, RFT step 5
+		mf, err := ckpt.Inspect(filepath.Join(dir, "checkpoints", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "step_000025" && (mf.Phase != "rft" || mf.Step != 5) {
+			t.Errorf("%s is %s step %d, want rft step 5", name, mf.Phase, mf.Step)
+		}
+	}
+	for _, cmd := range []string{"sft", "run", "rft"} {
+		if code, _, errOut := run(t, append([]string{cmd}, args...)...); code != exitBadUsage || !strings.Contains(errOut, "already holds a run") {
+			t.Errorf("%s into the finished run: exit %d: %s", cmd, code, errOut)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -91,7 +92,18 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 			return usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
 		}
 	}
-	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: phases, Init: init}, cf.noTUI, "", -1)
+	opt := train.Options{RunDir: runDir, Phases: phases, Init: init}
+	if prev, err := train.ReadRunInfo(runDir); err == nil {
+		// An existing run: only `pixelis rft` from the SFT model of an SFT-only
+		// run continues it (its steps follow SFT's on the run-wide axis);
+		// anything else would mix two runs' files.
+		own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.SFTFinal))
+		if name != "rft" || !slices.Equal(prev.Phases, []string{train.PhaseSFT}) || init != own {
+			return usagef("%s already holds a run (phases %v); continue it with `pixelis resume %s`, or choose another --run-dir", runDir, prev.Phases, runDir)
+		}
+		opt.Done = []string{train.PhaseSFT}
+	}
+	return execute(ctx, io, cfg, opt, cf.noTUI, "", -1)
 }
 
 // cmdResume: pixelis resume RUN_DIR [--from CHECKPOINT] [--no-tui]
