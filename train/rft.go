@@ -437,7 +437,7 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 		}
 	}
 	s.last = m
-	s.lastSamples = samplesOf(rolls, breakdown, step, G, 8)
+	s.lastSamples = samplesOf(rolls, breakdown, step, s.r.offset+step, G, 8)
 	r.record(telemetry.PhaseRFT, step, m)
 	// A stage that ended exports its adapters and keeps a full checkpoint, taken
 	// once the step is complete so that resuming from it repeats nothing.

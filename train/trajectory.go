@@ -76,14 +76,17 @@ const thumbSize = 32
 
 // samplesOf picks up to k trajectories for the console: the first of each group,
 // so different tasks show, with their per-step reward parts.
-func samplesOf(rs []*Rollout, bd reward.Breakdown, step, groupSize, k int) []telemetry.Sample {
+// step is the phase's step and runStep the run-wide one.
+func samplesOf(rs []*Rollout, bd reward.Breakdown, step, runStep, groupSize, k int) []telemetry.Sample {
 	var out []telemetry.Sample
 	for i := 0; i < len(rs) && len(out) < k; i += groupSize {
 		var tr *reward.TrajReward
 		if i < len(bd.Trajs) {
 			tr = &bd.Trajs[i]
 		}
-		out = append(out, sampleView(rs[i], tr, step))
+		s := sampleView(rs[i], tr, step)
+		s.RunStep = runStep
+		out = append(out, s)
 	}
 	return out
 }

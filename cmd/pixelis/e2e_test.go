@@ -384,6 +384,10 @@ func TestKilledRunResumesExactly(t *testing.T) {
 			}
 		}
 	}
+	// samples.jsonl too: the same sample lines, none repeated by a resume
+	if a, b := sampleSteps(t, whole), sampleSteps(t, dir); !slices.Equal(a, b) {
+		t.Fatalf("samples.jsonl after %d kills has %d lines at steps %v, uninterrupted %d at %v", kills, len(b), b, len(a), a)
+	}
 	t.Logf("%d kills (started over after the first: %v), %d steps identical", kills, startedOver, len(want))
 }
 
@@ -543,5 +547,48 @@ func TestSFTThenRFTInOneDirectory(t *testing.T) {
 		if code, _, errOut := run(t, append([]string{cmd}, args...)...); code != exitBadUsage || !strings.Contains(errOut, "already holds a run") {
 			t.Errorf("%s into the finished run: exit %d: %s", cmd, code, errOut)
 		}
+	}
+}
+
+// sampleSteps lists the "phase step" of every line of samples.jsonl, in order.
+func sampleSteps(t *testing.T, runDir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, "samples.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var p struct {
+			Step  int    `json:"step"`
+			Phase string `json:"phase"`
+		}
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("%s: bad sample line: %v", runDir, err)
+		}
+		out = append(out, fmt.Sprintf("%s %d", p.Phase, p.Step))
+	}
+	return out
+}
+
+// Resuming a finished run from an SFT checkpoint rewrites everything after it
+// once: every file reads as the uninterrupted run, samples.jsonl included.
+func TestResumeFromEarlierPhase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if code, _, errOut := run(t, "run", "--no-tui", "--config", "smoke", "--set", "checkpoint.every=5", "--run-dir", dir); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	metrics, samples := readMetrics(t, dir), sampleSteps(t, dir)
+	if code, _, errOut := run(t, "resume", dir, "--no-tui", "--from", filepath.Join(dir, "checkpoints", "step_000015")); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errOut)
+	}
+	if got := sampleSteps(t, dir); !slices.Equal(got, samples) {
+		t.Errorf("samples.jsonl after the resume: %v, uninterrupted %v", got, samples)
+	}
+	if got := readMetrics(t, dir); len(got) != len(metrics) {
+		t.Errorf("%d steps of metrics after the resume, uninterrupted %d", len(got), len(metrics))
 	}
 }

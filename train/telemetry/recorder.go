@@ -189,17 +189,23 @@ func (r *Recorder) Publish(s Snapshot) {
 	}
 	next := r.last
 	for _, x := range s.Samples {
-		if r.last.ok && s.Phase == r.last.phase && x.Step <= r.last.step {
+		// samples.jsonl counts run-wide steps like metrics.jsonl, so a resume's
+		// cut removes exactly the samples after the checkpoint.
+		step := x.RunStep
+		if step == 0 {
+			step = x.Step
+		}
+		if r.last.ok && s.Phase == r.last.phase && step <= r.last.step {
 			continue
 		}
-		b, err := json.Marshal(SampleLine{Step: x.Step, Phase: s.Phase, Sample: x})
+		b, err := json.Marshal(SampleLine{Step: step, Phase: s.Phase, Sample: x})
 		if err != nil {
 			r.fail(err)
 			return
 		}
 		r.writeLine(r.samples, b)
-		if !next.ok || next.phase != s.Phase || x.Step > next.step {
-			next = sampleMark{ok: true, phase: s.Phase, step: x.Step}
+		if !next.ok || next.phase != s.Phase || step > next.step {
+			next = sampleMark{ok: true, phase: s.Phase, step: step}
 		}
 	}
 	r.last = next

@@ -83,7 +83,8 @@ type Transition struct {
 
 // Sample is one trajectory as the console shows it.
 type Sample struct {
-	Step        int          `json:"step"`
+	Step        int          `json:"step"`     // within its phase, as the console counts
+	RunStep     int          `json:"run_step"` // across the run, as metrics.jsonl counts
 	Family      string       `json:"family"`
 	Question    string       `json:"question"`
 	Answer      string       `json:"answer"`
