@@ -136,21 +136,22 @@ func List(root string) ([]Info, error) {
 
 // PreviousValid names the newest checkpoint other than exclude that passes Verify, to suggest
 // when exclude (usually the one latest names) is damaged. When exclude's manifest is readable,
-// only checkpoints at or before its step are considered, so the suggestion never jumps ahead.
+// only checkpoints before it in training order (List's) are considered, so the suggestion
+// never jumps ahead.
 func PreviousValid(root, exclude string) (string, error) {
 	infos, err := List(root)
 	if err != nil {
 		return "", err
 	}
-	limit := int64(-1)
-	for _, in := range infos {
+	limit := len(infos)
+	for i, in := range infos {
 		if in.Name == exclude && in.Err == nil {
-			limit = in.Manifest.Step
+			limit = i
 		}
 	}
-	for i := len(infos) - 1; i >= 0; i-- {
+	for i := limit - 1; i >= 0; i-- {
 		in := infos[i]
-		if in.Name == exclude || in.Err != nil || (limit >= 0 && in.Manifest.Step > limit) {
+		if in.Name == exclude || in.Err != nil {
 			continue
 		}
 		if len(Verify(in.Path)) == 0 {
