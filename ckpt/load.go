@@ -137,8 +137,9 @@ func List(root string) ([]Info, error) {
 // PreviousValid names the newest checkpoint other than exclude that passes Verify, to suggest
 // when exclude (usually the one latest names) is damaged. When exclude's manifest is readable,
 // only checkpoints before it in training order (List's) are considered, so the suggestion
-// never jumps ahead.
-func PreviousValid(root, exclude string) (string, error) {
+// never jumps ahead. With configHash set, only checkpoints written under that config hash
+// qualify (one written under another config would be refused just the same).
+func PreviousValid(root, exclude, configHash string) (string, error) {
 	infos, err := List(root)
 	if err != nil {
 		return "", err
@@ -151,7 +152,7 @@ func PreviousValid(root, exclude string) (string, error) {
 	}
 	for i := limit - 1; i >= 0; i-- {
 		in := infos[i]
-		if in.Name == exclude || in.Err != nil {
+		if in.Name == exclude || in.Err != nil || (configHash != "" && in.Manifest.ConfigHash != configHash) {
 			continue
 		}
 		if len(Verify(in.Path)) == 0 {

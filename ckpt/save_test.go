@@ -263,7 +263,7 @@ func TestSaveCrashAtEveryStep(t *testing.T) {
 				if d := dotEntries(t, root); len(d) != 0 {
 					t.Errorf("debris survived the next save: %v", d)
 				}
-				if p, err := PreviousValid(root, StepName(300)); err != nil || !strings.HasSuffix(p, StepName(tc.previous.Step)) && !strings.HasSuffix(p, StepName(tc.next.Step)) && !strings.HasSuffix(p, tc.next.Name) {
+				if p, err := PreviousValid(root, StepName(300), ""); err != nil || !strings.HasSuffix(p, StepName(tc.previous.Step)) && !strings.HasSuffix(p, StepName(tc.next.Step)) && !strings.HasSuffix(p, tc.next.Name) {
 					t.Errorf("PreviousValid = %s, %v", p, err)
 				}
 			})

@@ -163,7 +163,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 				t.Errorf("Load error %q does not name the checkpoint and file", err)
 			}
 			// The suggestion for a damaged latest is the sound checkpoint before it.
-			prev, err := PreviousValid(root, filepath.Base(dir))
+			prev, err := PreviousValid(root, filepath.Base(dir), "")
 			if err != nil || filepath.Base(prev) != StepName(1) {
 				t.Errorf("PreviousValid = %q, %v; want step_000001", prev, err)
 			}
@@ -185,7 +185,7 @@ func TestPreviousValidNoneLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	flipLastByte(t, filepath.Join(dir, "policy.safetensors"))
-	if _, err := PreviousValid(root, "step_000001"); !errors.Is(err, ErrNoCheckpoint) {
+	if _, err := PreviousValid(root, "step_000001", ""); !errors.Is(err, ErrNoCheckpoint) {
 		t.Errorf("error %v, want ErrNoCheckpoint", err)
 	}
 }
@@ -199,8 +199,29 @@ func TestPreviousValidSkipsNewerAndDamaged(t *testing.T) {
 	}
 	flipLastByte(t, filepath.Join(root, StepName(2), "policy.safetensors"))
 	// Excluding step 3: step 4 is newer, step 2 is damaged, so step 1 is the suggestion.
-	got, err := PreviousValid(root, StepName(3))
+	got, err := PreviousValid(root, StepName(3), "")
 	if err != nil || filepath.Base(got) != StepName(1) {
 		t.Errorf("PreviousValid = %q, %v; want step_000001", got, err)
+	}
+}
+
+// With a config hash, the suggestion skips checkpoints written under another config.
+func TestPreviousValidSameConfig(t *testing.T) {
+	root := t.TempDir()
+	for step, hash := range map[int64]string{1: "sha256:aaaa", 2: "sha256:bbbb", 3: "sha256:aaaa"} {
+		c := testCheckpoint(step, KindPeriodic)
+		c.ConfigHash = hash
+		if _, err := Save(root, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for hash, want := range map[string]string{"": StepName(2), "sha256:aaaa": StepName(1), "sha256:bbbb": StepName(2)} {
+		got, err := PreviousValid(root, StepName(3), hash)
+		if err != nil || filepath.Base(got) != want {
+			t.Errorf("hash %q: suggested %q (%v), want %s", hash, got, err, want)
+		}
+	}
+	if _, err := PreviousValid(root, StepName(3), "sha256:cccc"); !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("no checkpoint of that config: err %v", err)
 	}
 }

@@ -78,29 +78,32 @@ func CheckResume(cfg *configs.Config, path string) error {
 func readResume(cfg *configs.Config, path string) (*resumePoint, error) {
 	l, err := ckpt.Load(path)
 	if err != nil {
-		return nil, RefuseCheckpoint(path, err)
+		return nil, refuseCheckpoint(path, trainingHash(cfg), err)
 	}
 	if want := trainingHash(cfg); l.Manifest.ConfigHash != want {
-		return nil, RefuseCheckpoint(path, fmt.Errorf("it was written under another config (hash %.12s, this run's is %.12s)", l.Manifest.ConfigHash, want))
+		return nil, refuseCheckpoint(path, want, fmt.Errorf("it was written under another config (hash %.12s, this run's is %.12s)", l.Manifest.ConfigHash, want))
 	}
 	var st runState
 	if err := json.Unmarshal(l.State, &st); err != nil {
-		return nil, RefuseCheckpoint(path, fmt.Errorf("%s: %w", ckpt.StateFile, err))
+		return nil, refuseCheckpoint(path, trainingHash(cfg), fmt.Errorf("%s: %w", ckpt.StateFile, err))
 	}
 	if _, ok := phaseOrder[st.Phase]; !ok || st.Phase == PhaseTest {
-		return nil, RefuseCheckpoint(path, fmt.Errorf("%s: unknown phase %q", ckpt.StateFile, st.Phase))
+		return nil, refuseCheckpoint(path, trainingHash(cfg), fmt.Errorf("%s: unknown phase %q", ckpt.StateFile, st.Phase))
 	}
 	return &resumePoint{phase: st.Phase, step: st.Step, loaded: l, state: st}, nil
 }
 
 // refuse explains why a checkpoint cannot be used and points at an older one.
-func (r *Runner) refuse(path string, err error) error { return RefuseCheckpoint(path, err) }
+func (r *Runner) refuse(path string, err error) error {
+	return refuseCheckpoint(path, trainingHash(r.cfg), err)
+}
 
-// RefuseCheckpoint is the error for a checkpoint that cannot be resumed from:
-// the problem, and an older valid checkpoint of the same run when there is one.
-func RefuseCheckpoint(path string, err error) error {
+// refuseCheckpoint is the error for a checkpoint that cannot be resumed from:
+// the problem, and an older valid checkpoint of the same run and config
+// (configHash) when there is one.
+func refuseCheckpoint(path, configHash string, err error) error {
 	msg := fmt.Sprintf("cannot resume from %s: %v", path, err)
-	if prev, perr := ckpt.PreviousValid(filepath.Dir(path), filepath.Base(path)); perr == nil && prev != "" {
+	if prev, perr := ckpt.PreviousValid(filepath.Dir(path), filepath.Base(path), configHash); perr == nil && prev != "" {
 		msg += "\nan older checkpoint is valid: " + prev + " (use --from " + prev + ")"
 	}
 	return errors.New(msg)
