@@ -495,6 +495,11 @@ func TestRefusedResumeTouchesNothing(t *testing.T) {
 			t.Errorf("the refused resume changed %s", f)
 		}
 	}
+	// --from a checkpoint of another run directory is refused too
+	other := filepath.Join(t.TempDir(), "checkpoints", "step_000010")
+	if code, _, errOut := run(t, "resume", dir, "--no-tui", "--from", other); code != exitBadUsage || !strings.Contains(errOut, "not a checkpoint of") {
+		t.Errorf("resume --from another run's checkpoint: exit %d: %s", code, errOut)
+	}
 
 	if err := os.WriteFile(cfgPath, orig, 0o644); err != nil {
 		t.Fatal(err)

@@ -133,6 +133,13 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	// Every check comes before the run's files are touched: a refused resume
 	// changes nothing.
 	path := *from
+	if path != "" {
+		got, _ := filepath.Abs(filepath.Dir(filepath.Clean(path)))
+		own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints"))
+		if got != own {
+			return usagef("--from %s: not a checkpoint of %s (its checkpoints are in %s)", path, runDir, own)
+		}
+	}
 	if path == "" {
 		root := filepath.Join(runDir, "checkpoints")
 		if path, err = ckpt.Latest(root); err != nil {
