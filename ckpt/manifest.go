@@ -39,6 +39,10 @@ const (
 	KindFinal    Kind = "final"    // end of a phase; kept
 )
 
+// Prunable reports whether retention may remove checkpoints of this kind
+// (periodic and signal ones beyond the newest few); the others are kept.
+func (k Kind) Prunable() bool { return k == KindPeriodic || k == KindSignal }
+
 func (k Kind) known() bool {
 	switch k {
 	case KindPeriodic, KindStage, KindManual, KindSignal, KindFinal:

@@ -28,7 +28,7 @@ func Prune(root string, keep int) ([]string, error) {
 	}
 	var periodic []Info
 	for _, in := range infos {
-		if in.Err == nil && (in.Manifest.Kind == KindPeriodic || in.Manifest.Kind == KindSignal) {
+		if in.Err == nil && in.Manifest.Kind.Prunable() {
 			periodic = append(periodic, in)
 		}
 	}

@@ -316,7 +316,7 @@ func (r *Runner) checkpointNow(step int, ph phaseControl, kind ckpt.Kind) string
 	r.emit(step, telemetry.EventCheckpoint, "checkpoint "+filepath.Base(path), map[string]any{
 		"path": path, "kind": string(kind), "seconds": time.Since(start).Seconds(),
 	})
-	if kind == ckpt.KindPeriodic || kind == ckpt.KindSignal {
+	if kind.Prunable() {
 		if removed, err := ckpt.Prune(r.ckptRoot, r.cfg.Checkpoint.Keep); err != nil {
 			r.emit(step, telemetry.EventWarning, "checkpoint retention: "+err.Error(), nil)
 		} else if len(removed) > 0 {

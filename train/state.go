@@ -129,9 +129,8 @@ func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, st
 	}
 	// The same step saved again (a checkpoint key, then a stop) replaces the
 	// same content; it must not turn a kept checkpoint into a prunable one.
-	prunable := func(k ckpt.Kind) bool { return k == ckpt.KindPeriodic || k == ckpt.KindSignal }
 	if prev, err := ckpt.Inspect(filepath.Join(r.ckptRoot, name)); err == nil &&
-		prev.Phase == st.Phase && prev.Step == int64(st.Step) && prunable(kind) && !prunable(prev.Kind) {
+		prev.Phase == st.Phase && prev.Step == int64(st.Step) && kind.Prunable() && !prev.Kind.Prunable() {
 		kind = prev.Kind
 	}
 	return ckpt.Save(r.ckptRoot, ckpt.Checkpoint{
