@@ -9,9 +9,9 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/pixelis/pixelis/internal/nn"
+	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/train/env"
-	"github.com/pixelis/pixelis/train/nn"
-	"github.com/pixelis/pixelis/train/optim"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	G "gorgonia.org/gorgonia"

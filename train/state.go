@@ -10,10 +10,10 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
-	"github.com/pixelis/pixelis/train/optim"
 	"github.com/pixelis/pixelis/train/policy"
 )
 

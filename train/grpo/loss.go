@@ -5,7 +5,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"github.com/pixelis/pixelis/train/nn"
+	"github.com/pixelis/pixelis/internal/nn"
 	"github.com/pixelis/pixelis/train/policy"
 )
 

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/pixelis/pixelis/train/optim"
+	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/train/policy"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"github.com/pixelis/pixelis/train/optim"
+	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/train/policy"
 )
 

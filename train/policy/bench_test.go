@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pixelis/pixelis/train/optim"
+	"github.com/pixelis/pixelis/internal/optim"
 	G "gorgonia.org/gorgonia"
 )
 

@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/pixelis/pixelis/train/optim"
+	"github.com/pixelis/pixelis/internal/optim"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pixelis/pixelis/train/optim"
+	"github.com/pixelis/pixelis/internal/optim"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )

@@ -3,7 +3,7 @@ package policy
 import (
 	"math"
 
-	"github.com/pixelis/pixelis/train/optim"
+	"github.com/pixelis/pixelis/internal/optim"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )

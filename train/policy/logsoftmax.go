@@ -3,7 +3,7 @@ package policy
 import (
 	G "gorgonia.org/gorgonia"
 
-	"github.com/pixelis/pixelis/train/nn"
+	"github.com/pixelis/pixelis/internal/nn"
 )
 
 // logSoftmax is the stable row-wise log-softmax of nn (gorgonia's own LogSoftMax

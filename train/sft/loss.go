@@ -5,8 +5,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/train/env"
-	"github.com/pixelis/pixelis/train/optim"
 	"github.com/pixelis/pixelis/train/policy"
 )
 

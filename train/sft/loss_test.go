@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/train/env"
-	"github.com/pixelis/pixelis/train/optim"
 	"github.com/pixelis/pixelis/train/policy"
 )
 
