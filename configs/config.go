@@ -245,6 +245,16 @@ type Curiosity struct {
 	EmbedDim int `toml:"embed_dim"`
 	// LoRARank is the rank of the dynamics model's adapters. Default 8.
 	LoRARank int `toml:"lora_rank"`
+	// LoRAAlpha scales the dynamics model's adapter updates by LoRAAlpha/rank, > 0. Default 16.
+	LoRAAlpha float64 `toml:"lora_alpha"`
+	// Hidden is the width of the hidden layers of the forward and inverse models. Default 64.
+	Hidden int `toml:"hidden"`
+	// BatchSize is the number of transitions per gradient step of the dynamics model, >= 2. Default 256.
+	BatchSize int `toml:"batch_size"`
+	// Epochs is the number of passes over each batch's transitions; 0 freezes the model. Default 1.
+	Epochs int `toml:"epochs"`
+	// GradClip is the dynamics model's global gradient-norm clip; 0 disables clipping. Default 1.
+	GradClip float64 `toml:"grad_clip"`
 	// CacheSize is the capacity of the LRU cache of intrinsic rewards; 0 disables it. Default 1000.
 	CacheSize int `toml:"cache_size"`
 	// RaPRAlpha scales the RaPR curiosity bonus, >= 0. Default 0.5.

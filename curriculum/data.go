@@ -45,20 +45,6 @@ type DataConfig struct {
 	NumStages int `json:"num_stages"`
 }
 
-// DefaultDataConfig returns the defaults: an attempt every 200 steps,
-// rollback below −0.05, 100 steps of cooldown, one passing evaluation, the
-// interval doubled per rollback, three stages (simple, +medium, +hard).
-func DefaultDataConfig() DataConfig {
-	return DataConfig{
-		AdvanceEvery:      200,
-		RollbackThreshold: -0.05,
-		Cooldown:          100,
-		RequiredPasses:    1,
-		IntervalGrowth:    2,
-		NumStages:         len(DefaultMixes),
-	}
-}
-
 // Validate reports every invalid field, each named by its key.
 func (c DataConfig) Validate() error {
 	var errs []error

@@ -87,7 +87,7 @@ func TestDataManagerScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := NewPools(testLabels, nil)
+	p, _ := NewPools(testLabels, seedMixes)
 	ds, _ := runCycles(t, m, p, dataScenario)
 
 	first := ds[0]
@@ -127,12 +127,12 @@ func TestDataManagerScenario(t *testing.T) {
 // the scenario and requires the same later decisions as the original.
 func TestDataManagerRoundTrip(t *testing.T) {
 	ref, _ := NewDataManager(dataTestConfig)
-	refPools, _ := NewPools(testLabels, nil)
+	refPools, _ := NewPools(testLabels, seedMixes)
 	wantDs, wantDues := runCycles(t, ref, refPools, dataScenario)
 
 	for k := range len(dataScenario) + 1 {
 		a, _ := NewDataManager(dataTestConfig)
-		ap, _ := NewPools(testLabels, nil)
+		ap, _ := NewPools(testLabels, seedMixes)
 		ds, dues := runCycles(t, a, ap, dataScenario[:k])
 
 		b, err := json.Marshal(a.State())
@@ -150,7 +150,7 @@ func TestDataManagerRoundTrip(t *testing.T) {
 		pb, _ := json.Marshal(ap.State())
 		var ps PoolsState
 		json.Unmarshal(pb, &ps)
-		rp, _ := NewPools(testLabels, nil)
+		rp, _ := NewPools(testLabels, seedMixes)
 		if err := rp.Restore(ps); err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +266,7 @@ func TestDataConfigValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultDataConfig()
+			c := seedDataConfig()
 			tt.edit(&c)
 			checkErrs(t, c.Validate(), tt.want)
 			if _, err := NewDataManager(c); (err == nil) != (len(tt.want) == 0) {

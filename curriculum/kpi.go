@@ -144,19 +144,10 @@ func Slope(ys []float64) float64 {
 	return num / (fn * (fn*fn - 1) / 12)
 }
 
-// DefaultKPINames are the per-step batch means the reward curriculum watches
-// (DESIGN.md metric names kpi/<name>_ma100).
-var DefaultKPINames = []string{"success_rate", "reward_final", "coherence", "combined_score"}
-
 // TrackerConfig configures a Tracker.
 type TrackerConfig struct {
-	Window int      `json:"window"` // K, steps per moving average (default 100)
-	Names  []string `json:"names"`  // tracked per-step batch means (default DefaultKPINames)
-}
-
-// DefaultTrackerConfig is the seed's "last 100 steps" tracker over DefaultKPINames.
-func DefaultTrackerConfig() TrackerConfig {
-	return TrackerConfig{Window: 100, Names: slices.Clone(DefaultKPINames)}
+	Window int      `json:"window"` // K, steps per moving average
+	Names  []string `json:"names"`  // tracked per-step batch means
 }
 
 // Validate reports every invalid field, each named by its key.

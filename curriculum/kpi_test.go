@@ -216,7 +216,7 @@ func TestTrackerKPIs(t *testing.T) {
 }
 
 func TestTrackerStateRoundTrip(t *testing.T) {
-	cfg := DefaultTrackerConfig()
+	cfg := seedTrackerConfig()
 	cfg.Window = 5
 	a, _ := NewTracker(cfg)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -270,7 +270,7 @@ func TestTrackerConfigValidate(t *testing.T) {
 		cfg  TrackerConfig
 		want []string
 	}{
-		{"default", DefaultTrackerConfig(), nil},
+		{"default", seedTrackerConfig(), nil},
 		{"window", TrackerConfig{Window: 0, Names: []string{"a"}}, []string{"window:"}},
 		{"no names", TrackerConfig{Window: 3}, []string{"names:"}},
 		{"empty and twice", TrackerConfig{Window: 3, Names: []string{"a", "", "a"}}, []string{"names[1]: empty", `names[2]: "a" listed twice`}},

@@ -9,10 +9,6 @@ import (
 	"strings"
 )
 
-// DefaultMixes is the seed's curriculum: simple samples first, then medium
-// added, then hard added.
-var DefaultMixes = []string{"simple", "simple+medium", "simple+medium+hard"}
-
 // Pools is the active-pool side of the SFT data curriculum: which sample
 // indices the trainer may draw from at each stage. A stage is a mix, a
 // '+'-joined set of difficulty buckets; the pool of a stage is every sample
@@ -31,13 +27,13 @@ type Pools struct {
 }
 
 // NewPools builds the pools from one bucket label per sample (index i is
-// sample i) and the stage mixes (DefaultMixes when mixes is empty). Every
+// sample i) and the stage mixes (at least one). Every
 // stage must have at least one sample, and every label must appear in some
 // mix: a bucket no stage uses is almost always a misspelt label, and its
 // samples would silently never be trained on.
 func NewPools(labels []string, mixes []string) (*Pools, error) {
 	if len(mixes) == 0 {
-		mixes = DefaultMixes
+		return nil, errors.New("pools: no stage mixes")
 	}
 	var errs []error
 	p := &Pools{labels: slices.Clone(labels), mixes: slices.Clone(mixes)}

@@ -10,7 +10,7 @@ import (
 var testLabels = []string{"simple", "hard", "medium", "simple", "medium", "hard", "simple"}
 
 func TestPoolsStages(t *testing.T) {
-	p, err := NewPools(testLabels, nil)
+	p, err := NewPools(testLabels, seedMixes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestPoolsRollbackExact(t *testing.T) {
 	for i := range labels {
 		labels[i] = []string{"simple", "medium", "hard"}[(i*7)%3]
 	}
-	p, err := NewPools(labels, nil)
+	p, err := NewPools(labels, seedMixes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestPoolsRollbackExact(t *testing.T) {
 }
 
 func TestPoolsSample(t *testing.T) {
-	p, _ := NewPools(testLabels, nil)
+	p, _ := NewPools(testLabels, seedMixes)
 	rng := rand.New(rand.NewPCG(1, 1))
 	buf := []int{-1}
 	got := p.Sample(rng, 200, buf)
@@ -109,11 +109,12 @@ func TestNewPoolsErrors(t *testing.T) {
 		want   []string
 	}{
 		{"custom mixes", []string{"a", "b"}, []string{"a", "b", "a+b"}, nil},
-		{"unknown label", []string{"simple", "Hard"}, nil, []string{`sample 1: bucket "Hard"`}},
+		{"unknown label", []string{"simple", "Hard"}, seedMixes, []string{`sample 1: bucket "Hard"`}},
 		{"empty bucket", []string{"simple"}, []string{"simple", "simple+"}, []string{`mixes[1] "simple+": empty bucket`}},
 		{"twice", []string{"simple"}, []string{"simple+simple"}, []string{`bucket "simple" listed twice`}},
 		{"empty pool", []string{"simple"}, []string{"simple", "medium"}, []string{`mixes[1] "medium": no sample`}},
-		{"no samples", nil, nil, []string{`mixes[0] "simple": no sample`}},
+		{"no samples", nil, seedMixes, []string{`mixes[0] "simple": no sample`}},
+		{"no mixes", []string{"simple"}, nil, []string{"no stage mixes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +125,7 @@ func TestNewPoolsErrors(t *testing.T) {
 }
 
 func TestPoolsState(t *testing.T) {
-	p, _ := NewPools(testLabels, nil)
+	p, _ := NewPools(testLabels, seedMixes)
 	p.Advance()
 	b, err := json.Marshal(p.State())
 	if err != nil {
@@ -134,7 +135,7 @@ func TestPoolsState(t *testing.T) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := NewPools(testLabels, nil)
+	r, _ := NewPools(testLabels, seedMixes)
 	if err := r.Restore(s); err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +156,10 @@ func TestPoolsState(t *testing.T) {
 		edit   func(*PoolsState)
 		want   string
 	}{
-		{"relabelled", relabelled, nil, nil, "fingerprint"},
-		{"other size", testLabels[:6], nil, nil, "7 samples"},
+		{"relabelled", relabelled, seedMixes, nil, "fingerprint"},
+		{"other size", testLabels[:6], seedMixes, nil, "7 samples"},
 		{"other mixes", testLabels, []string{"simple", "simple+medium+hard"}, nil, "mixes"},
-		{"stage", testLabels, nil, func(s *PoolsState) { s.Stage = 3 }, "stage 3"},
+		{"stage", testLabels, seedMixes, func(s *PoolsState) { s.Stage = 3 }, "stage 3"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

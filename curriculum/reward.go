@@ -43,34 +43,6 @@ type RewardConfig struct {
 	Rollback   RollbackConfig `json:"rollback"`
 }
 
-// DefaultRewardConfig is the seed's three phases: learn the goal until the
-// success rate's moving average passes 0.70, learn coherence until its moving
-// average stops improving (slope over 5 evaluations below 0.001), then add
-// curiosity. An advance is undone when the success rate falls by more than
-// 0.1 within 200 steps.
-func DefaultRewardConfig() RewardConfig {
-	return RewardConfig{
-		Stages: []StageConfig{
-			{
-				Name:    "Phase1_Learn_Goal",
-				Weights: map[string]float64{"final": 1, "coherence": 0, "curiosity": 0},
-				Exit:    []ConditionConfig{{Kind: CondThreshold, Metric: "success_rate_ma100", Op: ">", Value: 0.70}},
-			},
-			{
-				Name:    "Phase2_Learn_Coherence",
-				Weights: map[string]float64{"final": 1, "coherence": 0.1, "curiosity": 0},
-				Exit:    []ConditionConfig{{Kind: CondSlope, Metric: "coherence_ma100", Op: "<", Value: 0.001, N: 5}},
-			},
-			{
-				Name:    "Phase3_Learn_Curiosity",
-				Weights: map[string]float64{"final": 1, "coherence": 0.1, "curiosity": 0.05},
-			},
-		},
-		MinSamples: 1000,
-		Rollback:   RollbackConfig{Metric: "success_rate_ma100", Drop: 0.1, Window: 200, Backoff: 2},
-	}
-}
-
 // Validate reports every invalid field, each named by its key path
 // (e.g. "stages[1].exit[0].n").
 func (c RewardConfig) Validate() error {

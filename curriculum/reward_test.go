@@ -239,7 +239,7 @@ func TestRewardConfigValidate(t *testing.T) {
 		want []string
 	}{
 		{"test config", func(*RewardConfig) {}, nil},
-		{"default", func(c *RewardConfig) { *c = DefaultRewardConfig() }, nil},
+		{"default", func(c *RewardConfig) { *c = seedRewardConfig() }, nil},
 		{"no stages", func(c *RewardConfig) { c.Stages = nil }, []string{"stages: at least one"}},
 		{"name", func(c *RewardConfig) { c.Stages[1].Name = "" }, []string{"stages[1].name: empty"}},
 		{"duplicate name", func(c *RewardConfig) { c.Stages[2].Name = "Goal" }, []string{`stages[2].name: "Goal" already names stages[0]`}},

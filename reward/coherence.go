@@ -1,63 +1,9 @@
 package reward
 
 import (
-	"errors"
-	"fmt"
-
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 )
-
-// CoherenceConfig holds the trajectory-coherence analyzer's settings. All
-// bonuses and penalties are magnitudes (≥ 0); defaults in DefaultCoherence.
-type CoherenceConfig struct {
-	GoodPairBonus        float64 // sensible pair: SEGMENT→GET_PROPERTIES, ZOOM_IN→READ_TEXT, SEGMENT→TRACK_OBJECT, SEGMENT→ZOOM_IN (0.2)
-	RepeatPenalty        float64 // the same operation with the same arguments as the step before (0.5)
-	BadPairPenalty       float64 // ZOOM_IN→ZOOM_IN, TRACK_OBJECT→TRACK_OBJECT, GET_PROPERTIES→SEGMENT of the point just measured (0.3); elsewhere it is how several objects are measured in turn
-	ContradictionPenalty float64 // GET_PROPERTIES or TRACK_OBJECT before any SEGMENT; SEGMENT of a point already segmented in this view (0.5)
-
-	// Cosine similarity c of consecutive observation embeddings:
-	// c ∈ [SimLow, SimHigh] earns SimBonus; c > SimTooSimilar or
-	// c < SimTooDifferent costs SimPenalty; anything else is neutral.
-	SimLow, SimHigh   float64 // 0.3, 0.7
-	SimTooSimilar     float64 // 0.9
-	SimTooDifferent   float64 // 0.1
-	SimBonus          float64 // 0.1
-	SimPenalty        float64 // 0.1
-	DisableSimilarity bool    // skip the embedding term (false)
-}
-
-// DefaultCoherence returns the package defaults the tests compute by hand (a
-// run takes its constants from [reward.coherence]).
-func DefaultCoherence() CoherenceConfig {
-	return CoherenceConfig{
-		GoodPairBonus: 0.2, RepeatPenalty: 0.5, BadPairPenalty: 0.3, ContradictionPenalty: 0.5,
-		SimLow: 0.3, SimHigh: 0.7, SimTooSimilar: 0.9, SimTooDifferent: 0.1,
-		SimBonus: 0.1, SimPenalty: 0.1,
-	}
-}
-
-// Validate reports every invalid field, each named by its config key.
-func (c CoherenceConfig) Validate() error {
-	var errs []error
-	for _, f := range []struct {
-		key string
-		v   float64
-	}{
-		{"good_pair_bonus", c.GoodPairBonus}, {"repeat_penalty", c.RepeatPenalty},
-		{"bad_pair_penalty", c.BadPairPenalty}, {"contradiction_penalty", c.ContradictionPenalty},
-		{"sim_bonus", c.SimBonus}, {"sim_penalty", c.SimPenalty},
-	} {
-		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("coherence.%s = %v: must be ≥ 0", f.key, f.v))
-		}
-	}
-	if !(-1 <= c.SimTooDifferent && c.SimTooDifferent <= c.SimLow && c.SimLow <= c.SimHigh &&
-		c.SimHigh <= c.SimTooSimilar && c.SimTooSimilar <= 1) {
-		errs = append(errs, fmt.Errorf("coherence: need −1 ≤ sim_too_different (%v) ≤ sim_low (%v) ≤ sim_high (%v) ≤ sim_too_similar (%v) ≤ 1",
-			c.SimTooDifferent, c.SimLow, c.SimHigh, c.SimTooSimilar))
-	}
-	return errors.Join(errs...)
-}
 
 // Coherence scores how logically a trajectory's operations follow each other.
 //
@@ -76,21 +22,20 @@ func (c CoherenceConfig) Validate() error {
 // Points are view-pixel coordinates, so a ZOOM_IN (which changes the view)
 // forgets which points were segmented; "any SEGMENT before" counts SEGMENT
 // calls whatever they returned (the misuse penalty judges results).
+//
+// The bonuses and penalties are the [reward.coherence] values, penalties
+// stored and added as the negative numbers the config holds. Cosine similarity
+// c of consecutive observation embeddings: c ∈ [sim_low, sim_high] earns
+// sim_bonus; c > sim_too_similar or c < sim_too_different adds sim_penalty.
 type Coherence struct {
-	cfg CoherenceConfig
-	emb Embedder
+	cfg configs.Coherence
+	emb Embedder // nil: no similarity term
 }
 
-// NewCoherence returns the analyzer; emb may be nil only when the similarity
-// term is disabled.
-func NewCoherence(cfg CoherenceConfig, emb Embedder) (*Coherence, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if emb == nil && !cfg.DisableSimilarity {
-		return nil, errors.New("coherence: the similarity term needs an embedder")
-	}
-	return &Coherence{cfg: cfg, emb: emb}, nil
+// NewCoherence returns the analyzer; cfg is checked by configs.Validate. With
+// a nil emb the similarity term is left out.
+func NewCoherence(cfg configs.Coherence, emb Embedder) *Coherence {
+	return &Coherence{cfg: cfg, emb: emb}
 }
 
 // Name is "coherence".
@@ -126,11 +71,11 @@ func (c *Coherence) score(t *Trajectory) Score {
 		switch a.Op {
 		case env.OpProperties, env.OpTrack:
 			if !segmented {
-				raw[k] -= c.cfg.ContradictionPenalty
+				raw[k] += c.cfg.ContradictionPenalty
 			}
 		case env.OpSegment:
 			if points[point{a.X, a.Y}] {
-				raw[k] -= c.cfg.ContradictionPenalty
+				raw[k] += c.cfg.ContradictionPenalty
 			}
 		}
 		if k > 0 {
@@ -139,11 +84,11 @@ func (c *Coherence) score(t *Trajectory) Score {
 				raw[k] += c.cfg.GoodPairBonus
 			}
 			if sameCall(p, a) {
-				raw[k] -= c.cfg.RepeatPenalty
+				raw[k] += c.cfg.RepeatPenalty
 			}
 			if badPair(p.Op, a.Op) ||
 				(p.Op == env.OpProperties && a.Op == env.OpSegment && hasLast && lastSeg == point{a.X, a.Y}) {
-				raw[k] -= c.cfg.BadPairPenalty
+				raw[k] += c.cfg.BadPairPenalty
 			}
 		}
 		switch a.Op {
@@ -156,7 +101,7 @@ func (c *Coherence) score(t *Trajectory) Score {
 			hasLast = false
 		}
 	}
-	if !c.cfg.DisableSimilarity {
+	if c.emb != nil {
 		c.similarity(t, raw)
 	}
 	var sum float64
@@ -179,7 +124,7 @@ func (c *Coherence) score(t *Trajectory) Score {
 // similarity adds the cosine term of each pair (k−1 → k) to raw[k]:
 //
 //	c = cos(φ(obs_{k−1}), φ(obs_k))
-//	+SimBonus if SimLow ≤ c ≤ SimHigh;  −SimPenalty if c > SimTooSimilar or c < SimTooDifferent
+//	+sim_bonus if sim_low ≤ c ≤ sim_high;  +sim_penalty (≤ 0) if c > sim_too_similar or c < sim_too_different
 //
 // Steps without an observation, or with a zero embedding, get no term.
 func (c *Coherence) similarity(t *Trajectory, raw []float64) {
@@ -206,7 +151,7 @@ func (c *Coherence) simTerm(u, v []float32) float64 {
 	case !ok:
 		return 0
 	case cs > c.cfg.SimTooSimilar || cs < c.cfg.SimTooDifferent:
-		return -c.cfg.SimPenalty
+		return c.cfg.SimPenalty
 	case cs >= c.cfg.SimLow && cs <= c.cfg.SimHigh:
 		return c.cfg.SimBonus
 	}

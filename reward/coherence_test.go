@@ -8,14 +8,9 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 )
 
-// Default coherence terms: good +0.2, repeat −0.5, bad pair −0.3, contradiction −0.5.
+// testCoherence's terms: good +0.2, repeat −0.5, bad pair −0.3, contradiction −0.5.
 func TestCoherenceRules(t *testing.T) {
-	cfg := DefaultCoherence()
-	cfg.DisableSimilarity = true
-	c, err := NewCoherence(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := NewCoherence(testCoherence, nil)
 	P, Z, R, T := op(env.OpProperties), op(env.OpZoom), op(env.OpReadText), op(env.OpTrack)
 	cases := []struct {
 		name  string
@@ -71,10 +66,7 @@ func (identity) Embed(obs []float32, d []float32) { copy(d, obs) }
 // Similarity: [0.3, 0.7] → +0.1; > 0.9 or < 0.1 → −0.1; else 0. SEG→SEG at
 // different points carries no other term.
 func TestCoherenceSimilarity(t *testing.T) {
-	c, err := NewCoherence(DefaultCoherence(), identity{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := NewCoherence(testCoherence, identity{})
 	o := func(x, y int, obs ...float32) env.Step { return withObs(seg(x, y), obs...) }
 	cases := []struct {
 		name  string
@@ -97,17 +89,6 @@ func TestCoherenceSimilarity(t *testing.T) {
 		t.Run(cs.name, func(t *testing.T) {
 			checkScore(t, c.Score([]*Trajectory{answered(cs.steps...)})[0], cs.value, nil)
 		})
-	}
-}
-
-func TestCoherenceConfig(t *testing.T) {
-	if _, err := NewCoherence(DefaultCoherence(), nil); err == nil {
-		t.Error("similarity without an embedder accepted")
-	}
-	bad := DefaultCoherence()
-	bad.SimLow, bad.SimHigh = 0.8, 0.4
-	if _, err := NewCoherence(bad, identity{}); err == nil {
-		t.Error("sim_low > sim_high accepted")
 	}
 }
 

@@ -8,19 +8,21 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 )
 
-// smallICM is a model small enough for finite differences and quick training.
-func smallICM(t testing.TB, seed uint64, mod func(*ICMConfig)) *ICM {
+// smallICM is a model small enough for finite differences and quick training:
+// 16 observation features, 4 actions.
+func smallICM(t testing.TB, seed uint64, mod func(*configs.Curiosity)) *ICM {
 	t.Helper()
-	cfg := DefaultICM()
-	cfg.ObsDim, cfg.NumActions, cfg.EmbedDim, cfg.Hidden, cfg.LoRARank, cfg.LoRAAlpha = 16, 4, 4, 8, 2, 4
+	cfg := testCuriosity
+	cfg.EmbedDim, cfg.Hidden, cfg.LoRARank, cfg.LoRAAlpha = 4, 8, 2, 4
 	cfg.BatchSize = 8
 	if mod != nil {
 		mod(&cfg)
 	}
-	m, err := NewICM(cfg, rand.New(rand.NewPCG(seed, 99)))
+	m, err := NewICM(cfg, 16, 4, rand.New(rand.NewPCG(seed, 99)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +199,7 @@ func float64s(x []float32) []float64 {
 // Training on a repeated set of transitions lowers both losses and the
 // curiosity reward itself (familiar transitions stop being surprising).
 func TestICMLossDecreasesOnRepeatedTransitions(t *testing.T) {
-	m := smallICM(t, 2, func(c *ICMConfig) { c.LR = 1e-2 })
+	m := smallICM(t, 2, func(c *configs.Curiosity) { c.LR = 1e-2 })
 	batch := synthTransitions(8, m.d, m.a, rand.New(rand.NewPCG(8, 8)))
 	mean := func(s []Score) float64 {
 		var v float64
@@ -226,7 +228,7 @@ func TestICMLossDecreasesOnRepeatedTransitions(t *testing.T) {
 // training the adapters differ from zero and so do the predictions, while the
 // base weights stay bit for bit what they were.
 func TestICMLoRAStartsAsNoOpAndBaseStaysFrozen(t *testing.T) {
-	m := smallICM(t, 3, func(c *ICMConfig) { c.LR = 1e-2 })
+	m := smallICM(t, 3, func(c *configs.Curiosity) { c.LR = 1e-2 })
 	rng := rand.New(rand.NewPCG(4, 4))
 	phi := make([]float32, m.e)
 	differs := func() bool {
@@ -276,7 +278,7 @@ func TestICMLoRAStartsAsNoOpAndBaseStaysFrozen(t *testing.T) {
 // The Go reward η·‖f − φ(s′)‖²/E equals η times the graph's forward loss on
 // the same transition (the two implementations of the forward model agree).
 func TestICMRewardMatchesGraph(t *testing.T) {
-	m := smallICM(t, 6, func(c *ICMConfig) { c.Epochs = 0 })
+	m := smallICM(t, 6, func(c *configs.Curiosity) { c.Epochs = 0 })
 	rng := rand.New(rand.NewPCG(6, 6))
 	for _, name := range []string{pFwdL1, pFwdL2} {
 		for i := range m.byName[name].data {
@@ -322,7 +324,7 @@ func TestICMCache(t *testing.T) {
 		second float64
 	}{{"training", 1, 0.75}, {"frozen", 0, 1}} {
 		t.Run(c.name, func(t *testing.T) {
-			m := smallICM(t, 10, func(cfg *ICMConfig) { cfg.Epochs = c.epochs })
+			m := smallICM(t, 10, func(cfg *configs.Curiosity) { cfg.Epochs = c.epochs })
 			first := m.Score(batch)
 			if got := m.Stats().CacheHitRate; got != 0.75 {
 				t.Errorf("first batch hit rate %v, want 0.75", got)
@@ -339,7 +341,7 @@ func TestICMCache(t *testing.T) {
 				t.Errorf("second batch hit rate %v over %d lookups, want %v over 24", st.CacheHitRate, st.CacheLookups, c.second)
 			}
 			// without BeginStep the rate covers both calls: one step, two rounds
-			both := smallICM(t, 10, func(cfg *ICMConfig) { cfg.Epochs = c.epochs })
+			both := smallICM(t, 10, func(cfg *configs.Curiosity) { cfg.Epochs = c.epochs })
 			both.Score(batch)
 			both.Score(batch)
 			if got, want := both.Stats().CacheHitRate, (0.75+c.second)/2; math.Abs(got-want) > 1e-12 {
@@ -350,8 +352,8 @@ func TestICMCache(t *testing.T) {
 	// cache_size 0 (allowed by the config) disables the cache: nothing hits,
 	// and the rewards are what the cached model computes
 	t.Run("disabled", func(t *testing.T) {
-		cached := smallICM(t, 10, func(cfg *ICMConfig) { cfg.Epochs = 0 }).Score(batch)
-		m := smallICM(t, 10, func(cfg *ICMConfig) { cfg.Epochs, cfg.CacheSize = 0, 0 })
+		cached := smallICM(t, 10, func(cfg *configs.Curiosity) { cfg.Epochs = 0 }).Score(batch)
+		m := smallICM(t, 10, func(cfg *configs.Curiosity) { cfg.Epochs, cfg.CacheSize = 0, 0 })
 		got := m.Score(batch)
 		if m.Stats().CacheHitRate != 0 || m.Stats().CacheLookups != 12 {
 			t.Errorf("disabled cache: hit rate %v over %d lookups", m.Stats().CacheHitRate, m.Stats().CacheLookups)

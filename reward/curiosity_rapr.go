@@ -1,41 +1,9 @@
 package reward
 
 import (
-	"errors"
-	"fmt"
-
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 )
-
-// RaPRConfig holds the Pixel Reasoner curiosity bonus settings; defaults in
-// DefaultRaPR are the paper's.
-type RaPRConfig struct {
-	Alpha  float64 // weight of the curiosity term (0.5)
-	Beta   float64 // weight of the op-budget term (0.05)
-	Target float64 // H, the target rate of pixel-space reasoning (0.3)
-	Budget int     // N, operations a trajectory may use before the budget term bites (1)
-}
-
-// DefaultRaPR returns α = 0.5, β = 0.05, H = 0.3, N = 1.
-func DefaultRaPR() RaPRConfig { return RaPRConfig{Alpha: 0.5, Beta: 0.05, Target: 0.3, Budget: 1} }
-
-// Validate reports every invalid field.
-func (c RaPRConfig) Validate() error {
-	var errs []error
-	if c.Alpha < 0 {
-		errs = append(errs, fmt.Errorf("rapr.alpha = %v: must be ≥ 0", c.Alpha))
-	}
-	if c.Beta < 0 {
-		errs = append(errs, fmt.Errorf("rapr.beta = %v: must be ≥ 0", c.Beta))
-	}
-	if c.Target < 0 || c.Target > 1 {
-		errs = append(errs, fmt.Errorf("rapr.target = %v: must be in [0, 1]", c.Target))
-	}
-	if c.Budget < 0 {
-		errs = append(errs, fmt.Errorf("rapr.budget = %d: must be ≥ 0", c.Budget))
-	}
-	return errors.Join(errs...)
-}
 
 // RaPR is the Pixel Reasoner curiosity bonus (named "curiosity"):
 //
@@ -49,17 +17,17 @@ func (c RaPRConfig) Validate() error {
 //
 // PerStep: the first term is split evenly over the trajectory's operation
 // steps; the second charges −β to each operation beyond the N-th.
+//
+// α, β, H and N are rapr_alpha, rapr_beta, rapr_h and rapr_n of [reward.curiosity].
 type RaPR struct {
-	cfg  RaPRConfig
-	last map[int]float64
+	alpha, beta, target float64
+	budget              int
+	last                map[int]float64
 }
 
-// NewRaPR returns the component.
-func NewRaPR(cfg RaPRConfig) (*RaPR, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return &RaPR{cfg: cfg}, nil
+// NewRaPR returns the component; cfg is checked by configs.Validate.
+func NewRaPR(cfg configs.Curiosity) *RaPR {
+	return &RaPR{alpha: cfg.RaPRAlpha, beta: cfg.RaPRBeta, target: cfg.RaPRH, budget: cfg.RaPRN}
 }
 
 // Name is "curiosity".
@@ -91,7 +59,7 @@ func (r *RaPR) Score(trajs []*Trajectory) []Score {
 	for i, t := range trajs {
 		s := Score{PerStep: make([]float64, len(t.Steps))}
 		if nops[i] > 0 {
-			bonus := r.cfg.Alpha * max(r.cfg.Target-r.last[t.Group], 0) // α·max(H − RaPR, 0)
+			bonus := r.alpha * max(r.target-r.last[t.Group], 0) // α·max(H − RaPR, 0)
 			share := bonus / float64(nops[i])
 			seen := 0
 			for k, st := range t.Steps {
@@ -100,11 +68,11 @@ func (r *RaPR) Score(trajs []*Trajectory) []Score {
 				}
 				seen++
 				s.PerStep[k] += share
-				if seen > r.cfg.Budget { // β·min(N − n_ops, 0): −β per op beyond N
-					s.PerStep[k] -= r.cfg.Beta
+				if seen > r.budget { // β·min(N − n_ops, 0): −β per op beyond N
+					s.PerStep[k] -= r.beta
 				}
 			}
-			s.Value = bonus + r.cfg.Beta*float64(min(r.cfg.Budget-nops[i], 0))
+			s.Value = bonus + r.beta*float64(min(r.budget-nops[i], 0))
 		}
 		out[i] = s
 	}

@@ -3,6 +3,7 @@ package reward
 import (
 	"testing"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 )
 
@@ -12,10 +13,7 @@ import (
 //	         that rollout uses 3 ops: 0.1·min(2 − 3, 0) = −0.1 → 0.15
 //	group 1: every rollout uses operations → RaPR 1, no bonus; 4 ops cost 0.1·(2 − 4) = −0.2
 func TestRaPRByHand(t *testing.T) {
-	r, err := NewRaPR(RaPRConfig{Alpha: 1, Beta: 0.1, Target: 0.5, Budget: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := NewRaPR(configs.Curiosity{RaPRAlpha: 1, RaPRBeta: 0.1, RaPRH: 0.5, RaPRN: 2})
 	P, Z, R := op(env.OpProperties), op(env.OpZoom), op(env.OpReadText)
 	g := func(group int, steps ...env.Step) *Trajectory {
 		tr := answered(steps...)
@@ -52,14 +50,11 @@ func TestRaPRByHand(t *testing.T) {
 	}
 }
 
-// The paper's defaults: H 0.3, α 0.5, β 0.05, N 1. A group of two where one
+// The paper's values (testCuriosity): H 0.3, α 0.5, β 0.05, N 1. A group of two where one
 // rollout zooms once: RaPR 0.5 ≥ H, no bonus, within budget → 0 for both; a
 // group of four with one single-op rollout: 0.5·(0.3 − 0.25) = 0.025.
-func TestRaPRDefaults(t *testing.T) {
-	r, err := NewRaPR(DefaultRaPR())
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestRaPRPaperValues(t *testing.T) {
+	r := NewRaPR(testCuriosity)
 	a := answered(seg(1, 1), ans("red"))
 	a.Group = 7
 	b := answered(ans("red"))
@@ -71,8 +66,5 @@ func TestRaPRDefaults(t *testing.T) {
 	got := r.Score([]*Trajectory{a, b, c, d1, d2, d3})
 	for i, w := range []float64{0, 0, 0.025, 0, 0, 0} {
 		checkScore(t, got[i], w, nil)
-	}
-	if _, err := NewRaPR(RaPRConfig{Target: 2}); err == nil {
-		t.Error("target rate 2 accepted")
 	}
 }

@@ -8,7 +8,8 @@
 //
 // Start reading at orchestrator.go: an Orchestrator holds the Components
 // (final.go, coherence.go, misuse.go and one curiosity component,
-// curiosity_icm.go or curiosity_rapr.go), a Normalizer (normalize.go) with a
+// curiosity_icm.go — its network in icm_net.go, its cache in icm_cache.go, its
+// checkpoint state in icm_state.go — or curiosity_rapr.go), a Normalizer (normalize.go) with a
 // running mean and variance per component over a sliding window, the weights
 // the reward curriculum sets, and the clip. Compute returns a Breakdown with
 // every component's raw and normalised value and a per-step attribution, which
@@ -17,6 +18,11 @@
 //
 // Every Component returns a Score per trajectory: Value is the trajectory-level
 // raw reward and PerStep attributes it to steps so that Σ PerStep = Value.
+//
+// Settings: each component takes its section of the run config (configs.Misuse,
+// configs.Coherence, configs.Curiosity, configs.Reward), checked by
+// configs.Validate; configs/default.toml holds every default. Penalties are
+// stored, added and shown as the negative numbers the config holds.
 //
 // Determinism: nothing here reads a clock or the global random generator.
 // Random initialisation takes a *rand.Rand; everything that influences later

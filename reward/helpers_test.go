@@ -5,8 +5,32 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 )
+
+// testCuriosity is the curiosity configuration of the tests: an ICM with a
+// 32-wide embedding, 64 hidden units, rank-8 adapters (α 16), β 0.2, η 0.5,
+// Adam at 1e-3 clipped at norm 1, batches of 256, one epoch, a 1,000-entry
+// cache; RaPR at α 0.5, β 0.05, H 0.3, N 1.
+var testCuriosity = configs.Curiosity{
+	Mode: "icm", Eta: 0.5, Beta: 0.2, LR: 1e-3, EmbedDim: 32, LoRARank: 8, LoRAAlpha: 16, Hidden: 64,
+	BatchSize: 256, Epochs: 1, GradClip: 1, CacheSize: 1000,
+	RaPRAlpha: 0.5, RaPRH: 0.3, RaPRBeta: 0.05, RaPRN: 1,
+}
+
+// testReward is the [reward] section of the tests: clip 10, normalised over
+// 1,000-value windows after 32 values.
+var testReward = configs.Reward{Clip: 10, Normalize: true, NormWindow: 1000, NormWarmup: 32}
+
+// testCoherence is the coherence configuration the tests compute by hand,
+// distinct from the default in places so a mixed-up term cannot pass: good
+// pair +0.2, repeat −0.5, bad pair −0.3, contradiction −0.5, similarity in
+// [0.3, 0.7] +0.1, above 0.9 or below 0.1 −0.1.
+var testCoherence = configs.Coherence{
+	GoodPairBonus: 0.2, RepeatPenalty: -0.5, BadPairPenalty: -0.3, ContradictionPenalty: -0.5,
+	SimLow: 0.3, SimHigh: 0.7, SimTooSimilar: 0.9, SimTooDifferent: 0.1, SimBonus: 0.1, SimPenalty: -0.1,
+}
 
 func seg(x, y int) env.Step { return env.Step{Action: env.Action{Op: env.OpSegment, X: x, Y: y}} }
 func op(o env.Op) env.Step  { return env.Step{Action: env.Action{Op: o}} }

@@ -3,20 +3,18 @@ package reward
 import (
 	"testing"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 )
 
 // Distinct penalties per kind so a mix-up of kinds cannot pass.
-var testMisuse = MisuseConfig{
-	NoSegment: 0.11, StillImage: 0.12, NothingThere: 0.13, OutOfRange: 0.14, OverCap: 0.15,
-	Illegible: 0.16, Repeat: 0.17, BadAnswer: 0.18, NoAnswer: 0.19,
+var testMisuse = configs.Misuse{
+	NoSegment: -0.11, StillImage: -0.12, NothingThere: -0.13, OutOfRange: -0.14, OverCap: -0.15,
+	Illegible: -0.16, Repeat: -0.17, BadAnswer: -0.18, NoAnswer: -0.19,
 }
 
 func TestMisuseEveryKind(t *testing.T) {
-	m, err := NewMisuse(testMisuse)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := NewMisuse(testMisuse)
 	cases := []struct {
 		kind env.Misuse
 		want float64
@@ -41,10 +39,7 @@ func TestMisuseEveryKind(t *testing.T) {
 }
 
 func TestMisuseTrajectories(t *testing.T) {
-	m, err := NewMisuse(testMisuse)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := NewMisuse(testMisuse)
 	cases := []struct {
 		name  string
 		traj  *Trajectory
@@ -73,13 +68,5 @@ func TestMisuseTrajectories(t *testing.T) {
 			}
 			checkScore(t, got, c.value, c.per)
 		})
-	}
-}
-
-func TestMisuseConfigRejectsNegative(t *testing.T) {
-	c := DefaultMisuse()
-	c.Illegible, c.NoAnswer = -1, -2
-	if _, err := NewMisuse(c); err == nil {
-		t.Fatal("negative penalties accepted")
 	}
 }

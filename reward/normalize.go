@@ -1,42 +1,24 @@
 package reward
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 )
 
-// NormalizerConfig holds the running-statistics settings.
+// NormalizerConfig holds the running-statistics settings (norm_window,
+// norm_warmup and normalize of [reward], checked by configs.Validate).
 type NormalizerConfig struct {
-	Window int     // values kept per component; older ones leave the statistics (1000)
-	WarmUp int     // values needed before dividing by σ (32)
-	Eps    float64 // added to σ (1e-8)
+	Window int // values kept per component; older ones leave the statistics
+	WarmUp int // values needed before dividing by σ
 	// Disabled passes raw values through (z = raw) while still keeping the
 	// statistics, for runs that want the seed's unnormalised weighted sum.
 	Disabled bool
 }
 
-// DefaultNormalizer returns window 1000, warm-up 32, ε 1e-8.
-func DefaultNormalizer() NormalizerConfig {
-	return NormalizerConfig{Window: 1000, WarmUp: 32, Eps: 1e-8}
-}
-
-// Validate reports every invalid field.
-func (c NormalizerConfig) Validate() error {
-	var errs []error
-	if c.Window < 1 {
-		errs = append(errs, fmt.Errorf("normalize.window = %d: must be ≥ 1", c.Window))
-	}
-	if c.WarmUp < 0 {
-		errs = append(errs, fmt.Errorf("normalize.warm_up = %d: must be ≥ 0", c.WarmUp))
-	}
-	if c.Eps < 0 {
-		errs = append(errs, fmt.Errorf("normalize.eps = %v: must be ≥ 0", c.Eps))
-	}
-	return errors.Join(errs...)
-}
+// normEps is ε in z = (x − μ)/(σ + ε).
+const normEps = 1e-8
 
 // Normalizer keeps, per component, the mean and variance of its last Window
 // raw values and turns raw values into z-scores:
@@ -65,12 +47,9 @@ type window struct {
 	evictions int // removals since the last exact recomputation
 }
 
-// NewNormalizer returns an empty normaliser.
-func NewNormalizer(cfg NormalizerConfig) (*Normalizer, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return &Normalizer{cfg: cfg, stats: map[string]*window{}}, nil
+// NewNormalizer returns an empty normaliser; cfg.Window must be ≥ 1.
+func NewNormalizer(cfg NormalizerConfig) *Normalizer {
+	return &Normalizer{cfg: cfg, stats: map[string]*window{}}
 }
 
 func (nz *Normalizer) win(name string) *window {
@@ -164,7 +143,7 @@ func (nz *Normalizer) Z(name string, x float64) float64 {
 	if n < nz.cfg.WarmUp || n == 0 {
 		return x - mean
 	}
-	return (x - mean) / (math.Sqrt(v) + nz.cfg.Eps)
+	return (x - mean) / (math.Sqrt(v) + normEps)
 }
 
 // Normalize adds a batch's raw values to name's window, then returns their

@@ -23,10 +23,7 @@ func twoPass(xs []float64) (mean, variance float64) {
 // long stream whose scale and offset drift, to 1e-9.
 func TestNormalizerMatchesTwoPass(t *testing.T) {
 	for _, window := range []int{1, 7, 100, 1000} {
-		nz, err := NewNormalizer(NormalizerConfig{Window: window, WarmUp: 0})
-		if err != nil {
-			t.Fatal(err)
-		}
+		nz := NewNormalizer(NormalizerConfig{Window: window, WarmUp: 0})
 		rng := rand.New(rand.NewPCG(3, uint64(window)))
 		var all []float64
 		for len(all) < 20000 {
@@ -54,21 +51,18 @@ func TestNormalizerMatchesTwoPass(t *testing.T) {
 // Window 3, warm-up 3:
 //
 //	[1 2]     n < 3: z(5) = 5 − 1.5 = 3.5
-//	[1 2 3]   μ 2, σ² 2/3: z(5) = 3/√(2/3)
-//	[2 3 4]   (1 evicted) μ 3, σ² 2/3: z(1) = −2/√(2/3)
+//	[1 2 3]   μ 2, σ² 2/3: z(5) = 3/(√(2/3) + ε)
+//	[2 3 4]   (1 evicted) μ 3, σ² 2/3: z(1) = −2/(√(2/3) + ε)
 func TestNormalizerZByHand(t *testing.T) {
-	nz, err := NewNormalizer(NormalizerConfig{Window: 3, WarmUp: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nz := NewNormalizer(NormalizerConfig{Window: 3, WarmUp: 3})
 	steps := []struct {
 		add  []float64
 		x, z float64
 	}{
 		{[]float64{1, 2}, 5, 3.5},
-		{[]float64{3}, 5, 3 / math.Sqrt(2.0/3)},
-		{[]float64{4}, 1, -2 / math.Sqrt(2.0/3)},
-		{[]float64{math.NaN(), math.Inf(1)}, 1, -2 / math.Sqrt(2.0/3)}, // skipped
+		{[]float64{3}, 5, 3 / (math.Sqrt(2.0/3) + 1e-8)},
+		{[]float64{4}, 1, -2 / (math.Sqrt(2.0/3) + 1e-8)},
+		{[]float64{math.NaN(), math.Inf(1)}, 1, -2 / (math.Sqrt(2.0/3) + 1e-8)}, // skipped
 	}
 	for i, s := range steps {
 		nz.Add("c", s.add...)
@@ -81,19 +75,19 @@ func TestNormalizerZByHand(t *testing.T) {
 	}
 }
 
-// Normalize adds the batch first: [1, 3] with warm-up 2 gives μ 2, σ 1, z ±1.
+// Normalize adds the batch first: [1, 3] with warm-up 2 gives μ 2, σ 1, z ±1/(1 + ε).
 func TestNormalizeBatchIncludesItself(t *testing.T) {
-	nz, _ := NewNormalizer(NormalizerConfig{Window: 10, WarmUp: 2})
+	nz := NewNormalizer(NormalizerConfig{Window: 10, WarmUp: 2})
 	z := nz.Normalize("c", []float64{1, 3})
-	if !near(z[0], -1, 1e-12) || !near(z[1], 1, 1e-12) {
+	if w := 1 / (1 + 1e-8); !near(z[0], -w, 1e-12) || !near(z[1], w, 1e-12) {
 		t.Fatalf("z = %v, want [−1 1]", z)
 	}
 }
 
 // A restored normaliser (through JSON) continues bit for bit.
 func TestNormalizerStateRoundTrip(t *testing.T) {
-	cfg := NormalizerConfig{Window: 50, WarmUp: 5, Eps: 1e-8}
-	a, _ := NewNormalizer(cfg)
+	cfg := NormalizerConfig{Window: 50, WarmUp: 5}
+	a := NewNormalizer(cfg)
 	rng := rand.New(rand.NewPCG(11, 12))
 	feed := func(nz *Normalizer, r *rand.Rand, n int) []float64 {
 		var zs []float64
@@ -113,7 +107,7 @@ func TestNormalizerStateRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(blob, &st); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := NewNormalizer(cfg)
+	b := NewNormalizer(cfg)
 	if err := b.Restore(st); err != nil {
 		t.Fatal(err)
 	}
@@ -124,19 +118,15 @@ func TestNormalizerStateRoundTrip(t *testing.T) {
 			t.Fatalf("z %d: restored %v, uninterrupted %v", i, zb[i], za[i])
 		}
 	}
-	small, _ := NewNormalizer(NormalizerConfig{Window: 10})
+	small := NewNormalizer(NormalizerConfig{Window: 10})
 	if err := small.Restore(st); err == nil {
 		t.Error("restoring 50 values into a window of 10 accepted")
 	}
 }
 
 func TestNormalizerDisabledPassesRawThrough(t *testing.T) {
-	cfg := DefaultNormalizer()
-	cfg.Disabled = true
-	nz, err := NewNormalizer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := NormalizerConfig{Window: 1000, WarmUp: 32, Disabled: true}
+	nz := NewNormalizer(cfg)
 	z := nz.Normalize("final", []float64{1, 0, 3})
 	if z[0] != 1 || z[1] != 0 || z[2] != 3 {
 		t.Fatalf("disabled normaliser changed values: %v", z)

@@ -7,23 +7,9 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/pixelis/pixelis/configs"
 )
-
-// OrchestratorConfig holds the combination settings.
-type OrchestratorConfig struct {
-	// Clip bounds the total reward to [−Clip, Clip] (10, the seed's).
-	Clip float64
-	// Weights are the initial component weights; the reward curriculum
-	// changes them with SetWeights. Components without an entry start at 0,
-	// except final at 1 (the curriculum's first stage: task reward only).
-	Weights    map[string]float64
-	Normalizer NormalizerConfig
-}
-
-// DefaultOrchestrator returns clip 10, weight 1 on final, the default normaliser.
-func DefaultOrchestrator() OrchestratorConfig {
-	return OrchestratorConfig{Clip: 10, Weights: map[string]float64{NameFinal: 1}, Normalizer: DefaultNormalizer()}
-}
 
 // Orchestrator combines the components into one reward per trajectory:
 //
@@ -38,7 +24,7 @@ func DefaultOrchestrator() OrchestratorConfig {
 // Components run in the order given; register coherence before an ICM that
 // serves as its embedder so both see the same encoder version.
 type Orchestrator struct {
-	cfg     OrchestratorConfig
+	clip    float64
 	comps   []Component
 	names   []string
 	weights map[string]float64
@@ -46,24 +32,19 @@ type Orchestrator struct {
 	icm     *ICM
 }
 
-// NewOrchestrator checks the config and the components (unique names).
-func NewOrchestrator(cfg OrchestratorConfig, comps ...Component) (*Orchestrator, error) {
-	var errs []error
-	if !(cfg.Clip > 0) {
-		errs = append(errs, fmt.Errorf("reward.clip = %v: must be > 0", cfg.Clip))
-	}
-	norm, err := NewNormalizer(cfg.Normalizer)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	o := &Orchestrator{cfg: cfg, norm: norm, weights: map[string]float64{}}
-	seen := map[string]bool{}
+// NewOrchestrator combines the components under the [reward] settings cfg
+// (clip and normaliser; checked by configs.Validate). Component names must be
+// unique. The weights start at 1 for final and 0 for the others, the reward
+// curriculum's first stage before SetWeights.
+func NewOrchestrator(cfg configs.Reward, comps ...Component) (*Orchestrator, error) {
+	o := &Orchestrator{clip: cfg.Clip, weights: map[string]float64{}, norm: NewNormalizer(NormalizerConfig{
+		Window: cfg.NormWindow, WarmUp: cfg.NormWarmup, Disabled: !cfg.Normalize,
+	})}
 	for _, c := range comps {
 		n := c.Name()
-		if seen[n] {
-			errs = append(errs, fmt.Errorf("reward: two components named %q", n))
+		if slices.Contains(o.names, n) {
+			return nil, fmt.Errorf("reward: two components named %q", n)
 		}
-		seen[n] = true
 		o.comps = append(o.comps, c)
 		o.names = append(o.names, n)
 		if n != NamePenalty {
@@ -75,12 +56,6 @@ func NewOrchestrator(cfg OrchestratorConfig, comps ...Component) (*Orchestrator,
 	}
 	if _, ok := o.weights[NameFinal]; ok {
 		o.weights[NameFinal] = 1
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	if err := o.SetWeights(cfg.Weights); err != nil {
-		return nil, err
 	}
 	return o, nil
 }
@@ -186,7 +161,7 @@ func (o *Orchestrator) Compute(trajs []*Trajectory) Breakdown {
 		}
 	}
 	for i := range b.Trajs {
-		b.Trajs[i].Total = max(-o.cfg.Clip, min(o.cfg.Clip, b.Trajs[i].Total))
+		b.Trajs[i].Total = max(-o.clip, min(o.clip, b.Trajs[i].Total))
 	}
 	return b
 }

@@ -48,9 +48,8 @@ func TestOrchestratorWeightingAndClipping(t *testing.T) {
 		{10, unclipped},
 		{1, []float64{1, unclipped[1], -1, unclipped[3]}},
 	} {
-		cfg := DefaultOrchestrator()
-		cfg.Clip = c.clip
-		cfg.Normalizer = NormalizerConfig{Window: 100, WarmUp: 0}
+		cfg := testReward
+		cfg.Clip, cfg.NormWindow, cfg.NormWarmup = c.clip, 100, 0
 		o, err := NewOrchestrator(cfg, comps...)
 		if err != nil {
 			t.Fatal(err)
@@ -94,7 +93,7 @@ func TestOrchestratorWeightingAndClipping(t *testing.T) {
 }
 
 func TestOrchestratorSetWeights(t *testing.T) {
-	o, err := NewOrchestrator(DefaultOrchestrator(), fixed{name: NameFinal}, fixed{name: NameCoherence}, fixed{name: NamePenalty})
+	o, err := NewOrchestrator(testReward, fixed{name: NameFinal}, fixed{name: NameCoherence}, fixed{name: NamePenalty})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +107,7 @@ func TestOrchestratorSetWeights(t *testing.T) {
 	if w := o.Weights(); w[NameFinal] != 1 || w[NameCoherence] != 0.1 {
 		t.Fatalf("valid entries not applied: %v", w)
 	}
-	if _, err := NewOrchestrator(DefaultOrchestrator(), fixed{name: NameFinal}, fixed{name: NameFinal}); err == nil {
+	if _, err := NewOrchestrator(testReward, fixed{name: NameFinal}, fixed{name: NameFinal}); err == nil {
 		t.Error("duplicate component names accepted")
 	}
 }
@@ -117,19 +116,11 @@ func TestOrchestratorSetWeights(t *testing.T) {
 // icm curiosity.
 func realOrchestrator(t testing.TB, seed uint64) (*Orchestrator, *ICM) {
 	t.Helper()
-	icm, err := NewICM(DefaultICM(), rand.New(rand.NewPCG(seed, 1)))
+	icm, err := NewICM(testCuriosity, env.ObsDim, env.NumActions(), rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	coh, err := NewCoherence(DefaultCoherence(), icm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mis, err := NewMisuse(DefaultMisuse())
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := NewOrchestrator(DefaultOrchestrator(), NewFinal(), coh, mis, icm)
+	o, err := NewOrchestrator(testReward, NewFinal(), NewCoherence(testCoherence, icm), NewMisuse(testMisuse), icm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +163,7 @@ func TestOrchestratorStateRoundTrip(t *testing.T) {
 			t.Fatalf("metrics differ: %v vs %v", ma, mb)
 		}
 	}
-	plain, _ := NewOrchestrator(DefaultOrchestrator(), NewFinal())
+	plain, _ := NewOrchestrator(testReward, NewFinal())
 	if err := plain.Restore(st); err == nil {
 		t.Error("state with an ICM restored into an orchestrator without one")
 	}
@@ -224,10 +215,7 @@ func BenchmarkCompute(b *testing.B) {
 				o, icm = realOrchestrator(b, 1)
 			} else {
 				rp, _ := NewRandomProjection(env.ObsDim, 64, rand.New(rand.NewPCG(1, 2)))
-				coh, _ := NewCoherence(DefaultCoherence(), rp)
-				mis, _ := NewMisuse(DefaultMisuse())
-				rapr, _ := NewRaPR(DefaultRaPR())
-				o, _ = NewOrchestrator(DefaultOrchestrator(), NewFinal(), coh, mis, rapr)
+				o, _ = NewOrchestrator(testReward, NewFinal(), NewCoherence(testCoherence, rp), NewMisuse(testMisuse), NewRaPR(testCuriosity))
 			}
 			rng := rand.New(rand.NewPCG(30, 30))
 			batches := make([][]*Trajectory, 4)

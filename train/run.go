@@ -121,27 +121,6 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	}, nil
 }
 
-// EnvConfig maps the [env] section onto the environment's own config.
-func EnvConfig(cfg *configs.Config) (env.Config, error) {
-	c := env.DefaultConfig()
-	c.MaxSteps = cfg.Env.MaxSteps
-	c.Frames = cfg.Env.Frames
-	c.MinObjects = cfg.Env.MinObjects
-	c.MaxObjects = cfg.Env.MaxObjects
-	c.LabelProb = cfg.Env.LabelProb
-	c.Noise = cfg.Env.Noise
-	c.OpCap = cfg.Env.OpCap
-	c.Families = c.Families[:0:0]
-	for _, name := range cfg.Env.Families {
-		f, err := env.ParseFamily(name)
-		if err != nil {
-			return c, fmt.Errorf("env.families: %w", err)
-		}
-		c.Families = append(c.Families, f)
-	}
-	return c, c.Validate()
-}
-
 // Run executes the phases in order. It returns ErrStopped after a stop command,
 // ctx.Err() when cancelled, and the first failure otherwise.
 func (r *Runner) Run(ctx context.Context) error {

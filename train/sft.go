@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/ckpt"
-	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/curriculum"
 	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/reward"
@@ -58,14 +57,6 @@ type sftRun struct {
 	afterAdvance func(*policy.Params)
 }
 
-// policyConfig maps [policy] onto the network config.
-func policyConfig(cfg *configs.Config) policy.Config {
-	return policy.Config{
-		Hidden: cfg.Policy.Hidden, LocHidden: cfg.Policy.LocHidden,
-		LoRARank: cfg.Policy.LoRARank, LoRAAlpha: cfg.Policy.LoRAAlpha, LoRARanks: cfg.Policy.LoRARanks,
-	}.WithDefaults()
-}
-
 func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	cfg := r.cfg
 	r.state = telemetry.StateStarting
@@ -86,11 +77,7 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	if err != nil {
 		return fmt.Errorf("sft curriculum: %w", err)
 	}
-	dc := cfg.SFT.Curriculum
-	dm, err := curriculum.NewDataManager(curriculum.DataConfig{
-		AdvanceEvery: dc.AdvanceEvery, RollbackThreshold: dc.RollbackThreshold, Cooldown: dc.Cooldown,
-		RequiredPasses: dc.RequiredPasses, IntervalGrowth: dc.IntervalGrowth, NumStages: len(mixes),
-	})
+	dm, err := curriculum.NewDataManager(dataCurriculumConfig(cfg, len(mixes)))
 	if err != nil {
 		return fmt.Errorf("sft.curriculum: %w", err)
 	}
@@ -98,9 +85,8 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	adam := optim.DefaultAdam()
-	adam.WeightDecay, adam.ClipNorm = cfg.SFT.WeightDecay, cfg.SFT.GradClip
-	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, sft.Weights{Op: cfg.SFT.OpWeight, Answer: cfg.SFT.AnswerWeight}, adam)
+	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, sft.Weights{Op: cfg.SFT.OpWeight, Answer: cfg.SFT.AnswerWeight},
+		adamConfig(cfg.SFT.WeightDecay, cfg.SFT.GradClip))
 	if err != nil {
 		return err
 	}

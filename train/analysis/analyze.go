@@ -184,8 +184,7 @@ func Analyze(ctx context.Context, cfg *configs.Config, models []Model, opts Opti
 }
 
 // coherenceScorer builds the coherence component with the run config's
-// settings (the config stores penalties as negative numbers; the component
-// takes magnitudes). The similarity term needs an embedding of observations:
+// [reward.coherence] settings. The similarity term needs an embedding of observations:
 // a run with ICM curiosity used its learned encoder, which is not part of a
 // model checkpoint, so every model here is scored with the same fixed random
 // projection drawn from seed — comparable across models, and equal to the
@@ -196,12 +195,7 @@ func coherenceScorer(cfg *configs.Config, seed uint64) (*reward.Coherence, error
 	if err != nil {
 		return nil, err
 	}
-	cc := cfg.Reward.Coherence
-	return reward.NewCoherence(reward.CoherenceConfig{
-		GoodPairBonus: cc.GoodPairBonus, RepeatPenalty: -cc.RepeatPenalty, BadPairPenalty: -cc.BadPairPenalty,
-		ContradictionPenalty: -cc.ContradictionPenalty, SimLow: cc.SimLow, SimHigh: cc.SimHigh,
-		SimTooSimilar: cc.SimTooSimilar, SimTooDifferent: cc.SimTooDifferent, SimBonus: cc.SimBonus, SimPenalty: -cc.SimPenalty,
-	}, rp)
+	return reward.NewCoherence(cfg.Reward.Coherence, rp), nil
 }
 
 func coherenceOf(c *reward.Coherence, rs []*train.Rollout) []float64 {

@@ -197,7 +197,7 @@ func sameTensors(a, b *policy.Params) bool {
 }
 
 func TestApplyAdapter(t *testing.T) {
-	p, err := policy.New(policy.Config{Hidden: []int{4}, LocHidden: 2, LoRARank: 2}.WithDefaults(), randFor(1))
+	p, err := policy.New(policy.Config{Hidden: []int{4}, LocHidden: 2, LoRARank: 2}.WithEnvLayout(), randFor(1))
 	if err != nil {
 		t.Fatal(err)
 	}

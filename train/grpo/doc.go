@@ -1,6 +1,7 @@
 // Package grpo is Group Relative Policy Optimisation for the pixel agent, read top to
 // bottom in this order:
 //
+//	sampling.go   dynamic sampling: groups whose rewards all agree are re-rolled
 //	advantage.go  group-relative advantages (GRPO, Dr. GRPO, RLOO) and their statistics
 //	filter.go     dropping samples whose advantage carries no signal
 //	replay.go     the buffer of high-|A| samples mixed back into later updates

@@ -9,7 +9,8 @@ import (
 	"github.com/pixelis/pixelis/train/policy"
 )
 
-// LossConfig holds the objective's hyper-parameters.
+// LossConfig holds the objective's hyper-parameters ([rft], checked by
+// configs.Validate).
 type LossConfig struct {
 	ClipLow, ClipHigh float64 // ε_low, ε_high of the clipped ratio (DAPO's clip-higher when they differ)
 	KLCoef            float64 // β
@@ -18,23 +19,6 @@ type LossConfig struct {
 	// Temperature the rollouts sampled at; π, π_old and π_ref are all
 	// softmax(logits/T) then (0 means 1).
 	Temperature float64
-}
-
-// Validate reports every invalid field.
-func (c LossConfig) Validate() error {
-	switch {
-	case !(c.ClipLow > 0 && c.ClipLow < 1):
-		return fmt.Errorf("clip_low %v: must be in (0, 1)", c.ClipLow)
-	case !(c.ClipHigh > 0):
-		return fmt.Errorf("clip_high %v: must be > 0", c.ClipHigh)
-	case c.KLCoef < 0:
-		return fmt.Errorf("kl_coef %v: must be >= 0", c.KLCoef)
-	case c.KLEstimator != "k1" && c.KLEstimator != "k3":
-		return fmt.Errorf("kl_estimator %q: must be k1 or k3", c.KLEstimator)
-	case c.Temperature < 0:
-		return fmt.Errorf("temperature %v: must be >= 0", c.Temperature)
-	}
-	return nil
 }
 
 // objective is the GRPO loss on a policy graph. Per action i (a "token"):
@@ -78,9 +62,11 @@ func buildObjective(tg *policy.TrainGraph, c LossConfig) (*objective, error) {
 	switch c.KLEstimator {
 	case "k1":
 		kl = m.do(G.Sub(newLP, o.ref))
-	default:
+	case "k3":
 		d := m.do(G.Sub(o.ref, newLP))
 		kl = m.do(G.Sub(m.do(G.Sub(m.do(G.Exp(d)), d)), scalar(1)))
+	default:
+		return nil, fmt.Errorf("grpo loss: unknown KL estimator %q", c.KLEstimator)
 	}
 	row := m.do(G.Add(pg, m.do(G.Mul(kl, scalar(c.KLCoef)))))
 	if c.EntropyCoef != 0 {

@@ -43,9 +43,6 @@ type Stats struct {
 
 // NewUpdater builds the loss graph for chunks of batch rows over p's trainable names.
 func NewUpdater(p *policy.Params, batch int, trainable []string, c LossConfig, adam optim.AdamConfig) (*Updater, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	if len(trainable) == 0 {
 		return nil, errors.New("grpo: nothing to train")
 	}

@@ -16,7 +16,7 @@ import (
 func TestHandNetMatchesGraph(t *testing.T) {
 	const batch = 16
 	rng := rand.New(rand.NewPCG(9, 9))
-	cfg := DefaultConfig()
+	cfg := designConfig()
 	p, _ := New(cfg, rng)
 	perturbAll(p, rng)
 	cfg = p.Config()
@@ -65,7 +65,7 @@ func benchBatch(cfg Config, batch int, rng *rand.Rand) ([]float32, []int, []floa
 }
 
 func BenchmarkInference(b *testing.B) {
-	p, _ := New(DefaultConfig(), rand.New(rand.NewPCG(1, 2)))
+	p, _ := New(designConfig(), rand.New(rand.NewPCG(1, 2)))
 	cfg := p.Config()
 	inf := NewInference(p)
 	for _, rows := range []int{1, 64, 512} {
@@ -118,7 +118,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	}{{"gorgonia/sft", 0, false}, {"gorgonia/rft-lora8", 8, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
-			cfg := DefaultConfig()
+			cfg := designConfig()
 			cfg.LoRARank = tc.rank
 			p, _ := New(cfg, rng)
 			cfg = p.Config()
@@ -148,7 +148,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 	b.Run("gonum/sft", func(b *testing.B) {
 		rng := rand.New(rand.NewPCG(1, 2))
-		p, _ := New(DefaultConfig(), rng)
+		p, _ := New(designConfig(), rng)
 		hn := newHandNet(p, batch)
 		obs, actions, w := benchBatch(p.Config(), batch, rng)
 		adam := optim.NewAdam(optim.DefaultAdam())
@@ -171,7 +171,7 @@ func BenchmarkTrainStep(b *testing.B) {
 func BenchmarkTrainStepRatio(b *testing.B) {
 	const batch = 256
 	rng := rand.New(rand.NewPCG(1, 2))
-	p, _ := New(DefaultConfig(), rng)
+	p, _ := New(designConfig(), rng)
 	cfg := p.Config()
 	q := p.Clone()
 	tg, err := NewTrainGraph(p, batch, p.Trainable(false))

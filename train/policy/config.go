@@ -8,13 +8,14 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 )
 
-// Config sizes the policy network. Zero values are filled by WithDefaults; the
-// observation and action sizes default to the env package's layout, and are
-// fields only so tests can build tiny networks of the same shape.
+// Config sizes the policy network ([policy] of the run config, checked by
+// configs.Validate). The observation and action sizes are the env package's
+// layout, filled by WithEnvLayout; they are fields only so tests can build tiny
+// networks of the same shape.
 type Config struct {
-	// Hidden are the widths of the trunk's ReLU layers (default [256, 256]).
+	// Hidden are the widths of the trunk's ReLU layers.
 	Hidden []int
-	// LocHidden is the width of the per-cell location scorer (default 32).
+	// LocHidden is the width of the per-cell location scorer.
 	LocHidden int
 	// LoRARank is the adapter rank of every layer; 0 means no adapters.
 	LoRARank int
@@ -34,18 +35,9 @@ type Config struct {
 	Actions        int
 }
 
-// DefaultConfig is the network of the design notes: a 256-256 trunk and a
-// 32-wide location scorer, without adapters.
-func DefaultConfig() Config { return Config{}.WithDefaults() }
-
-// WithDefaults returns c with every zero size replaced by its default.
-func (c Config) WithDefaults() Config {
-	if len(c.Hidden) == 0 {
-		c.Hidden = []int{256, 256}
-	}
-	if c.LocHidden == 0 {
-		c.LocHidden = 32
-	}
+// WithEnvLayout returns c with every zero observation or action size replaced
+// by the env package's.
+func (c Config) WithEnvLayout() Config {
 	if c.GlobalFeatures == 0 {
 		c.GlobalFeatures = env.GlobalFeatures
 	}

@@ -226,7 +226,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 func TestTrainGraphForwardAndUpdates(t *testing.T) {
 	const batch = 8
 	rng := rand.New(rand.NewPCG(3, 4))
-	cfg := DefaultConfig()
+	cfg := designConfig()
 	cfg.LoRARank = 4
 	p, err := New(cfg, rng)
 	if err != nil {

@@ -48,7 +48,7 @@ func TestInferenceMatchesReference(t *testing.T) {
 
 func TestInferenceConcurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	p, _ := New(DefaultConfig(), rng)
+	p, _ := New(designConfig(), rng)
 	cfg := p.Config()
 	inf := NewInference(p)
 	const rows = 16

@@ -57,7 +57,7 @@ type Tensor struct {
 // initialisation N(0, 2/in); the ones producing logits N(0, 1/in); biases zero.
 // Adapters start with A ~ N(0, 1/in) and B = 0, so a fresh adapter changes nothing.
 func New(cfg Config, rng *rand.Rand) (*Params, error) {
-	cfg = cfg.WithDefaults()
+	cfg = cfg.WithEnvLayout()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func TestConfigValidate(t *testing.T) {
 			[]string{"policy.loc_hidden", "policy.lora_alphas.x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
+			c := designConfig()
 			tc.edit(&c)
 			err := c.Validate()
 			if len(tc.want) == 0 {
@@ -207,3 +207,7 @@ func TestAdaptersFreshAndMerge(t *testing.T) {
 		t.Fatal("the perturbed adapters had no effect, test proves nothing")
 	}
 }
+
+// designConfig is the network of the design notes at the real observation
+// size: a 256-256 trunk and a 32-wide location scorer, without adapters.
+func designConfig() Config { return Config{Hidden: []int{256, 256}, LocHidden: 32}.WithEnvLayout() }

@@ -1,0 +1,121 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/curriculum"
+	"github.com/pixelis/pixelis/internal/optim"
+	"github.com/pixelis/pixelis/reward"
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/grpo"
+	"github.com/pixelis/pixelis/train/policy"
+)
+
+// The one translation from the run's config to each component: every phase,
+// the analysis and the CLI build their parts through these functions.
+// configs.Validate has checked every range; packages whose settings map one
+// to one onto a config section (reward) take the section itself.
+
+// EnvConfig maps the [env] section onto the environment's own config.
+func EnvConfig(cfg *configs.Config) (env.Config, error) {
+	c := env.DefaultConfig()
+	c.MaxSteps = cfg.Env.MaxSteps
+	c.Frames = cfg.Env.Frames
+	c.MinObjects = cfg.Env.MinObjects
+	c.MaxObjects = cfg.Env.MaxObjects
+	c.LabelProb = cfg.Env.LabelProb
+	c.Noise = cfg.Env.Noise
+	c.OpCap = cfg.Env.OpCap
+	c.Families = c.Families[:0:0]
+	for _, name := range cfg.Env.Families {
+		f, err := env.ParseFamily(name)
+		if err != nil {
+			return c, fmt.Errorf("env.families: %w", err)
+		}
+		c.Families = append(c.Families, f)
+	}
+	return c, c.Validate()
+}
+
+// policyConfig maps [policy] onto the network config.
+func policyConfig(cfg *configs.Config) policy.Config {
+	return policy.Config{
+		Hidden: cfg.Policy.Hidden, LocHidden: cfg.Policy.LocHidden,
+		LoRARank: cfg.Policy.LoRARank, LoRAAlpha: cfg.Policy.LoRAAlpha, LoRARanks: cfg.Policy.LoRARanks,
+	}.WithEnvLayout()
+}
+
+// newOrchestrator builds the reward of [reward]: final, coherence, the
+// curiosity of reward.curiosity.mode and the misuse penalty, in scoring order
+// (coherence before an ICM that serves as its embedder, so both see the same
+// encoder version). Random initialisation comes from seed's curiosity stream.
+func newOrchestrator(cfg *configs.Config) (*reward.Orchestrator, error) {
+	rc := cfg.Reward
+	seed := cfg.Run.Seed
+	var curiosity reward.Component
+	var emb reward.Embedder
+	switch rc.Curiosity.Mode {
+	case "icm":
+		icm, err := reward.NewICM(rc.Curiosity, env.ObsDim, env.NumActions(), stream(seed, streamCuriosity, 0, 0))
+		if err != nil {
+			return nil, fmt.Errorf("reward.curiosity: %w", err)
+		}
+		curiosity, emb = icm, icm
+	default:
+		rp, err := reward.NewRandomProjection(env.ObsDim, rc.Curiosity.EmbedDim, stream(seed, streamCuriosity, 0, 1))
+		if err != nil {
+			return nil, fmt.Errorf("reward.curiosity: %w", err)
+		}
+		curiosity, emb = reward.NewRaPR(rc.Curiosity), rp
+	}
+	return reward.NewOrchestrator(rc, reward.NewFinal(), reward.NewCoherence(rc.Coherence, emb), curiosity, reward.NewMisuse(rc.Misuse))
+}
+
+// rewardCurriculumConfig maps [curriculum] onto the reward-stage curriculum.
+func rewardCurriculumConfig(cfg *configs.Config) curriculum.RewardConfig {
+	cu := cfg.Curriculum
+	rc := curriculum.RewardConfig{MinSamples: cu.MinSamples, Rollback: curriculum.RollbackConfig{
+		Metric: cu.RollbackMetric, Drop: cu.RollbackDrop, Window: cu.RollbackWindow * cu.EvalEvery, Backoff: cu.Backoff,
+	}}
+	for _, st := range cu.Stages {
+		sc := curriculum.StageConfig{Name: st.Name, Weights: map[string]float64{
+			reward.NameFinal: st.Weights.Final, reward.NameCoherence: st.Weights.Coherence, reward.NameCuriosity: st.Weights.Curiosity,
+		}}
+		for _, e := range st.Exit {
+			sc.Exit = append(sc.Exit, curriculum.ConditionConfig{Kind: e.Kind, Metric: e.Metric, Op: e.Op, Value: e.Value, N: e.N, Steps: e.Steps})
+		}
+		rc.Stages = append(rc.Stages, sc)
+	}
+	return rc
+}
+
+// kpiTrackerConfig is the moving-average window of [curriculum] over the KPIs.
+func kpiTrackerConfig(cfg *configs.Config) curriculum.TrackerConfig {
+	return curriculum.TrackerConfig{Window: cfg.Curriculum.KPIWindow, Names: configs.KPIs}
+}
+
+// dataCurriculumConfig maps [sft.curriculum] onto the data curriculum over
+// stages difficulty mixes.
+func dataCurriculumConfig(cfg *configs.Config, stages int) curriculum.DataConfig {
+	dc := cfg.SFT.Curriculum
+	return curriculum.DataConfig{
+		AdvanceEvery: dc.AdvanceEvery, RollbackThreshold: dc.RollbackThreshold, Cooldown: dc.Cooldown,
+		RequiredPasses: dc.RequiredPasses, IntervalGrowth: dc.IntervalGrowth, NumStages: stages,
+	}
+}
+
+// adamConfig is Adam with the phase's weight decay and gradient clip.
+func adamConfig(weightDecay, gradClip float64) optim.AdamConfig {
+	a := optim.DefaultAdam()
+	a.WeightDecay, a.ClipNorm = weightDecay, gradClip
+	return a
+}
+
+// lossConfig maps [rft] onto the GRPO objective.
+func lossConfig(rf configs.RFT) grpo.LossConfig {
+	return grpo.LossConfig{
+		ClipLow: rf.ClipLow, ClipHigh: rf.ClipHigh, KLCoef: rf.KLCoef, KLEstimator: rf.KLEstimator,
+		EntropyCoef: rf.EntropyCoef, Temperature: rf.Temperature,
+	}
+}
