@@ -2,7 +2,6 @@ package configs
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 	"regexp"
 	"sort"
@@ -217,19 +216,6 @@ func describe(raw any) string {
 		return "an array"
 	}
 	return fmt.Sprintf("%T", raw)
-}
-
-// formatFloat prints a float the way messages show it: shortest form, NaN and ±Inf spelled out.
-func formatFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	return fmt.Sprint(f)
 }
 
 // bareKey matches the TOML keys that need no quotes.

@@ -3,6 +3,7 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // ruleUnknown is the Rule of a FieldError for a key that no field has.
@@ -73,3 +74,16 @@ func (c *collector) add(path, format string, args ...any) {
 }
 
 func (c *collector) err() error { return errors.Join(c.errs...) }
+
+// formatFloat prints a float the way messages show it: shortest form, NaN and ±Inf spelled out.
+func formatFloat(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return fmt.Sprint(f)
+}
