@@ -46,20 +46,31 @@ type Run struct {
 
 // Env is the [env] section: the built-in pixel world.
 type Env struct {
-	// MaxSteps is the number of actions an episode may take before it is cut off unanswered. Default 8.
+	// MaxSteps is the number of actions an episode may take before it is cut off unanswered, in [5, 64]. Default 8.
 	MaxSteps int `toml:"max_steps"`
-	// Frames is the number of frames of a video task; at least 2 when temporal_tracking is enabled. Default 4.
+	// Frames is the number of frames of a video task, in [2, 8]. Default 4.
 	Frames int `toml:"frames"`
-	// MinObjects is the fewest objects drawn in an image. Default 2.
+	// MinObjects is the fewest objects drawn in an image, at least 2. Default 2.
 	MinObjects int `toml:"min_objects"`
-	// MaxObjects is the most objects drawn in an image, at least MinObjects. Default 5.
+	// MaxObjects is the most objects drawn in an image, at least MinObjects; at most 5. Default 5.
 	MaxObjects int `toml:"max_objects"`
+	// MinSize is the smallest object's side in source pixels (of 128), in [20, max_size]. Default 20.
+	MinSize int `toml:"min_size"`
+	// MaxSize is the largest object's side in source pixels, at most 36 (labels stay legible when zoomed). Default 30.
+	MaxSize int `toml:"max_size"`
+	// MaxSpeed is the largest distance a moving object travels per frame, source pixels, in [1, 6]. Default 4.
+	MaxSpeed int `toml:"max_speed"`
 	// LabelProb is the probability that an object carries a text label, in [0, 1]. Default 0.5.
 	LabelProb float64 `toml:"label_prob"`
-	// Noise is the standard deviation of pixel noise added to images, in [0, 1] of full intensity. Default 0.02.
+	// Noise is the standard deviation of pixel noise added to images, in [0, 0.06] of full intensity. Default 0.02.
 	Noise float64 `toml:"noise"`
-	// OpCap is how many times an episode may call any one operation before further calls are misuse. Default 3.
+	// OpCap is how many times an episode may call any one operation before further calls are misuse, at least 2. Default 3.
 	OpCap int `toml:"op_cap"`
+	// Confusion is the probability that a task is confusable from the coarse view, in [0, 1]: a
+	// referred object has a look-alike of the neighbouring palette colour in the scene (geometric
+	// comparison: the two areas are close), so a guess without operations is often wrong. Other
+	// tasks keep look-alikes out. Default 0.5.
+	Confusion float64 `toml:"confusion"`
 	// Families are the task families generated, names from Families (no repeats). Default all six.
 	Families []string `toml:"families"`
 }
@@ -228,6 +239,8 @@ type Reward struct {
 	Coherence Coherence `toml:"coherence"`
 	// Misuse are the tool-misuse penalties.
 	Misuse Misuse `toml:"misuse"`
+	// ToolCost is the price of each visual operation.
+	ToolCost ToolCost `toml:"tool_cost"`
 }
 
 // Curiosity is the [reward.curiosity] section.
@@ -318,6 +331,22 @@ type Misuse struct {
 	NoAnswer float64 `toml:"no_answer"`
 	// BadAnswer: an ANSWER outside the question's answer set. Default -0.5.
 	BadAnswer float64 `toml:"bad_answer"`
+}
+
+// ToolCost is the [reward.tool_cost] section: what each call of a visual operation costs, each <= 0,
+// added to the reward as it is (ANSWER is free). Where a guess from the coarse view is often right,
+// a price makes dropping the operations tempting.
+type ToolCost struct {
+	// Segment is the price of SEGMENT_OBJECT_AT. Default -0.02.
+	Segment float64 `toml:"segment"`
+	// Properties is the price of GET_PROPERTIES. Default -0.02.
+	Properties float64 `toml:"properties"`
+	// Zoom is the price of ZOOM_IN. Default -0.02.
+	Zoom float64 `toml:"zoom"`
+	// ReadText is the price of READ_TEXT. Default -0.02.
+	ReadText float64 `toml:"read_text"`
+	// Track is the price of TRACK_OBJECT. Default -0.02.
+	Track float64 `toml:"track"`
 }
 
 // Curriculum is the [curriculum] section: the RFT reward curriculum, whose stages change the

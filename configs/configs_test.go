@@ -393,9 +393,10 @@ func TestLoadErrors(t *testing.T) {
 				`env.families[2]: repeats "object_counting"`}},
 		{"no families", "[env]\nfamilies = []\n",
 			[]string{"env.families: must name at least one family"}},
-		{"frames for tracking", "[env]\nframes = 1\n",
-			[]string{"env.frames: must be >= 2 when temporal_tracking is enabled, got 1"}},
-		{"one frame without tracking", "[env]\nframes = 1\nfamilies = [\"object_counting\"]\n", nil},
+		{"one frame", "[env]\nframes = 1\nfamilies = [\"object_counting\"]\n",
+			[]string{"env.frames: must be in [2, 8], got 1"}},
+		{"world ranges", "[env]\nmax_steps = 4\nmax_size = 40\nconfusion = 1.5\nop_cap = 1\n",
+			[]string{"env.max_steps: must be in [5, 64], got 4", "env.max_size: must be in [20, 36], got 40", "env.op_cap: must be >= 2, got 1", "env.confusion: must be in [0, 1], got 1.5"}},
 		{"object range", "[env]\nmin_objects = 4\nmax_objects = 3\nlabel_prob = 1.5\n",
 			[]string{"env.max_objects: must be >= min_objects (4), got 3", "env.label_prob: must be in [0, 1], got 1.5"}},
 		{"run name", "[run]\nname = \"a/b\"\ndir = \"\"\n",
@@ -477,7 +478,7 @@ func TestLoadErrors(t *testing.T) {
 // The full message: a first line naming the file, then one problem per line.
 func TestErrorText(t *testing.T) {
 	_, err := resolve("my.toml", "[rft]\ngrup_size = 4\ngroup_size = 1\n[env]\nnoise = 2.0\n", nil)
-	want := "config my.toml:\nrft.grup_size: unknown key\nenv.noise: must be in [0, 1], got 2\nrft.group_size: must be >= 2, got 1"
+	want := "config my.toml:\nrft.grup_size: unknown key\nenv.noise: must be in [0, 0.06], got 2\nrft.group_size: must be >= 2, got 1"
 	if err == nil || err.Error() != want {
 		t.Errorf("error text:\n%v\nwant:\n%s", err, want)
 	}

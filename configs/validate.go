@@ -57,15 +57,25 @@ func (c *checker) run(r *Run) {
 }
 
 func (c *checker) env(e *Env) {
-	c.atLeast("env.max_steps", e.MaxSteps, 1)
-	c.atLeast("env.frames", e.Frames, 1)
-	c.atLeast("env.min_objects", e.MinObjects, 1)
+	c.between("env.max_steps", e.MaxSteps, 5, 64, "")
+	c.between("env.frames", e.Frames, 2, 8, "")
+	c.atLeast("env.min_objects", e.MinObjects, 2)
 	if e.MaxObjects < e.MinObjects {
 		c.add("env.max_objects", "must be >= min_objects (%d), got %d", e.MinObjects, e.MaxObjects)
+	} else {
+		c.between("env.max_objects", e.MaxObjects, e.MinObjects, 5, "")
 	}
+	c.between("env.min_size", e.MinSize, 20, 36, "")
+	if e.MaxSize < e.MinSize {
+		c.add("env.max_size", "must be >= min_size (%d), got %d", e.MinSize, e.MaxSize)
+	} else {
+		c.between("env.max_size", e.MaxSize, e.MinSize, 36, "")
+	}
+	c.between("env.max_speed", e.MaxSpeed, 1, 6, "")
 	c.unit("env.label_prob", e.LabelProb)
-	c.unit("env.noise", e.Noise)
-	c.atLeast("env.op_cap", e.OpCap, 1)
+	c.inRange("env.noise", e.Noise, 0, 0.06)
+	c.atLeast("env.op_cap", e.OpCap, 2)
+	c.unit("env.confusion", e.Confusion)
 	if len(e.Families) == 0 {
 		c.add("env.families", "must name at least one family")
 	}
@@ -79,9 +89,6 @@ func (c *checker) env(e *Env) {
 			c.add(p, "repeats %q", f)
 		}
 		seen[f] = true
-	}
-	if seen["temporal_tracking"] && e.Frames < 2 {
-		c.add("env.frames", "must be >= 2 when temporal_tracking is enabled, got %d", e.Frames)
 	}
 }
 
@@ -265,6 +272,15 @@ func (c *checker) reward(r *Reward) {
 		{"repeat", m.Repeat}, {"no_answer", m.NoAnswer}, {"bad_answer", m.BadAnswer},
 	} {
 		c.nonPositive("reward.misuse."+p.key, p.v)
+	}
+	tc := &r.ToolCost
+	for _, p := range []struct {
+		key string
+		v   float64
+	}{
+		{"segment", tc.Segment}, {"properties", tc.Properties}, {"zoom", tc.Zoom}, {"read_text", tc.ReadText}, {"track", tc.Track},
+	} {
+		c.nonPositive("reward.tool_cost."+p.key, p.v)
 	}
 }
 

@@ -41,7 +41,12 @@ const (
 	NameCoherence = "coherence"
 	NameCuriosity = "curiosity"
 	NamePenalty   = "penalty" // the tool-misuse penalty, added unnormalised
+	NameCost      = "cost"    // the price of the operations used, added unnormalised
 )
+
+// priced reports whether a component is a price added to the reward as it is
+// (unnormalised and unweighted) rather than a weighted, z-scored term.
+func priced(name string) bool { return name == NamePenalty || name == NameCost }
 
 // Final is the task reward: 1 when the answer was correct, else 0, attributed
 // to the ANSWER step.

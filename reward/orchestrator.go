@@ -13,11 +13,12 @@ import (
 
 // Orchestrator combines the components into one reward per trajectory:
 //
-//	R = clip( Σ_{c ≠ penalty} w_c · z_c  +  penalty , ±Clip )
+//	R = clip( Σ_{c ∉ prices} w_c · z_c  +  penalty + cost , ±Clip )
 //
 // z_c is the component's raw value normalised by the running Normalizer; the
-// tool-misuse penalty (the component named "penalty") is added as it is, so
-// its scale stays the one its config states. Every component is scored on
+// prices — the tool-misuse penalty ("penalty") and the cost of the operations
+// used ("cost") — are added as they are, so their scale stays the one their
+// config states. Every component is scored on
 // every batch, including those of weight 0 (their raw values are logged and
 // their statistics warm up), and the ICM keeps training at weight 0.
 //
@@ -47,7 +48,7 @@ func NewOrchestrator(cfg configs.Reward, comps ...Component) (*Orchestrator, err
 		}
 		o.comps = append(o.comps, c)
 		o.names = append(o.names, n)
-		if n != NamePenalty {
+		if !priced(n) {
 			o.weights[n] = 0
 		}
 		if icm, ok := c.(*ICM); ok {
@@ -61,8 +62,8 @@ func NewOrchestrator(cfg configs.Reward, comps ...Component) (*Orchestrator, err
 }
 
 // SetWeights sets the weights of the named components; others keep theirs.
-// Names of components that are not registered, the penalty (added unweighted:
-// scale it in its config) and non-finite weights are errors; the valid entries
+// Names of components that are not registered, the prices (added unweighted:
+// scale them in their config) and non-finite weights are errors; the valid entries
 // are applied anyway.
 func (o *Orchestrator) SetWeights(w map[string]float64) error {
 	var errs []error
@@ -70,8 +71,8 @@ func (o *Orchestrator) SetWeights(w map[string]float64) error {
 		v := w[n]
 		_, ok := o.weights[n]
 		switch {
-		case n == NamePenalty:
-			errs = append(errs, fmt.Errorf("reward weight %q: the penalty is added unweighted", n))
+		case priced(n):
+			errs = append(errs, fmt.Errorf("reward weight %q: a price is added unweighted", n))
 		case !ok:
 			errs = append(errs, fmt.Errorf("reward weight %q: no such component (have %s)", n, strings.Join(o.names, ", ")))
 		case math.IsNaN(v) || math.IsInf(v, 0):
@@ -99,11 +100,11 @@ type Breakdown struct {
 type TrajReward struct {
 	Total float64
 	Raw   map[string]float64 // component → raw value
-	// Norm is component → normalised value z_c; the penalty is not normalised,
+	// Norm is component → normalised value z_c; a price is not normalised,
 	// so its entry equals its raw value.
 	Norm map[string]float64
 	// Steps is per step: component → weighted raw attribution w_c·PerStep_c
-	// (the penalty's unweighted). It is what the console shows beside a step
+	// (the prices unweighted). It is what the console shows beside a step
 	// ("coh +0.20"); the normaliser's shift and scale are trajectory-level and
 	// are not attributed to steps.
 	Steps []map[string]float64
@@ -142,7 +143,7 @@ func (o *Orchestrator) Compute(trajs []*Trajectory) Breakdown {
 		}
 		w := 1.0
 		var z []float64
-		if name == NamePenalty {
+		if priced(name) {
 			z = raw // added as it is
 		} else {
 			w = o.weights[name]
@@ -152,7 +153,7 @@ func (o *Orchestrator) Compute(trajs []*Trajectory) Breakdown {
 			tr := &b.Trajs[i]
 			tr.Raw[name] = raw[i]
 			tr.Norm[name] = z[i]
-			tr.Total += w * z[i] // Σ_c w_c·z_c + penalty
+			tr.Total += w * z[i] // Σ_c w_c·z_c + penalty + cost
 			for k, v := range s.PerStep {
 				if k < len(tr.Steps) {
 					tr.Steps[k][name] = w * v

@@ -17,18 +17,17 @@ import (
 // configs.Validate has checked every range; packages whose settings map one
 // to one onto a config section (reward) take the section itself.
 
-// EnvConfig maps the [env] section onto the environment's own config.
+// EnvConfig maps the [env] section onto the environment's own config. The
+// world does not depend on run.seed: runs of every seed train on the same
+// tasks and are scored on the same held-out ones.
 func EnvConfig(cfg *configs.Config) (env.Config, error) {
-	c := env.DefaultConfig()
-	c.MaxSteps = cfg.Env.MaxSteps
-	c.Frames = cfg.Env.Frames
-	c.MinObjects = cfg.Env.MinObjects
-	c.MaxObjects = cfg.Env.MaxObjects
-	c.LabelProb = cfg.Env.LabelProb
-	c.Noise = cfg.Env.Noise
-	c.OpCap = cfg.Env.OpCap
-	c.Families = c.Families[:0:0]
-	for _, name := range cfg.Env.Families {
+	e := cfg.Env
+	c := env.Config{
+		MaxSteps: e.MaxSteps, Frames: e.Frames, MinObjects: e.MinObjects, MaxObjects: e.MaxObjects,
+		MinSize: e.MinSize, MaxSize: e.MaxSize, MaxSpeed: e.MaxSpeed, LabelProb: e.LabelProb, Noise: e.Noise,
+		OpCap: e.OpCap, Confusion: e.Confusion,
+	}
+	for _, name := range e.Families {
 		f, err := env.ParseFamily(name)
 		if err != nil {
 			return c, fmt.Errorf("env.families: %w", err)
@@ -47,7 +46,7 @@ func policyConfig(cfg *configs.Config) policy.Config {
 }
 
 // newOrchestrator builds the reward of [reward]: final, coherence, the
-// curiosity of reward.curiosity.mode and the misuse penalty, in scoring order
+// curiosity of reward.curiosity.mode, the misuse penalty and the tool cost, in scoring order
 // (coherence before an ICM that serves as its embedder, so both see the same
 // encoder version). Random initialisation comes from seed's curiosity stream.
 func newOrchestrator(cfg *configs.Config) (*reward.Orchestrator, error) {
@@ -69,7 +68,8 @@ func newOrchestrator(cfg *configs.Config) (*reward.Orchestrator, error) {
 		}
 		curiosity, emb = reward.NewRaPR(rc.Curiosity), rp
 	}
-	return reward.NewOrchestrator(rc, reward.NewFinal(), reward.NewCoherence(rc.Coherence, emb), curiosity, reward.NewMisuse(rc.Misuse))
+	return reward.NewOrchestrator(rc, reward.NewFinal(), reward.NewCoherence(rc.Coherence, emb), curiosity,
+		reward.NewMisuse(rc.Misuse), reward.NewCost(rc.ToolCost))
 }
 
 // rewardCurriculumConfig maps [curriculum] onto the reward-stage curriculum.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -9,18 +10,58 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 )
 
-// cmdData: data gen | data show.
+// cmdData: data gen | data show | data probe.
 func cmdData(ctx context.Context, args []string, std stdio) error {
 	if len(args) == 0 {
-		return usagef("usage: pixelis data gen --n N --out FILE [--split train|val|test] | pixelis data show FILE --index K")
+		return usagef("usage: pixelis data gen --n N --out FILE [--split train|val|test] | pixelis data show FILE --index K | pixelis data probe")
 	}
 	switch args[0] {
 	case "gen":
 		return dataGen(args[1:], std)
 	case "show":
 		return dataShow(args[1:], std)
+	case "probe":
+		return dataProbe(ctx, args[1:], std)
 	}
-	return usagef("unknown data command %q (want gen or show)", args[0])
+	return usagef("unknown data command %q (want gen, show or probe)", args[0])
+}
+
+// dataProbe trains and prints the no-tool baseline of the config's world.
+func dataProbe(ctx context.Context, args []string, std stdio) error {
+	fs := newFlagSet("data probe", std)
+	var cf configFlags
+	cf.register(fs)
+	tasks := fs.Int("tasks", 12000, "training tasks `N` the probe learns from")
+	test := fs.Int("test", 3000, "test tasks `N` it is scored on")
+	steps := fs.Int("steps", 1500, "imitation updates")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 0, "no arguments"); err != nil {
+		return err
+	}
+	if *tasks < 1 || *test < 1 || *steps < 1 {
+		return usagef("--tasks, --test and --steps must be >= 1")
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	rep, err := train.Probe(ctx, cfg, train.ProbeOptions{
+		TrainTasks: *tasks, TestTasks: *test, Steps: *steps, Batch: 256, LR: 1e-3, Seed: cfg.Run.Seed,
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(std.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(std.out, "no-tool baseline: the policy network trained on %d tasks to answer from the first observation, scored on %d test tasks\n\n%s", *tasks, *test, rep)
+	return nil
 }
 
 func dataGen(args []string, std stdio) error {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
 )
@@ -53,9 +54,13 @@ func TestDisagreement(t *testing.T) {
 //	        score ½ + ¼·(3−2)/3
 func crafted(t *testing.T) *Report {
 	t.Helper()
+	ec, err := train.EnvConfig(configs.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var tasks []*env.Task
 	for i := range 3 {
-		tasks = append(tasks, env.Generate(env.DefaultConfig(), env.Test, i))
+		tasks = append(tasks, env.Generate(ec, env.Test, i))
 	}
 	wrong := func(task *env.Task) string {
 		if task.Answer == "0" {

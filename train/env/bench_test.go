@@ -5,7 +5,7 @@ import (
 )
 
 func BenchmarkGenerate(b *testing.B) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	for i := 0; b.Loop(); i++ {
 		Generate(cfg, Train, i)
 	}
@@ -14,7 +14,7 @@ func BenchmarkGenerate(b *testing.B) {
 // BenchmarkGenerateSolve is the data pipeline's throughput: generating a
 // task and running the expert through a real episode.
 func BenchmarkGenerateSolve(b *testing.B) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	n := 0
 	cpu0 := cpuTime()
 	for b.Loop() {
@@ -30,7 +30,7 @@ func BenchmarkGenerateSolve(b *testing.B) {
 // benchSetup returns an episode with unlimited caps, a task of fam and its expert plan.
 func benchSetup(b *testing.B, fam Family) (*Episode, *Task, []Action) {
 	b.Helper()
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.MaxSteps, cfg.OpCap = 64, 1<<30
 	task := taskOf(fam, 4)
 	return NewEpisode(cfg), task, Solve(task)

@@ -7,7 +7,8 @@ import (
 )
 
 // Config sets up the pixel world. It is plain Go so the env package does not
-// depend on the configs package; the CLI copies the [env] section into it.
+// depend on the configs package; train.EnvConfig copies the [env] section into
+// it, and configs/default.toml holds the defaults.
 type Config struct {
 	// Seed is the run seed mixed into every task's generator stream; tasks of
 	// the same (Seed, split, index) are identical byte for byte.
@@ -35,25 +36,14 @@ type Config struct {
 	// OpCap is how many times an episode may call any one tool operation;
 	// further calls are MisuseOverCap.
 	OpCap int
+	// Confusion is the probability that a task is confusable from the coarse
+	// view: a referred object has a look-alike of the neighbouring palette
+	// colour in the scene (geometric comparison: the two areas are close), so
+	// a guess from the coarse view is often wrong. Other tasks keep every
+	// look-alike out.
+	Confusion float64
 	// Families are the task families Generate cycles through.
 	Families []Family
-}
-
-// DefaultConfig matches the defaults of the [env] section of the run config.
-func DefaultConfig() Config {
-	return Config{
-		MaxSteps:   8,
-		Frames:     4,
-		MinObjects: 2,
-		MaxObjects: 5,
-		MinSize:    20,
-		MaxSize:    30,
-		MaxSpeed:   4,
-		LabelProb:  0.5,
-		Noise:      0.02,
-		OpCap:      3,
-		Families:   AllFamilies(),
-	}
 }
 
 // AllFamilies lists every task family in order.
@@ -100,6 +90,9 @@ func (c Config) Validate() error {
 	if !(c.Noise >= 0 && c.Noise <= 0.06) {
 		bad("Noise", "%v not in [0, 0.06]", c.Noise)
 	}
+	if !(c.Confusion >= 0 && c.Confusion <= 1) {
+		bad("Confusion", "%v not in [0, 1]", c.Confusion)
+	}
 	if c.OpCap < 2 {
 		bad("OpCap", "%d below 2 (spatial tasks segment two objects)", c.OpCap)
 	}
@@ -136,7 +129,6 @@ func (c Config) maxCount() int {
 // sanitized clamps fields into the ranges Validate accepts so that Generate,
 // which cannot return an error, never misbehaves on a bad config.
 func (c Config) sanitized() Config {
-	d := DefaultConfig()
 	c.MaxSteps = min(max(c.MaxSteps, 5), 64)
 	c.Frames = min(max(c.Frames, 2), 8)
 	c.MaxObjects = min(max(c.MaxObjects, 2), 5)
@@ -144,12 +136,12 @@ func (c Config) sanitized() Config {
 	c.MaxSize = min(max(c.MaxSize, 20), 36)
 	c.MinSize = min(max(c.MinSize, 20), c.MaxSize)
 	c.MaxSpeed = min(max(c.MaxSpeed, 1), 6)
-	if !(c.LabelProb >= 0 && c.LabelProb <= 1) {
-		c.LabelProb = d.LabelProb
+	c.LabelProb = clampUnit(c.LabelProb)
+	c.Confusion = clampUnit(c.Confusion)
+	if !(c.Noise >= 0) {
+		c.Noise = 0
 	}
-	if !(c.Noise >= 0 && c.Noise <= 0.06) {
-		c.Noise = d.Noise
-	}
+	c.Noise = min(c.Noise, 0.06)
 	c.OpCap = max(c.OpCap, 2)
 	fams := make([]Family, 0, len(c.Families))
 	for _, f := range c.Families {
@@ -158,8 +150,16 @@ func (c Config) sanitized() Config {
 		}
 	}
 	if len(fams) == 0 {
-		fams = d.Families
+		fams = AllFamilies()
 	}
 	c.Families = fams
 	return c
+}
+
+// clampUnit is v clamped into [0, 1], NaN as 0.
+func clampUnit(v float64) float64 {
+	if !(v >= 0) {
+		return 0
+	}
+	return min(v, 1)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestCoTARoundTrip(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	samples, err := GenerateDataset(cfg, Val, 60)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestReadCoTAErrorsNameTheLine(t *testing.T) {
 }
 
 func TestDifficultyBuckets(t *testing.T) {
-	samples, err := GenerateDataset(DefaultConfig(), Train, 600)
+	samples, err := GenerateDataset(testConfig(), Train, 600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,8 @@ type Episode struct {
 }
 
 // NewEpisode returns an episode for cfg (clamped into valid ranges). A zero
-// Episode works too, with DefaultConfig.
+// Episode works too, with the smallest valid budgets (5 steps, 2 calls of an
+// operation).
 func NewEpisode(cfg Config) *Episode {
 	return &Episode{
 		cfg:      cfg.sanitized(),
@@ -81,8 +82,8 @@ func NewEpisode(cfg Config) *Episode {
 
 // Reset starts an episode on t, keeping the buffers.
 func (e *Episode) Reset(t *Task) {
-	if e.fill == nil { // a zero Episode: take the defaults
-		*e = *NewEpisode(DefaultConfig())
+	if e.fill == nil { // a zero Episode
+		*e = *NewEpisode(Config{})
 	}
 	e.task = t
 	e.steps = e.steps[:0]

@@ -14,7 +14,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 func taskOf(fam Family, i int) *Task {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.Families = []Family{fam}
 	return Generate(cfg, Train, i)
 }
@@ -58,7 +58,7 @@ func TestMisuse(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := testConfig()
 			cfg.OpCap = 8
 			if c.cfg != nil {
 				c.cfg(&cfg)
@@ -88,7 +88,7 @@ func TestMisuse(t *testing.T) {
 }
 
 func TestStepAfterDoneIsInert(t *testing.T) {
-	ep := NewEpisode(DefaultConfig())
+	ep := NewEpisode(testConfig())
 	ep.Reset(taskOf(AttributeRecognition, 2))
 	ep.Step(Action{Op: OpAnswer, Answer: "red"})
 	if _, done := ep.Step(Action{Op: OpProperties}); !done || len(ep.Trajectory()) != 1 {
@@ -143,7 +143,7 @@ func frameHash(t *Task) string {
 // TestDeterministic: same seed, same bytes — also across machines, through
 // the golden hashes in testdata/ (refresh with -update after a deliberate change).
 func TestDeterministic(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	var lines []string
 	for i := range 12 {
 		a, b := Generate(cfg, Train, i), Generate(cfg, Train, i)
@@ -188,14 +188,14 @@ func TestSplitsDisjoint(t *testing.T) {
 			seen[seed] = s
 		}
 	}
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	if frameHash(Generate(cfg, Train, 3)) == frameHash(Generate(cfg, Test, 3)) {
 		t.Error("train and test task 3 are the same scene")
 	}
 }
 
 func TestFamiliesBalanced(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	var count [NumFamilies]int
 	for i := range 600 {
 		count[Generate(cfg, Train, i).Family]++
@@ -208,7 +208,7 @@ func TestFamiliesBalanced(t *testing.T) {
 }
 
 func TestQuestionsUnambiguous(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	for i := range 1200 {
 		task := Generate(cfg, Train, i)
 		if AnswerIndex(task.Answer) < 0 {
@@ -228,7 +228,7 @@ func TestQuestionsUnambiguous(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	bad := DefaultConfig()
+	bad := testConfig()
 	bad.MaxSteps, bad.MinObjects, bad.Families = 1, 9, []Family{Family(40), TextExtraction, TextExtraction}
 	err := bad.Validate()
 	for _, field := range []string{"MaxSteps", "MinObjects", "Families"} {
@@ -236,7 +236,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("Validate misses %s: %v", field, err)
 		}
 	}
-	if err := DefaultConfig().Validate(); err != nil {
+	if err := testConfig().Validate(); err != nil {
 		t.Errorf("default config invalid: %v", err)
 	}
 	// Generate clamps instead of failing.

@@ -45,11 +45,7 @@ func cellFor(t *Task, bg [3]int, obj int) (int, bool) {
 
 // expertPool recycles the episodes Solve runs in; its caps are the widest
 // valid ones because plans already respect any valid config's budgets.
-var expertPool = sync.Pool{New: func() any {
-	c := DefaultConfig()
-	c.MaxSteps, c.OpCap = 64, 64
-	return NewEpisode(c)
-}}
+var expertPool = sync.Pool{New: func() any { return NewEpisode(Config{MaxSteps: 64, OpCap: 64}) }}
 
 // Solve returns the expert's CoTA plan for t. Like an annotator it reads the
 // hidden scene to decide where to click, but every answer is derived from

@@ -9,7 +9,7 @@ func TestExpertSolvesEveryFamily(t *testing.T) {
 	if testing.Short() {
 		n = 100
 	}
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	ep := NewEpisode(cfg)
 	for _, fam := range AllFamilies() {
 		t.Run(fam.String(), func(t *testing.T) {

@@ -10,7 +10,7 @@ func FuzzDecodeAction(f *testing.F) {
 	for _, i := range []int{-1, 0, 63, 64, 67, 68, NumActions() - 1, NumActions(), 1 << 62} {
 		f.Add(i)
 	}
-	ep := NewEpisode(DefaultConfig())
+	ep := NewEpisode(testConfig())
 	task := taskOf(AttributeRecognition, 3)
 	f.Fuzz(func(t *testing.T, i int) {
 		a, err := DecodeAction(i)
@@ -27,7 +27,7 @@ func FuzzDecodeAction(f *testing.F) {
 }
 
 func FuzzReadCoTA(f *testing.F) {
-	samples, _ := GenerateDataset(DefaultConfig(), Test, 6)
+	samples, _ := GenerateDataset(testConfig(), Test, 6)
 	var buf bytes.Buffer
 	_ = WriteCoTA(&buf, samples)
 	for _, line := range strings.Split(buf.String(), "\n") {

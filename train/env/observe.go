@@ -3,8 +3,13 @@ package env
 // The observation is what a vision-language model would get: a coarse view
 // of the current view on a GridSize² grid, the question, and a summary of
 // what the operations returned so far, enough for the state to be Markov.
-// The coarse view says where to look; exact colour, shape, text and motion
-// come only from operations.
+// The coarse view says where to look, never the answer: it sees hues, not
+// colours (each hue is a pair of neighbouring palette colours that look alike
+// at this resolution: red/orange, yellow/green, cyan/blue, purple/magenta),
+// how much of each cell is foreground, where fine detail and motion are, and
+// nothing of shape. Exact colour, shape, text and motion come only from
+// operations. How often a guess from it is right is measured per family by
+// `pixelis data probe` (README: "The pixel world").
 //
 // Global block (GlobalFeatures floats), in order:
 //
@@ -16,36 +21,49 @@ package env
 //	matches asked colour, shape, second colour, shape · last read: done, label
 //	one-hot (8), confidence, legible · track: valid, direction (4) · counting:
 //	matched-colour objects inspected one-hot 0..5, objects inspected/5,
-//	asked-colour pixels not yet segmented (saturating) · object slots: first
+//	asked-hue pixels not yet segmented (saturating) · object slots: first
 //	and second asked object found, x, y, area each, then their differences
-//	(dx, dy, darea) · whole view: foreground share, colour shares (8) ·
+//	(dx, dy, darea) · whole view: foreground share, hue shares (4) ·
 //	last mask box (4).
 //
 // Cell rows (CellFeatures floats each, row-major cells of the current view):
 //
-//	0-7   share of the cell's foreground pixels nearest each palette colour
-//	8     foreground share
-//	9     fine detail: sharp colour changes inside objects (labels make them)
-//	10    motion: share of pixels that change sharply by the last frame
-//	11-14 foreground share of each quadrant (TL, TR, BL, BR): coarse shape
-//	15    share of the foreground already covered by a segmented object
-//	16    share of the foreground inside the last mask
-//	17    share of the foreground in the asked colour
-//	18    share of the foreground in the second asked colour
-//	19    view is zoomed (copied into every row for the shared cell scorer)
+//	0-3   share of the cell's foreground pixels in each hue
+//	4     foreground share
+//	5     fine detail: sharp colour changes inside objects (labels make them)
+//	6     motion: share of pixels that change sharply by the last frame
+//	7     share of the foreground already covered by a segmented object
+//	8     share of the foreground inside the last mask
+//	9     share of the foreground in the asked colour's hue
+//	10    share of the foreground in the second asked colour's hue
+//	11    view is zoomed (copied into every row for the shared cell scorer)
+//
+// Classes of a view pixel: its hue (0 … NumHues-1), label ink or background.
 const (
-	classBackground = uint8(NumColours)
-	classInk        = uint8(NumColours) + 1
-	// viewFg2 is stricter than fgThresh2 because the box-filtered view blends
-	// object edges with the background; blends then count as background
-	// rather than as a wrong colour.
-	viewFg2 = 75 * 75
+	classInk        = uint8(NumHues)
+	classBackground = uint8(NumHues) + 1
+	// fgShare is how far from the background towards its colour a view pixel
+	// must lie to count as foreground: blends of an object's edge with the
+	// background below it count as background.
+	fgShare = 0.4
 	// detailDiff is the L1 RGB step between two object pixels that counts
 	// as fine detail; object noise stays far below it.
 	detailDiff = 90
 )
 
-const cellStatic = 15 // features of a cell that depend only on the view
+// Indices into a cell row.
+const (
+	cellHue    = 0 // NumHues shares, one per hue
+	cellFg     = cellHue + NumHues
+	cellDetail = cellFg + 1
+	cellMotion = cellDetail + 1
+	cellStatic = cellMotion + 1 // features of a cell that depend only on the view
+	cellSeg    = cellStatic     // then the mask features, the asked hues and the zoom flag
+	cellLast   = cellSeg + 1
+	cellAsked  = cellLast + 1
+	cellAsked2 = cellAsked + 1
+	cellZoomed = cellAsked2 + 1
+)
 
 // obsCache keeps the parts of the observation that change only when the view
 // or the masks change.
@@ -54,7 +72,7 @@ type obsCache struct {
 	class   [ViewSize * ViewSize]uint8
 	cell    [NumCells][cellStatic]float32
 	fg      [NumCells]int
-	global  [1 + NumColours]float32
+	global  [1 + NumHues]float32
 	other   []uint8 // view of the last frame, for motion
 	masks   bool
 	seg     [NumCells]float32
@@ -66,17 +84,23 @@ func (c *obsCache) reset()      { c.static, c.masks = false, false }
 func (c *obsCache) dirtyView()  { c.static, c.masks = false, false }
 func (c *obsCache) dirtyMasks() { c.masks = false }
 
+// classify is the class of view pixel i: label ink by brightness, else its
+// hue when it lies far enough from the background towards that hue's colour.
 func classify(view []uint8, i int, bg [3]int) uint8 {
 	o := i * 3
 	c := [3]int{int(view[o]), int(view[o+1]), int(view[o+2])}
 	d0, d1, d2 := c[0]-bg[0], c[1]-bg[1], c[2]-bg[2]
-	if d0*d0+d1*d1+d2*d2 <= viewFg2 {
-		return classBackground // most pixels: test first
+	if d0*d0+d1*d1+d2*d2 <= 25*25 {
+		return classBackground // most pixels: background noise stays below 25
 	}
 	if c[0] >= inkMin && c[1] >= inkMin && c[2] >= inkMin {
 		return classInk
 	}
-	return uint8(nearestColour(c))
+	col := nearestHueColour(c[0], c[1], c[2])
+	if fgStrength(c, bg, col) < fgShare {
+		return classBackground
+	}
+	return uint8(col.Hue())
 }
 
 func cellOf(i int) int { return i/ViewSize/CellPixels*GridSize + i%ViewSize/CellPixels }
@@ -93,9 +117,8 @@ func (e *Episode) ensureStatic() {
 	}
 	c.cell = [NumCells][cellStatic]float32{}
 	c.fg = [NumCells]int{}
-	c.global = [1 + NumColours]float32{}
-	var cols [NumCells][NumColours]int
-	var quads [NumCells][4]int
+	c.global = [1 + NumHues]float32{}
+	var hues [NumCells][NumHues]int
 	var detail [NumCells]int
 	fgAll := 0
 	for i, k := range c.class {
@@ -105,10 +128,8 @@ func (e *Episode) ensureStatic() {
 		cell := cellOf(i)
 		c.fg[cell]++
 		fgAll++
-		x, y := i%ViewSize%CellPixels, i/ViewSize%CellPixels
-		quads[cell][2*(2*y/CellPixels)+2*x/CellPixels]++
-		if k < uint8(NumColours) {
-			cols[cell][k]++
+		if k < classInk {
+			hues[cell][k]++
 			c.global[1+k]++
 		}
 		// Detail: a sharp step to the right or below, between two pixels
@@ -129,21 +150,18 @@ func (e *Episode) ensureStatic() {
 	for k := range NumCells {
 		f := &c.cell[k]
 		if n := c.fg[k]; n > 0 {
-			for col := range NumColours {
-				f[col] = float32(cols[k][col]) / float32(n)
+			for h := range NumHues {
+				f[cellHue+h] = float32(hues[k][h]) / float32(n)
 			}
 		}
-		f[8] = float32(c.fg[k]) / px
-		f[9] = min(float32(detail[k])/8, 1)
-		f[10] = motion[k]
-		for q := range 4 {
-			f[11+q] = float32(quads[k][q]) / (px / 4)
-		}
+		f[cellFg] = float32(c.fg[k]) / px
+		f[cellDetail] = min(float32(detail[k])/8, 1)
+		f[cellMotion] = motion[k]
 	}
 	c.global[0] = float32(fgAll) / (ViewSize * ViewSize)
 	if fgAll > 0 {
-		for col := range NumColours {
-			c.global[1+col] /= float32(fgAll)
+		for h := range NumHues {
+			c.global[1+h] /= float32(fgAll)
 		}
 	}
 }
@@ -165,9 +183,8 @@ func l1(view []uint8, i, j int) int {
 	return abs(int(view[a])-int(view[b])) + abs(int(view[a+1])-int(view[b+1])) + abs(int(view[a+2])-int(view[b+2]))
 }
 
-// motion is, per cell, the share of view pixels that change by more than
-// detailDiff (well above noise) between the first and the last frame over
-// the same region.
+// motion is, per cell, the share of view pixels whose class (background, ink
+// or hue) differs between the first and the last frame over the same region.
 func (e *Episode) motion() [NumCells]float32 {
 	var m [NumCells]float32
 	frames := e.task.Frames
@@ -179,11 +196,8 @@ func (e *Episode) motion() [NumCells]float32 {
 		c.other = make([]uint8, ViewSize*ViewSize*3)
 	}
 	resample(c.other, frames[len(frames)-1].Pix, e.region)
-	view := e.currentView()
-	for i := range c.class {
-		o := i * 3
-		d := abs(int(view[o])-int(c.other[o])) + abs(int(view[o+1])-int(c.other[o+1])) + abs(int(view[o+2])-int(c.other[o+2]))
-		if d > detailDiff {
+	for i, k := range c.class {
+		if classify(c.other, i, e.bg) != k {
 			m[cellOf(i)]++
 		}
 	}
@@ -201,7 +215,10 @@ func (e *Episode) ensureMasks() {
 	c.masks = true
 	var seg, last [NumCells]int
 	c.askLeft = 0
-	asked := e.task.Query.Colour
+	asked := NumHues // no hue
+	if q := e.task.Query.Colour; q < NumColours {
+		asked = q.Hue()
+	}
 	var sx [ViewSize]int
 	for x := range ViewSize {
 		sx[x], _ = viewToSource(e.region, x, 0)
@@ -218,7 +235,7 @@ func (e *Episode) ensureMasks() {
 			segd := e.segMap[p] == e.segEpoch
 			if segd {
 				seg[cellOf(i)]++
-			} else if k == uint8(asked) {
+			} else if int(k) == asked {
 				c.askLeft++
 			}
 			if e.hasMask && e.lastMask[p] == e.maskStmp {
@@ -402,15 +419,12 @@ func (e *Episode) Observe(dst []float32) {
 		}
 		w.put(c.seg[k])
 		w.put(c.last[k])
-		if q.Colour < NumColours {
-			w.put(f[q.Colour])
-		} else {
-			w.put(0)
-		}
-		if q.Colour2 < NumColours {
-			w.put(f[q.Colour2])
-		} else {
-			w.put(0)
+		for _, asked := range [2]Colour{q.Colour, q.Colour2} {
+			if asked < NumColours {
+				w.put(f[cellHue+asked.Hue()])
+			} else {
+				w.put(0)
+			}
 		}
 		w.flag(e.zoomed)
 	}
@@ -431,4 +445,4 @@ const globalWritten = int(NumFamilies) + int(NumAsks) + 2*int(NumColours) + 2*in
 	int(NumOps) + 1 + 2 + 3 + 2*5 +
 	1 + int(NumColours) + int(NumShapes) + 4 + 2 + 4 +
 	1 + 8 + 2 + 1 + 4 +
-	6 + 2 + 2*4 + 3 + 1 + int(NumColours) + 4
+	6 + 2 + 2*4 + 3 + 1 + NumHues + 4

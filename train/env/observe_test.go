@@ -2,6 +2,7 @@ package env
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -9,8 +10,8 @@ func TestObservationLayout(t *testing.T) {
 	if globalWritten != GlobalFeatures {
 		t.Fatalf("Observe writes %d global features, GlobalFeatures is %d", globalWritten, GlobalFeatures)
 	}
-	if CellFeatures != cellStatic+5 {
-		t.Fatalf("cell rows have %d features, CellFeatures is %d", cellStatic+5, CellFeatures)
+	if CellFeatures != cellZoomed+1 {
+		t.Fatalf("cell rows have %d features, CellFeatures is %d", cellZoomed+1, CellFeatures)
 	}
 	if ObsDim != GlobalFeatures+NumCells*CellFeatures {
 		t.Fatal("ObsDim inconsistent")
@@ -25,7 +26,7 @@ func cellRow(obs []float32, k int) []float32 {
 // TestObserveTracksExpert walks expert trajectories and checks the features
 // the next action depends on.
 func TestObserveTracksExpert(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	ep := NewEpisode(cfg)
 	obs := make([]float32, ObsDim)
 	for i := range 120 {
@@ -45,30 +46,30 @@ func TestObserveTracksExpert(t *testing.T) {
 			if a.Op == OpSegment && step == 0 {
 				k, _ := EncodeAction(a)
 				row := cellRow(obs, k)
-				if row[8] == 0 {
+				if row[cellFg] == 0 {
 					t.Errorf("%s: expert clicks cell %d with no foreground", task.ID, k)
 				}
-				if row[15] != 0 {
+				if row[cellSeg] != 0 {
 					t.Errorf("%s: cell %d marked segmented before any segment", task.ID, k)
 				}
-				if q := task.Query.Colour; q != NoColour && task.Scene.Objects[task.Targets[0]].Colour == q && row[17] == 0 {
-					t.Errorf("%s: clicked cell has no asked-colour evidence", task.ID)
+				if q := task.Query.Colour; q != NoColour && task.Scene.Objects[task.Targets[0]].Colour == q && row[cellAsked] == 0 {
+					t.Errorf("%s: clicked cell has no asked-hue evidence", task.ID)
 				}
 			}
 			ep.Step(a)
 			if a.Op == OpSegment {
 				ep.Observe(obs)
 				k, _ := EncodeAction(a)
-				if row := cellRow(obs, k); row[15] == 0 || row[16] == 0 {
-					t.Errorf("%s: segmented cell %d not flagged (seg %.2f last %.2f)", task.ID, k, row[15], row[16])
+				if row := cellRow(obs, k); row[cellSeg] == 0 || row[cellLast] == 0 {
+					t.Errorf("%s: segmented cell %d not flagged (seg %.2f last %.2f)", task.ID, k, row[cellSeg], row[cellLast])
 				}
 			}
 		}
 	}
 }
 
-func TestObserveColourEvidence(t *testing.T) {
-	cfg := DefaultConfig()
+func TestObserveHueEvidence(t *testing.T) {
+	cfg := testConfig()
 	cfg.LabelProb = 0
 	ep := NewEpisode(cfg)
 	obs := make([]float32, ObsDim)
@@ -79,28 +80,58 @@ func TestObserveColourEvidence(t *testing.T) {
 		ep.Observe(obs)
 		for _, o := range task.Scene.Objects {
 			b := o.BBox(0)
-			// The cell under the object's centre should vote for its colour.
+			// The cell under the object's centre should vote for its hue.
 			k := (b.Min.Y+b.Max.Y)/2/(SourceSize/GridSize)*GridSize + (b.Min.X+b.Max.X)/2/(SourceSize/GridSize)
 			row := cellRow(obs, k)
 			best := 0
-			for c := 1; c < int(NumColours); c++ {
-				if row[c] > row[best] {
-					best = c
+			for h := 1; h < NumHues; h++ {
+				if row[cellHue+h] > row[cellHue+best] {
+					best = h
 				}
 			}
 			total++
-			if Colour(best) == o.Colour {
+			if best == o.Colour.Hue() {
 				right++
 			}
 		}
 	}
 	if float64(right) < 0.97*float64(total) {
-		t.Errorf("cell colour shares name the object's colour for %d/%d objects", right, total)
+		t.Errorf("cell hue shares name the object's hue for %d/%d objects", right, total)
+	}
+}
+
+// The coarse view cannot tell a colour from its look-alike: repainting an
+// object in the other colour of its hue leaves every cell row as it was.
+func TestObserveHidesLookAlikes(t *testing.T) {
+	cfg := testConfig()
+	cfg.LabelProb = 0
+	ep := NewEpisode(cfg)
+	before, after := make([]float32, ObsDim), make([]float32, ObsDim)
+	for i := range 100 {
+		task := Generate(cfg, Test, i)
+		rerender := func() {
+			render(task, len(task.Frames), rand.New(rand.NewPCG(uint64(i), 7)), cfg.noiseAmp())
+			ep.Reset(task)
+		}
+		rerender()
+		ep.Observe(before)
+		o := &task.Scene.Objects[i%len(task.Scene.Objects)]
+		o.Colour = o.Colour.LookAlike()
+		rerender()
+		ep.Observe(after)
+		for k := range NumCells {
+			b, a := cellRow(before, k), cellRow(after, k)
+			for f := range cellStatic {
+				if f != cellDetail && b[f] != a[f] {
+					t.Fatalf("%s: repainting %s changed feature %d of cell %d: %v → %v", task.ID, o, f, k, b[f], a[f])
+				}
+			}
+		}
 	}
 }
 
 func TestObserveShortBufferAndNoTask(t *testing.T) {
-	ep := NewEpisode(DefaultConfig())
+	ep := NewEpisode(testConfig())
 	short := make([]float32, 10)
 	ep.Observe(short) // no task: zeros, no panic
 	ep.Reset(taskOf(TemporalTracking, 0))
@@ -109,7 +140,7 @@ func TestObserveShortBufferAndNoTask(t *testing.T) {
 	ep.Observe(full)
 	motion := float32(0)
 	for k := range NumCells {
-		motion += cellRow(full, k)[10]
+		motion += cellRow(full, k)[cellMotion]
 	}
 	if motion == 0 {
 		t.Error("a video with a moving object shows no motion")

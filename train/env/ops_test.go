@@ -29,7 +29,7 @@ func clickOn(t *Task, o *Object) (int, int, bool) {
 // TestSegmentAndPropertiesRecoverGroundTruth segments every object of many
 // scenes and compares with the generator's hidden description.
 func TestSegmentAndPropertiesRecoverGroundTruth(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.MaxSteps, cfg.OpCap = 64, 64
 	cfg.LabelProb = 0.7
 	ep := NewEpisode(cfg)
@@ -71,7 +71,7 @@ func TestSegmentAndPropertiesRecoverGroundTruth(t *testing.T) {
 }
 
 func TestReadTextNeedsZoom(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.Families = []Family{TextExtraction}
 	cfg.MaxSteps, cfg.OpCap = 64, 64
 	ep := NewEpisode(cfg)
@@ -98,7 +98,7 @@ func TestReadTextNeedsZoom(t *testing.T) {
 
 func TestTrackFollowsToLastFrame(t *testing.T) {
 	for _, frames := range []int{2, 4, 8} {
-		cfg := DefaultConfig()
+		cfg := testConfig()
 		cfg.Frames = frames
 		cfg.Families = []Family{TemporalTracking}
 		ep := NewEpisode(cfg)

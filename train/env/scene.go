@@ -24,6 +24,18 @@ const (
 
 var colourNames = [NumColours]string{"red", "orange", "yellow", "green", "cyan", "blue", "purple", "magenta"}
 
+// NumHues is the number of hues the coarse view tells apart. Each is a pair of
+// neighbouring palette colours (red/orange, yellow/green, cyan/blue,
+// purple/magenta) that look alike at the coarse view's resolution; only
+// GET_PROPERTIES tells the two apart.
+const NumHues = int(NumColours) / 2
+
+// Hue is the coarse-view hue of c: its pair's index, in [0, NumHues).
+func (c Colour) Hue() int { return int(c) / 2 }
+
+// LookAlike is the other colour of c's hue pair.
+func (c Colour) LookAlike() Colour { return c ^ 1 }
+
 func (c Colour) String() string {
 	if c < NumColours {
 		return colourNames[c]

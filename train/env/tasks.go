@@ -104,6 +104,9 @@ type Task struct {
 	// Targets are indices into Scene.Objects of the objects the question is
 	// about (counting: every object of the asked colour). Hidden.
 	Targets []int
+	// Confusable marks a task drawn confusable from the coarse view (see
+	// Config.Confusion). Hidden.
+	Confusable bool
 }
 
 // Generate builds a split's index-th task deterministically: families cycle
@@ -150,14 +153,20 @@ func otherShape(r *rand.Rand, not Shape) Shape {
 	return (not + 1 + Shape(r.IntN(int(NumShapes)-1))) % NumShapes
 }
 
-// draw makes one attempt at a task of family fam.
+// draw makes one attempt at a task of family fam: objects, the question and
+// its look-alikes, positions and motion, labels, then the frames.
 func draw(r *rand.Rand, cfg Config, fam Family) (*Task, bool) {
 	t := &Task{Family: fam}
 	frames := 1
 	if fam == TemporalTracking {
 		frames = cfg.Frames
 	}
+	confusable := r.Float64() < cfg.Confusion
+	t.Confusable = confusable
 	n := cfg.MinObjects + r.IntN(cfg.MaxObjects-cfg.MinObjects+1)
+	if confusable && n < cfg.MaxObjects {
+		n++ // room for a look-alike besides the referred objects
+	}
 	objs := make([]Object, n)
 	for i := range objs {
 		objs[i] = Object{
@@ -166,162 +175,20 @@ func draw(r *rand.Rand, cfg Config, fam Family) (*Task, bool) {
 			Size:   cfg.MinSize + r.IntN(cfg.MaxSize-cfg.MinSize+1),
 		}
 	}
-	q := Query{Colour: NoColour, Shape: NoShape, Colour2: NoColour, Shape2: NoShape}
-	// uniquePair keeps object i's (colour, shape) unique among all others.
-	uniquePair := func(i int, avoid ...Colour) {
-		for j := range objs {
-			if j != i && objs[j].Colour == objs[i].Colour && objs[j].Shape == objs[i].Shape {
-				objs[j].Colour = otherColour(r, append(avoid, objs[i].Colour)...)
-			}
-		}
+	nTargets, ok := ask(r, cfg, t, objs, confusable)
+	if !ok {
+		return t, false
 	}
-	nTargets := 1
-	switch fam {
-	case AttributeRecognition:
-		if r.IntN(2) == 0 {
-			q.Ask, q.Shape = AskColour, objs[0].Shape
-			for j := 1; j < n; j++ {
-				if objs[j].Shape == q.Shape {
-					objs[j].Shape = otherShape(r, q.Shape)
-				}
-			}
-			t.Question = fmt.Sprintf("What colour is the %s?", q.Shape)
-			t.Answer = objs[0].Colour.String()
-		} else {
-			q.Ask, q.Colour = AskShape, objs[0].Colour
-			for j := 1; j < n; j++ {
-				if objs[j].Colour == q.Colour {
-					objs[j].Colour = otherColour(r, q.Colour)
-				}
-			}
-			t.Question = fmt.Sprintf("What shape is the %s object?", q.Colour)
-			t.Answer = objs[0].Shape.String()
-		}
-	case TextExtraction:
-		uniquePair(0)
-		q.Ask, q.Colour, q.Shape = AskText, objs[0].Colour, objs[0].Shape
-		objs[0].Label = Labels[r.IntN(len(Labels))]
-		t.Question = fmt.Sprintf("What is written on the %s %s?", q.Colour, q.Shape)
-		t.Answer = objs[0].Label
-	case ObjectCounting:
-		c := Colour(r.IntN(int(NumColours)))
-		k := 0
-		if kmax := min(cfg.maxCount(), n); kmax > 0 && r.IntN(100) < 85 {
-			k = 1 + r.IntN(kmax)
-		}
-		for j := range objs {
-			if j < k {
-				objs[j].Colour = c
-			} else if objs[j].Colour == c {
-				objs[j].Colour = otherColour(r, c)
-			}
-		}
-		q.Ask, q.Colour = AskCount, c
-		nTargets = k
-		t.Question = fmt.Sprintf("How many %s objects are there?", c)
-		t.Answer = strconv.Itoa(k)
-	case SpatialReasoning, GeometricComparison:
-		nTargets = 2
-		if objs[1].Colour == objs[0].Colour {
-			objs[1].Colour = otherColour(r, objs[0].Colour)
-		}
-		for j := 2; j < n; j++ {
-			if objs[j].Colour == objs[0].Colour || objs[j].Colour == objs[1].Colour {
-				objs[j].Colour = otherColour(r, objs[0].Colour, objs[1].Colour)
-			}
-		}
-		q.Colour, q.Colour2 = objs[0].Colour, objs[1].Colour
-		if fam == SpatialReasoning {
-			q.Ask, q.Shape, q.Shape2 = AskRelation, objs[0].Shape, objs[1].Shape
-		} else {
-			q.Ask = AskLarger
-			// Areas at least 30% apart so "larger" is unmistakable.
-			a0, a1 := shapeArea(objs[0].Shape, objs[0].Size), shapeArea(objs[1].Shape, objs[1].Size)
-			if 10*max(a0, a1) < 13*min(a0, a1) {
-				return t, false
-			}
-			if a0 > a1 {
-				t.Answer = q.Colour.String()
-			} else {
-				t.Answer = q.Colour2.String()
-			}
-			t.Question = fmt.Sprintf("Which is larger: the %s object or the %s object?", q.Colour, q.Colour2)
-		}
-	case TemporalTracking:
-		uniquePair(0)
-		q.Ask, q.Colour, q.Shape = AskDirection, objs[0].Colour, objs[0].Shape
-		t.Question = fmt.Sprintf("Which way does the %s %s move?", q.Colour, q.Shape)
-	}
-	// Velocities: the tracked object moves at ≥ 2 px per frame in its
-	// direction; other objects of a video drift or stay.
-	vel := make([]image.Point, n)
-	if frames > 1 {
-		for j := range vel {
-			d := r.IntN(4)
-			if j == 0 {
-				vel[j] = dirVec[d].Mul(min(2+r.IntN(max(cfg.MaxSpeed-1, 1)), cfg.MaxSpeed))
-				t.Answer = Directions[d]
-			} else if r.IntN(2) == 0 {
-				vel[j] = dirVec[d].Mul(1 + r.IntN(cfg.MaxSpeed))
-			}
-		}
-	}
+	vel := velocities(r, cfg, t, len(objs), frames)
 	if !place(r, objs, vel, frames, nTargets) {
 		return t, false
 	}
-	kept := objs[:0]
-	for _, o := range objs {
-		if o.Pos != nil {
-			kept = append(kept, o)
-		}
+	if objs, ok = finishObjects(r, cfg, t, objs); !ok {
+		return t, false
 	}
-	objs = kept
-	for j := range objs {
-		o := &objs[j]
-		o.Area = shapeArea(o.Shape, o.Size)
-		if o.Label == "" && r.Float64() < cfg.LabelProb {
-			o.Label = Labels[r.IntN(len(Labels))]
-		}
-		if o.Label != "" {
-			if _, fits := labelOrigin(o.Shape, o.Size, len(o.Label)); !fits {
-				if j == 0 && fam == TextExtraction {
-					return t, false
-				}
-				o.Label = ""
-			}
-		}
+	if fam == SpatialReasoning && !askRelation(r, t, objs) {
+		return t, false
 	}
-	if fam == SpatialReasoning {
-		a, b := objs[0].BBox(0), objs[1].BBox(0)
-		dx := (b.Min.X + b.Max.X - a.Min.X - a.Max.X) / 2 // b's centre minus a's
-		dy := (b.Min.Y + b.Max.Y - a.Min.Y - a.Max.Y) / 2
-		// Only axes with a clear gap between centres may be asked about.
-		var axes []int
-		if abs(dx) >= 6 {
-			axes = append(axes, 0)
-		}
-		if abs(dy) >= 6 {
-			axes = append(axes, 1)
-		}
-		if len(axes) == 0 {
-			return t, false
-		}
-		yes := r.IntN(2) == 0
-		if axes[r.IntN(len(axes))] == 0 {
-			q.Relation = LeftOf
-			if (dx > 0) != yes { // a left of b ⇔ dx > 0
-				q.Relation = RightOf
-			}
-		} else {
-			q.Relation = Above
-			if (dy > 0) != yes {
-				q.Relation = Below
-			}
-		}
-		t.Answer = map[bool]string{true: "yes", false: "no"}[yes]
-		t.Question = fmt.Sprintf("Is the %s %s %s the %s %s?", q.Colour, q.Shape, relationWords[q.Relation], q.Colour2, q.Shape2)
-	}
-	t.Query = q
 	t.Scene = Scene{Objects: objs}
 	g := 35 + r.IntN(31)
 	for c := range 3 {
@@ -339,6 +206,263 @@ func draw(r *rand.Rand, cfg Config, fam Family) (*Task, bool) {
 		}
 	}
 	return t, true
+}
+
+// ask writes the family's question into t (the spatial relation comes later,
+// once positions are known) and returns how many of the first objects it
+// refers to. The referred objects are unique by what the question names.
+func ask(r *rand.Rand, cfg Config, t *Task, objs []Object, confusable bool) (nTargets int, ok bool) {
+	q := Query{Colour: NoColour, Shape: NoShape, Colour2: NoColour, Shape2: NoShape}
+	nTargets = 1
+	switch t.Family {
+	case AttributeRecognition:
+		askAttribute(r, t, &q, objs)
+	case TextExtraction:
+		uniquePair(r, objs, 0)
+		q.Ask, q.Colour, q.Shape = AskText, objs[0].Colour, objs[0].Shape
+		objs[0].Label = Labels[r.IntN(len(Labels))]
+		t.Question = fmt.Sprintf("What is written on the %s %s?", q.Colour, q.Shape)
+		t.Answer = objs[0].Label
+	case ObjectCounting:
+		nTargets = askCount(r, cfg, t, &q, objs)
+	case SpatialReasoning, GeometricComparison:
+		nTargets = 2
+		if !askPair(r, t, &q, objs, confusable) {
+			return 0, false
+		}
+	case TemporalTracking:
+		uniquePair(r, objs, 0)
+		q.Ask, q.Colour, q.Shape = AskDirection, objs[0].Colour, objs[0].Shape
+		t.Question = fmt.Sprintf("Which way does the %s %s move?", q.Colour, q.Shape)
+	}
+	t.Query = q
+	// A geometric comparison's confusion is closeness in size, not a look-alike.
+	lookAlikes(r, t.Family, objs, nTargets, referredColours(q), confusable && t.Family != GeometricComparison)
+	return nTargets, true
+}
+
+func askAttribute(r *rand.Rand, t *Task, q *Query, objs []Object) {
+	if r.IntN(2) == 0 {
+		q.Ask, q.Shape = AskColour, objs[0].Shape
+		for j := 1; j < len(objs); j++ {
+			if objs[j].Shape == q.Shape {
+				objs[j].Shape = otherShape(r, q.Shape)
+			}
+		}
+		t.Question = fmt.Sprintf("What colour is the %s?", q.Shape)
+		t.Answer = objs[0].Colour.String()
+		return
+	}
+	q.Ask, q.Colour = AskShape, objs[0].Colour
+	for j := 1; j < len(objs); j++ {
+		if objs[j].Colour == q.Colour {
+			objs[j].Colour = otherColour(r, q.Colour)
+		}
+	}
+	t.Question = fmt.Sprintf("What shape is the %s object?", q.Colour)
+	t.Answer = objs[0].Shape.String()
+}
+
+// askCount paints the first k objects in the asked colour (k = 0 in 15 % of
+// tasks) and keeps it off the others.
+func askCount(r *rand.Rand, cfg Config, t *Task, q *Query, objs []Object) int {
+	c := Colour(r.IntN(int(NumColours)))
+	k := 0
+	if kmax := min(cfg.maxCount(), len(objs)); kmax > 0 && r.IntN(100) < 85 {
+		k = 1 + r.IntN(kmax)
+	}
+	for j := range objs {
+		if j < k {
+			objs[j].Colour = c
+		} else if objs[j].Colour == c {
+			objs[j].Colour = otherColour(r, c)
+		}
+	}
+	q.Ask, q.Colour = AskCount, c
+	t.Question = fmt.Sprintf("How many %s objects are there?", c)
+	t.Answer = strconv.Itoa(k)
+	return k
+}
+
+// askPair sets up the two referred objects of a spatial or geometric question.
+// In a confusable spatial task the two may share a hue half the time; a
+// geometric comparison is confusable when the areas are close (ratio below
+// 1.6; otherwise at least 2), and its two objects never share a hue.
+func askPair(r *rand.Rand, t *Task, q *Query, objs []Object, confusable bool) bool {
+	pairHue := t.Family == SpatialReasoning && confusable && r.IntN(2) == 0
+	switch {
+	case pairHue:
+		objs[1].Colour = objs[0].Colour.LookAlike()
+	case objs[1].Colour.Hue() == objs[0].Colour.Hue():
+		objs[1].Colour = otherHue(r, objs[0].Colour)
+	}
+	for j := 2; j < len(objs); j++ {
+		if objs[j].Colour == objs[0].Colour || objs[j].Colour == objs[1].Colour {
+			objs[j].Colour = otherColour(r, objs[0].Colour, objs[1].Colour)
+		}
+	}
+	q.Colour, q.Colour2 = objs[0].Colour, objs[1].Colour
+	if t.Family == SpatialReasoning {
+		q.Ask, q.Shape, q.Shape2 = AskRelation, objs[0].Shape, objs[1].Shape
+		return true
+	}
+	q.Ask = AskLarger
+	a0, a1 := shapeArea(objs[0].Shape, objs[0].Size), shapeArea(objs[1].Shape, objs[1].Size)
+	lo, hi := min(a0, a1), max(a0, a1)
+	if 10*hi < 13*lo || (confusable && 10*hi >= 16*lo) || (!confusable && hi < 2*lo) {
+		return false
+	}
+	t.Answer = q.Colour2.String()
+	if a0 > a1 {
+		t.Answer = q.Colour.String()
+	}
+	t.Question = fmt.Sprintf("Which is larger: the %s object or the %s object?", q.Colour, q.Colour2)
+	return true
+}
+
+// referredColours are the colours a question names.
+func referredColours(q Query) []Colour {
+	var out []Colour
+	for _, c := range []Colour{q.Colour, q.Colour2} {
+		if c < NumColours {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// lookAlikes sets the hues of the unreferred objects objs[from:]. A
+// confusable task gets one object in the look-alike colour of a referred one
+// (the coarse view cannot tell them apart); in any other task no unreferred
+// object shares a referred object's hue.
+func lookAlikes(r *rand.Rand, fam Family, objs []Object, from int, referred []Colour, confusable bool) {
+	if len(referred) == 0 {
+		return
+	}
+	sameHue := func(c Colour) bool {
+		for _, rc := range referred {
+			if c.Hue() == rc.Hue() {
+				return true
+			}
+		}
+		return false
+	}
+	for j := from; j < len(objs); j++ {
+		if sameHue(objs[j].Colour) {
+			objs[j].Colour = awayFrom(r, referred)
+		}
+	}
+	pairHue := fam == SpatialReasoning && referred[0].Hue() == referred[len(referred)-1].Hue() && len(referred) == 2
+	if confusable && !pairHue && from < len(objs) {
+		j := from + r.IntN(len(objs)-from)
+		objs[j].Colour = referred[r.IntN(len(referred))].LookAlike()
+	}
+}
+
+// awayFrom draws a colour of a hue no referred colour has.
+func awayFrom(r *rand.Rand, referred []Colour) Colour {
+	for {
+		c := Colour(r.IntN(int(NumColours)))
+		ok := true
+		for _, rc := range referred {
+			ok = ok && c.Hue() != rc.Hue()
+		}
+		if ok {
+			return c
+		}
+	}
+}
+
+// otherHue draws a colour of another hue than c's.
+func otherHue(r *rand.Rand, c Colour) Colour { return awayFrom(r, []Colour{c}) }
+
+// uniquePair keeps object i's (colour, shape) unique among all others.
+func uniquePair(r *rand.Rand, objs []Object, i int) {
+	for j := range objs {
+		if j != i && objs[j].Colour == objs[i].Colour && objs[j].Shape == objs[i].Shape {
+			objs[j].Colour = otherColour(r, objs[i].Colour)
+		}
+	}
+}
+
+// velocities: the tracked object moves at ≥ 2 px per frame in its direction
+// (the answer); other objects of a video drift or stay.
+func velocities(r *rand.Rand, cfg Config, t *Task, n, frames int) []image.Point {
+	vel := make([]image.Point, n)
+	if frames < 2 {
+		return vel
+	}
+	for j := range vel {
+		d := r.IntN(4)
+		if j == 0 {
+			vel[j] = dirVec[d].Mul(min(2+r.IntN(max(cfg.MaxSpeed-1, 1)), cfg.MaxSpeed))
+			t.Answer = Directions[d]
+		} else if r.IntN(2) == 0 {
+			vel[j] = dirVec[d].Mul(1 + r.IntN(cfg.MaxSpeed))
+		}
+	}
+	return vel
+}
+
+// finishObjects drops the objects that did not fit, sets areas and draws the
+// labels; a text question's label must fit its object.
+func finishObjects(r *rand.Rand, cfg Config, t *Task, objs []Object) ([]Object, bool) {
+	kept := objs[:0]
+	for _, o := range objs {
+		if o.Pos != nil {
+			kept = append(kept, o)
+		}
+	}
+	for j := range kept {
+		o := &kept[j]
+		o.Area = shapeArea(o.Shape, o.Size)
+		if o.Label == "" && r.Float64() < cfg.LabelProb {
+			o.Label = Labels[r.IntN(len(Labels))]
+		}
+		if o.Label != "" {
+			if _, fits := labelOrigin(o.Shape, o.Size, len(o.Label)); !fits {
+				if j == 0 && t.Family == TextExtraction {
+					return kept, false
+				}
+				o.Label = ""
+			}
+		}
+	}
+	return kept, true
+}
+
+// askRelation picks an axis with a clear gap between the two referred
+// objects' centres and asks about it, true or false at even odds.
+func askRelation(r *rand.Rand, t *Task, objs []Object) bool {
+	q := &t.Query
+	a, b := objs[0].BBox(0), objs[1].BBox(0)
+	dx := (b.Min.X + b.Max.X - a.Min.X - a.Max.X) / 2 // b's centre minus a's
+	dy := (b.Min.Y + b.Max.Y - a.Min.Y - a.Max.Y) / 2
+	var axes []int
+	if abs(dx) >= 6 {
+		axes = append(axes, 0)
+	}
+	if abs(dy) >= 6 {
+		axes = append(axes, 1)
+	}
+	if len(axes) == 0 {
+		return false
+	}
+	yes := r.IntN(2) == 0
+	if axes[r.IntN(len(axes))] == 0 {
+		q.Relation = LeftOf
+		if (dx > 0) != yes { // a left of b ⇔ dx > 0
+			q.Relation = RightOf
+		}
+	} else {
+		q.Relation = Above
+		if (dy > 0) != yes {
+			q.Relation = Below
+		}
+	}
+	t.Answer = map[bool]string{true: "yes", false: "no"}[yes]
+	t.Question = fmt.Sprintf("Is the %s %s %s the %s %s?", q.Colour, q.Shape, relationWords[q.Relation], q.Colour2, q.Shape2)
+	return true
 }
 
 const (
