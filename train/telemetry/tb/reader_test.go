@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/train/telemetry/tb/tbtest"
 )
 
 // got is an Event as a test keeps it.
@@ -55,22 +56,14 @@ func appendFile(t testing.TB, path string, data []byte) {
 	}
 }
 
-func records(events ...[]byte) []byte {
-	var out []byte
-	for _, e := range events {
-		out = append(out, specRecord(e)...)
-	}
-	return out
-}
-
 // The spec encoder's CRC and framing agree with the published check value and with
 // a record worked out by hand, so the fixtures below rest on the specification.
 func TestSpecEncoderKnownAnswers(t *testing.T) {
-	if got := specCRC32C([]byte("123456789")); got != 0xe3069283 {
+	if got := tbtest.CRC32C([]byte("123456789")); got != 0xe3069283 {
 		t.Fatalf("CRC-32C check value %#x, want 0xe3069283", got)
 	}
 	want, _ := hex.DecodeString("0500000000000000" + "eab2043e" + "68656c6c6f" + "bb1f1c19")
-	if got := specRecord([]byte("hello")); string(got) != string(want) {
+	if got := tbtest.Record([]byte("hello")); string(got) != string(want) {
 		t.Fatalf("record %x, want %x", got, want)
 	}
 }
@@ -84,11 +77,11 @@ func TestDecodeKnownBytes(t *testing.T) {
 		"0a08" + // field 1 (value), 8 bytes
 		"0a0161" + // field 1 (tag), "a"
 		"150000003f") // field 2 (simple_value), fixed32: 0.5
-	if string(ev) != string(specSimple(1.5, 3, "a", 0.5)) {
-		t.Fatalf("spec encoder disagrees with the hand-written bytes:\n%x\n%x", specSimple(1.5, 3, "a", 0.5), ev)
+	if string(ev) != string(tbtest.Simple(1.5, 3, "a", 0.5)) {
+		t.Fatalf("spec encoder disagrees with the hand-written bytes:\n%x\n%x", tbtest.Simple(1.5, 3, "a", 0.5), ev)
 	}
 	path := filepath.Join(t.TempDir(), FilePrefix+"1.host")
-	writeFile(t, path, specRecord(ev))
+	writeFile(t, path, tbtest.Record(ev))
 	var out []got
 	if n, err := NewFile(path).Read(collect(&out), nil); err != nil || n != 1 {
 		t.Fatalf("Read = %d, %v", n, err)
@@ -101,12 +94,12 @@ func TestDecodeKnownBytes(t *testing.T) {
 
 func TestReadSimpleValues(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FilePrefix+"1700000000.host")
-	writeFile(t, path, records(
-		specVersion(100),
-		specSimple(101, 1, "train/reward", 0.25),
-		specSimple(101, 1, "train/kl", 0.001),
-		specSimple(102, 2, "train/reward", 0.5, "train/kl", 0.002),
-		specSimple(103, 3, "train/reward", math.NaN()),
+	writeFile(t, path, tbtest.Records(
+		tbtest.Version(100),
+		tbtest.Simple(101, 1, "train/reward", 0.25),
+		tbtest.Simple(101, 1, "train/kl", 0.001),
+		tbtest.Simple(102, 2, "train/reward", 0.5, "train/kl", 0.002),
+		tbtest.Simple(103, 3, "train/reward", math.NaN()),
 	))
 	var out []got
 	f := NewFile(path)
@@ -154,28 +147,28 @@ func TestReadTensorScalars(t *testing.T) {
 		want   float64
 		scalar bool
 	}{
-		{"float_val packed, scalars plugin", specTensorValue("t", specFloatTensor(0.75), "scalars"), 0.75, true},
-		{"float_val packed, no plugin", specTensorValue("t", specFloatTensor(-2), ""), -2, true},
-		{"float_val unpacked", specTensorValue("t", cat(pbVarint(1, 1), specShape(), pbFixed32(5, math.Float32bits(1.25))), "scalars"), 1.25, true},
-		{"double_val", specTensorValue("t", cat(pbVarint(1, 2), specShape(), pbBytes(6, le64(0.1))), "scalars"), 0.1, true},
-		{"tensor_content float", specTensorValue("t", cat(pbVarint(1, 1), specShape(), pbBytes(4, le32(3.5))), "scalars"), 3.5, true},
-		{"tensor_content double", specTensorValue("t", cat(pbVarint(1, 2), specShape(), pbBytes(4, le64(1e-9))), "scalars"), 1e-9, true},
-		{"shape [1] double", specTensorValue("t", cat(pbVarint(1, 2), specShape(1), pbBytes(6, le64(7))), "scalars"), 7, true},
-		{"half_val", specTensorValue("t", cat(pbVarint(1, 19), specShape(), pbBytes(13, specVarint(0x3c00))), "scalars"), 1, true},
-		{"half content", specTensorValue("t", cat(pbVarint(1, 19), specShape(), pbBytes(4, []byte{0x00, 0xc1})), "scalars"), -2.5, true},
-		{"bfloat16 half_val", specTensorValue("t", cat(pbVarint(1, 14), specShape(), pbBytes(13, specVarint(0x3f40))), "scalars"), 0.75, true},
-		{"int64_val", specTensorValue("t", cat(pbVarint(1, 9), specShape(), pbBytes(10, specVarint(1234567))), "scalars"), 1234567, true},
-		{"int_val negative", specTensorValue("t", cat(pbVarint(1, 3), specShape(), pbBytes(7, specVarint(uint64(math.MaxUint64-4)))), "scalars"), -5, true},
-		{"shape [2]: not a scalar", specTensorValue("t", cat(pbVarint(1, 1), specShape(2), pbBytes(5, append(le32(1), le32(2)...))), "scalars"), 0, false},
-		{"string tensor (text plugin)", specTensorValue("t", cat(pbVarint(1, 7), specShape(), pbBytes(8, []byte("hi"))), "text"), 0, false},
-		{"histograms plugin", specTensorValue("t", cat(pbVarint(1, 2), specShape(1), pbBytes(6, le64(7))), "histograms"), 0, false},
-		{"image", cat(pbBytes(1, []byte("t")), pbBytes(4, pbVarint(1, 8))), 0, false},
+		{"float_val packed, scalars plugin", tbtest.TensorValue("t", tbtest.FloatTensor(0.75), "scalars"), 0.75, true},
+		{"float_val packed, no plugin", tbtest.TensorValue("t", tbtest.FloatTensor(-2), ""), -2, true},
+		{"float_val unpacked", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 1), tbtest.Shape(), tbtest.Fixed32Field(5, math.Float32bits(1.25))), "scalars"), 1.25, true},
+		{"double_val", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 2), tbtest.Shape(), tbtest.BytesField(6, le64(0.1))), "scalars"), 0.1, true},
+		{"tensor_content float", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 1), tbtest.Shape(), tbtest.BytesField(4, le32(3.5))), "scalars"), 3.5, true},
+		{"tensor_content double", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 2), tbtest.Shape(), tbtest.BytesField(4, le64(1e-9))), "scalars"), 1e-9, true},
+		{"shape [1] double", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 2), tbtest.Shape(1), tbtest.BytesField(6, le64(7))), "scalars"), 7, true},
+		{"half_val", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 19), tbtest.Shape(), tbtest.BytesField(13, tbtest.Varint(0x3c00))), "scalars"), 1, true},
+		{"half content", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 19), tbtest.Shape(), tbtest.BytesField(4, []byte{0x00, 0xc1})), "scalars"), -2.5, true},
+		{"bfloat16 half_val", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 14), tbtest.Shape(), tbtest.BytesField(13, tbtest.Varint(0x3f40))), "scalars"), 0.75, true},
+		{"int64_val", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 9), tbtest.Shape(), tbtest.BytesField(10, tbtest.Varint(1234567))), "scalars"), 1234567, true},
+		{"int_val negative", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 3), tbtest.Shape(), tbtest.BytesField(7, tbtest.Varint(uint64(math.MaxUint64-4)))), "scalars"), -5, true},
+		{"shape [2]: not a scalar", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 1), tbtest.Shape(2), tbtest.BytesField(5, append(le32(1), le32(2)...))), "scalars"), 0, false},
+		{"string tensor (text plugin)", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 7), tbtest.Shape(), tbtest.BytesField(8, []byte("hi"))), "text"), 0, false},
+		{"histograms plugin", tbtest.TensorValue("t", tbtest.Cat(tbtest.VarintField(1, 2), tbtest.Shape(1), tbtest.BytesField(6, le64(7))), "histograms"), 0, false},
+		{"image", tbtest.Cat(tbtest.BytesField(1, []byte("t")), tbtest.BytesField(4, tbtest.VarintField(1, 8))), 0, false},
 	}
 	dir := t.TempDir()
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(dir, fmt.Sprintf("%s%d.host", FilePrefix, i))
-			writeFile(t, path, records(specSummaryEvent(5, 9, c.value)))
+			writeFile(t, path, tbtest.Records(tbtest.SummaryEvent(5, 9, c.value)))
 			var out []got
 			if _, err := NewFile(path).Read(collect(&out), func(e *CorruptError) { t.Errorf("warning: %v", e) }); err != nil {
 				t.Fatal(err)
@@ -214,11 +207,11 @@ func TestHalfToFloat(t *testing.T) {
 // reader passes the complete records, waits without error or warning, and picks up
 // the rest once it is written.
 func TestTruncatedThenCompleted(t *testing.T) {
-	full := records(
-		specVersion(10),
-		specSimple(11, 1, "a", 1.0, "b", 2.0),
-		specSummaryEvent(12, 2, specTensorValue("c", specFloatTensor(3), "scalars")),
-		specSimple(13, 3, "a", 4.0),
+	full := tbtest.Records(
+		tbtest.Version(10),
+		tbtest.Simple(11, 1, "a", 1.0, "b", 2.0),
+		tbtest.SummaryEvent(12, 2, tbtest.TensorValue("c", tbtest.FloatTensor(3), "scalars")),
+		tbtest.Simple(13, 3, "a", 4.0),
 	)
 	var want []got
 	whole := filepath.Join(t.TempDir(), FilePrefix+"1.whole")
@@ -248,11 +241,11 @@ func TestTruncatedThenCompleted(t *testing.T) {
 }
 
 func TestBadDataChecksumSkipsTheRecord(t *testing.T) {
-	r0, r1, r2 := specRecord(specVersion(1)), specRecord(specSimple(2, 1, "a", 1.0)), specRecord(specSimple(3, 2, "a", 2.0))
+	r0, r1, r2 := tbtest.Record(tbtest.Version(1)), tbtest.Record(tbtest.Simple(2, 1, "a", 1.0)), tbtest.Record(tbtest.Simple(3, 2, "a", 2.0))
 	bad := slices.Clone(r1)
 	bad[headerLen+2] ^= 0x40 // a bit of the data
 	path := filepath.Join(t.TempDir(), FilePrefix+"1.host")
-	writeFile(t, path, cat(r0, bad, r2))
+	writeFile(t, path, tbtest.Cat(r0, bad, r2))
 	var out []got
 	var warns []*CorruptError
 	if _, err := NewFile(path).Read(collect(&out), func(e *CorruptError) { warns = append(warns, e) }); err != nil {
@@ -271,11 +264,11 @@ func TestBadDataChecksumSkipsTheRecord(t *testing.T) {
 }
 
 func TestBadLengthChecksumResyncs(t *testing.T) {
-	r0, r1, r2 := specRecord(specVersion(1)), specRecord(specSimple(2, 1, "a", 1.0)), specRecord(specSimple(3, 2, "a", 2.0))
+	r0, r1, r2 := tbtest.Record(tbtest.Version(1)), tbtest.Record(tbtest.Simple(2, 1, "a", 1.0)), tbtest.Record(tbtest.Simple(3, 2, "a", 2.0))
 	bad := slices.Clone(r1)
 	bad[0] ^= 0x01 // the length: its checksum no longer holds, the length cannot be trusted
 	path := filepath.Join(t.TempDir(), FilePrefix+"1.host")
-	writeFile(t, path, cat(r0, bad, r2))
+	writeFile(t, path, tbtest.Cat(r0, bad, r2))
 	var out []got
 	var warns []*CorruptError
 	if _, err := NewFile(path).Read(collect(&out), func(e *CorruptError) { warns = append(warns, e) }); err != nil {
@@ -292,10 +285,10 @@ func TestBadLengthChecksumResyncs(t *testing.T) {
 // Garbage at the end of a file is reported once, not at every poll; a sound record
 // written after it is found and read.
 func TestBadTailWaitsForASoundRecord(t *testing.T) {
-	r0 := specRecord(specVersion(1))
+	r0 := tbtest.Record(tbtest.Version(1))
 	garbage := []byte("not a record, not at all a record")
 	path := filepath.Join(t.TempDir(), FilePrefix+"1.host")
-	writeFile(t, path, cat(r0, garbage))
+	writeFile(t, path, tbtest.Cat(r0, garbage))
 	f := NewFile(path)
 	var out []got
 	var warns []*CorruptError
@@ -308,7 +301,7 @@ func TestBadTailWaitsForASoundRecord(t *testing.T) {
 	if len(out) != 1 || len(warns) != 1 || warns[0].Skipped != 0 || warns[0].Offset != int64(len(r0)) {
 		t.Fatalf("events %+v, warnings %+v: want the version and one warning, waiting", out, warns)
 	}
-	appendFile(t, path, specRecord(specSimple(2, 7, "a", 1.0)))
+	appendFile(t, path, tbtest.Record(tbtest.Simple(2, 7, "a", 1.0)))
 	if _, err := f.Read(collect(&out), warn); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +315,7 @@ func TestBadTailWaitsForASoundRecord(t *testing.T) {
 
 func TestSessionStartIsARestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FilePrefix+"1.host")
-	writeFile(t, path, records(specVersion(1), specSessionStart(2, 40)))
+	writeFile(t, path, tbtest.Records(tbtest.Version(1), tbtest.SessionStart(2, 40)))
 	var out []got
 	if _, err := NewFile(path).Read(collect(&out), nil); err != nil {
 		t.Fatal(err)
@@ -334,12 +327,12 @@ func TestSessionStartIsARestart(t *testing.T) {
 
 func TestRewrittenFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FilePrefix+"1.host")
-	writeFile(t, path, records(specVersion(1), specSimple(2, 1, "a", 1.0)))
+	writeFile(t, path, tbtest.Records(tbtest.Version(1), tbtest.Simple(2, 1, "a", 1.0)))
 	f := NewFile(path)
 	if _, err := f.Read(func(*Event) {}, nil); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, path, records(specVersion(1))) // shorter: rewritten
+	writeFile(t, path, tbtest.Records(tbtest.Version(1))) // shorter: rewritten
 	if _, err := f.Read(func(*Event) {}, nil); !errors.Is(err, ErrRewritten) {
 		t.Fatalf("Read after truncation = %v, want ErrRewritten", err)
 	}
@@ -353,8 +346,8 @@ func TestRewrittenFile(t *testing.T) {
 // host names sort as, and a file that appears later is followed too.
 func TestReaderFollowsFilesInCreationOrder(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, FilePrefix+"1700000200.aaa"), records(specVersion(2), specSimple(2, 20, "a", 2.0)))
-	writeFile(t, filepath.Join(dir, FilePrefix+"1700000100.zzz"), records(specVersion(1), specSimple(1, 10, "a", 1.0)))
+	writeFile(t, filepath.Join(dir, FilePrefix+"1700000200.aaa"), tbtest.Records(tbtest.Version(2), tbtest.Simple(2, 20, "a", 2.0)))
+	writeFile(t, filepath.Join(dir, FilePrefix+"1700000100.zzz"), tbtest.Records(tbtest.Version(1), tbtest.Simple(1, 10, "a", 1.0)))
 	writeFile(t, filepath.Join(dir, "not-an-event-file"), []byte("x"))
 	r := NewReader(dir, false)
 	var out []got
@@ -364,8 +357,8 @@ func TestReaderFollowsFilesInCreationOrder(t *testing.T) {
 	if steps := stepsOf(out); !reflect.DeepEqual(steps, []int64{10, 20}) {
 		t.Fatalf("steps %v, want 10 then 20", steps)
 	}
-	writeFile(t, filepath.Join(dir, FilePrefix+"1700000300.aaa"), records(specVersion(3), specSimple(3, 30, "a", 3.0)))
-	appendFile(t, filepath.Join(dir, FilePrefix+"1700000200.aaa"), records(specSimple(2, 21, "a", 2.5)))
+	writeFile(t, filepath.Join(dir, FilePrefix+"1700000300.aaa"), tbtest.Records(tbtest.Version(3), tbtest.Simple(3, 30, "a", 3.0)))
+	appendFile(t, filepath.Join(dir, FilePrefix+"1700000200.aaa"), tbtest.Records(tbtest.Simple(2, 21, "a", 2.5)))
 	out = nil
 	if _, err := r.Read(collect(&out)); err != nil {
 		t.Fatal(err)
@@ -389,8 +382,8 @@ func stepsOf(out []got) []int64 {
 // recursively they make one run.
 func TestReaderRecursive(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "Jan02_10-00-00_host", FilePrefix+"1700000200.host.1.0"), records(specSimple(2, 20, "train/loss", 2.0)))
-	writeFile(t, filepath.Join(dir, "Dec31_10-00-00_host", FilePrefix+"1700000100.host.1.0"), records(specSimple(1, 10, "train/loss", 1.0)))
+	writeFile(t, filepath.Join(dir, "Jan02_10-00-00_host", FilePrefix+"1700000200.host.1.0"), tbtest.Records(tbtest.Simple(2, 20, "train/loss", 2.0)))
+	writeFile(t, filepath.Join(dir, "Dec31_10-00-00_host", FilePrefix+"1700000100.host.1.0"), tbtest.Records(tbtest.Simple(1, 10, "train/loss", 1.0)))
 	var out []got
 	if _, err := NewReader(dir, true).Read(collect(&out)); err != nil {
 		t.Fatal(err)
@@ -472,7 +465,7 @@ func BenchmarkRead(b *testing.B) {
 				for j := range perEvent {
 					kv = append(kv, fmt.Sprintf("actor/metric_%02d", (i+j)%40), float64(i))
 				}
-				data = append(data, specRecord(specSimple(float64(i), int64(i), kv...))...)
+				data = append(data, tbtest.Record(tbtest.Simple(float64(i), int64(i), kv...))...)
 			}
 			path := filepath.Join(b.TempDir(), FilePrefix+"1.host")
 			writeFile(b, path, data)
