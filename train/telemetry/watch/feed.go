@@ -316,8 +316,9 @@ func (f *Feed) Trainer() string {
 	return f.c.trainerName()
 }
 
-// Runs lists the runs of a TensorBoard log directory, as Options.Run names them
-// ("." for event files directly in it); nil for other kinds.
+// Runs lists the runs a TensorBoard log directory held when it was opened, as
+// Options.Run names them ("." for event files directly in it); nil for other kinds.
+// The feed follows the one run it shows: runs that appear later are not listed.
 func (f *Feed) Runs() []string { return slices.Clone(f.runs) }
 
 // Run names the run shown.
