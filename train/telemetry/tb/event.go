@@ -12,7 +12,7 @@ const (
 	eventStep        = 2 // int64
 	eventFileVersion = 3 // string
 	eventSummary     = 5 // Summary
-	eventSessionLog  = 6 // SessionLog
+	eventSessionLog  = 7 // SessionLog (6 is the deprecated LogMessage)
 
 	sessionStatus = 1 // SessionLog.status enum
 	sessionMsg    = 3 // string

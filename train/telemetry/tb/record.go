@@ -3,6 +3,11 @@
 // trainer's sinks with telemetry.Multi. The format is written by hand (TFRecord
 // framing around Event protocol buffers encoded with protowire): no TensorFlow, no
 // generated code. Start with Writer; record.go holds the framing, event.go the messages.
+//
+// It also reads event files that any TensorBoard writer is still writing (PyTorch's
+// SummaryWriter, tf.summary, this Writer), for watching runs other trainers log:
+// File follows one file, Reader the files of one run, FindRuns lists the runs of a log
+// directory (reader.go); decode.go decodes the messages.
 package tb
 
 import (

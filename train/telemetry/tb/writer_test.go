@@ -138,7 +138,7 @@ func decodeEvent(t *testing.T, b []byte) readEvent {
 			e.step = int64(x)
 		case num == 3 && typ == protowire.BytesType:
 			e.version = string(v)
-		case num == 6 && typ == protowire.BytesType:
+		case num == 7 && typ == protowire.BytesType: // session_log (6 is the deprecated log_message)
 			fields(t, v, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) {
 				if num == 1 {
 					e.sessionStatus = int(x)
