@@ -161,7 +161,7 @@ func (m Model) sparkline(vals []float64, lo, hi float64, w, h int) []string {
 	if len(vals) == 0 || h < 1 || w < 1 {
 		return nil
 	}
-	key := chartKey(vals, lo, hi, w, h)
+	key := chartKey(vals, lo, hi, w, h, m.st.color)
 	if lines, ok := m.charts.get(key); ok {
 		return lines
 	}
@@ -208,8 +208,10 @@ func (c *chartCache) put(k uint64, v []string) {
 	c.m[k] = v
 }
 
-// chartKey hashes a chart's inputs (FNV-1a over the float bits and sizes).
-func chartKey(vals []float64, lo, hi float64, w, h int) uint64 {
+// chartKey hashes a chart's inputs (FNV-1a over the float bits, the sizes and
+// whether it is drawn in colour: a chart drawn before the terminal's colour
+// profile was known must not be reused after).
+func chartKey(vals []float64, lo, hi float64, w, h int, color bool) uint64 {
 	k := uint64(14695981039346656037)
 	mix := func(x uint64) {
 		for i := 0; i < 8; i++ {
@@ -219,6 +221,9 @@ func chartKey(vals []float64, lo, hi float64, w, h int) uint64 {
 		}
 	}
 	mix(uint64(w)<<32 | uint64(h))
+	if color {
+		mix(1)
+	}
 	mix(math.Float64bits(lo))
 	mix(math.Float64bits(hi))
 	for _, v := range vals {

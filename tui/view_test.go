@@ -108,6 +108,10 @@ func TestColorProfileMsg(t *testing.T) {
 	if !strings.Contains(frame, "▀") {
 		t.Fatal("true-colour frame lacks half blocks")
 	}
+	// The charts drawn while the profile was ASCII are drawn again in colour.
+	if !strings.Contains(frame, "\x1b[38;2;57;197;207m⣀") {
+		t.Fatal("true-colour frame lacks the sparklines' colour")
+	}
 	// A forced choice ignores detection.
 	never := rftHarness(t, 120, 40, "never", true)
 	never.send(tea.ColorProfileMsg{Profile: colorprofile.TrueColor})
