@@ -177,63 +177,84 @@ func thumbnail(st *styles, t telemetry.Thumbnail, maxW, maxH int) []string {
 	if scale >= 1 {
 		scale = float64(int(scale)) // whole factors only: crisp pixels
 	}
-	ow, oh := max(1, int(float64(t.W)*scale)), max(1, int(float64(t.H)*scale))
-	px := func(x, y int) (r, g, b byte) {
-		sx := min(t.W-1, x*t.W/ow)
-		sy := min(t.H-1, y*t.H/oh)
-		o := (sy*t.W + sx) * 3
-		return t.Pix[o], t.Pix[o+1], t.Pix[o+2]
-	}
-	rows := (oh + 1) / 2
-	out := make([]string, rows)
-	var b strings.Builder
+	sc := scaledThumb{t: t, ow: max(1, int(float64(t.W)*scale)), oh: max(1, int(float64(t.H)*scale))}
 	if !st.color {
-		const ramp = " .:-=+*#%@"
-		for y := range rows {
-			b.Reset()
-			for x := range ow {
-				r, g, bl := px(x, 2*y)
-				l := luma(r, g, bl)
-				if 2*y+1 < oh {
-					r2, g2, b2 := px(x, 2*y+1)
-					l = (l + luma(r2, g2, b2)) / 2
-				}
-				b.WriteByte(ramp[min(len(ramp)-1, l*len(ramp)/256)])
-			}
-			out[y] = b.String()
-		}
-		return out
+		return sc.ramp()
 	}
-	// Raw SGR, with repeated colours elided: this is the densest part of the
-	// frame and lipgloss would restyle every cell.
-	for y := range rows {
+	return sc.halfBlocks()
+}
+
+// scaledThumb is a thumbnail resampled by nearest neighbour to ow×oh pixels,
+// drawn two pixel rows to a line of text.
+type scaledThumb struct {
+	t      telemetry.Thumbnail
+	ow, oh int
+}
+
+func (s scaledThumb) px(x, y int) (r, g, b byte) {
+	sx := min(s.t.W-1, x*s.t.W/s.ow)
+	sy := min(s.t.H-1, y*s.t.H/s.oh)
+	o := (sy*s.t.W + sx) * 3
+	return s.t.Pix[o], s.t.Pix[o+1], s.t.Pix[o+2]
+}
+
+// ramp draws each cell as the mean brightness of its two pixels on a
+// luminance ramp: the thumbnail without colour.
+func (s scaledThumb) ramp() []string {
+	const ramp = " .:-=+*#%@"
+	out := make([]string, (s.oh+1)/2)
+	var b strings.Builder
+	for y := range out {
+		b.Reset()
+		for x := range s.ow {
+			r, g, bl := s.px(x, 2*y)
+			l := luma(r, g, bl)
+			if 2*y+1 < s.oh {
+				r2, g2, b2 := s.px(x, 2*y+1)
+				l = (l + luma(r2, g2, b2)) / 2
+			}
+			b.WriteByte(ramp[min(len(ramp)-1, l*len(ramp)/256)])
+		}
+		out[y] = b.String()
+	}
+	return out
+}
+
+// halfBlocks draws each cell as '▀' with the upper pixel as foreground and
+// the lower as background, in raw SGR with repeated colours elided: this is
+// the densest part of the frame and lipgloss would restyle every cell.
+func (s scaledThumb) halfBlocks() []string {
+	out := make([]string, (s.oh+1)/2)
+	var b strings.Builder
+	for y := range out {
 		b.Reset()
 		var lastFG, lastBG [3]byte
-		first := true
-		for x := range ow {
-			r, g, bl := px(x, 2*y)
-			fg := [3]byte{r, g, bl}
-			if first || fg != lastFG {
-				b.WriteString("\x1b[38;2;" + strconv.Itoa(int(r)) + ";" + strconv.Itoa(int(g)) + ";" + strconv.Itoa(int(bl)) + "m")
+		for x := range s.ow {
+			r, g, bl := s.px(x, 2*y)
+			if fg := [3]byte{r, g, bl}; x == 0 || fg != lastFG {
+				b.WriteString(sgrColor(38, fg))
 				lastFG = fg
 			}
-			if 2*y+1 < oh {
-				r2, g2, b2 := px(x, 2*y+1)
-				bg := [3]byte{r2, g2, b2}
-				if first || bg != lastBG {
-					b.WriteString("\x1b[48;2;" + strconv.Itoa(int(r2)) + ";" + strconv.Itoa(int(g2)) + ";" + strconv.Itoa(int(b2)) + "m")
+			if 2*y+1 < s.oh {
+				r2, g2, b2 := s.px(x, 2*y+1)
+				if bg := [3]byte{r2, g2, b2}; x == 0 || bg != lastBG {
+					b.WriteString(sgrColor(48, bg))
 					lastBG = bg
 				}
-			} else if first {
+			} else if x == 0 {
 				b.WriteString("\x1b[49m")
 			}
-			first = false
 			b.WriteString("▀")
 		}
 		b.WriteString("\x1b[m")
 		out[y] = b.String()
 	}
 	return out
+}
+
+// sgrColor sets a 24-bit colour: layer 38 is the foreground, 48 the background.
+func sgrColor(layer int, c [3]byte) string {
+	return "\x1b[" + strconv.Itoa(layer) + ";2;" + strconv.Itoa(int(c[0])) + ";" + strconv.Itoa(int(c[1])) + ";" + strconv.Itoa(int(c[2])) + "m"
 }
 
 // luma is the Rec. 601 brightness of a pixel, 0..255.
