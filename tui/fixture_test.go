@@ -174,6 +174,17 @@ func sameType(a, b tea.Msg) bool {
 
 func (hs *harness) frame() string { return hs.m.View().Content }
 
+// The sub-models' state, for tests that check what a key did.
+func (hs *harness) events() eventsPane { return hs.m.panes[paneEvents].(eventsPane) }
+func (hs *harness) kpi() kpiPane       { return hs.m.panes[paneKPI].(kpiPane) }
+func (hs *harness) sample() samplePane { return hs.m.panes[paneSample].(samplePane) }
+
+// inspector is the stage inspector and whether it is open.
+func (hs *harness) inspector() (inspectorPane, bool) {
+	p, ok := hs.m.overlay.(inspectorPane)
+	return p, ok
+}
+
 func keyMsg(k string) tea.KeyPressMsg {
 	switch k {
 	case "tab":

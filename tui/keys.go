@@ -58,13 +58,13 @@ func defaultKeys() keyMap {
 }
 
 // helpKeys is the keymap as the help bar shows it right now: descriptions
-// follow the run state (pause or resume) and the focused pane (what the
-// arrows do there).
+// follow the run state (pause or resume) and where the navigation keys go
+// (what the arrows do there, from pane.nav).
 type helpKeys struct {
-	k         keyMap
-	focus     paneID
-	paused    bool
-	inspector bool
+	k           keyMap
+	paused      bool
+	overlay     bool   // the stage inspector is open
+	horiz, vert string // what ←/→ and ↑/↓ do; "" for nothing
 }
 
 func (h helpKeys) bindings() (pause, horiz, vert key.Binding, hasH, hasV bool) {
@@ -74,33 +74,20 @@ func (h helpKeys) bindings() (pause, horiz, vert key.Binding, hasH, hasV bool) {
 	}
 	horiz = key.NewBinding(key.WithKeys("left", "right"))
 	vert = key.NewBinding(key.WithKeys("up", "down"))
-	if h.inspector {
-		vert.SetHelp("↑/↓", "scroll")
-		return pause, horiz, vert, false, true
+	if h.horiz != "" {
+		horiz.SetHelp("←/→", h.horiz)
 	}
-	switch h.focus {
-	case paneSample:
-		horiz.SetHelp("←/→", "sample")
-		vert.SetHelp("↑/↓", "steps")
-		return pause, horiz, vert, true, true
-	case paneKPI:
-		horiz.SetHelp("←/→", "kpi set")
-		return pause, horiz, vert, true, false
-	case paneEvents:
-		vert.SetHelp("↑/↓", "scroll events")
-		return pause, horiz, vert, false, true
-	case paneCurriculum:
-		vert.SetHelp("↑/↓", "scroll history")
-		return pause, horiz, vert, false, true
+	if h.vert != "" {
+		vert.SetHelp("↑/↓", h.vert)
 	}
-	return pause, horiz, vert, false, false
+	return pause, horiz, vert, h.horiz != "", h.vert != ""
 }
 
 // ShortHelp is the one-line help bar.
 func (h helpKeys) ShortHelp() []key.Binding {
 	pause, horiz, vert, hasH, hasV := h.bindings()
 	out := []key.Binding{h.k.Checkpoint, h.k.Stages, pause, h.k.Eval, h.k.KPISet, h.k.NextPane}
-	if h.inspector {
+	if h.overlay {
 		closeKey := h.k.Close
 		closeKey.SetHelp("esc", "close stages")
 		out = []key.Binding{closeKey, h.k.Checkpoint, pause, h.k.Eval}

@@ -183,25 +183,25 @@ func TestStageInspector(t *testing.T) {
 		}
 	}
 	hs.press("down", "down")
-	if hs.m.inspScroll != 0 {
-		t.Errorf("inspector scrolled to %d with everything in view", hs.m.inspScroll)
+	if insp, _ := hs.inspector(); insp.scroll != 0 {
+		t.Errorf("inspector scrolled to %d with everything in view", insp.scroll)
 	}
 	hs.press("esc")
-	if hs.m.inspector || strings.Contains(ansi.Strip(hs.frame()), "Stages ·") {
+	if _, open := hs.inspector(); open || strings.Contains(ansi.Strip(hs.frame()), "Stages ·") {
 		t.Fatal("esc did not close the inspector")
 	}
 	// At 80×24 the inspector scrolls to its end and no further.
 	small := rftHarness(t, 80, 24, "never", true)
 	small.press("s", "down", "down")
-	if small.m.inspScroll != 2 {
-		t.Errorf("80×24 inspector scroll = %d after two downs", small.m.inspScroll)
+	if insp, _ := small.inspector(); insp.scroll != 2 {
+		t.Errorf("80×24 inspector scroll = %d after two downs", insp.scroll)
 	}
 	for range 100 {
 		small.press("down")
 	}
 	checkGeometry(t, small.frame(), 80, 24)
-	if !strings.Contains(small.frame(), "lines") || small.m.inspScroll == 0 {
-		t.Fatalf("80×24 inspector did not scroll: %d", small.m.inspScroll)
+	if insp, _ := small.inspector(); !strings.Contains(small.frame(), "lines") || insp.scroll == 0 {
+		t.Fatalf("80×24 inspector did not scroll: %d", insp.scroll)
 	}
 	golden(t, "inspector_80x24_end", small.frame())
 }
@@ -241,59 +241,59 @@ func TestPaneNavigation(t *testing.T) {
 	hs := rftHarness(t, 120, 40, "never", true)
 	// Sample pane (initial focus): ←/→ and h/l browse, wrapping.
 	hs.press("right")
-	if hs.m.sample != 1 || !strings.Contains(hs.frame(), "Sample trajectory 2/3 · attribute_recognition · ✗") {
-		t.Fatalf("right: sample %d", hs.m.sample)
+	if hs.sample().index != 1 || !strings.Contains(hs.frame(), "Sample trajectory 2/3 · attribute_recognition · ✗") {
+		t.Fatalf("right: sample %d", hs.sample().index)
 	}
 	if !strings.Contains(hs.frame(), "✗ truth: red") || !strings.Contains(hs.frame(), "⚠ properties before any segment") {
 		t.Fatal("wrong answer or misuse not shown")
 	}
 	hs.press("l", "l")
-	if hs.m.sample != 0 {
-		t.Fatalf("l l: sample %d, want wrap to 0", hs.m.sample)
+	if hs.sample().index != 0 {
+		t.Fatalf("l l: sample %d, want wrap to 0", hs.sample().index)
 	}
 	hs.press("h")
-	if hs.m.sample != 2 {
-		t.Fatalf("h: sample %d, want 2", hs.m.sample)
+	if hs.sample().index != 2 {
+		t.Fatalf("h: sample %d, want 2", hs.sample().index)
 	}
 	// Events pane: ↑/k scroll older, end returns; k does not cycle the KPIs there.
 	hs.press("shift+tab")
-	set := hs.m.kpiSet
+	set := hs.kpi().set
 	hs.press("up", "k")
-	if hs.m.eventScroll != 0 {
+	if hs.events().scroll != 0 {
 		// 9 events fit in the pane at 120×40: nothing to scroll.
-		t.Fatalf("scrolled %d with every event in view", hs.m.eventScroll)
+		t.Fatalf("scrolled %d with every event in view", hs.events().scroll)
 	}
 	for i := range 30 {
 		hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241 + i, Kind: telemetry.EventWarning, Message: "slow step"}}}))
 	}
 	hs.press("up", "k")
-	if hs.m.eventScroll != 2 || hs.m.kpiSet != set {
-		t.Fatalf("events: scroll %d kpi set %d", hs.m.eventScroll, hs.m.kpiSet)
+	if hs.events().scroll != 2 || hs.kpi().set != set {
+		t.Fatalf("events: scroll %d kpi set %d", hs.events().scroll, hs.kpi().set)
 	}
 	if !strings.Contains(hs.frame(), "↓2 newer") {
 		t.Fatal("scrolled event log does not say so")
 	}
 	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1300, Kind: telemetry.EventWarning, Message: "newest"}}}))
-	if hs.m.eventScroll != 3 {
-		t.Fatalf("scroll %d: view moved under the reader", hs.m.eventScroll)
+	if hs.events().scroll != 3 {
+		t.Fatalf("scroll %d: view moved under the reader", hs.events().scroll)
 	}
 	hs.press("end")
-	if hs.m.eventScroll != 0 {
-		t.Fatalf("end: scroll %d", hs.m.eventScroll)
+	if hs.events().scroll != 0 {
+		t.Fatalf("end: scroll %d", hs.events().scroll)
 	}
 	// m always cycles the KPI set; k does where the focused pane has no use for it.
 	hs.press("m")
-	if hs.m.kpiSet != set+1 {
-		t.Fatalf("m: kpi set %d", hs.m.kpiSet)
+	if hs.kpi().set != set+1 {
+		t.Fatalf("m: kpi set %d", hs.kpi().set)
 	}
 	hs.press("tab", "tab") // sample, then reward
 	hs.press("k")
-	if hs.m.kpiSet != set+2 || !strings.Contains(hs.frame(), "KPIs · behaviour 3/4") {
-		t.Fatalf("k in the reward pane: kpi set %d", hs.m.kpiSet)
+	if hs.kpi().set != set+2 || !strings.Contains(hs.frame(), "KPIs · behaviour 3/4") {
+		t.Fatalf("k in the reward pane: kpi set %d", hs.kpi().set)
 	}
 	hs.press("tab", "left")
-	if hs.m.kpiSet != set+1 {
-		t.Fatalf("left in the KPI pane: kpi set %d", hs.m.kpiSet)
+	if hs.kpi().set != set+1 {
+		t.Fatalf("left in the KPI pane: kpi set %d", hs.kpi().set)
 	}
 }
 
@@ -368,7 +368,7 @@ func TestFeedReset(t *testing.T) {
 	if s := hs.m.metrics.get("policy/kl"); s.vals.len() != 1 || s.latest != 0.5 {
 		t.Fatalf("after reset kl holds %d points", s.vals.len())
 	}
-	if hs.m.metrics.get("policy/entropy") != nil || hs.m.events.len() != 1 {
-		t.Fatalf("reset kept old history: %d events", hs.m.events.len())
+	if hs.m.metrics.get("policy/entropy") != nil || hs.events().log.len() != 1 {
+		t.Fatalf("reset kept old history: %d events", hs.events().log.len())
 	}
 }

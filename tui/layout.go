@@ -26,6 +26,9 @@ func (p paneID) String() string {
 
 type rect struct{ x, y, w, h int }
 
+// inner is the size inside a rect's border, for the pane drawn in it.
+func (r rect) inner() area { return area{w: max(0, r.w-2), h: max(0, r.h-2)} }
+
 // layout places the panes for one terminal size. It is computed in Update
 // from the window message (and the footer height), never in View.
 type layout struct {
@@ -101,6 +104,10 @@ func computeLayout(w, h, footerH int) layout {
 	}
 	return l
 }
+
+// body is the screen between the header line and the footer, where the
+// panes are, or the overlay drawn over them.
+func (l layout) body() rect { return rect{x: 0, y: 1, w: l.w, h: l.h - 1 - l.footerH} }
 
 // order is the focus order of the visible panes: reading order.
 func (l layout) order() []paneID {

@@ -1,10 +1,7 @@
 package tui
 
 import (
-	"errors"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -63,23 +60,13 @@ func profileFor(color string) colorprofile.Profile {
 	return colorprofile.Detect(os.Stdout, os.Environ())
 }
 
-// Command indices for the pending-acknowledgement flags.
-var commandKinds = [...]telemetry.CommandKind{
-	telemetry.CmdCheckpoint, telemetry.CmdPause, telemetry.CmdResume, telemetry.CmdEval, telemetry.CmdStop,
-}
-
-func commandIndex(k telemetry.CommandKind) int {
-	for i, c := range commandKinds {
-		if c == k {
-			return i
-		}
-	}
-	return -1
-}
-
-// Model is the console's state. Update folds feed updates, keys and window
-// sizes into it; View draws it. Large buffers live behind pointers, so copies
-// of a Model share them: use the Model returned by the latest Update.
+// Model is the console: the root of its sub-models. It keeps what the whole
+// console shares — the feed, the layout, which pane has focus, the run's
+// latest snapshot and metric store, the commands in flight and the quit
+// question — and routes every other message to its panes (see pane). Update
+// folds a message into it and, when anything changed, draws the frame; View
+// returns that frame. Large buffers live behind pointers, so copies of a
+// Model share them: use the Model returned by the latest Update.
 type Model struct {
 	feed    telemetry.Feed
 	opts    Options
@@ -90,25 +77,12 @@ type Model struct {
 
 	width, height int
 	lay           layout
-	// charts caches drawn sparklines by their inputs: drawing braille charts is
-	// the costly part of a frame and most charts do not change between frames.
-	charts *chartCache
-	focus  focus
+	focus         focus
+	panes         [numPanes]pane // the sub-models the layout places, by id
+	overlay       pane           // drawn over the panes while open (the stage inspector); nil when closed
 
-	snap       *telemetry.Snapshot
-	trainPhase telemetry.Phase // last non-eval phase seen: picks the KPI sets
-	metrics    *store
-	events     *ring[telemetry.Event]
-	dropped    int
-	samples    []telemetry.Sample
-
-	kpiSet       int
-	sample       int
-	sampleScroll int
-	eventScroll  int // lines scrolled up from the newest event
-	curScroll    int // lines scrolled up in the curriculum history
-	inspector    bool
-	inspScroll   int
+	snap    *telemetry.Snapshot // the latest snapshot: the header, commands and several panes read it
+	metrics *store              // every metric series: the reward, KPI and tools panes read it
 
 	pending   [len(commandKinds)]bool // commands sent, not yet acknowledged
 	status    string                  // one-off status line
@@ -124,17 +98,9 @@ type Model struct {
 	frameGap time.Duration
 	tick     func(time.Duration, tea.Msg) tea.Cmd
 
-	rev   uint64
-	cache *frameCache
-}
-
-// frameCache remembers the last frame so messages that change nothing cost no
-// redraw. seq is shared by every copy of a Model, so each state change gets a
-// revision no other copy has.
-type frameCache struct {
-	seq     uint64
-	rev     uint64
-	content string
+	// frame is drawn by Update whenever a message changed something, so a
+	// message that changes nothing costs no redraw and View only returns it.
+	frame string
 }
 
 // New returns a console for feed. Run starts it; tests drive Update and View.
@@ -146,21 +112,26 @@ func New(feed telemetry.Feed, opts Options) Model {
 	h.Styles = st.help
 	h.ShortSeparator = " · "
 	return Model{
-		charts:   newChartCache(),
-		feed:     feed,
-		opts:     opts,
-		keys:     defaultKeys(),
-		help:     h,
-		st:       st,
-		profile:  p,
-		focus:    newFocus(paneSample),
+		feed:    feed,
+		opts:    opts,
+		keys:    defaultKeys(),
+		help:    h,
+		st:      st,
+		profile: p,
+		focus:   newFocus(paneSample),
+		panes: [numPanes]pane{
+			paneReward:     statelessPane(viewReward),
+			paneKPI:        kpiPane{},
+			paneCurriculum: curriculumPane{},
+			paneTools:      statelessPane(viewTools),
+			paneEvents:     newEventsPane(),
+			paneSample:     samplePane{},
+		},
 		metrics:  newStore(opts.History),
-		events:   newRing[telemetry.Event](eventsCap),
 		frameGap: time.Second / time.Duration(opts.FPS),
 		tick: func(d time.Duration, msg tea.Msg) tea.Cmd {
 			return tea.Tick(d, func(time.Time) tea.Msg { return msg })
 		},
-		cache: &frameCache{},
 	}
 }
 
@@ -208,16 +179,17 @@ func (m Model) wait() tea.Cmd {
 	}
 }
 
-// Update folds a message into the state.
+// Update folds a message into the state and, when it changed anything,
+// draws the frame.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd, changed := m.update(msg)
 	if changed {
-		m.cache.seq++
-		m.rev = m.cache.seq
+		m.frame = m.render()
 	}
 	return m, cmd
 }
 
+// update routes msg and reports whether the state changed.
 func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -231,6 +203,7 @@ func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
 		m.profile = msg.Profile
 		m.st = newStyles(msg.Profile)
 		m.help.Styles = m.st.help
+		m.broadcast(msg)
 		return nil, true
 	case feedMsg:
 		cmd := m.fold(telemetry.Update(msg))
@@ -261,6 +234,28 @@ func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
 	return nil, false
 }
 
+// env is what a pane of inner size a is lent for one update or one frame.
+func (m *Model) env(a area) env {
+	return env{area: a, keys: &m.keys, st: &m.st, snap: m.snap, metrics: m.metrics}
+}
+
+// paneEnv is the env of pane id, at its size in the layout.
+func (m *Model) paneEnv(id paneID) env { return m.env(m.lay.rects[id].inner()) }
+
+// overlayEnv is the overlay's env: it covers the whole body.
+func (m *Model) overlayEnv() env { return m.env(m.lay.body().inner()) }
+
+// broadcast gives msg to every pane and to the overlay.
+func (m *Model) broadcast(msg tea.Msg) {
+	for id, p := range m.panes {
+		m.panes[id] = p.update(msg, m.paneEnv(paneID(id)))
+	}
+	if m.overlay != nil {
+		m.overlay = m.overlay.update(msg, m.overlayEnv())
+	}
+}
+
+// relayout places the panes for the window and the footer, and tells them.
 func (m *Model) relayout() {
 	footer := 1
 	if m.help.ShowAll {
@@ -268,203 +263,45 @@ func (m *Model) relayout() {
 	}
 	m.lay = computeLayout(m.width, m.height, footer)
 	m.focus.setVisible(m.lay.order())
+	m.broadcast(resizeMsg{})
 }
 
-// fold merges one feed update: points and the snapshot into the series,
-// events into the log, and acknowledgements into the pending commands.
+// fold merges one feed update: the run's shared data first (the series and
+// the snapshot), then every pane takes what it shows, then acknowledgements
+// settle the pending commands.
 func (m *Model) fold(u telemetry.Update) tea.Cmd {
 	if u.Reset {
 		// The run's history was rewritten (a resume truncated its files):
 		// what follows starts again from the beginning.
 		m.metrics = newStore(m.opts.History)
-		m.events = newRing[telemetry.Event](eventsCap)
-		m.dropped, m.eventScroll, m.curScroll = 0, 0, 0
 	}
-	m.dropped += u.Dropped
 	for _, p := range u.Points {
-		for name, v := range p.Metrics {
-			m.metrics.add(name, p.Step, p.Phase, v)
-		}
-		if p.Phase == telemetry.PhaseSFT || p.Phase == telemetry.PhaseRFT {
-			m.trainPhase = p.Phase
-		}
+		m.metrics.addAll(p.Metrics, p.Step, p.Phase)
 	}
 	if s := u.Snapshot; s != nil {
 		snap := *s
-		for name, v := range snap.Metrics {
-			m.metrics.add(name, snap.Step, snap.Phase, v)
-		}
-		if len(snap.Samples) > 0 {
-			m.samples = snap.Samples
-			if m.sample >= len(m.samples) {
-				m.sample, m.sampleScroll = 0, 0
-			}
-		}
-		if snap.Phase == telemetry.PhaseSFT || snap.Phase == telemetry.PhaseRFT {
-			m.trainPhase = snap.Phase
-		}
+		m.metrics.addAll(snap.Metrics, snap.Step, snap.Phase)
 		m.snap = &snap
-		switch snap.State {
-		case telemetry.StatePaused:
-			m.pending[commandIndex(telemetry.CmdPause)] = false
-		case telemetry.StateRunning:
-			m.pending[commandIndex(telemetry.CmdResume)] = false
-		case telemetry.StateEvaluating:
-			m.pending[commandIndex(telemetry.CmdEval)] = false
-		case telemetry.StateDone, telemetry.StateFailed:
-			m.pending = [len(commandKinds)]bool{}
-		}
+		m.settle(snap.State)
 	}
-	var cmds []tea.Cmd
-	for _, e := range u.Events {
-		m.events.push(e)
-		if m.eventScroll > 0 {
-			// Keep the lines being read in place while new ones arrive below.
-			m.eventScroll = min(m.eventScroll+1, m.events.len()-1)
-		}
-		if kind, failed, ok := ackOf(e); ok {
-			i := commandIndex(kind)
-			if i >= 0 && m.pending[i] {
-				m.pending[i] = false
-				switch {
-				case failed:
-					cmds = append(cmds, m.setStatus(fmt.Sprintf("%s failed: %s", kind, clean(e.Message)), true))
-				case kind == telemetry.CmdCheckpoint:
-					cmds = append(cmds, m.setStatus("checkpoint saved", false))
-				}
-			}
-		}
-	}
-	if m.quitAfterAck && !m.pending[commandIndex(telemetry.CmdCheckpoint)] && !m.quitting {
-		return m.quit()
-	}
-	return tea.Batch(cmds...)
+	m.broadcast(feedMsg(u))
+	return m.acknowledge(u.Events)
 }
 
-// ackOf reads which command an event acknowledges. The trainer acknowledges
-// a command with a "command" event naming it (in Data["kind"] or
-// Data["command"], or in the message: "paused", "resumed", "evaluation
-// done"); a manual checkpoint's event and an evaluation's result acknowledge
-// their commands too. An error naming a command, or the warning of a failed
-// checkpoint, reports it failed.
-func ackOf(e telemetry.Event) (kind telemetry.CommandKind, failed, ok bool) {
-	msg := strings.ToLower(e.Message)
-	switch e.Kind {
-	case telemetry.EventCheckpoint:
-		// A periodic or end-of-phase checkpoint is not the one asked for.
-		if k, isStr := e.Data["kind"].(string); isStr && k != "manual" {
-			return "", false, false
-		}
-		return telemetry.CmdCheckpoint, false, true
-	case telemetry.EventEval:
-		return telemetry.CmdEval, false, true
-	case telemetry.EventWarning:
-		// The trainer reports a failed save as a warning: training goes on.
-		if strings.Contains(msg, "checkpoint failed") {
-			return telemetry.CmdCheckpoint, true, true
-		}
-	case telemetry.EventCommand, telemetry.EventError:
-		failed = e.Kind == telemetry.EventError
-		for _, f := range []string{"kind", "command"} {
-			if v, isStr := e.Data[f].(string); isStr && commandIndex(telemetry.CommandKind(v)) >= 0 {
-				return telemetry.CommandKind(v), failed, true
-			}
-		}
-		for _, k := range commandKinds {
-			if strings.Contains(msg, string(k)) {
-				return k, failed, true
-			}
-		}
-	}
-	return "", false, false
-}
-
-func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
-	m.statusID++
-	m.status, m.statusErr = s, isErr
-	return m.tick(statusTTL, statusExpireMsg{id: m.statusID})
-}
-
-// live reports whether commands can reach a run.
-func (m *Model) live() bool { return m.feed != nil && m.feed.Live() }
-
-// runActive reports whether the run has not finished (as far as we know).
-func runActive(s *telemetry.Snapshot) bool {
-	return s == nil || (s.State != telemetry.StateDone && s.State != telemetry.StateFailed)
-}
-
-// command sends c to the run; the send happens in a tea.Cmd because an
-// attached feed writes to a socket.
-func (m *Model) command(kind telemetry.CommandKind) tea.Cmd {
-	if !m.live() {
-		return m.setStatus("no live run — read-only", true)
-	}
-	m.pending[commandIndex(kind)] = true
-	m.status = ""
-	feed := m.feed
-	return func() tea.Msg {
-		return sentMsg{kind: kind, err: feed.Send(telemetry.Command{Kind: kind})}
-	}
-}
-
-func (m *Model) sent(msg sentMsg) tea.Cmd {
-	if msg.err == nil {
-		return nil
-	}
-	m.pending[commandIndex(msg.kind)] = false
-	text := fmt.Sprintf("%s: %v", msg.kind, msg.err)
-	if errors.Is(msg.err, telemetry.ErrNotLive) {
-		text = "no live run — read-only"
-	}
-	cmd := m.setStatus(text, true)
-	if m.quitAfterAck && msg.kind == telemetry.CmdCheckpoint {
-		return m.quit()
-	}
-	return cmd
-}
-
-func (m *Model) askQuit() tea.Cmd {
-	if m.live() && runActive(m.snap) {
-		m.confirmQuit = true
-		return nil
-	}
-	return m.quit()
-}
-
-func (m *Model) quit() tea.Cmd {
-	m.quitting = true
-	m.confirmQuit = false
-	m.userQuit = m.live() && runActive(m.snap)
-	return tea.Quit
-}
-
+// key handles a key press: the quit question while it is open, else the
+// console's own keys, else navigation for the overlay or the focused pane.
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
-	if m.quitting {
-		return nil
-	}
-	if m.confirmQuit {
-		switch {
-		case key.Matches(msg, k.Yes):
-			m.confirmQuit, m.quitAfterAck = false, true
-			cmd := m.command(telemetry.CmdCheckpoint)
-			return tea.Batch(cmd, m.tick(quitAckBound, quitTimeoutMsg{}))
-		case key.Matches(msg, k.No), msg.String() == "ctrl+c":
-			return m.quit()
-		case key.Matches(msg, k.Close):
-			m.confirmQuit = false
-		}
-		return nil
-	}
 	switch {
+	case m.quitting:
+		return nil
+	case m.confirmQuit:
+		return m.answerQuit(msg)
 	case key.Matches(msg, k.Quit):
 		if m.quitAfterAck && msg.String() == "ctrl+c" {
 			return m.quit() // impatient second request: stop waiting for the ack
 		}
 		return m.askQuit()
-	case key.Matches(msg, k.Help):
-		m.help.ShowAll = !m.help.ShowAll
-		m.relayout()
 	case key.Matches(msg, k.Checkpoint):
 		return m.command(telemetry.CmdCheckpoint)
 	case key.Matches(msg, k.Pause):
@@ -474,13 +311,29 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.command(telemetry.CmdPause)
 	case key.Matches(msg, k.Eval):
 		return m.command(telemetry.CmdEval)
+	}
+	m.screenKey(msg)
+	return nil
+}
+
+// screenKey handles the keys that change only what is shown: help, the stage
+// inspector, focus, and navigation within the overlay or the focused pane.
+func (m *Model) screenKey(msg tea.KeyPressMsg) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Help):
+		m.help.ShowAll = !m.help.ShowAll
+		m.relayout()
 	case key.Matches(msg, k.Stages):
-		m.inspector = !m.inspector
-		m.inspScroll = 0
+		if m.overlay != nil {
+			m.overlay = nil
+		} else {
+			m.overlay = inspectorPane{}
+		}
 	case key.Matches(msg, k.Close):
 		switch {
-		case m.inspector:
-			m.inspector = false
+		case m.overlay != nil:
+			m.overlay = nil
 		case m.help.ShowAll:
 			m.help.ShowAll = false
 			m.relayout()
@@ -490,21 +343,17 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.PrevPane):
 		m.focus.prev()
 	default:
-		if m.navigate(msg) {
-			return nil
-		}
-		if key.Matches(msg, k.KPISet) {
-			m.cycleKPI(1)
+		if !m.navigate(msg) && key.Matches(msg, k.KPISet) {
+			m.panes[paneKPI] = m.panes[paneKPI].update(nextSetMsg{}, m.paneEnv(paneKPI))
 		}
 	}
-	return nil
 }
 
 func (m *Model) wheel(ms tea.Mouse) tea.Cmd {
 	if !m.opts.Mouse {
 		return nil
 	}
-	if p, ok := m.lay.paneAt(ms.X, ms.Y); ok && !m.inspector {
+	if p, ok := m.lay.paneAt(ms.X, ms.Y); ok && m.overlay == nil {
 		m.focus.set(p)
 	}
 	switch ms.Button {
@@ -516,91 +365,25 @@ func (m *Model) wheel(ms tea.Mouse) tea.Cmd {
 	return nil
 }
 
-// navigate gives a navigation key to the inspector when it is open, else to
+// navTarget is what the navigation keys go to: the overlay when one is
+// open, else the focused pane.
+func (m Model) navTarget() pane {
+	if m.overlay != nil {
+		return m.overlay
+	}
+	return m.panes[m.focus.current]
+}
+
+// navigate gives a navigation key to the overlay when one is open, else to
 // the focused pane. It reports whether the key was used, so a key the pane
 // has no use for (k outside a scrolling pane) can mean something else.
 func (m *Model) navigate(msg tea.KeyPressMsg) bool {
-	k := m.keys
-	up, down := key.Matches(msg, k.Up), key.Matches(msg, k.Down)
-	left, right := key.Matches(msg, k.Left), key.Matches(msg, k.Right)
-	pgUp, pgDown := key.Matches(msg, k.PageUp), key.Matches(msg, k.PageDown)
-	home, end := key.Matches(msg, k.Home), key.Matches(msg, k.End)
-	vertical := func(pos *int, maxPos, page int, upIsOlder bool) bool {
-		d := 0
-		switch {
-		case up:
-			d = 1
-		case down:
-			d = -1
-		case pgUp:
-			d = page
-		case pgDown:
-			d = -page
-		case home:
-			d = maxPos + 1
-		case end:
-			d = -(maxPos + 1)
-		default:
-			return false
-		}
-		if !upIsOlder {
-			d = -d
-		}
-		*pos = clamp(*pos+d, 0, max(0, maxPos))
-		return true
+	var used bool
+	if m.overlay != nil {
+		m.overlay, used = m.overlay.key(msg, m.overlayEnv())
+		return used
 	}
-	if m.inspector {
-		h := m.lay.h - 1 - m.lay.footerH
-		return vertical(&m.inspScroll, len(m.inspectorLines(m.lay.w-2))-(h-2), max(1, h-3), false)
-	}
-	r := m.lay.rects[m.focus.current]
-	page := max(1, r.h-3)
-	switch m.focus.current {
-	case paneEvents:
-		return vertical(&m.eventScroll, m.events.len()-(r.h-2), page, true)
-	case paneCurriculum:
-		return vertical(&m.curScroll, m.curriculumHistoryLen()-1, page, true)
-	case paneSample:
-		if left || right {
-			if n := len(m.samples); n > 0 {
-				d := 1
-				if left {
-					d = -1
-				}
-				m.sample = ((m.sample+d)%n + n) % n
-				m.sampleScroll = 0
-			}
-			return true
-		}
-		return vertical(&m.sampleScroll, m.sampleStepCount()-1, page, false)
-	case paneKPI:
-		if left || right {
-			d := 1
-			if left {
-				d = -1
-			}
-			m.cycleKPI(d)
-			return true
-		}
-	}
-	return false
-}
-
-func (m *Model) cycleKPI(d int) {
-	n := len(m.kpiSets())
-	m.kpiSet = ((m.kpiSet+d)%n + n) % n
-}
-
-func (m *Model) curriculumHistoryLen() int {
-	if m.snap == nil {
-		return 0
-	}
-	return len(m.snap.Curriculum.History)
-}
-
-func (m *Model) sampleStepCount() int {
-	if len(m.samples) == 0 {
-		return 0
-	}
-	return len(m.samples[m.sample].Steps)
+	id := m.focus.current
+	m.panes[id], used = m.panes[id].key(msg, m.paneEnv(id))
+	return used
 }

@@ -6,42 +6,51 @@ import (
 	"slices"
 	"strings"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// paneCurriculum lists the stages (✓ done, ▶ current), the live progress of
+// curriculumPane lists the stages (✓ done, ▶ current), the live progress of
 // the current stage's exit conditions and the history of advances and
-// rollbacks, newest last. In SFT the curriculum is the data curriculum.
-func (m Model) paneCurriculum(w, h int) (string, []string) {
-	st := m.st
-	if m.snap == nil || len(m.snap.Curriculum.Stages) == 0 {
+// rollbacks, newest last. In SFT the curriculum is the data curriculum. The
+// curriculum itself is the latest snapshot's (env.snap); the pane keeps how
+// far its history is scrolled.
+type curriculumPane struct {
+	scroll int // history lines scrolled up from the newest
+}
+
+func (p curriculumPane) update(msg tea.Msg, _ env) pane {
+	if u, ok := msg.(feedMsg); ok && u.Reset {
+		p.scroll = 0
+	}
+	return p
+}
+
+func (p curriculumPane) key(msg tea.KeyPressMsg, e env) (pane, bool) {
+	n := 0
+	if e.snap != nil {
+		n = len(e.snap.Curriculum.History)
+	}
+	var used bool
+	p.scroll, used = scrollKey(e.keys, msg, p.scroll, n-1, e.page(), true)
+	return p, used
+}
+
+func (curriculumPane) nav() (string, string) { return "", "scroll history" }
+
+func (p curriculumPane) view(e env) (string, []string) {
+	st, h := e.st, e.h
+	if e.snap == nil || len(e.snap.Curriculum.Stages) == 0 {
 		return "Curriculum", []string{st.render(st.dim, "no curriculum reported yet")}
 	}
-	cur := m.snap.Curriculum
+	cur := e.snap.Curriculum
 	title := "Curriculum"
 	if cur.Kind == "data" {
 		title = "Data curriculum"
 	}
-	nameW, weightW := 0, 0
-	for _, s := range cur.Stages {
-		nameW = max(nameW, len([]rune(clean(s.Name))))
-		weightW = max(weightW, len([]rune(fmtWeights(s.Weights))))
-	}
-	// The "w" label goes before any stage name is cut; "@1,180" is 6 wide.
-	withW := 4+nameW+1+2+weightW+1+6 <= w
-	var top []string
-	for i, s := range cur.Stages {
-		top = append(top, m.stageLine(cur, i, s, w, nameW, withW))
-		if i == cur.Current {
-			for _, c := range cur.Progress {
-				top = append(top, "  "+m.conditionLine(c, w-2, 6))
-			}
-			if cur.Note != "" {
-				top = append(top, "    "+st.render(st.dim, clean(cur.Note)))
-			}
-		}
-	}
-	hist := m.historyLines(cur.History)
+	top := stageLines(st, cur, e.w)
+	hist := historyLines(st, cur.History)
 	if len(top) >= h || len(hist) == 0 {
 		if len(top) > h {
 			// Keep the current stage and its progress in view.
@@ -56,18 +65,42 @@ func (m Model) paneCurriculum(w, h int) (string, []string) {
 		return title, top
 	}
 	room := h - len(top)
-	// History rows, scrolled by curScroll from the newest.
-	end := len(hist) - min(m.curScroll, max(0, len(hist)-1))
+	// History rows, scrolled from the newest.
+	end := len(hist) - min(p.scroll, max(0, len(hist)-1))
 	start := max(0, end-room)
 	out := append(top, hist[start:end]...)
-	if m.curScroll > 0 {
-		title += fmt.Sprintf(" · history ↑%d", m.curScroll)
+	if p.scroll > 0 {
+		title += fmt.Sprintf(" · history ↑%d", p.scroll)
 	}
 	return title, out
 }
 
-func (m Model) stageLine(cur telemetry.Curriculum, i int, s telemetry.Stage, w, nameW int, withW bool) string {
-	st := m.st
+// stageLines is one line a stage, with the current stage's exit conditions
+// and note below it, in w cells.
+func stageLines(st *styles, cur telemetry.Curriculum, w int) []string {
+	nameW, weightW := 0, 0
+	for _, s := range cur.Stages {
+		nameW = max(nameW, len([]rune(clean(s.Name))))
+		weightW = max(weightW, len([]rune(fmtWeights(s.Weights))))
+	}
+	// The "w" label goes before any stage name is cut; "@1,180" is 6 wide.
+	withW := 4+nameW+1+2+weightW+1+6 <= w
+	var top []string
+	for i, s := range cur.Stages {
+		top = append(top, stageLine(st, cur, i, s, w, nameW, withW))
+		if i == cur.Current {
+			for _, c := range cur.Progress {
+				top = append(top, "  "+conditionLine(st, c, w-2, 6))
+			}
+			if cur.Note != "" {
+				top = append(top, "    "+st.render(st.dim, clean(cur.Note)))
+			}
+		}
+	}
+	return top
+}
+
+func stageLine(st *styles, cur telemetry.Curriculum, i int, s telemetry.Stage, w, nameW int, withW bool) string {
 	marker, style := " ", st.dim
 	switch {
 	case i < cur.Current:
@@ -99,8 +132,7 @@ func (m Model) stageLine(cur telemetry.Curriculum, i int, s telemetry.Stage, w, 
 
 // conditionLine shows one exit condition's live progress with a small bar
 // that fills as the condition nears being met.
-func (m Model) conditionLine(c telemetry.Condition, w, barW int) string {
-	st := m.st
+func conditionLine(st *styles, c telemetry.Condition, w, barW int) string {
 	mark := " "
 	if c.Met {
 		mark = st.render(st.good, "✓")
@@ -146,8 +178,7 @@ func conditionProgress(c telemetry.Condition) float64 {
 	return math.Max(0, math.Min(1, f))
 }
 
-func (m Model) historyLines(h []telemetry.Transition) []string {
-	st := m.st
+func historyLines(st *styles, h []telemetry.Transition) []string {
 	out := make([]string, 0, len(h))
 	for _, t := range h {
 		style, arrow := st.good, "▲"

@@ -5,102 +5,125 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pixelis/pixelis/train/telemetry"
 )
 
 // viewHeader is the top line: what is running, where it is, how fast, its state.
 func (m Model) viewHeader(w int) string {
 	st := m.st
-	s := m.snap
 	dot := st.render(st.dim, " · ")
-	if s == nil {
+	if m.snap == nil {
 		tag := "waiting for the run…"
 		if !m.live() {
 			tag = "no data yet · read-only"
 		}
 		return fit(" "+st.render(st.title, "pixelis")+dot+st.render(st.dim, tag), w, true)
 	}
-	stage := ""
+	h := m.header()
+	var line string
+	for _, keep := range headerFits {
+		parts, right := h.parts(&st, keep)
+		left := " " + strings.Join(parts, dot)
+		line = spread(left, strings.Join(right, "  ")+" ", w)
+		if ansi.StringWidth(left)+ansi.StringWidth(strings.Join(right, "  "))+3 <= w {
+			return line
+		}
+	}
+	return fit(line, w, true)
+}
+
+// header is what the header line can say about the run, before any of it is
+// dropped to fit.
+type header struct {
+	s                *telemetry.Snapshot
+	stage, stageName string // "stage 2/3" (or "data 2/3") and its name
+	state, tag       string // the run's state and how the console sees it
+	frac             float64
+	eta, rate, clock string
+}
+
+func (m Model) header() header {
+	s := m.snap
+	h := header{s: s, state: string(s.State), tag: "live"}
 	cur := s.Curriculum
 	if n := len(cur.Stages); n > 0 {
 		word := "stage"
 		if cur.Kind == "data" {
 			word = "data"
 		}
-		stage = fmt.Sprintf("%s %d/%d", word, cur.Current+1, n)
+		h.stage = fmt.Sprintf("%s %d/%d", word, cur.Current+1, n)
 	}
-	stageName := ""
 	if cur.Current >= 0 && cur.Current < len(cur.Stages) {
-		stageName = clean(cur.Stages[cur.Current].Name)
+		h.stageName = clean(cur.Stages[cur.Current].Name)
 	}
-	stateText := string(s.State)
-	if stateText == "" {
-		stateText = "unknown"
+	if h.state == "" {
+		h.state = "unknown"
 	}
-	tag := "live"
 	if !m.live() {
-		tag = "attached · read-only"
+		h.tag = "attached · read-only"
 		if !runActive(s) {
-			tag = "finished"
+			h.tag = "finished"
 		}
 	}
-	frac := 0.0
 	if s.TotalSteps > 0 {
-		frac = float64(s.Step) / float64(s.TotalSteps)
+		h.frac = float64(s.Step) / float64(s.TotalSteps)
 	}
-	eta := ""
 	if runActive(s) && s.StepsPerS > 0 && s.TotalSteps > s.Step {
-		eta = "ETA " + fmtDuration(float64(s.TotalSteps-s.Step)/s.StepsPerS)
+		h.eta = "ETA " + fmtDuration(float64(s.TotalSteps-s.Step)/s.StepsPerS)
 	}
-	rate := ""
 	if s.StepsPerS > 0 {
-		rate = fmt.Sprintf("%.1f it/s", s.StepsPerS)
+		h.rate = fmt.Sprintf("%.1f it/s", s.StepsPerS)
 	}
-	clock := ""
 	if !s.Time.IsZero() {
-		clock = s.Time.Format("15:04:05")
+		h.clock = s.Time.Format("15:04:05")
 	}
-	// Drop the least useful parts first until the line fits.
-	type opt struct{ stageName, run, clock, rate, bar, eta bool }
-	tries := []opt{
-		{true, true, true, true, true, true},
-		{true, true, false, true, true, true},
-		{true, false, false, true, true, true},
-		{true, false, false, false, true, true},
-		{false, false, false, false, true, true},
-		{false, false, false, false, false, true},
-		{false, false, false, false, false, false},
+	return h
+}
+
+// headerFit says which of the header's optional parts the line keeps.
+type headerFit struct{ stageName, run, clock, rate, bar, eta bool }
+
+// headerFits are tried in turn until the line fits: the least useful parts
+// go first.
+var headerFits = []headerFit{
+	{true, true, true, true, true, true},
+	{true, true, false, true, true, true},
+	{true, false, false, true, true, true},
+	{true, false, false, false, true, true},
+	{false, false, false, false, true, true},
+	{false, false, false, false, false, true},
+	{false, false, false, false, false, false},
+}
+
+// parts are the header's left parts (what runs, where) and right parts (how
+// far, how fast, its state), keeping the optional ones keep names.
+func (h header) parts(st *styles, keep headerFit) (left, right []string) {
+	s := h.s
+	left = []string{st.render(st.title, "pixelis"), string(s.Phase)}
+	if keep.run && s.Run != "" {
+		left = append(left, "run "+clean(s.Run))
 	}
-	var line string
-	for _, o := range tries {
-		left := []string{st.render(st.title, "pixelis"), string(s.Phase)}
-		if o.run && s.Run != "" {
-			left = append(left, "run "+clean(s.Run))
-		}
-		if stage != "" {
-			if o.stageName && stageName != "" {
-				left = append(left, stage+" "+stageName)
-			} else {
-				left = append(left, stage)
-			}
-		}
-		right := []string{"step " + fmtInt(s.Step) + "/" + fmtInt(s.TotalSteps)}
-		if o.bar {
-			right = append(right, st.render(st.bar, progressBar(frac, 10)))
-		}
-		if o.rate && rate != "" {
-			right = append(right, rate)
-		}
-		if o.eta && eta != "" {
-			right = append(right, eta)
-		}
-		right = append(right, st.render(st.stateStyle(s.State), "● "+stateText), st.render(st.dim, "["+tag+"]"))
-		if o.clock && clock != "" {
-			right = append(right, st.render(st.dim, clock))
-		}
-		line = spread(" "+strings.Join(left, dot), strings.Join(right, "  ")+" ", w)
-		if ansi.StringWidth(" "+strings.Join(left, dot))+ansi.StringWidth(strings.Join(right, "  "))+3 <= w {
-			return line
+	if h.stage != "" {
+		if keep.stageName && h.stageName != "" {
+			left = append(left, h.stage+" "+h.stageName)
+		} else {
+			left = append(left, h.stage)
 		}
 	}
-	return fit(line, w, true)
+	right = []string{"step " + fmtInt(s.Step) + "/" + fmtInt(s.TotalSteps)}
+	if keep.bar {
+		right = append(right, st.render(st.bar, progressBar(h.frac, 10)))
+	}
+	if keep.rate && h.rate != "" {
+		right = append(right, h.rate)
+	}
+	if keep.eta && h.eta != "" {
+		right = append(right, h.eta)
+	}
+	right = append(right, st.render(st.stateStyle(s.State), "● "+h.state), st.render(st.dim, "["+h.tag+"]"))
+	if keep.clock && h.clock != "" {
+		right = append(right, st.render(st.dim, h.clock))
+	}
+	return left, right
 }

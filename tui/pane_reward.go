@@ -11,88 +11,36 @@ import (
 // curriculum introduces them (penalty is always on).
 var rewardComponents = []string{"final", "coherence", "curiosity", "penalty"}
 
-// paneReward shows each reward component's latest batch value and its moving
+// viewReward shows each reward component's latest batch value and its moving
 // average as a bar that grows right of the axis when positive and left when
 // negative. A component weighted 0 in the current stage is dimmed: it is
 // computed but does not count yet. Components are raw batch means; the last
 // row is what GRPO receives, Σ w·z + penalty over the z-scored components,
 // labelled so: it centres near zero by construction and reads negative when
-// dynamic sampling dropped the groups that all succeeded.
-func (m Model) paneReward(w, h int) (string, []string) {
-	st := m.st
+// dynamic sampling dropped the groups that all succeeded. It draws from the
+// metric store (env.metrics): the pane has no state of its own.
+func viewReward(e env) (string, []string) {
+	st, metrics, w, h := e.st, e.metrics, e.w, e.h
 	title := "Reward (batch · MA100)"
-	type row struct {
-		name       string
-		v, ma      float64
-		ok         bool
-		weight     float64
-		haveWeight bool
-	}
-	var rows []row
-	scale := 1.0
-	for _, c := range rewardComponents {
-		r := row{name: c}
-		if s := m.metrics.get("reward/" + c + "/raw"); s != nil {
-			r.v, r.ok = s.latest, true
-			r.ma, _ = s.mean(maWindow)
-		}
-		r.weight, r.haveWeight = m.metrics.latest("curriculum/weight/" + c)
-		if r.ok && !math.IsNaN(r.v) && !math.IsInf(r.v, 0) {
-			scale = math.Max(scale, math.Abs(r.v))
-		}
-		rows = append(rows, r)
-	}
-	if m.metrics.get("reward/final/raw") == nil && m.metrics.get("reward/total") == nil {
+	if metrics.get("reward/final/raw") == nil && metrics.get("reward/total") == nil {
 		return title, []string{st.render(st.dim, "no rewards until RFT starts")}
 	}
-	total := row{name: "Σ w·z"}
-	if s := m.metrics.get("reward/total"); s != nil {
+	rows, scale := rewardRows(metrics)
+	total := rewardRow{name: "Σ w·z"}
+	if s := metrics.get("reward/total"); s != nil {
 		total.v, total.ok = s.latest, true
 		total.ma, _ = s.mean(maWindow)
 	}
-
-	const nameW, numW = 11, 13
-	showW := w >= 52
-	wcol := 0
-	if showW {
-		wcol = 6
-	}
-	barW := max(3, w-nameW-numW-wcol-1)
-	half := (barW - 1) / 2
-
-	line := func(r row, sc float64) string {
-		var b strings.Builder
-		b.WriteString(fit(r.name, nameW-1, true) + " ")
-		if !r.ok {
-			b.WriteString(strings.Repeat(" ", half) + st.render(st.dim, "│") + strings.Repeat(" ", half))
-			b.WriteString(padLeft("—", numW))
-		} else {
-			b.WriteString(m.divergingBar(r.v, sc, half))
-			b.WriteString(" " + padLeft(fmtSigned(r.v), 5) + st.render(st.dim, " · ") + padLeft(fmtSigned(r.ma), 5))
-		}
-		if showW {
-			ws := ""
-			if r.haveWeight {
-				ws = "×" + fmtShort(r.weight)
-			}
-			b.WriteString(" " + padLeft(ws, wcol-1))
-		}
-		s := b.String()
-		if r.haveWeight && r.weight == 0 {
-			// Plain text under one dim style; the sign stays in the number.
-			return st.render(st.dim, ansi.Strip(s))
-		}
-		return s
-	}
+	cols := newRewardColumns(st, w)
 	var out []string
 	for _, r := range rows {
-		out = append(out, line(r, scale))
+		out = append(out, cols.line(r, scale))
 	}
 	if h >= 6 && total.ok {
-		out = append(out, "", line(total, math.Max(scale, math.Abs(total.v))))
+		out = append(out, "", cols.line(total, math.Max(scale, math.Abs(total.v))))
 	}
 	if h >= 8 {
-		if s := m.metrics.get("reward/total"); s != nil && s.vals.len() > 0 {
+		if s := metrics.get("reward/total"); s != nil && s.vals.len() > 0 {
 			lo, hi := math.Inf(1), math.Inf(-1)
 			n := s.vals.len()
 			for i := max(0, n-maWindow); i < n; i++ {
@@ -107,11 +55,86 @@ func (m Model) paneReward(w, h int) (string, []string) {
 	return title, out
 }
 
+// rewardRow is one reward component: its latest batch value, moving average
+// and weight in the current stage.
+type rewardRow struct {
+	name       string
+	v, ma      float64
+	ok         bool
+	weight     float64
+	haveWeight bool
+}
+
+// rewardRows reads the components from the store, with the scale their bars
+// share: the largest finite |value|, at least 1.
+func rewardRows(metrics *store) ([]rewardRow, float64) {
+	var rows []rewardRow
+	scale := 1.0
+	for _, c := range rewardComponents {
+		r := rewardRow{name: c}
+		if s := metrics.get("reward/" + c + "/raw"); s != nil {
+			r.v, r.ok = s.latest, true
+			r.ma, _ = s.mean(maWindow)
+		}
+		r.weight, r.haveWeight = metrics.latest("curriculum/weight/" + c)
+		if r.ok && !math.IsNaN(r.v) && !math.IsInf(r.v, 0) {
+			scale = math.Max(scale, math.Abs(r.v))
+		}
+		rows = append(rows, r)
+	}
+	return rows, scale
+}
+
+// rewardColumns lays a reward row out in a pane w cells wide: name, bar,
+// value · MA, and the weight when there is room.
+type rewardColumns struct {
+	st         *styles
+	showW      bool
+	wcol, half int
+}
+
+const rewardNameW, rewardNumW = 11, 13
+
+func newRewardColumns(st *styles, w int) rewardColumns {
+	c := rewardColumns{st: st, showW: w >= 52}
+	if c.showW {
+		c.wcol = 6
+	}
+	barW := max(3, w-rewardNameW-rewardNumW-c.wcol-1)
+	c.half = (barW - 1) / 2
+	return c
+}
+
+func (c rewardColumns) line(r rewardRow, scale float64) string {
+	st := c.st
+	var b strings.Builder
+	b.WriteString(fit(r.name, rewardNameW-1, true) + " ")
+	if !r.ok {
+		b.WriteString(strings.Repeat(" ", c.half) + st.render(st.dim, "│") + strings.Repeat(" ", c.half))
+		b.WriteString(padLeft("—", rewardNumW))
+	} else {
+		b.WriteString(divergingBar(st, r.v, scale, c.half))
+		b.WriteString(" " + padLeft(fmtSigned(r.v), 5) + st.render(st.dim, " · ") + padLeft(fmtSigned(r.ma), 5))
+	}
+	if c.showW {
+		ws := ""
+		if r.haveWeight {
+			ws = "×" + fmtShort(r.weight)
+		}
+		b.WriteString(" " + padLeft(ws, c.wcol-1))
+	}
+	s := b.String()
+	if r.haveWeight && r.weight == 0 {
+		// Plain text under one dim style; the sign stays in the number.
+		return st.render(st.dim, ansi.Strip(s))
+	}
+	return s
+}
+
 // divergingBar draws v/scale over two halves of n cells around a centre axis:
 // negative values fill leftwards (in half cells, the finest a left-growing
 // bar can draw), positive rightwards (in eighths).
-func (m Model) divergingBar(v, scale float64, n int) string {
-	st := m.st
+func divergingBar(st *styles, v, scale float64, n int) string {
 	if math.IsNaN(v) {
 		v = 0
 	}

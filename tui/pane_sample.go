@@ -2,39 +2,76 @@ package tui
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// paneSample shows one sampled trajectory: its image on the left, the
-// question, each operation with its result and reward parts, and the answer
-// against the ground truth. ←/→ browse the samples of the latest snapshot.
-func (m Model) paneSample(w, h int) (string, []string) {
-	st := m.st
-	if len(m.samples) == 0 {
+// samplePane shows one sampled trajectory of the latest snapshot that had
+// any: its image on the left, the question, each operation with its result
+// and reward parts, and the answer against the ground truth. ←/→ browse the
+// samples, ↑/↓ scroll the steps when they overflow.
+type samplePane struct {
+	samples []telemetry.Sample
+	index   int // the sample shown
+	scroll  int // steps scrolled down from the first
+}
+
+func (p samplePane) update(msg tea.Msg, _ env) pane {
+	u, ok := msg.(feedMsg)
+	if !ok || u.Snapshot == nil || len(u.Snapshot.Samples) == 0 {
+		return p
+	}
+	p.samples = u.Snapshot.Samples
+	if p.index >= len(p.samples) {
+		p.index, p.scroll = 0, 0
+	}
+	return p
+}
+
+func (p samplePane) key(msg tea.KeyPressMsg, e env) (pane, bool) {
+	if d, ok := browseKey(e.keys, msg); ok {
+		if n := len(p.samples); n > 0 {
+			p.index, p.scroll = wrap(p.index+d, n), 0
+		}
+		return p, true
+	}
+	steps := 0
+	if len(p.samples) > 0 {
+		steps = len(p.samples[p.index].Steps)
+	}
+	var used bool
+	p.scroll, used = scrollKey(e.keys, msg, p.scroll, steps-1, e.page(), false)
+	return p, used
+}
+
+func (samplePane) nav() (string, string) { return "sample", "steps" }
+
+func (p samplePane) view(e env) (string, []string) {
+	st, w, h := e.st, e.w, e.h
+	if len(p.samples) == 0 {
 		return "Sample trajectory", []string{st.render(st.dim, "no sample trajectories yet")}
 	}
-	i := min(m.sample, len(m.samples)-1)
-	s := m.samples[i]
+	i := min(p.index, len(p.samples)-1)
+	s := p.samples[i]
 	mark := "✗"
 	if s.Correct {
 		mark = "✓"
 	}
 	title := fmt.Sprintf("Sample trajectory %d/%d · %s · %s · step %s · R %s",
-		i+1, len(m.samples), clean(s.Family), mark, fmtInt(s.Step), strings.TrimSpace(fmtSigned(s.Reward)))
+		i+1, len(p.samples), clean(s.Family), mark, fmtInt(s.Step), strings.TrimSpace(fmtSigned(s.Reward)))
 
-	thumb := m.thumbnail(s.Thumb, w/3, h)
+	thumb := thumbnail(st, s.Thumb, w/3, h)
 	thumbW := 0
 	if len(thumb) > 0 {
 		thumbW = ansi.StringWidth(thumb[0]) + 2
 	}
 	textW := w - thumbW
-	text := m.sampleText(s, textW, h)
+	text := sampleText(st, s, p.scroll, textW, h)
 	out := make([]string, h)
 	for y := range h {
 		line := ""
@@ -51,10 +88,9 @@ func (m Model) paneSample(w, h int) (string, []string) {
 	return title, out
 }
 
-// sampleText is the right-hand side: question, steps (scrolled by
-// sampleScroll when they overflow) and the answer, in h lines of w cells.
-func (m Model) sampleText(s telemetry.Sample, w, h int) []string {
-	st := m.st
+// sampleText is the right-hand side: question, steps (scrolled down by
+// scroll when they overflow) and the answer, in h lines of w cells.
+func sampleText(st *styles, s telemetry.Sample, scrolled, w, h int) []string {
 	q := st.render(st.label, "Q: ") + clean(s.Question)
 	verdict := st.render(st.good, "✓")
 	if !s.Correct {
@@ -63,12 +99,12 @@ func (m Model) sampleText(s telemetry.Sample, w, h int) []string {
 	ans := st.render(st.label, "A: ") + clean(s.Answer) + "  " + verdict
 	steps := make([]string, len(s.Steps))
 	for j, step := range s.Steps {
-		steps[j] = m.stepLine(j+1, step, w)
+		steps[j] = stepLine(st, j+1, step, w)
 	}
 	room := max(0, h-2)
 	scroll := 0
 	if len(steps) > room {
-		scroll = min(m.sampleScroll, len(steps)-room)
+		scroll = min(scrolled, len(steps)-room)
 		steps = steps[scroll : scroll+room]
 	}
 	out := []string{q}
@@ -82,8 +118,7 @@ func (m Model) sampleText(s telemetry.Sample, w, h int) []string {
 
 // stepLine is one operation: number, op, arguments, result, misuse, and the
 // reward parts it earned, right-aligned when the line is wide enough.
-func (m Model) stepLine(n int, step telemetry.SampleStep, w int) string {
-	st := m.st
+func stepLine(st *styles, n int, step telemetry.SampleStep, w int) string {
 	left := fmt.Sprintf("%d %s", n, st.render(st.accent, clean(step.Op)))
 	if step.Args != "" {
 		left += " " + clean(step.Args)
@@ -116,7 +151,7 @@ func rewardParts(r map[string]float64) string {
 	for k := range r {
 		keys = append(keys, k)
 	}
-	sortComponents(keys)
+	sortInOrder(keys, rewardComponents)
 	var parts []string
 	for _, k := range keys {
 		name := k
@@ -133,7 +168,7 @@ func rewardParts(r map[string]float64) string {
 // background, so pixels come out square. It scales by nearest neighbour
 // (down to fit, up by whole factors while room allows). Without colour it
 // falls back to a luminance ramp.
-func (m Model) thumbnail(t telemetry.Thumbnail, maxW, maxH int) []string {
+func thumbnail(st *styles, t telemetry.Thumbnail, maxW, maxH int) []string {
 	if t.W <= 0 || t.H <= 0 || len(t.Pix) < t.W*t.H*3 || maxW < 2 || maxH < 1 {
 		return nil
 	}
@@ -142,57 +177,73 @@ func (m Model) thumbnail(t telemetry.Thumbnail, maxW, maxH int) []string {
 	if scale >= 1 {
 		scale = float64(int(scale)) // whole factors only: crisp pixels
 	}
-	ow, oh := max(1, int(float64(t.W)*scale)), max(1, int(float64(t.H)*scale))
-	px := func(x, y int) (r, g, b byte) {
-		sx := min(t.W-1, x*t.W/ow)
-		sy := min(t.H-1, y*t.H/oh)
-		o := (sy*t.W + sx) * 3
-		return t.Pix[o], t.Pix[o+1], t.Pix[o+2]
+	sc := scaledThumb{t: t, ow: max(1, int(float64(t.W)*scale)), oh: max(1, int(float64(t.H)*scale))}
+	if !st.color {
+		return sc.ramp()
 	}
-	rows := (oh + 1) / 2
-	out := make([]string, rows)
+	return sc.halfBlocks()
+}
+
+// scaledThumb is a thumbnail resampled by nearest neighbour to ow×oh pixels,
+// drawn two pixel rows to a line of text.
+type scaledThumb struct {
+	t      telemetry.Thumbnail
+	ow, oh int
+}
+
+func (s scaledThumb) px(x, y int) (r, g, b byte) {
+	sx := min(s.t.W-1, x*s.t.W/s.ow)
+	sy := min(s.t.H-1, y*s.t.H/s.oh)
+	o := (sy*s.t.W + sx) * 3
+	return s.t.Pix[o], s.t.Pix[o+1], s.t.Pix[o+2]
+}
+
+// ramp draws each cell as the mean brightness of its two pixels on a
+// luminance ramp: the thumbnail without colour.
+func (s scaledThumb) ramp() []string {
+	const ramp = " .:-=+*#%@"
+	out := make([]string, (s.oh+1)/2)
 	var b strings.Builder
-	if !m.st.color {
-		const ramp = " .:-=+*#%@"
-		for y := range rows {
-			b.Reset()
-			for x := range ow {
-				r, g, bl := px(x, 2*y)
-				l := luma(r, g, bl)
-				if 2*y+1 < oh {
-					r2, g2, b2 := px(x, 2*y+1)
-					l = (l + luma(r2, g2, b2)) / 2
-				}
-				b.WriteByte(ramp[min(len(ramp)-1, l*len(ramp)/256)])
+	for y := range out {
+		b.Reset()
+		for x := range s.ow {
+			r, g, bl := s.px(x, 2*y)
+			l := luma(r, g, bl)
+			if 2*y+1 < s.oh {
+				r2, g2, b2 := s.px(x, 2*y+1)
+				l = (l + luma(r2, g2, b2)) / 2
 			}
-			out[y] = b.String()
+			b.WriteByte(ramp[min(len(ramp)-1, l*len(ramp)/256)])
 		}
-		return out
+		out[y] = b.String()
 	}
-	// Raw SGR, with repeated colours elided: this is the densest part of the
-	// frame and lipgloss would restyle every cell.
-	for y := range rows {
+	return out
+}
+
+// halfBlocks draws each cell as '▀' with the upper pixel as foreground and
+// the lower as background, in raw SGR with repeated colours elided: this is
+// the densest part of the frame and lipgloss would restyle every cell.
+func (s scaledThumb) halfBlocks() []string {
+	out := make([]string, (s.oh+1)/2)
+	var b strings.Builder
+	for y := range out {
 		b.Reset()
 		var lastFG, lastBG [3]byte
-		first := true
-		for x := range ow {
-			r, g, bl := px(x, 2*y)
-			fg := [3]byte{r, g, bl}
-			if first || fg != lastFG {
-				b.WriteString("\x1b[38;2;" + strconv.Itoa(int(r)) + ";" + strconv.Itoa(int(g)) + ";" + strconv.Itoa(int(bl)) + "m")
+		for x := range s.ow {
+			r, g, bl := s.px(x, 2*y)
+			if fg := [3]byte{r, g, bl}; x == 0 || fg != lastFG {
+				b.WriteString(sgrColor(38, fg))
 				lastFG = fg
 			}
-			if 2*y+1 < oh {
-				r2, g2, b2 := px(x, 2*y+1)
-				bg := [3]byte{r2, g2, b2}
-				if first || bg != lastBG {
-					b.WriteString("\x1b[48;2;" + strconv.Itoa(int(r2)) + ";" + strconv.Itoa(int(g2)) + ";" + strconv.Itoa(int(b2)) + "m")
+			if 2*y+1 < s.oh {
+				r2, g2, b2 := s.px(x, 2*y+1)
+				if bg := [3]byte{r2, g2, b2}; x == 0 || bg != lastBG {
+					b.WriteString(sgrColor(48, bg))
 					lastBG = bg
 				}
-			} else if first {
+			} else if x == 0 {
 				b.WriteString("\x1b[49m")
 			}
-			first = false
 			b.WriteString("▀")
 		}
 		b.WriteString("\x1b[m")
@@ -201,24 +252,12 @@ func (m Model) thumbnail(t telemetry.Thumbnail, maxW, maxH int) []string {
 	return out
 }
 
+// sgrColor sets a 24-bit colour: layer 38 is the foreground, 48 the background.
+func sgrColor(layer int, c [3]byte) string {
+	return "\x1b[" + strconv.Itoa(layer) + ";2;" + strconv.Itoa(int(c[0])) + ";" + strconv.Itoa(int(c[1])) + ";" + strconv.Itoa(int(c[2])) + "m"
+}
+
 // luma is the Rec. 601 brightness of a pixel, 0..255.
 func luma(r, g, b byte) int {
 	return (299*int(r) + 587*int(g) + 114*int(b)) / 1000
-}
-
-// sortComponents orders reward component names as the reward pane does
-// (final, coherence, curiosity, penalty), then any others by name.
-func sortComponents(keys []string) {
-	rank := func(k string) int {
-		if i := slices.Index(rewardComponents, k); i >= 0 {
-			return i
-		}
-		return len(rewardComponents)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if ra, rb := rank(a), rank(b); ra != rb {
-			return ra - rb
-		}
-		return strings.Compare(a, b)
-	})
 }

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -20,37 +19,21 @@ func toolLabel(op string) string {
 	return op
 }
 
-// paneTools is a bar chart of the latest step's calls per operation over every
-// episode rolled out in it (metrics tools/<OP>).
-func (m Model) paneTools(w, h int) (string, []string) {
-	st := m.st
+// viewTools is a bar chart of the latest step's calls per operation over
+// every episode rolled out in it (metrics tools/<OP>). It draws from the
+// metric store (env.metrics): the pane has no state of its own.
+func viewTools(e env) (string, []string) {
+	st, metrics, w, h := e.st, e.metrics, e.w, e.h
 	title := "Tools (last step)"
-	var ops []string
-	for name := range m.metrics.series {
-		if op, ok := strings.CutPrefix(name, "tools/"); ok {
-			ops = append(ops, op)
-		}
-	}
+	ops := toolOps(metrics)
 	if len(ops) == 0 {
 		return title, []string{st.render(st.dim, "no tool calls reported yet")}
 	}
-	rank := func(op string) int {
-		if i := slices.Index(toolOrder, op); i >= 0 {
-			return i
-		}
-		return len(toolOrder)
-	}
-	slices.SortFunc(ops, func(a, b string) int {
-		if ra, rb := rank(a), rank(b); ra != rb {
-			return ra - rb
-		}
-		return strings.Compare(a, b)
-	})
 	vals := make([]float64, len(ops))
 	top := 0.0
 	labelW := 0
 	for i, op := range ops {
-		vals[i] = m.metrics.series["tools/"+op].latest
+		vals[i] = metrics.series["tools/"+op].latest
 		if !math.IsNaN(vals[i]) {
 			top = math.Max(top, vals[i])
 		}
@@ -71,6 +54,19 @@ func (m Model) paneTools(w, h int) (string, []string) {
 		out = append(out, fit(toolLabel(op), labelW, true)+" "+st.render(st.bar, hbar(frac, barW))+" "+padLeft(fmtCount(vals[i]), numW))
 	}
 	return title, out
+}
+
+// toolOps is the operations the store has a tools/<OP> series for, in
+// toolOrder, then any others by name.
+func toolOps(metrics *store) []string {
+	var ops []string
+	for name := range metrics.series {
+		if op, ok := strings.CutPrefix(name, "tools/"); ok {
+			ops = append(ops, op)
+		}
+	}
+	sortInOrder(ops, toolOrder)
+	return ops
 }
 
 // fmtCount writes a count as an integer when it is one.

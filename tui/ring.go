@@ -155,7 +155,24 @@ func (st *store) add(name string, step int, phase telemetry.Phase, v float64) {
 	}
 }
 
+// addAll records one step's metrics.
+func (st *store) addAll(metrics map[string]float64, step int, phase telemetry.Phase) {
+	for name, v := range metrics {
+		st.add(name, step, phase, v)
+	}
+}
+
 func (st *store) get(name string) *series { return st.series[name] }
+
+// first returns the series of the first of names the store holds.
+func (st *store) first(names []string) *series {
+	for _, name := range names {
+		if s := st.series[name]; s != nil {
+			return s
+		}
+	}
+	return nil
+}
 
 // latest returns the newest value of a metric.
 func (st *store) latest(name string) (float64, bool) {

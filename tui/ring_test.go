@@ -63,8 +63,8 @@ func TestMemoryBounded(t *testing.T) {
 	if s.vals.len() != 500 || s.vals.at(0) != 4501 || s.latest != 5000 {
 		t.Fatalf("series holds %d points from %v to %v", s.vals.len(), s.vals.at(0), s.latest)
 	}
-	if hs.m.events.len() != eventsCap || hs.m.events.at(eventsCap-1).Step != 5000 {
-		t.Fatalf("event log holds %d", hs.m.events.len())
+	if hs.events().log.len() != eventsCap || hs.events().log.at(eventsCap-1).Step != 5000 {
+		t.Fatalf("event log holds %d", hs.events().log.len())
 	}
 	st := newStore(10)
 	for i := range maxSeries + 50 {

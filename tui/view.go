@@ -14,9 +14,10 @@ import (
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// View draws the state. It changes nothing but the frame cache.
+// View returns the frame the latest Update drew, with the terminal modes
+// the console needs. It changes nothing.
 func (m Model) View() tea.View {
-	v := tea.NewView(m.frame())
+	v := tea.NewView(m.frame)
 	v.AltScreen = true
 	if m.opts.Mouse {
 		v.MouseMode = tea.MouseModeCellMotion
@@ -29,17 +30,8 @@ func (m Model) View() tea.View {
 	return v
 }
 
-func (m Model) frame() string {
-	if c := m.cache; c != nil && c.rev == m.rev && c.content != "" {
-		return c.content
-	}
-	s := m.render()
-	if m.cache != nil {
-		m.cache.rev, m.cache.content = m.rev, s
-	}
-	return s
-}
-
+// render draws the frame: the header line, the panes as the layout places
+// them (or the overlay over them), and the footer.
 func (m Model) render() string {
 	w, h := m.width, m.height
 	if w <= 0 || h <= 0 {
@@ -50,52 +42,44 @@ func (m Model) render() string {
 	}
 	lines := make([]string, 0, h)
 	lines = append(lines, m.viewHeader(w))
-	bodyH := h - 1 - m.lay.footerH
-	if m.inspector {
-		lines = append(lines, m.viewInspector(w, bodyH)...)
+	body := m.lay.body()
+	if m.overlay != nil {
+		title, text := m.overlay.view(m.overlayEnv())
+		lines = append(lines, m.box(title, text, body.w, body.h, true)...)
 	} else {
-		for i, row := range m.lay.rows {
-			boxes := make([][]string, len(row))
-			for j, p := range row {
-				r := m.lay.rects[p]
-				boxes[j] = m.pane(p, r.w, r.h)
-			}
-			for y := range m.lay.rowH[i] {
-				var b strings.Builder
-				for _, bx := range boxes {
-					b.WriteString(bx[y])
-				}
-				lines = append(lines, b.String())
-			}
-		}
+		lines = append(lines, m.grid()...)
 	}
-	for len(lines) < 1+bodyH {
+	for len(lines) < 1+body.h {
 		lines = append(lines, strings.Repeat(" ", w))
 	}
 	lines = append(lines, m.viewFooter(w)...)
 	return strings.Join(lines, "\n")
 }
 
-// pane draws one pane, border included, at exactly w×h cells.
-func (m Model) pane(p paneID, w, h int) []string {
-	iw, ih := max(0, w-2), max(0, h-2)
-	var title string
-	var body []string
-	switch p {
-	case paneReward:
-		title, body = m.paneReward(iw, ih)
-	case paneKPI:
-		title, body = m.paneKPI(iw, ih)
-	case paneCurriculum:
-		title, body = m.paneCurriculum(iw, ih)
-	case paneTools:
-		title, body = m.paneTools(iw, ih)
-	case paneEvents:
-		title, body = m.paneEvents(iw, ih)
-	case paneSample:
-		title, body = m.paneSample(iw, ih)
+// grid draws the panes row by row, side by side within a row.
+func (m Model) grid() []string {
+	var lines []string
+	for i, row := range m.lay.rows {
+		boxes := make([][]string, len(row))
+		for j, p := range row {
+			boxes[j] = m.pane(p)
+		}
+		for y := range m.lay.rowH[i] {
+			var b strings.Builder
+			for _, bx := range boxes {
+				b.WriteString(bx[y])
+			}
+			lines = append(lines, b.String())
+		}
 	}
-	return m.box(title, body, w, h, m.focus.is(p))
+	return lines
+}
+
+// pane draws one pane, border included, at its place in the layout.
+func (m Model) pane(p paneID) []string {
+	r := m.lay.rects[p]
+	title, body := m.panes[p].view(m.paneEnv(p))
+	return m.box(title, body, r.w, r.h, m.focus.is(p))
 }
 
 // box frames body with a rounded border, heavy when focused (visible without
@@ -145,6 +129,24 @@ func fit(s string, n int, pad bool) string {
 		s += strings.Repeat(" ", n-w)
 	}
 	return s
+}
+
+// sortInOrder sorts names as they stand in order (reward components as the
+// reward pane lists them, operations as an expert uses them), then any
+// others by name.
+func sortInOrder(names, order []string) {
+	rank := func(s string) int {
+		if i := slices.Index(order, s); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a, b)
+	})
 }
 
 // padLeft right-aligns s in n cells.
@@ -322,30 +324,45 @@ func (m Model) viewFooter(w int) []string {
 			st.render(st.dim, "  y checkpoint, then quit · n quit now · esc stay")
 		return []string{fit(q, w, true)}
 	}
-	hk := helpKeys{k: m.keys, focus: m.focus.current, paused: isPaused(m.snap), inspector: m.inspector}
-	status := m.statusText()
+	hk := helpKeys{k: m.keys, paused: isPaused(m.snap), overlay: m.overlay != nil}
+	hk.horiz, hk.vert = m.navTarget().nav()
 	right := ""
 	if m.opts.RunDir != "" {
 		right = st.render(st.dim, clean(m.opts.RunDir)) + " "
 	}
 	if m.help.ShowAll {
-		h := m.help
-		h.SetWidth(w - 1)
-		full := strings.Split(h.FullHelpView(hk.FullHelp()), "\n")
-		out := make([]string, 0, m.lay.footerH)
-		for i := range m.lay.footerH - 1 {
-			line := ""
-			if i < len(full) {
-				line = " " + full[i]
-			}
-			out = append(out, fit(line, w, true))
-		}
-		last := " " + status
-		if status == "" {
-			last = " " + st.render(st.dim, "? or esc closes this help")
-		}
-		return append(out, spread(last, right, w))
+		return m.fullHelp(hk, right, w)
 	}
+	return []string{m.helpBar(hk, right, w)}
+}
+
+// fullHelp is the footer with the help open: the full help, then the status
+// and the run directory.
+func (m Model) fullHelp(hk helpKeys, right string, w int) []string {
+	st := m.st
+	h := m.help
+	h.SetWidth(w - 1)
+	full := strings.Split(h.FullHelpView(hk.FullHelp()), "\n")
+	out := make([]string, 0, m.lay.footerH)
+	for i := range m.lay.footerH - 1 {
+		line := ""
+		if i < len(full) {
+			line = " " + full[i]
+		}
+		out = append(out, fit(line, w, true))
+	}
+	last := " " + m.statusText()
+	if last == " " {
+		last = " " + st.render(st.dim, "? or esc closes this help")
+	}
+	return append(out, spread(last, right, w))
+}
+
+// helpBar is the one-line footer: the status, the help bar and the run
+// directory, dropping what fits least.
+func (m Model) helpBar(hk helpKeys, right string, w int) string {
+	st := m.st
+	status := m.statusText()
 	left := " "
 	if status != "" {
 		left += status + st.render(st.dim, " │ ")
@@ -368,5 +385,5 @@ func (m Model) viewFooter(w int) []string {
 		bindings = slices.DeleteFunc(bindings, func(b key.Binding) bool { return b.Help().Key == drop })
 	}
 	h.SetWidth(max(1, w-ansi.StringWidth(left)-1))
-	return []string{spread(left+h.ShortHelpView(bindings), right, w)}
+	return spread(left+h.ShortHelpView(bindings), right, w)
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestPaneGolden(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s_%dx%d", p, w, h), func(t *testing.T) {
-				lines := hs.m.pane(p, r.w, r.h)
+				lines := hs.m.pane(p)
 				checkGeometry(t, strings.Join(lines, "\n"), r.w, r.h)
 				golden(t, fmt.Sprintf("pane_%s_%dx%d", p, w, h), plainFrame(strings.Join(lines, "\n")))
 			})
@@ -108,6 +109,10 @@ func TestColorProfileMsg(t *testing.T) {
 	if !strings.Contains(frame, "▀") {
 		t.Fatal("true-colour frame lacks half blocks")
 	}
+	// The charts drawn while the profile was ASCII are drawn again in colour.
+	if !strings.Contains(frame, "\x1b[38;2;57;197;207m⣀") {
+		t.Fatal("true-colour frame lacks the sparklines' colour")
+	}
 	// A forced choice ignores detection.
 	never := rftHarness(t, 120, 40, "never", true)
 	never.send(tea.ColorProfileMsg{Profile: colorprofile.TrueColor})
@@ -156,7 +161,9 @@ func FuzzView(f *testing.F) {
 		w, h = clamp(w, 0, 400), clamp(h, 0, 150)
 		m := hs.m
 		m.help.ShowAll = help
-		m.inspector = inspector
+		if inspector {
+			m.overlay = inspectorPane{}
+		}
 		next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 		frame := next.(Model).View().Content
 		switch {
@@ -235,10 +242,9 @@ func TestHeaderTags(t *testing.T) {
 func TestFrameCache(t *testing.T) {
 	hs := rftHarness(t, 120, 40, "always", true)
 	a := hs.frame()
-	rev := hs.m.rev
-	hs.send(tea.KeyReleaseMsg{Code: 'x'}) // changes nothing
-	if hs.m.rev != rev {
-		t.Fatal("an ignored message bumped the revision")
+	m := hs.m
+	if _, changed := m.update(tea.KeyReleaseMsg{Code: 'x'}); changed {
+		t.Fatal("an ignored message asks for a redraw")
 	}
 	hs.press("right")
 	if hs.frame() == a {
@@ -250,6 +256,39 @@ func TestFrameCache(t *testing.T) {
 	r, _ := base.Update(keyMsg("right"))
 	if l.(Model).View().Content == r.(Model).View().Content {
 		t.Fatal("branches share a cached frame")
+	}
+}
+
+// The KPI pane draws its charts in Update. After every message its charts are
+// those a fresh draw gives: never those of an earlier size, set, phase or
+// colour profile.
+func TestKPIChartsFollowTheirInputs(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "auto", true)
+	sft := telemetry.Update{Points: []telemetry.Point{{Step: 1, Phase: telemetry.PhaseSFT, Metrics: map[string]float64{"sft/loss": 2}}}}
+	steps := []struct {
+		name string
+		msg  tea.Msg
+	}{
+		{"a colour profile", tea.ColorProfileMsg{Profile: colorprofile.TrueColor}},
+		{"a resize", tea.WindowSizeMsg{Width: 200, Height: 60}},
+		{"m", keyMsg("m")},
+		{"the full help", keyMsg("?")},
+		{"tab", keyMsg("tab")},
+		{"tab", keyMsg("tab")},
+		{"← in the KPI pane", keyMsg("left")},
+		{"k in the KPI pane", keyMsg("k")},
+		{"points of another phase", feedMsg(sft)},
+		{"a reset", feedMsg(telemetry.Update{Reset: true})},
+		{"a resize", tea.WindowSizeMsg{Width: 80, Height: 24}},
+		{"the fixture run", feedMsg(rftUpdates(1240, 3000)[12])},
+	}
+	for _, s := range steps {
+		hs.send(s.msg)
+		kp := hs.kpi()
+		fresh := kpiPane{set: kp.set, phase: kp.phase}.draw(hs.m.paneEnv(paneKPI))
+		if len(kp.charts) == 0 || !reflect.DeepEqual(kp.charts, fresh.charts) {
+			t.Fatalf("after %s the KPI pane's charts are not those it would draw now (%d held, %d drawn)", s.name, len(kp.charts), len(fresh.charts))
+		}
 	}
 }
 
@@ -277,9 +316,12 @@ func BenchmarkView(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					if cold {
-						clear(m.charts.m) // every chart redrawn, as after new points in every series
+						// Every chart drawn again, as after new points in every series.
+						kp := m.panes[paneKPI].(kpiPane)
+						kp.charts = nil
+						m.panes[paneKPI] = kp.draw(m.paneEnv(paneKPI))
 					}
-					_ = m.render() // bypass the frame cache: the cost of a changed frame
+					_ = m.render() // the frame Update draws after a change
 				}
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/frame")
 			})
