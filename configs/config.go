@@ -85,6 +85,25 @@ type Data struct {
 	TestTasks int `toml:"test_tasks"`
 	// TrainFile is a CoTA JSONL file to train on; "" generates the training tasks in memory. Default "".
 	TrainFile string `toml:"train_file"`
+	// Mix is the share of each sample type in the generated training data.
+	Mix SampleMix `toml:"mix"`
+}
+
+// SampleMix is the [data.mix] section: relative shares (each >= 0, not all 0) of the sample types
+// of generated SFT data. Positive is the expert's plan; the others demonstrate the errors a looking
+// agent makes, each step marked imitate, skip or avoid (train/env/demos.go).
+type SampleMix struct {
+	// Positive: the expert's plan, every step imitated. Default 0.6.
+	Positive float64 `toml:"positive"`
+	// SelfCorrection: a wrong object segmented first (a look-alike or another candidate), noticed
+	// from its properties, then the expert's plan. Default 0.2.
+	SelfCorrection float64 `toml:"self_correction"`
+	// TrapPerceptual: an answer guessed from the coarse view, wrong; the guess is avoided. Default 0.1.
+	TrapPerceptual float64 `toml:"trap_perceptual"`
+	// TrapLogical: the expert's operations, then a wrong conclusion; the answer is avoided. Default 0.05.
+	TrapLogical float64 `toml:"trap_logical"`
+	// OutcomeNegative: the expert's plan one operation short, then a wrong guess, avoided. Default 0.05.
+	OutcomeNegative float64 `toml:"outcome_negative"`
 }
 
 // Policy is the [policy] section: the network and its LoRA adapters.
@@ -118,6 +137,9 @@ type SFT struct {
 	OpWeight float64 `toml:"op_weight"`
 	// AnswerWeight is the loss weight of answer actions, >= 0; not both weights 0. Default 1.
 	AnswerWeight float64 `toml:"answer_weight"`
+	// AvoidWeight is the loss weight of a demonstrated mistake, pushed down by unlikelihood
+	// (−log(1 − π)), >= 0. Default 0.5.
+	AvoidWeight float64 `toml:"avoid_weight"`
 	// GradClip is the global gradient-norm clip; 0 disables clipping. Default 1.
 	GradClip float64 `toml:"grad_clip"`
 	// EvalEvery is the number of steps between validations. Default 200.

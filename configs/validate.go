@@ -96,6 +96,20 @@ func (c *checker) data(d *Data) {
 	c.atLeast("data.train_tasks", d.TrainTasks, 1)
 	c.atLeast("data.val_tasks", d.ValTasks, 1)
 	c.atLeast("data.test_tasks", d.TestTasks, 1)
+	m := d.Mix
+	ok := true
+	for _, p := range []struct {
+		key string
+		v   float64
+	}{
+		{"positive", m.Positive}, {"self_correction", m.SelfCorrection}, {"trap_perceptual", m.TrapPerceptual},
+		{"trap_logical", m.TrapLogical}, {"outcome_negative", m.OutcomeNegative},
+	} {
+		ok = c.nonNegative("data.mix."+p.key, p.v) && ok
+	}
+	if ok && m.Positive+m.SelfCorrection+m.TrapPerceptual+m.TrapLogical+m.OutcomeNegative == 0 {
+		c.add("data.mix", "must not all be 0")
+	}
 }
 
 func (c *checker) policy(p *Policy) {
@@ -125,6 +139,7 @@ func (c *checker) sft(s *SFT, d *Data) {
 	c.nonNegative("sft.weight_decay", s.WeightDecay)
 	c.nonNegative("sft.op_weight", s.OpWeight)
 	c.nonNegative("sft.answer_weight", s.AnswerWeight)
+	c.nonNegative("sft.avoid_weight", s.AvoidWeight)
 	if s.OpWeight == 0 && s.AnswerWeight == 0 {
 		c.add("sft", "op_weight and answer_weight must not both be 0")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/sft"
 )
 
 // The one translation from the run's config to each component: every phase,
@@ -35,6 +36,21 @@ func EnvConfig(cfg *configs.Config) (env.Config, error) {
 		c.Families = append(c.Families, f)
 	}
 	return c, c.Validate()
+}
+
+// sampleMix maps [data.mix] onto the shares of generated sample types.
+func sampleMix(cfg *configs.Config) env.Mix {
+	m := cfg.Data.Mix
+	return env.Mix{Positive: m.Positive, SelfCorrection: m.SelfCorrection, TrapPerceptual: m.TrapPerceptual,
+		TrapLogical: m.TrapLogical, OutcomeNegative: m.OutcomeNegative}
+}
+
+// SampleMix is sampleMix for the CLI's data commands.
+func SampleMix(cfg *configs.Config) env.Mix { return sampleMix(cfg) }
+
+// sftWeights maps [sft]'s loss weights.
+func sftWeights(cfg *configs.Config) sft.Weights {
+	return sft.Weights{Op: cfg.SFT.OpWeight, Answer: cfg.SFT.AnswerWeight, Avoid: cfg.SFT.AvoidWeight}
 }
 
 // policyConfig maps [policy] onto the network config.

@@ -46,7 +46,7 @@ func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
 		}
 	} else {
 		var err error
-		samples, err = env.GenerateDataset(r.envCfg, env.Train, r.cfg.Data.TrainTasks)
+		samples, err = env.GenerateDataset(r.envCfg, env.Train, r.cfg.Data.TrainTasks, sampleMix(r.cfg))
 		if err != nil {
 			return nil, err
 		}
@@ -57,13 +57,17 @@ func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
 		d.buckets[i] = s.Difficulty
 	}
 	d.cut1, d.cut2 = cuts(samples)
-	pairs, err := sft.Pairs(ctx, r.envCfg, len(samples), func(i int) (*env.Task, []env.Action, error) {
+	pairs, err := sft.Pairs(ctx, r.envCfg, len(samples), func(i int) (*env.Task, []env.Action, []env.Role, error) {
 		t, err := samples[i].Task(r.envCfg)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		acts, err := samples[i].Actions()
-		return t, acts, err
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		roles, err := samples[i].Roles()
+		return t, acts, roles, err
 	}, r.workers)
 	if err != nil {
 		return nil, fmt.Errorf("training set: %w", err)
@@ -103,7 +107,7 @@ func (d *dataset) bucketsOf(tasks []*env.Task) []string {
 	ep := env.NewEpisode(d.envCfg)
 	for i, t := range tasks {
 		env.SolveIn(ep, t)
-		score := env.ScoreDifficulty(env.NewSample(t, ep.Trajectory()))
+		score := env.ScoreDifficulty(env.NewSample(t, ep.Trajectory(), env.TypePositive, nil))
 		switch {
 		case score >= d.cut2:
 			out[i] = "hard"

@@ -85,8 +85,7 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, sft.Weights{Op: cfg.SFT.OpWeight, Answer: cfg.SFT.AnswerWeight},
-		adamConfig(cfg.SFT.WeightDecay, cfg.SFT.GradClip))
+	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, sftWeights(cfg), adamConfig(cfg.SFT.WeightDecay, cfg.SFT.GradClip))
 	if err != nil {
 		return err
 	}

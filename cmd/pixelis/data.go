@@ -96,7 +96,7 @@ func dataGen(args []string, std stdio) error {
 	if err != nil {
 		return usageError{err}
 	}
-	samples, err := env.GenerateDataset(ec, sp, *n)
+	samples, err := env.GenerateDataset(ec, sp, *n, train.SampleMix(cfg))
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -17,7 +18,7 @@ import (
 type Sample struct {
 	SampleID        string     `json:"sample_id"`
 	TaskType        string     `json:"task_type"`
-	SampleType      string     `json:"sample_type"` // "positive": the trajectory answers correctly
+	SampleType      string     `json:"sample_type"` // one of SampleTypes (demos.go)
 	Question        string     `json:"question"`
 	Trajectory      []TrajStep `json:"trajectory"`
 	Answer          string     `json:"answer"`
@@ -30,6 +31,7 @@ type Sample struct {
 	NumObjects      int        `json:"num_objects"`
 	Distractors     int        `json:"distractors"` // other objects sharing a referred object's colour or shape
 	TargetSize      int        `json:"target_size"` // smallest referred object's side, source pixels
+	Confusable      bool       `json:"confusable"`  // a look-alike or close areas make the coarse view misleading
 }
 
 // TrajStep is one step of a CoTA trajectory.
@@ -37,6 +39,9 @@ type TrajStep struct {
 	Action     string     `json:"action"`
 	Parameters Params     `json:"parameters"`
 	Result     StepResult `json:"result"`
+	// Role is what imitation learning does with the step: "" (imitate),
+	// "skip" or "avoid" (see Role).
+	Role string `json:"role,omitempty"`
 }
 
 // Params are an action's arguments; absent ones are omitted.
@@ -91,28 +96,31 @@ func newTrajStep(s Step) TrajStep {
 	return ts
 }
 
-// NewSample records an episode of t (typically the expert's) as a CoTA
-// sample with its difficulty score; buckets come from AssignBuckets.
-func NewSample(t *Task, steps []Step) Sample {
+// NewSample records an episode of t as a CoTA sample of the given type, each
+// step with its role (nil: every step imitated), with its difficulty score;
+// buckets come from AssignBuckets.
+func NewSample(t *Task, steps []Step, typ string, roles []Role) Sample {
 	s := Sample{
 		SampleID:    t.ID,
 		TaskType:    t.Family.String(),
-		SampleType:  "negative",
+		SampleType:  typ,
 		Question:    t.Question,
 		GroundTruth: t.Answer,
 		Split:       t.Split.String(),
 		Index:       t.Index,
 		Seed:        t.Seed,
 		NumObjects:  len(t.Scene.Objects),
+		Confusable:  t.Confusable,
 	}
-	for _, st := range steps {
-		s.Trajectory = append(s.Trajectory, newTrajStep(st))
+	for i, st := range steps {
+		ts := newTrajStep(st)
+		if i < len(roles) && roles[i] != RoleImitate {
+			ts.Role = roles[i].String()
+		}
+		s.Trajectory = append(s.Trajectory, ts)
 	}
 	if n := len(steps); n > 0 && steps[n-1].Action.Op == OpAnswer {
 		s.Answer = steps[n-1].Action.Answer
-	}
-	if s.Answer == t.Answer {
-		s.SampleType = "positive"
 	}
 	s.TargetSize = SourceSize
 	for _, j := range t.Targets {
@@ -138,6 +146,19 @@ func containsInt(xs []int, v int) bool {
 		}
 	}
 	return false
+}
+
+// Roles are the roles of the trajectory's steps.
+func (s Sample) Roles() ([]Role, error) {
+	roles := make([]Role, len(s.Trajectory))
+	for i, ts := range s.Trajectory {
+		r, ok := ParseRole(ts.Role)
+		if !ok {
+			return nil, fmt.Errorf("sample %s step %d: unknown role %q (want skip or avoid, or none)", s.SampleID, i+1, ts.Role)
+		}
+		roles[i] = r
+	}
+	return roles, nil
 }
 
 // Actions parses the trajectory back into actions.
@@ -186,6 +207,12 @@ func (s Sample) validate() error {
 	case "", "simple", "medium", "hard":
 	default:
 		return fmt.Errorf("unknown difficulty %q", s.Difficulty)
+	}
+	if !slices.Contains(SampleTypes, s.SampleType) {
+		return fmt.Errorf("unknown sample type %q (want one of %v)", s.SampleType, SampleTypes)
+	}
+	if _, err := s.Roles(); err != nil {
+		return err
 	}
 	_, err := s.Actions()
 	return err
@@ -237,10 +264,11 @@ func ReadCoTA(r io.Reader) ([]Sample, error) {
 	}
 }
 
-// GenerateDataset generates n tasks of a split, solves each with the expert
-// in an episode with cfg's budgets, and returns the samples with difficulty
-// buckets assigned. An expert failure is an error, never silent bad data.
-func GenerateDataset(cfg Config, split Split, n int) ([]Sample, error) {
+// GenerateDataset generates n tasks of a split, demonstrates each with a
+// sample type drawn from mix (Demonstrate) in an episode with cfg's budgets,
+// and returns the samples with difficulty buckets assigned. A positive
+// demonstration that does not answer right is an error, never silent bad data.
+func GenerateDataset(cfg Config, split Split, n int, mix Mix) ([]Sample, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("generate dataset: %w", err)
 	}
@@ -251,12 +279,16 @@ func GenerateDataset(cfg Config, split Split, n int) ([]Sample, error) {
 	out := make([]Sample, 0, n)
 	for i := range n {
 		t := Generate(cfg, split, i)
-		SolveIn(ep, t)
-		if !ep.Correct() {
+		d := Demonstrate(ep, t, mix)
+		ep.Reset(t)
+		for _, a := range d.Actions {
+			ep.Step(a)
+		}
+		if d.Type == TypePositive && !ep.Correct() {
 			got, _ := ep.Answer()
 			return nil, fmt.Errorf("generate dataset: expert answered %q to %s (%q), want %q", got, t.ID, t.Question, t.Answer)
 		}
-		out = append(out, NewSample(t, ep.steps))
+		out = append(out, NewSample(t, ep.steps, d.Type, d.Roles))
 	}
 	AssignBuckets(out)
 	return out, nil
@@ -269,7 +301,7 @@ func FormatSample(s Sample) string {
 	if s.Answer == s.GroundTruth {
 		mark = "✓"
 	}
-	fmt.Fprintf(&b, "%s · %s · %s %.2f · %s\n", s.SampleID, s.TaskType, s.Difficulty, s.DifficultyScore, mark)
+	fmt.Fprintf(&b, "%s · %s · %s · %s %.2f · %s\n", s.SampleID, s.TaskType, s.SampleType, s.Difficulty, s.DifficultyScore, mark)
 	fmt.Fprintf(&b, "Q: %s\n", s.Question)
 	for i, st := range s.Trajectory {
 		arg := ""
@@ -282,6 +314,9 @@ func FormatSample(s Sample) string {
 		fmt.Fprintf(&b, "%2d %s%s → %s", i+1, st.Action, arg, st.Result.Summary)
 		if st.Result.Misuse != "" {
 			fmt.Fprintf(&b, " [misuse: %s]", st.Result.Misuse)
+		}
+		if st.Role != "" {
+			fmt.Fprintf(&b, " [%s]", st.Role)
 		}
 		b.WriteByte('\n')
 	}

@@ -7,9 +7,12 @@ import (
 	"testing"
 )
 
+// testMix has every sample type.
+var testMix = Mix{Positive: 0.4, SelfCorrection: 0.3, TrapPerceptual: 0.1, TrapLogical: 0.1, OutcomeNegative: 0.1}
+
 func TestCoTARoundTrip(t *testing.T) {
 	cfg := testConfig()
-	samples, err := GenerateDataset(cfg, Val, 60)
+	samples, err := GenerateDataset(cfg, Val, 120, testMix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,13 +37,20 @@ func TestCoTARoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		roles, err := s.Roles()
+		if err != nil {
+			t.Fatal(err)
+		}
 		ep.Reset(task)
 		for _, a := range acts {
 			ep.Step(a)
 		}
-		if !ep.Correct() || s.SampleType != "positive" {
-			t.Errorf("%s: replayed trajectory does not answer %q", s.SampleID, s.GroundTruth)
+		if right := roles[len(roles)-1] == RoleImitate; ep.Correct() != right {
+			t.Errorf("%s (%s): replay answers right %v, its answer's role is %s", s.SampleID, s.SampleType, ep.Correct(), roles[len(roles)-1])
 		}
+	}
+	if types := Summarize(got).Types; len(types) != len(SampleTypes) {
+		t.Errorf("120 samples of the test mix have types %v, want all of %v", types, SampleTypes)
 	}
 	other := cfg
 	other.Seed = 99
@@ -78,7 +88,7 @@ func TestReadCoTAErrorsNameTheLine(t *testing.T) {
 }
 
 func TestDifficultyBuckets(t *testing.T) {
-	samples, err := GenerateDataset(testConfig(), Train, 600)
+	samples, err := GenerateDataset(testConfig(), Train, 600, Mix{Positive: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +118,7 @@ func TestDifficultyBuckets(t *testing.T) {
 	if mean(TemporalTracking) <= mean(AttributeRecognition) || mean(TextExtraction) <= mean(AttributeRecognition) {
 		t.Error("difficulty does not rank tracking and text above attribute recognition")
 	}
-	if sum.Total != 600 || sum.Positive != 600 || !strings.Contains(sum.String(), "temporal_tracking") {
+	if sum.Total != 600 || sum.Types[TypePositive] != 600 || !strings.Contains(sum.String(), "temporal_tracking") {
 		t.Errorf("summary: %+v\n%s", sum, sum)
 	}
 }

@@ -11,12 +11,16 @@ import (
 //
 //	0.5·steps + Σ opWeight[op] + familyWeight[family]
 //	  + 0.3·objects + 0.5·distractors + (36 − target size)/16
+//	  + 1·confusable + 1.5·mistakes + 1·skipped tries
 //
 // Operation weights rank sophistication (TRACK > READ > ZOOM > PROPERTIES >
 // SEGMENT); family weights rank how many distinct skills the family chains;
 // objects and distractors (others sharing a referred object's colour or
 // shape) make the scene harder to search; a small target is harder to hit
-// and its label is read at a smaller zoom.
+// and its label is read at a smaller zoom; a confusable scene misleads the
+// coarse view. Error patterns count as the seed's difficulty does: each
+// avoided mistake and each skipped wrong try of a demonstration makes it
+// harder.
 var (
 	opWeight     = [NumOps]float64{OpSegment: 1, OpProperties: 1.5, OpZoom: 2, OpReadText: 2.5, OpTrack: 3, OpAnswer: 0}
 	familyWeight = [NumFamilies]float64{
@@ -43,6 +47,17 @@ func ScoreDifficulty(s Sample) float64 {
 	if s.TargetSize > 0 {
 		score += float64(36-s.TargetSize) / 16
 	}
+	if s.Confusable {
+		score++
+	}
+	for _, st := range s.Trajectory {
+		switch st.Role {
+		case RoleAvoid.String():
+			score += 1.5
+		case RoleSkip.String():
+			score++
+		}
+	}
 	return score
 }
 
@@ -64,17 +79,17 @@ func AssignBuckets(samples []Sample) {
 	}
 }
 
-// Summary counts samples per family and difficulty bucket.
+// Summary counts samples per family and difficulty bucket, and per type.
 type Summary struct {
 	Total     int
-	Positive  int
+	Types     map[string]int
 	Counts    [NumFamilies][4]int // simple, medium, hard, unbucketed
 	MeanSteps float64
 }
 
 // Summarize counts samples by family and bucket.
 func Summarize(samples []Sample) Summary {
-	var s Summary
+	s := Summary{Types: map[string]int{}}
 	steps := 0
 	for _, x := range samples {
 		f, err := ParseFamily(x.TaskType)
@@ -88,9 +103,7 @@ func Summarize(samples []Sample) Summary {
 		s.Counts[f][b]++
 		s.Total++
 		steps += len(x.Trajectory)
-		if x.SampleType == "positive" {
-			s.Positive++
-		}
+		s.Types[x.SampleType]++
 	}
 	if s.Total > 0 {
 		s.MeanSteps = float64(steps) / float64(s.Total)
@@ -111,6 +124,12 @@ func (s Summary) String() string {
 		}
 	}
 	fmt.Fprintf(&b, "%-22s %7d %7d %7d %7d %7d\n", "all", col[0], col[1], col[2], col[3], s.Total)
-	fmt.Fprintf(&b, "positive %d/%d · mean trajectory %.2f steps\n", s.Positive, s.Total, s.MeanSteps)
+	var types []string
+	for _, t := range SampleTypes {
+		if n := s.Types[t]; n > 0 {
+			types = append(types, fmt.Sprintf("%s %d", t, n))
+		}
+	}
+	fmt.Fprintf(&b, "%s · mean trajectory %.2f steps\n", strings.Join(types, " · "), s.MeanSteps)
 	return b.String()
 }

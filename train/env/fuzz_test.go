@@ -27,7 +27,7 @@ func FuzzDecodeAction(f *testing.F) {
 }
 
 func FuzzReadCoTA(f *testing.F) {
-	samples, _ := GenerateDataset(testConfig(), Test, 6)
+	samples, _ := GenerateDataset(testConfig(), Test, 6, Mix{Positive: 1, SelfCorrection: 1, TrapLogical: 1})
 	var buf bytes.Buffer
 	_ = WriteCoTA(&buf, samples)
 	for _, line := range strings.Split(buf.String(), "\n") {

@@ -10,70 +10,93 @@ import (
 	"github.com/pixelis/pixelis/train/policy"
 )
 
-// Weights of the two kinds of action in the loss. The paper upweights the
-// operation (and argument) tokens over the answer; here an action is one token.
+// Weights of the kinds of row in the loss. The paper upweights the operation
+// (and argument) tokens over the answer; here an action is one token. Avoid
+// weighs the rows of demonstrated mistakes.
 type Weights struct {
-	Op, Answer float64
+	Op, Answer, Avoid float64
 }
 
-// Trainer is the imitation loss over a fixed-size batch of pairs:
+// Trainer is the imitation loss over a fixed-size batch of pairs, with
+// unlikelihood (Welleck et al. 2019) on the demonstrated mistakes:
 //
-//	L = − Σᵢ wᵢ · log π(aᵢ|sᵢ) / Σᵢ wᵢ,   wᵢ = Weights.Op or Weights.Answer by aᵢ's kind
+//	L = − [ Σ_{i imitated} wᵢ · log π(aᵢ|sᵢ)  +  Σ_{i avoided} wᵢ · log(1 − π(aᵢ|sᵢ) + ε) ] / Σᵢ wᵢ
 //
-// (a masked mean over valid rows: padding rows have wᵢ = 0).
+// wᵢ = Weights.Op or Weights.Answer by aᵢ's kind for imitated rows and
+// Weights.Avoid for avoided ones; padding rows have wᵢ = 0.
 type Trainer struct {
 	tg      *policy.TrainGraph
-	rowW    *G.Node
+	rowW    *G.Node // imitated rows' weights
+	avoidW  *G.Node // avoided rows' weights
 	weights Weights
 	opt     *optim.Adam
 
-	obs, mask, w []float32
+	obs, mask, w, wAvoid []float32
 }
 
 // Stats of one update.
 type Stats struct {
 	Loss     float64
-	Accuracy float64 // share of rows whose argmax is the expert action
+	Accuracy float64 // share of imitated rows whose argmax is the demonstrated action
 	GradNorm float64
 	Skipped  bool // the gradient was non-finite; the weights were not changed
 }
 
+// unlikelihoodEps keeps log(1 − π + ε) finite when π reaches 1.
+const unlikelihoodEps = 1e-6
+
 // NewTrainer builds the loss graph for batches of batch pairs, training every
 // parameter of p (base and adapters).
 func NewTrainer(p *policy.Params, batch int, w Weights, adam optim.AdamConfig) (*Trainer, error) {
-	if w.Op < 0 || w.Answer < 0 || w.Op+w.Answer == 0 {
-		return nil, fmt.Errorf("sft: loss weights op=%v answer=%v must be >= 0 and not both 0", w.Op, w.Answer)
-	}
 	tg, err := policy.NewTrainGraph(p, batch, p.Trainable(false))
 	if err != nil {
 		return nil, err
 	}
-	rowW, err := tg.NewInput("row_weight", batch)
-	if err != nil {
+	t := &Trainer{tg: tg, weights: w, opt: optim.NewAdam(adam)}
+	if t.rowW, err = tg.NewInput("row_weight", batch); err != nil {
 		return nil, err
 	}
-	prod, err := G.HadamardProd(rowW, tg.ChosenLogProb)
-	if err != nil {
-		return nil, fmt.Errorf("sft loss: %w", err)
+	if t.avoidW, err = tg.NewInput("avoid_weight", batch); err != nil {
+		return nil, err
 	}
-	sum, err := G.Sum(prod)
-	if err != nil {
-		return nil, fmt.Errorf("sft loss: %w", err)
-	}
-	loss, err := G.Neg(sum)
-	if err != nil {
-		return nil, fmt.Errorf("sft loss: %w", err)
+	var m must
+	imitate := m.do(G.Sum(m.do(G.HadamardProd(t.rowW, tg.ChosenLogProb))))
+	one := G.NewConstant(float32(1))
+	notA := m.do(G.Add(m.do(G.Sub(one, m.do(G.Exp(tg.ChosenLogProb)))), G.NewConstant(float32(unlikelihoodEps))))
+	avoid := m.do(G.Sum(m.do(G.HadamardProd(t.avoidW, m.do(G.Log(notA))))))
+	loss := m.do(G.Neg(m.do(G.Add(imitate, avoid))))
+	if m.err != nil {
+		return nil, fmt.Errorf("sft loss: %w", m.err)
 	}
 	if err := tg.SetLoss(loss); err != nil {
 		return nil, err
 	}
 	cfg := p.Config()
-	return &Trainer{
-		tg: tg, rowW: rowW, weights: w, opt: optim.NewAdam(adam),
-		obs:  make([]float32, batch*cfg.ObsDim()),
-		mask: make([]float32, batch*cfg.Actions),
-		w:    make([]float32, batch),
-	}, nil
+	t.obs = make([]float32, batch*cfg.ObsDim())
+	t.mask = make([]float32, batch*cfg.Actions)
+	t.w, t.wAvoid = make([]float32, batch), make([]float32, batch)
+	return t, nil
+}
+
+// must keeps the first error of a chain of graph-building calls.
+type must struct{ err error }
+
+func (m *must) do(n *G.Node, err error) *G.Node {
+	if m.err == nil && err != nil {
+		m.err = err
+	}
+	return n
+}
+
+// rowWeight is a pair's loss weight before normalisation.
+func (t *Trainer) rowWeight(pr *Pair) float64 {
+	switch {
+	case pr.Role == env.RoleAvoid:
+		return t.weights.Avoid
+	case pr.Action >= env.FirstAnswerAction:
+		return t.weights.Answer
+	}
+	return t.weights.Op
 }
 
 // Optimizer is the trainer's Adam, for checkpointing.
@@ -90,15 +113,17 @@ func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
 	clear(t.obs)
 	clear(t.mask)
 	clear(t.w)
+	clear(t.wAvoid)
 	var total float64
 	for i, pr := range pairs {
 		copy(t.obs[i*obsDim:(i+1)*obsDim], pr.Obs)
 		t.mask[i*nA+pr.Action] = 1
-		w := t.weights.Op
-		if pr.Action >= env.FirstAnswerAction {
-			w = t.weights.Answer
+		w := t.rowWeight(pr)
+		if pr.Role == env.RoleAvoid {
+			t.wAvoid[i] = float32(w)
+		} else {
+			t.w[i] = float32(w)
 		}
-		t.w[i] = float32(w)
 		total += w
 	}
 	if total == 0 {
@@ -106,8 +131,9 @@ func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
 	}
 	for i := range pairs {
 		t.w[i] /= float32(total)
+		t.wAvoid[i] /= float32(total)
 	}
-	if err := t.tg.Run(map[*G.Node][]float32{t.tg.Obs: t.obs, t.tg.ActionMask: t.mask, t.rowW: t.w}); err != nil {
+	if err := t.tg.Run(map[*G.Node][]float32{t.tg.Obs: t.obs, t.tg.ActionMask: t.mask, t.rowW: t.w, t.avoidW: t.wAvoid}); err != nil {
 		return Stats{}, err
 	}
 	st := Stats{Loss: t.tg.LossValue()}
@@ -115,13 +141,19 @@ func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	var hits int
+	var hits, imitated int
 	for i, pr := range pairs {
+		if pr.Role == env.RoleAvoid {
+			continue
+		}
+		imitated++
 		if policy.Greedy(logits[i*nA:(i+1)*nA]) == pr.Action {
 			hits++
 		}
 	}
-	st.Accuracy = float64(hits) / float64(len(pairs))
+	if imitated > 0 {
+		st.Accuracy = float64(hits) / float64(imitated)
+	}
 	res, err := t.opt.Step(t.tg.Params(), lr)
 	st.GradNorm = res.GradNorm
 	if err == optim.ErrNonFinite {

@@ -33,22 +33,29 @@ func randomPairs(actions ...int) []*Pair {
 	return ps
 }
 
-// The loss is the weighted mean of −log π over the pairs, answers weighted apart
-// from operations, computed here by hand from the inference path.
-func TestLossIsWeightedImitation(t *testing.T) {
+// The loss is the weighted mean of −log π over the imitated pairs and of
+// −log(1 − π + ε) over the avoided one, answers weighted apart from
+// operations, computed here by hand from the inference path.
+func TestLossIsWeightedImitationAndUnlikelihood(t *testing.T) {
 	p := smallPolicy(t)
-	tr, err := NewTrainer(p, 4, Weights{Op: 1, Answer: 3}, optim.DefaultAdam())
+	tr, err := NewTrainer(p, 4, Weights{Op: 1, Answer: 3, Avoid: 0.5}, optim.DefaultAdam())
 	if err != nil {
 		t.Fatal(err)
 	}
-	pairs := randomPairs(5, env.FirstAnswerAction+1, env.FirstToolAction+2) // segment, answer, tool
+	pairs := randomPairs(5, env.FirstAnswerAction+1, env.FirstToolAction+2, env.FirstAnswerAction+3) // segment, answer, tool, avoided answer
+	pairs[3].Role = env.RoleAvoid
 	inf := policy.NewInference(p)
 	logits := make([]float32, p.Config().Actions)
 	var want, wsum float64
 	for i, pr := range pairs {
 		inf.Logits(pr.Obs, 1, logits)
-		w := []float64{1, 3, 1}[i]
-		want += w * -policy.LogSoftmax(logits)[pr.Action]
+		w := []float64{1, 3, 1, 0.5}[i]
+		lp := policy.LogSoftmax(logits)[pr.Action]
+		if pr.Role == env.RoleAvoid {
+			want += w * -math.Log(1-math.Exp(lp)+unlikelihoodEps)
+		} else {
+			want += w * -lp
+		}
 		wsum += w
 	}
 	want /= wsum
@@ -125,10 +132,39 @@ func TestNonFiniteBatchNeverReachesTheWeights(t *testing.T) {
 	}
 }
 
-func TestTrainerRejectsBadWeights(t *testing.T) {
-	for _, w := range []Weights{{Op: -1, Answer: 1}, {Op: 0, Answer: 0}} {
-		if _, err := NewTrainer(smallPolicy(t), 2, w, optim.DefaultAdam()); err == nil {
-			t.Errorf("weights %+v accepted", w)
+// A batch whose rows all weigh 0 is refused (configs.Validate keeps op and
+// answer weights from both being 0).
+func TestTrainerRefusesAWeightlessBatch(t *testing.T) {
+	tr, err := NewTrainer(smallPolicy(t), 2, Weights{Op: 0, Answer: 1}, optim.DefaultAdam())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Step(randomPairs(3, 4), 1e-2); err == nil {
+		t.Error("a batch of operations with operation weight 0 accepted")
+	}
+}
+
+// Unlikelihood pushes an avoided action's probability down.
+func TestAvoidedActionLosesProbability(t *testing.T) {
+	p := smallPolicy(t)
+	tr, err := NewTrainer(p, 2, Weights{Op: 1, Answer: 1, Avoid: 1}, optim.DefaultAdam())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := randomPairs(env.FirstAnswerAction + 2)
+	pairs[0].Role = env.RoleAvoid
+	prob := func() float64 {
+		logits := make([]float32, p.Config().Actions)
+		policy.NewInference(p).Logits(pairs[0].Obs, 1, logits)
+		return math.Exp(policy.LogSoftmax(logits)[pairs[0].Action])
+	}
+	before := prob()
+	for range 50 {
+		if _, err := tr.Step(pairs, 1e-2); err != nil {
+			t.Fatal(err)
 		}
+	}
+	if after := prob(); !(after < before/4) {
+		t.Fatalf("π(avoided) %v → %v", before, after)
 	}
 }
