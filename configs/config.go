@@ -112,6 +112,9 @@ type Policy struct {
 	Hidden []int `toml:"hidden"`
 	// LocHidden is the width of the location head's shared per-cell scorer. Default 32.
 	LocHidden int `toml:"loc_hidden"`
+	// CellEmbed is the width of the cell encoder shared across cells; the mean of its outputs over the
+	// cells is the trunk's view of the coarse grid. Default 32.
+	CellEmbed int `toml:"cell_embed"`
 	// LoRARank is the rank of every LoRA adapter not named in LoRARanks. Default 8.
 	LoRARank int `toml:"lora_rank"`
 	// LoRAAlpha scales adapter updates by LoRAAlpha/rank; > 0. Default 16.

@@ -120,6 +120,7 @@ func (c *checker) policy(p *Policy) {
 		c.atLeast(fmt.Sprintf("policy.hidden[%d]", i), w, 1)
 	}
 	c.atLeast("policy.loc_hidden", p.LocHidden, 1)
+	c.atLeast("policy.cell_embed", p.CellEmbed, 1)
 	c.atLeast("policy.lora_rank", p.LoRARank, 1)
 	c.positive("policy.lora_alpha", p.LoRAAlpha)
 	for _, name := range slices.Sorted(maps.Keys(p.LoRARanks)) {

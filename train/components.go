@@ -56,7 +56,7 @@ func sftWeights(cfg *configs.Config) sft.Weights {
 // policyConfig maps [policy] onto the network config.
 func policyConfig(cfg *configs.Config) policy.Config {
 	return policy.Config{
-		Hidden: cfg.Policy.Hidden, LocHidden: cfg.Policy.LocHidden,
+		Hidden: cfg.Policy.Hidden, LocHidden: cfg.Policy.LocHidden, CellEmbed: cfg.Policy.CellEmbed,
 		LoRARank: cfg.Policy.LoRARank, LoRAAlpha: cfg.Policy.LoRAAlpha, LoRARanks: cfg.Policy.LoRARanks,
 	}.WithEnvLayout()
 }

@@ -79,6 +79,16 @@ func pairedDiff(a, b []float64) (mean, se float64) {
 	return mean, math.Sqrt(ss/(n-1)) / math.Sqrt(n)
 }
 
+// testModels are the checkpoints the test phase evaluates, by model name: the
+// run's SFT model (its own, or the one its RFT started from) and its RFT model.
+func (r *Runner) testModels() map[string]string {
+	sftPath := filepath.Join(r.ckptRoot, SFTFinal)
+	if _, err := os.Stat(sftPath); err != nil && r.opt.Init != "" {
+		sftPath = r.opt.Init
+	}
+	return map[string]string{"sft": sftPath, "rft": filepath.Join(r.ckptRoot, RFTFinal)}
+}
+
 // runTest evaluates the SFT and (when it exists) the RFT model on the test split
 // with the same tasks and sampling streams, and writes final_eval.json.
 func (r *Runner) runTest(ctx context.Context) error {
@@ -88,8 +98,9 @@ func (r *Runner) runTest(ctx context.Context) error {
 	out := FinalEval{Split: "test", Tasks: len(tasks), Samples: cfg.Eval.Samples, Models: map[string]EvalResult{}, Time: time.Now().UTC()}
 	m := map[string]float64{}
 	scores := map[string]perTask{}
-	for _, name := range []string{SFTFinal, RFTFinal} {
-		path := filepath.Join(r.ckptRoot, name)
+	paths := r.testModels()
+	for _, model := range []string{"sft", "rft"} {
+		path := paths[model]
 		if _, err := os.Stat(path); err != nil {
 			continue
 		}
@@ -103,7 +114,6 @@ func (r *Runner) runTest(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		model := name[:3] // "sft" or "rft"
 		out.Models[model] = res
 		scores[model] = perTaskScores(len(tasks), greedy, sampled)
 		for k, v := range res.Metrics("test/" + model) {

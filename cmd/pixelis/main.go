@@ -36,17 +36,18 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"run":     {"the whole pipeline: data → SFT → RFT → test evaluation", cmdRun},
-		"sft":     {"supervised fine-tuning with the difficulty curriculum", cmdSFT},
-		"rft":     {"GRPO reinforcement fine-tuning from an SFT checkpoint", cmdRFT},
-		"resume":  {"continue a run from its last checkpoint: resume RUN_DIR", cmdResume},
-		"eval":    {"pass@1 / pass@n of a checkpoint on a split", cmdEval},
-		"data":    {"data gen | data show: write or read CoTA JSONL", cmdData},
-		"attach":  {"the console on a running or finished run: attach RUN_DIR", cmdAttach},
-		"export":  {"export a run's metrics: export RUN_DIR --csv FILE", cmdExport},
-		"ckpt":    {"ckpt inspect|verify PATH", cmdCkpt},
-		"config":  {"config print: the effective config as TOML", cmdConfig},
-		"analyze": {"compare checkpoints' trajectories; plots and a report", cmdAnalyze},
+		"run":        {"the whole pipeline: data → SFT → RFT → test evaluation", cmdRun},
+		"sft":        {"supervised fine-tuning with the difficulty curriculum", cmdSFT},
+		"rft":        {"GRPO reinforcement fine-tuning from an SFT checkpoint", cmdRFT},
+		"resume":     {"continue a run from its last checkpoint: resume RUN_DIR", cmdResume},
+		"eval":       {"pass@1 / pass@n of a checkpoint on a split", cmdEval},
+		"data":       {"data gen | show | probe: write or read CoTA JSONL, or measure the no-tool baseline", cmdData},
+		"attach":     {"the console on a running or finished run: attach RUN_DIR", cmdAttach},
+		"export":     {"export a run's metrics: export RUN_DIR --csv FILE", cmdExport},
+		"ckpt":       {"ckpt inspect|verify PATH", cmdCkpt},
+		"config":     {"config print: the effective config as TOML", cmdConfig},
+		"analyze":    {"compare checkpoints' trajectories; plots and a report", cmdAnalyze},
+		"experiment": {"arms × seeds of runs from an experiment file, with results: experiment FILE", cmdExperiment},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,7 +27,23 @@ import (
 
 // cmdRun: the whole pipeline.
 func cmdRun(ctx context.Context, args []string, io stdio) error {
-	return trainCommand(ctx, "run", args, io, []string{train.PhaseSFT, train.PhaseRFT, train.PhaseTest})
+	return trainCommand(ctx, "run", args, io, allPhases)
+}
+
+var allPhases = []string{train.PhaseSFT, train.PhaseRFT, train.PhaseTest}
+
+// parsePhases reads --phases: a comma list of sft, rft and test in that order.
+func parsePhases(s string) ([]string, error) {
+	var out []string
+	next := 0
+	for _, p := range strings.Split(s, ",") {
+		i := slices.Index(allPhases, strings.TrimSpace(p))
+		if i < next {
+			return nil, fmt.Errorf("--phases %q: want some of sft, rft, test, in that order", s)
+		}
+		out, next = append(out, allPhases[i]), i+1
+	}
+	return out, nil
 }
 
 // cmdSFT: supervised fine-tuning only.
@@ -43,13 +60,25 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	fs := newFlagSet(name, io)
 	var cf configFlags
 	cf.register(fs)
-	var init string
-	if name == "rft" {
-		fs.StringVar(&init, "init", "", "SFT checkpoint `DIR` to start from (default: <run-dir>/checkpoints/sft_final)")
+	var init, phaseList string
+	if name == "rft" || name == "run" {
+		fs.StringVar(&init, "init", "", "SFT checkpoint `DIR` RFT starts from (default: <run-dir>/checkpoints/sft_final)")
+	}
+	if name == "run" {
+		fs.StringVar(&phaseList, "phases", "sft,rft,test", "the phases to run, some of sft, rft, test in that order")
 	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if phaseList != "" {
+		if phases, err = parsePhases(phaseList); err != nil {
+			return usageError{err}
+		}
+	}
+	startsWithRFT := phases[0] == train.PhaseRFT
+	if init != "" && !startsWithRFT {
+		return usagef("--init names the SFT checkpoint RFT starts from: use it with --phases rft or rft,test")
 	}
 	if err := wantArgs(pos, 0, "no arguments"); err != nil {
 		return err
@@ -75,7 +104,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 			return usageError{fmt.Errorf("data.train_file: %w", err)}
 		}
 	}
-	if name == "rft" {
+	if startsWithRFT {
 		if init == "" {
 			init = cfg.RFT.Init
 		}
@@ -98,7 +127,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		// run continues it (its steps follow SFT's on the run-wide axis);
 		// anything else would mix two runs' files.
 		own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.SFTFinal))
-		if name != "rft" || !slices.Equal(prev.Phases, []string{train.PhaseSFT}) || init != own {
+		if !startsWithRFT || !slices.Equal(prev.Phases, []string{train.PhaseSFT}) || init != own {
 			return usagef("%s already holds a run (phases %v); continue it with `pixelis resume %s`, or choose another --run-dir", runDir, prev.Phases, runDir)
 		}
 		opt.Done = []string{train.PhaseSFT}

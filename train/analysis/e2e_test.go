@@ -197,11 +197,11 @@ func sameTensors(a, b *policy.Params) bool {
 }
 
 func TestApplyAdapter(t *testing.T) {
-	p, err := policy.New(policy.Config{Hidden: []int{4}, LocHidden: 2, LoRARank: 2}.WithEnvLayout(), randFor(1))
+	p, err := policy.New(policy.Config{Hidden: []int{4}, LocHidden: 2, CellEmbed: 2, LoRARank: 2}.WithEnvLayout(), randFor(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := p.Layers()[0]
+	l := p.Layer(policy.TrunkLayer(0))
 	// A is Rank×In and B is Out×Rank in the export; entry (i, j) = 100·i + j.
 	a := ckpt.LoRALayer{Module: l.Name, Rank: l.Rank, Alpha: 3, In: l.In, Out: l.Out,
 		A: make([]float32, l.Rank*l.In), B: make([]float32, l.Out*l.Rank)}
@@ -215,7 +215,10 @@ func TestApplyAdapter(t *testing.T) {
 			a.B[i*l.Rank+j] = float32(100*i + j)
 		}
 	}
-	for _, other := range p.Layers()[1:] {
+	for _, other := range p.Layers() {
+		if other == l {
+			continue
+		}
 		for i := range other.B {
 			other.B[i] = 1
 		}
@@ -237,8 +240,8 @@ func TestApplyAdapter(t *testing.T) {
 	if l.Alpha != 3 {
 		t.Errorf("alpha %v, want the adapter's 3", l.Alpha)
 	}
-	for _, other := range p.Layers()[1:] {
-		if other.Rank > 0 && slices.ContainsFunc(other.B, func(v float32) bool { return v != 0 }) {
+	for _, other := range p.Layers() {
+		if other != l && other.Rank > 0 && slices.ContainsFunc(other.B, func(v float32) bool { return v != 0 }) {
 			t.Errorf("layer %s is not in the adapter but kept a non-zero B", other.Name)
 		}
 	}

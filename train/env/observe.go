@@ -23,7 +23,8 @@ package env
 //	matched-colour objects inspected one-hot 0..5, objects inspected/5,
 //	asked-hue pixels not yet segmented (saturating) · object slots: first
 //	and second asked object found, x, y, area each, then their differences
-//	(dx, dy, darea) · whole view: foreground share, hue shares (4) ·
+//	(dx, dy, darea) and the comparisons they state (first left of, above,
+//	larger than the second: ±1) · whole view: foreground share, hue shares (4) ·
 //	last mask box (4).
 //
 // Cell rows (CellFeatures floats each, row-major cells of the current view):
@@ -37,6 +38,7 @@ package env
 //	9     share of the foreground in the asked colour's hue
 //	10    share of the foreground in the second asked colour's hue
 //	11    view is zoomed (copied into every row for the shared cell scorer)
+//	12-13 the cell's column and row, 0 … 1 (so networks shared across cells know where a cell is)
 //
 // Classes of a view pixel: its hue (0 … NumHues-1), label ink or background.
 const (
@@ -63,6 +65,8 @@ const (
 	cellAsked  = cellLast + 1
 	cellAsked2 = cellAsked + 1
 	cellZoomed = cellAsked2 + 1
+	cellCol    = cellZoomed + 1
+	cellRow    = cellCol + 1
 )
 
 // obsCache keeps the parts of the observation that change only when the view
@@ -392,11 +396,17 @@ func (e *Episode) Observe(dst []float32) {
 		}
 	}
 	if slot[0] != nil && slot[1] != nil {
-		w.put(float32(slot[0].centre.X-slot[1].centre.X) / SourceSize)
-		w.put(float32(slot[0].centre.Y-slot[1].centre.Y) / SourceSize)
-		w.put(float32(slot[0].area-slot[1].area) / 1000)
+		dx, dy, da := slot[0].centre.X-slot[1].centre.X, slot[0].centre.Y-slot[1].centre.Y, slot[0].area-slot[1].area
+		w.put(float32(dx) / SourceSize)
+		w.put(float32(dy) / SourceSize)
+		w.put(float32(da) / 1000)
+		// The comparisons as the measurements state them: first left of,
+		// above, larger than the second (±1).
+		w.put(sign(-dx))
+		w.put(sign(-dy))
+		w.put(sign(da))
 	} else {
-		w.i += 3
+		w.i += 6
 	}
 	for _, v := range c.global {
 		w.put(v)
@@ -427,7 +437,20 @@ func (e *Episode) Observe(dst []float32) {
 			}
 		}
 		w.flag(e.zoomed)
+		w.put(float32(k%GridSize) / (GridSize - 1))
+		w.put(float32(k/GridSize) / (GridSize - 1))
 	}
+}
+
+// sign is −1, 0 or +1.
+func sign(v int) float32 {
+	switch {
+	case v > 0:
+		return 1
+	case v < 0:
+		return -1
+	}
+	return 0
 }
 
 func indexOf(list []string, s string) int {
@@ -445,4 +468,4 @@ const globalWritten = int(NumFamilies) + int(NumAsks) + 2*int(NumColours) + 2*in
 	int(NumOps) + 1 + 2 + 3 + 2*5 +
 	1 + int(NumColours) + int(NumShapes) + 4 + 2 + 4 +
 	1 + 8 + 2 + 1 + 4 +
-	6 + 2 + 2*4 + 3 + 1 + NumHues + 4
+	6 + 2 + 2*4 + 3 + 3 + 1 + NumHues + 4

@@ -10,15 +10,15 @@ func TestObservationLayout(t *testing.T) {
 	if globalWritten != GlobalFeatures {
 		t.Fatalf("Observe writes %d global features, GlobalFeatures is %d", globalWritten, GlobalFeatures)
 	}
-	if CellFeatures != cellZoomed+1 {
-		t.Fatalf("cell rows have %d features, CellFeatures is %d", cellZoomed+1, CellFeatures)
+	if CellFeatures != cellRow+1 {
+		t.Fatalf("cell rows have %d features, CellFeatures is %d", cellRow+1, CellFeatures)
 	}
 	if ObsDim != GlobalFeatures+NumCells*CellFeatures {
 		t.Fatal("ObsDim inconsistent")
 	}
 }
 
-func cellRow(obs []float32, k int) []float32 {
+func cellFeatures(obs []float32, k int) []float32 {
 	o := GlobalFeatures + k*CellFeatures
 	return obs[o : o+CellFeatures]
 }
@@ -45,7 +45,7 @@ func TestObserveTracksExpert(t *testing.T) {
 			}
 			if a.Op == OpSegment && step == 0 {
 				k, _ := EncodeAction(a)
-				row := cellRow(obs, k)
+				row := cellFeatures(obs, k)
 				if row[cellFg] == 0 {
 					t.Errorf("%s: expert clicks cell %d with no foreground", task.ID, k)
 				}
@@ -60,7 +60,7 @@ func TestObserveTracksExpert(t *testing.T) {
 			if a.Op == OpSegment {
 				ep.Observe(obs)
 				k, _ := EncodeAction(a)
-				if row := cellRow(obs, k); row[cellSeg] == 0 || row[cellLast] == 0 {
+				if row := cellFeatures(obs, k); row[cellSeg] == 0 || row[cellLast] == 0 {
 					t.Errorf("%s: segmented cell %d not flagged (seg %.2f last %.2f)", task.ID, k, row[cellSeg], row[cellLast])
 				}
 			}
@@ -82,7 +82,7 @@ func TestObserveHueEvidence(t *testing.T) {
 			b := o.BBox(0)
 			// The cell under the object's centre should vote for its hue.
 			k := (b.Min.Y+b.Max.Y)/2/(SourceSize/GridSize)*GridSize + (b.Min.X+b.Max.X)/2/(SourceSize/GridSize)
-			row := cellRow(obs, k)
+			row := cellFeatures(obs, k)
 			best := 0
 			for h := 1; h < NumHues; h++ {
 				if row[cellHue+h] > row[cellHue+best] {
@@ -120,7 +120,7 @@ func TestObserveHidesLookAlikes(t *testing.T) {
 		rerender()
 		ep.Observe(after)
 		for k := range NumCells {
-			b, a := cellRow(before, k), cellRow(after, k)
+			b, a := cellFeatures(before, k), cellFeatures(after, k)
 			for f := range cellStatic {
 				if f != cellDetail && b[f] != a[f] {
 					t.Fatalf("%s: repainting %s changed feature %d of cell %d: %v → %v", task.ID, o, f, k, b[f], a[f])
@@ -140,7 +140,7 @@ func TestObserveShortBufferAndNoTask(t *testing.T) {
 	ep.Observe(full)
 	motion := float32(0)
 	for k := range NumCells {
-		motion += cellRow(full, k)[cellMotion]
+		motion += cellFeatures(full, k)[cellMotion]
 	}
 	if motion == 0 {
 		t.Error("a video with a moving object shows no motion")

@@ -146,8 +146,8 @@ type Step struct {
 // whole-image summary) followed by NumCells rows of CellFeatures floats, one row per
 // coarse-view cell in row-major order. The policy's location head reads the rows.
 const (
-	GlobalFeatures = 132
-	CellFeatures   = 12
+	GlobalFeatures = 135
+	CellFeatures   = 14
 	ObsDim         = GlobalFeatures + NumCells*CellFeatures
 )
 

@@ -42,7 +42,7 @@ func benchRows(p *policy.Params, n int, rng *rand.Rand) []Row {
 func BenchmarkUpdateRatio(b *testing.B) {
 	const batch = 256
 	rng := rand.New(rand.NewPCG(1, 2))
-	p, err := policy.New(policy.Config{Hidden: []int{256, 256}, LocHidden: 32, LoRARank: 8, LoRAAlpha: 16}.WithEnvLayout(), rng)
+	p, err := policy.New(policy.Config{Hidden: []int{256, 256}, LocHidden: 32, CellEmbed: 32, LoRARank: 8, LoRAAlpha: 16}.WithEnvLayout(), rng)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,16 +22,18 @@ import (
 // TestHandGRPOMatchesGraph checks that both compute the same numbers, so the
 // benchmark compares the same work.
 //
-// It mirrors policy/graph.go: the trunk runs over the whole observation row,
-// the location scorer over the cell block that follows the GlobalFeatures, and
-// each linear is y = x·W (+ b) + s·(x·A)·B with x·A kept for the backward pass.
+// It mirrors policy/graph.go: the cell encoder runs over every cell, its
+// mean over the cells follows the global block as the trunk's input, the
+// location scorer runs over the cells, and each linear is
+// y = x·W (+ b) + s·(x·A)·B with x·A kept for the backward pass.
 type handGRPO struct {
 	p     *policy.Params
 	c     LossConfig
 	batch int
 
 	// inputs of the current rows, packed like the graph's feeds
-	obs, cells           []float32
+	obs, cells, in       []float32
+	enc, dEnc, dIn       []float32
 	act                  []int
 	adv, old, ref, w     []float32
 	pre, post            [][]float32          // per trunk layer: x·W+b+…, ReLU of it
@@ -49,6 +51,10 @@ func newHandGRPO(p *policy.Params, batch int, c LossConfig) *handGRPO {
 		p: p, c: c, batch: batch,
 		obs:     make([]float32, batch*cfg.ObsDim()),
 		cells:   make([]float32, batch*nc*cfg.CellFeatures),
+		in:      make([]float32, batch*cfg.TrunkIn()),
+		dIn:     make([]float32, batch*cfg.TrunkIn()),
+		enc:     make([]float32, batch*nc*cfg.CellEmbed),
+		dEnc:    make([]float32, batch*nc*cfg.CellEmbed),
 		act:     make([]int, batch),
 		adv:     make([]float32, batch),
 		old:     make([]float32, batch),
@@ -79,7 +85,7 @@ func newHandGRPO(p *policy.Params, batch int, c LossConfig) *handGRPO {
 			continue
 		}
 		rows := batch
-		if l.Name == policy.LayerLocCell || l.Name == policy.LayerLocScore {
+		if l.Name == policy.LayerLocCell || l.Name == policy.LayerLocScore || l.Name == policy.LayerCellEnc {
 			rows = batch * nc // the scorer runs once per cell
 		}
 		h.xa[l.Name] = make([]float32, rows*l.Rank)
@@ -203,8 +209,25 @@ func (h *handGRPO) step(rows []Row, idx []int, scale float32) (float64, error) {
 		h.act[k], h.adv[k], h.old[k], h.ref[k], h.w[k] = r.Action, r.Adv, r.Old, r.Ref, r.W*scale
 	}
 
-	// Forward. Trunk: H_k = ReLU(H_{k−1}·W_k + b_k + s·(H_{k−1}·A_k)·B_k).
-	x := h.obs[:B*od]
+	// Forward. The trunk's input: [global, mean_c ReLU(cell_c·E + b_e + s·(cell_c·A)·B)].
+	g, ce, ti := cfg.GlobalFeatures, cfg.CellEmbed, cfg.TrunkIn()
+	enc := h.enc[:B*nc*ce]
+	h.forward(p.Layer(policy.LayerCellEnc), B*nc, h.cells[:B*nc*cf], enc)
+	for i, v := range enc {
+		enc[i] = max(v, 0)
+	}
+	for i := 0; i < B; i++ {
+		row := h.in[i*ti : (i+1)*ti]
+		copy(row[:g], h.obs[i*od:i*od+g])
+		clear(row[g:])
+		for c := range nc {
+			for k, v := range enc[(i*nc+c)*ce : (i*nc+c+1)*ce] {
+				row[g+k] += v / float32(nc)
+			}
+		}
+	}
+	// Trunk: H_k = ReLU(H_{k−1}·W_k + b_k + s·(H_{k−1}·A_k)·B_k).
+	x := h.in[:B*ti]
 	for k := range cfg.Hidden {
 		l := p.Layer(policy.TrunkLayer(k))
 		h.forward(l, B, x, h.pre[k])
@@ -328,13 +351,28 @@ func (h *handGRPO) step(rows []Row, idx []int, scale float32) (float64, error) {
 			}
 		}
 		if k == 0 {
-			h.backward(l, B, h.obs[:B*od], dy, nil, 0) // no ∂L/∂obs
+			h.backward(l, B, h.in[:B*ti], dy, h.dIn, 0)
 			break
 		}
 		h.backward(l, B, h.post[k-1][:B*l.In], dy, h.dHnext, 0)
 		h.dH, h.dHnext = h.dHnext, h.dH
 		dH = h.dH
 	}
+	// Encoder: each cell gets 1/C of its row's ∂L/∂(pooled), masked by the ReLU.
+	dEnc := h.dEnc[:B*nc*ce]
+	for i := 0; i < B; i++ {
+		dp := h.dIn[i*ti+g : (i+1)*ti]
+		for c := range nc {
+			o := (i*nc + c) * ce
+			for k := range ce {
+				dEnc[o+k] = 0
+				if enc[o+k] > 0 {
+					dEnc[o+k] = dp[k] / float32(nc)
+				}
+			}
+		}
+	}
+	h.backward(p.Layer(policy.LayerCellEnc), B*nc, h.cells[:B*nc*cf], dEnc, nil, 0) // the cells are input: no ∂L/∂x
 	return loss, nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 func tinyPolicy(t *testing.T) *policy.Params {
 	t.Helper()
-	cfg := policy.Config{Hidden: []int{6}, LocHidden: 3, LoRARank: 2, LoRAAlpha: 2,
+	cfg := policy.Config{Hidden: []int{6}, LocHidden: 3, CellEmbed: 3, LoRARank: 2, LoRAAlpha: 2,
 		GlobalFeatures: 4, Cells: 3, CellFeatures: 2, Actions: 6}
 	p, err := policy.New(cfg, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {

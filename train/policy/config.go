@@ -17,6 +17,9 @@ type Config struct {
 	Hidden []int
 	// LocHidden is the width of the per-cell location scorer.
 	LocHidden int
+	// CellEmbed is the width of the cell encoder, shared across cells, whose
+	// mean over the cells is the trunk's view of the coarse grid.
+	CellEmbed int
 	// LoRARank is the adapter rank of every layer; 0 means no adapters.
 	LoRARank int
 	// LoRAAlpha sets the adapter scale alpha/rank; 0 means alpha = rank (scale 1).
@@ -56,8 +59,13 @@ func (c Config) WithEnvLayout() Config {
 // ObsDim is the length of one observation row: GlobalFeatures + Cells·CellFeatures.
 func (c Config) ObsDim() int { return c.GlobalFeatures + c.Cells*c.CellFeatures }
 
+// TrunkIn is the width of the trunk's input: the global block and the pooled
+// cell encoding.
+func (c Config) TrunkIn() int { return c.GlobalFeatures + c.CellEmbed }
+
 // Layer names, stable across versions because checkpoints key on them.
 const (
+	LayerCellEnc  = "cell.enc"  // cell features → cell encoding (pooled into the trunk's input)
 	LayerHead     = "head"      // h → logits
 	LayerLocCell  = "loc.cell"  // cell features → scorer hidden (U)
 	LayerLocTrunk = "loc.trunk" // h → scorer hidden (P, and the scorer bias b)
@@ -69,7 +77,8 @@ func TrunkLayer(i int) string { return fmt.Sprintf("trunk.%d", i) }
 
 // LayerNames lists the layers of a network with this config, in forward order.
 func (c Config) LayerNames() []string {
-	names := make([]string, 0, len(c.Hidden)+4)
+	names := make([]string, 0, len(c.Hidden)+5)
+	names = append(names, LayerCellEnc)
 	for i := range c.Hidden {
 		names = append(names, TrunkLayer(i))
 	}
@@ -110,6 +119,9 @@ func (c Config) Validate() error {
 	}
 	if c.LocHidden <= 0 {
 		bad("loc_hidden", "width %d must be positive", c.LocHidden)
+	}
+	if c.CellEmbed <= 0 {
+		bad("cell_embed", "width %d must be positive", c.CellEmbed)
 	}
 	if c.LoRARank < 0 {
 		bad("lora_rank", "rank %d must not be negative", c.LoRARank)

@@ -1,6 +1,7 @@
-// Package policy is the agent's network: an MLP trunk over the whole
-// observation, a linear action head, and a location head whose small scorer
-// is shared across the coarse-view cells, with optional LoRA adapters on every
+// Package policy is the agent's network: a cell encoder shared across the
+// coarse-view cells, an MLP trunk over the question-and-results block and the
+// cells' mean encoding, a linear action head, and a location head whose small
+// scorer is shared across the cells, with optional LoRA adapters on every
 // linear layer. It is built twice: as a gorgonia graph for gradients
 // (TrainGraph) and as a plain-Go forward pass for rollouts (Inference).
 //
@@ -12,15 +13,21 @@
 //
 // # The network
 //
-//	h        = ReLU(… ReLU(obs·W₀ + b₀) …)                 trunk.0 … trunk.n−1
+//	e_c      = ReLU(cell_c·E + b_e)       for each cell c   cell.enc
+//	x        = [global, mean_c e_c]
+//	h        = ReLU(… ReLU(x·W₀ + b₀) …)                   trunk.0 … trunk.n−1
 //	logits   = h·W_head + b_head                            head
 //	z_c      = ReLU(cell_c·U + h·P + b)   for each cell c   loc.cell (U), loc.trunk (P, b)
 //	logits_c += z_c·v                     for c < Cells     loc.score (v)
 //
 // cell_c is the c-th row of CellFeatures floats after the GlobalFeatures block
-// of the observation; logit c is "segment at cell c" (env's action layout).
-// Because U, P and v are shared across cells, the scorer learns "a red object
-// here" once instead of once per cell, which a flat MLP cannot. A LoRA layer
+// of the observation (global); logit c is "segment at cell c" (env's action
+// layout). Because U, P and v are shared across cells, the scorer learns "a
+// red object here" once instead of once per cell, which a flat MLP cannot.
+// The trunk sees the cells only through their mean encoding: a trunk over the
+// whole observation memorised the cell rows and answered held-out spatial and
+// geometric questions from its own measurements at 0.73 and 0.69, where the
+// question-and-results block alone reaches 1.0. A LoRA layer
 // computes y = x·W + b + (α/r)·(x·A)·B with B initialised to zero.
 //
 // # Training

@@ -40,10 +40,12 @@ type TrainGraph struct {
 	// Entropy [B] = −Σ_a p·log p.
 	Entropy *G.Node
 
-	cells    *G.Node   // [B·Cells, CellFeatures], filled from the Obs feed
-	cellsBuf []float32 // backing of cells
-	weights  map[string]*G.Node
-	data     map[string][]float32 // live weight slices by parameter name
+	global    *G.Node   // [B, GlobalFeatures], filled from the Obs feed
+	globalBuf []float32 // backing of global
+	cells     *G.Node   // [B·Cells, CellFeatures], filled from the Obs feed
+	cellsBuf  []float32 // backing of cells
+	weights   map[string]*G.Node
+	data      map[string][]float32 // live weight slices by parameter name
 
 	inputs   []*G.Node // every node Run must be fed, Obs first
 	inputBuf map[*G.Node][]float32
@@ -112,14 +114,23 @@ func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature
 	if tg.ActionMask, err = tg.NewInput("action_mask", batch, cfg.Actions); err != nil {
 		return nil, err
 	}
-	// The cell rows are a second input filled by Run from the Obs feed: the
-	// same numbers, already laid out [B·Cells, CellFeatures] for the shared
-	// scorer, so the graph needs no slice-and-copy of Obs.
+	// The global block and the cell rows are inputs filled by Run from the Obs
+	// feed: the same numbers, already laid out [B, Global] and
+	// [B·Cells, CellFeatures] for the layers shared across cells, so the graph
+	// needs no slice-and-copy of Obs.
+	tg.globalBuf = make([]float32, batch*cfg.GlobalFeatures)
+	globalVal := tensor.New(tensor.WithShape(batch, cfg.GlobalFeatures), tensor.WithBacking(tg.globalBuf))
+	tg.global = G.NewMatrix(tg.g, G.Float32, G.WithShape(batch, cfg.GlobalFeatures), G.WithName("global"), G.WithValue(globalVal))
 	tg.cellsBuf = make([]float32, batch*cfg.Cells*cfg.CellFeatures)
 	cellVal := tensor.New(tensor.WithShape(batch*cfg.Cells, cfg.CellFeatures), tensor.WithBacking(tg.cellsBuf))
 	tg.cells = G.NewMatrix(tg.g, G.Float32, G.WithShape(batch*cfg.Cells, cfg.CellFeatures), G.WithName("cells"), G.WithValue(cellVal))
 
-	h := tg.Obs
+	// Cell encoder: e_c = ReLU(cell_c·E + b_e), pooled as the mean over the
+	// cells; the trunk reads [global, mean_c e_c].
+	enc := G.Must(G.Rectify(tg.linear(tg.cells, LayerCellEnc)))
+	enc3 := G.Must(G.Reshape(enc, tensor.Shape{batch, cfg.Cells, cfg.CellEmbed}))
+	pooled := G.Must(G.Mul(G.Must(G.Sum(enc3, 1)), G.NewConstant(float32(1/float64(cfg.Cells)), G.WithName("inv_cells"))))
+	h := G.Must(G.Concat(1, tg.global, pooled))
 	for i := range cfg.Hidden {
 		h = G.Must(G.Rectify(tg.linear(h, TrunkLayer(i))))
 	}
@@ -275,7 +286,7 @@ func (tg *TrainGraph) Run(feeds map[*G.Node][]float32) error {
 	if len(feeds) != len(tg.inputs) {
 		return fmt.Errorf("run: %d feeds for %d inputs", len(feeds), len(tg.inputs))
 	}
-	tg.fillCells(feeds[tg.Obs])
+	tg.fillBlocks(feeds[tg.Obs])
 
 	tg.vm.Reset() // without it the tape does not run again
 	if err := tg.vm.RunAll(); err != nil {
@@ -294,14 +305,14 @@ func (tg *TrainGraph) Run(feeds map[*G.Node][]float32) error {
 	return nil
 }
 
-// fillCells lays the cell block of every observation row out as rows of the
-// cells input.
-func (tg *TrainGraph) fillCells(obs []float32) {
+// fillBlocks lays the global block and the cell block of every observation
+// row out as rows of the global and cells inputs.
+func (tg *TrainGraph) fillBlocks(obs []float32) {
 	cfg := tg.p.cfg
-	dst := tg.cellsBuf
-	od, cw := cfg.ObsDim(), cfg.Cells*cfg.CellFeatures
+	od, g, cw := cfg.ObsDim(), cfg.GlobalFeatures, cfg.Cells*cfg.CellFeatures
 	for i := 0; i < tg.batch; i++ {
-		copy(dst[i*cw:(i+1)*cw], obs[i*od+cfg.GlobalFeatures:(i+1)*od])
+		copy(tg.globalBuf[i*g:(i+1)*g], obs[i*od:i*od+g])
+		copy(tg.cellsBuf[i*cw:(i+1)*cw], obs[i*od+g:(i+1)*od])
 	}
 }
 

@@ -16,14 +16,16 @@ import (
 type handNet struct {
 	p     *Params
 	batch int
-	// forward activations: pre[k], post[k] per trunk layer
+	// forward activations: the cell encoding, the trunk's input, pre[k],
+	// post[k] per trunk layer
+	enc, in   []float32
 	pre, post [][]float32
 	logits    []float32
 	cells     []float32
 	hp, z     []float32
 	// backward buffers
-	dLogits, dH, dHnext, dZ, dHP []float32
-	grads                        map[string][]float32
+	dLogits, dH, dHnext, dZ, dHP, dIn, dEnc []float32
+	grads                                   map[string][]float32
 }
 
 func newHandNet(p *Params, batch int) *handNet {
@@ -38,12 +40,16 @@ func newHandNet(p *Params, batch int) *handNet {
 	n.logits = make([]float32, batch*cfg.Actions)
 	n.dLogits = make([]float32, batch*cfg.Actions)
 	n.cells = make([]float32, batch*cfg.Cells*cfg.CellFeatures)
+	n.enc = make([]float32, batch*cfg.Cells*cfg.CellEmbed)
+	n.dEnc = make([]float32, batch*cfg.Cells*cfg.CellEmbed)
+	n.in = make([]float32, batch*cfg.TrunkIn())
+	n.dIn = make([]float32, batch*cfg.TrunkIn())
 	n.hp = make([]float32, batch*cfg.LocHidden)
 	n.dHP = make([]float32, batch*cfg.LocHidden)
 	n.z = make([]float32, batch*cfg.Cells*cfg.LocHidden)
 	n.dZ = make([]float32, batch*cfg.Cells*cfg.LocHidden)
-	n.dH = make([]float32, batch*widest)
-	n.dHnext = make([]float32, batch*widest)
+	n.dH = make([]float32, batch*max(widest, cfg.TrunkIn()))
+	n.dHnext = make([]float32, batch*max(widest, cfg.TrunkIn()))
 	for _, name := range p.Trainable(false) {
 		t, _ := p.tensor(name)
 		n.grads[name] = make([]float32, len(t.Data))
@@ -88,9 +94,30 @@ func colSum(dst, m []float32) {
 func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 	p, cfg, B := n.p, n.p.cfg, n.batch
 	od, na, nc, cf, lh := cfg.ObsDim(), cfg.Actions, cfg.Cells, cfg.CellFeatures, cfg.LocHidden
+	g, ce, ti := cfg.GlobalFeatures, cfg.CellEmbed, cfg.TrunkIn()
 
-	// Forward: H_k = ReLU(H_{k−1}·W_k + b_k).
-	x, in := obs, od
+	// Forward: E = ReLU(cells·W_e + b_e), H_0 = [global, mean_c E],
+	// H_k = ReLU(H_{k−1}·W_k + b_k).
+	for i := 0; i < B; i++ {
+		copy(n.cells[i*nc*cf:(i+1)*nc*cf], obs[i*od+g:(i+1)*od])
+	}
+	ce0 := p.Layer(LayerCellEnc)
+	gemm(blas.NoTrans, blas.NoTrans, B*nc, cf, ce, n.cells, cf, ce0.Weight, ce, 0, n.enc)
+	addRows(n.enc, ce0.Bias)
+	for i, v := range n.enc {
+		n.enc[i] = max(v, 0)
+	}
+	for i := 0; i < B; i++ {
+		row := n.in[i*ti : (i+1)*ti]
+		copy(row[:g], obs[i*od:i*od+g])
+		clear(row[g:])
+		for c := range nc {
+			for k, v := range n.enc[(i*nc+c)*ce : (i*nc+c+1)*ce] {
+				row[g+k] += v / float32(nc)
+			}
+		}
+	}
+	x, in := n.in, ti
 	for k := range cfg.Hidden {
 		l := p.Layer(TrunkLayer(k))
 		gemm(blas.NoTrans, blas.NoTrans, B, in, l.Out, x, in, l.Weight, l.Out, 0, n.pre[k])
@@ -104,9 +131,6 @@ func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 	head := p.Layer(LayerHead)
 	gemm(blas.NoTrans, blas.NoTrans, B, hw, na, h, hw, head.Weight, na, 0, n.logits)
 	addRows(n.logits, head.Bias)
-	for i := 0; i < B; i++ {
-		copy(n.cells[i*nc*cf:(i+1)*nc*cf], obs[i*od+cfg.GlobalFeatures:(i+1)*od])
-	}
 	lt, lc, ls := p.Layer(LayerLocTrunk), p.Layer(LayerLocCell), p.Layer(LayerLocScore)
 	gemm(blas.NoTrans, blas.NoTrans, B, hw, lh, h, hw, lt.Weight, lh, 0, n.hp)
 	addRows(n.hp, lt.Bias)
@@ -145,8 +169,8 @@ func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 	}
 
 	// Location head backward: ds = dLogits[:, :C]; dv = Zᵀ·ds; dZ = ds·vᵀ ⊙ [Z>0].
-	g := n.grads
-	dv := g[LayerLocScore+SuffixWeight]
+	gr := n.grads
+	dv := gr[LayerLocScore+SuffixWeight]
 	clear(dv)
 	for i := 0; i < B; i++ {
 		dhp := n.dHP[i*lh : (i+1)*lh]
@@ -165,11 +189,11 @@ func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 			}
 		}
 	}
-	gemm(blas.Trans, blas.NoTrans, cf, B*nc, lh, n.cells, cf, n.dZ, lh, 0, g[LayerLocCell+SuffixWeight])
-	gemm(blas.Trans, blas.NoTrans, hw, B, lh, h, hw, n.dHP, lh, 0, g[LayerLocTrunk+SuffixWeight])
-	colSum(g[LayerLocTrunk+SuffixBias], n.dHP)
-	gemm(blas.Trans, blas.NoTrans, hw, B, na, h, hw, n.dLogits, na, 0, g[LayerHead+SuffixWeight])
-	colSum(g[LayerHead+SuffixBias], n.dLogits)
+	gemm(blas.Trans, blas.NoTrans, cf, B*nc, lh, n.cells, cf, n.dZ, lh, 0, gr[LayerLocCell+SuffixWeight])
+	gemm(blas.Trans, blas.NoTrans, hw, B, lh, h, hw, n.dHP, lh, 0, gr[LayerLocTrunk+SuffixWeight])
+	colSum(gr[LayerLocTrunk+SuffixBias], n.dHP)
+	gemm(blas.Trans, blas.NoTrans, hw, B, na, h, hw, n.dLogits, na, 0, gr[LayerHead+SuffixWeight])
+	colSum(gr[LayerHead+SuffixBias], n.dLogits)
 	// dH = dLogits·W_headᵀ + dHP·Pᵀ
 	dH := n.dH[:B*hw]
 	gemm(blas.NoTrans, blas.Trans, B, na, hw, n.dLogits, na, head.Weight, na, 0, dH)
@@ -183,19 +207,35 @@ func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 				dH[i] = 0
 			}
 		}
-		prev, pw := obs, od
+		prev, pw := n.in, ti
 		if k > 0 {
 			prev, pw = n.post[k-1], cfg.Hidden[k-1]
 		}
-		gemm(blas.Trans, blas.NoTrans, pw, B, l.Out, prev, pw, dH, l.Out, 0, g[l.Name+SuffixWeight])
-		colSum(g[l.Name+SuffixBias], dH)
-		if k > 0 {
-			next := n.dHnext[:B*pw]
-			gemm(blas.NoTrans, blas.Trans, B, l.Out, pw, dH, l.Out, l.Weight, l.Out, 0, next)
-			n.dH, n.dHnext = n.dHnext, n.dH
-			dH = next
+		gemm(blas.Trans, blas.NoTrans, pw, B, l.Out, prev, pw, dH, l.Out, 0, gr[l.Name+SuffixWeight])
+		colSum(gr[l.Name+SuffixBias], dH)
+		next := n.dHnext[:B*pw]
+		gemm(blas.NoTrans, blas.Trans, B, l.Out, pw, dH, l.Out, l.Weight, l.Out, 0, next)
+		n.dH, n.dHnext = n.dHnext, n.dH
+		dH = next
+	}
+
+	// Encoder backward: each cell gets 1/C of its example's ∂L/∂pooled,
+	// dE = that ⊙ [E>0], dW_e = cellsᵀ·dE.
+	for i := 0; i < B; i++ {
+		dp := dH[i*ti+g : (i+1)*ti]
+		for c := range nc {
+			o := (i*nc + c) * ce
+			for k := range ce {
+				if n.enc[o+k] > 0 {
+					n.dEnc[o+k] = dp[k] / float32(nc)
+				} else {
+					n.dEnc[o+k] = 0
+				}
+			}
 		}
 	}
+	gemm(blas.Trans, blas.NoTrans, cf, B*nc, ce, n.cells, cf, n.dEnc, ce, 0, gr[LayerCellEnc+SuffixWeight])
+	colSum(gr[LayerCellEnc+SuffixBias], n.dEnc)
 	return loss
 }
 

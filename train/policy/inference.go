@@ -14,6 +14,7 @@ import (
 type Inference struct {
 	mu      sync.RWMutex
 	cfg     Config
+	enc     dense // E, b_e: the cell encoder
 	trunk   []dense
 	head    dense
 	cell    dense // U
@@ -28,7 +29,7 @@ type dense struct {
 	w, b    []float32
 }
 
-type inferScratch struct{ a, b, cells, hp, z []float32 }
+type inferScratch struct{ a, b, in, cells, enc, hp, z []float32 }
 
 // NewInference copies p's weights (adapters merged) into a new forward pass.
 func NewInference(p *Params) *Inference {
@@ -42,6 +43,7 @@ func (inf *Inference) Refresh(p *Params) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	inf.cfg = p.cfg
+	inf.enc = merged(p.Layer(LayerCellEnc))
 	inf.trunk = inf.trunk[:0]
 	for i := range p.cfg.Hidden {
 		inf.trunk = append(inf.trunk, merged(p.Layer(TrunkLayer(i))))
@@ -87,7 +89,31 @@ func (inf *Inference) Logits(obs []float32, n int, dst []float32) {
 	s := inf.getScratch(n)
 	defer inf.scratch.Put(s)
 
-	x := obs[:n*od]
+	// The trunk's input: the global block and the cell encoding
+	// mean_c ReLU(cell_c·E + b_e).
+	cf, nc, lh, g, ce := cfg.CellFeatures, cfg.Cells, cfg.LocHidden, cfg.GlobalFeatures, cfg.CellEmbed
+	cells := s.cells[:n*nc*cf]
+	for i := 0; i < n; i++ {
+		copy(cells[i*nc*cf:(i+1)*nc*cf], obs[i*od+g:(i+1)*od])
+	}
+	enc := s.enc[:n*nc*ce]
+	inf.enc.forward(cells, n*nc, enc)
+	relu(enc)
+	x := s.in[:n*cfg.TrunkIn()]
+	for i := 0; i < n; i++ {
+		row := x[i*(g+ce) : (i+1)*(g+ce)]
+		copy(row[:g], obs[i*od:i*od+g])
+		pool := row[g:]
+		clear(pool)
+		for c := range nc {
+			for k, v := range enc[(i*nc+c)*ce : (i*nc+c+1)*ce] {
+				pool[k] += v
+			}
+		}
+		for k := range pool {
+			pool[k] /= float32(nc)
+		}
+	}
 	bufs := [2][]float32{s.a, s.b}
 	for i, l := range inf.trunk {
 		y := bufs[i%2][:n*l.out]
@@ -98,11 +124,6 @@ func (inf *Inference) Logits(obs []float32, n int, dst []float32) {
 	inf.head.forward(x, n, dst[:n*na])
 
 	// Location head: z_c = ReLU(cell_c·U + h·P + b), logits[c] += z_c·v.
-	cf, nc, lh := cfg.CellFeatures, cfg.Cells, cfg.LocHidden
-	cells := s.cells[:n*nc*cf]
-	for i := 0; i < n; i++ {
-		copy(cells[i*nc*cf:(i+1)*nc*cf], obs[i*od+cfg.GlobalFeatures:(i+1)*od])
-	}
 	hp := s.hp[:n*lh]
 	inf.locH.forward(x, n, hp)
 	z := s.z[:n*nc*lh]
@@ -181,7 +202,9 @@ func (inf *Inference) getScratch(n int) *inferScratch {
 	}
 	s.a = grow(s.a, n*widest)
 	s.b = grow(s.b, n*widest)
+	s.in = grow(s.in, n*cfg.TrunkIn())
 	s.cells = grow(s.cells, n*cfg.Cells*cfg.CellFeatures)
+	s.enc = grow(s.enc, n*cfg.Cells*cfg.CellEmbed)
 	s.hp = grow(s.hp, n*cfg.LocHidden)
 	s.z = grow(s.z, n*cfg.Cells*cfg.LocHidden)
 	return s

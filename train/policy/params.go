@@ -62,7 +62,8 @@ func New(cfg Config, rng *rand.Rand) (*Params, error) {
 		return nil, err
 	}
 	p := &Params{cfg: cfg}
-	in := cfg.ObsDim()
+	p.add(cfg, LayerCellEnc, cfg.CellFeatures, cfg.CellEmbed, true, 2, rng)
+	in := cfg.TrunkIn()
 	for i, h := range cfg.Hidden {
 		p.add(cfg, TrunkLayer(i), in, h, true, 2, rng)
 		in = h
@@ -242,8 +243,10 @@ func (p *Params) StepFLOPs(adaptersOnly bool) int64 {
 	for _, l := range p.layers {
 		in, out, r := l.In, l.Out, l.Rank
 		m := in*out + r*(in+out) // forward
-		// Layers reading the observation (trunk.0, loc.cell) need no ∂L/∂x.
-		needDX := l.Name != TrunkLayer(0) && l.Name != LayerLocCell
+		// Layers reading the observation (cell.enc, loc.cell) need no ∂L/∂x.
+		// trunk.0 needs it for its pooled-encoding columns, and the graph
+		// computes it for the whole concatenated input.
+		needDX := l.Name != LayerCellEnc && l.Name != LayerLocCell
 		if needDX {
 			m += in * out // ∂L/∂x = ∂L/∂y·Wᵀ
 		}
@@ -266,7 +269,7 @@ func (p *Params) StepFLOPs(adaptersOnly bool) int64 {
 
 // times is how often a layer is applied per example.
 func (p *Params) times(l *Layer) int {
-	if l.Name == LayerLocCell || l.Name == LayerLocScore {
+	if l.Name == LayerLocCell || l.Name == LayerLocScore || l.Name == LayerCellEnc {
 		return p.cfg.Cells
 	}
 	return 1

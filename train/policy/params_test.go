@@ -61,6 +61,7 @@ func TestParamsLayout(t *testing.T) {
 		}
 	}
 	want := []string{
+		"cell.enc.bias", "cell.enc.lora_A", "cell.enc.lora_B", "cell.enc.weight",
 		"head.bias", "head.lora_A", "head.lora_B", "head.weight",
 		"loc.cell.lora_A", "loc.cell.lora_B", "loc.cell.weight",
 		"loc.score.lora_A", "loc.score.lora_B", "loc.score.weight",
@@ -73,7 +74,8 @@ func TestParamsLayout(t *testing.T) {
 	}
 	cfg := p.Config()
 	for name, shape := range map[string][]int{
-		"trunk.0.weight": {cfg.ObsDim(), 6}, "trunk.0.lora_A": {cfg.ObsDim(), 2}, "head.lora_B": {3, 7},
+		"trunk.0.weight": {cfg.TrunkIn(), 6}, "trunk.0.lora_A": {cfg.TrunkIn(), 2}, "head.lora_B": {3, 7},
+		"cell.enc.weight": {3, 3},
 		"loc.cell.weight": {3, 4}, "loc.trunk.weight": {5, 4}, "loc.score.lora_A": {4, 1}, "loc.score.weight": {4, 1},
 	} {
 		if !slices.Equal(shapes[name], shape) {
@@ -81,7 +83,7 @@ func TestParamsLayout(t *testing.T) {
 		}
 	}
 	// Data aliases the live weights.
-	p.Tensors()[0].Data[0] = 42
+	p.Tensors()[4].Data[0] = 42
 	if p.Layer(LayerHead).Bias[0] != 42 {
 		t.Fatal("Tensors does not alias the weights")
 	}
@@ -104,9 +106,10 @@ func TestParamsLayout(t *testing.T) {
 	if p.NumParams() != n {
 		t.Fatalf("NumParams %d, tensors hold %d", p.NumParams(), n)
 	}
-	// 2·(in·out + r·(in+out)) per layer, the cell map and score once per cell.
-	od := int64(cfg.ObsDim())
-	flops := 2 * ((od*6 + 2*(od+6)) + (6*5 + 2*(6+5)) + (5*7 + 3*(5+7)) +
+	// 2·(in·out + r·(in+out)) per layer; the cell encoder, the cell map and
+	// the score once per cell.
+	ti := int64(cfg.TrunkIn())
+	flops := 2 * (4*(3*3+2*(3+3)) + (ti*6 + 2*(ti+6)) + (6*5 + 2*(6+5)) + (5*7 + 3*(5+7)) +
 		4*(3*4+2*(3+4)) + (5*4 + 2*(5+4)) + 4*(4*1+1*(4+1)))
 	if p.ForwardFLOPs() != flops {
 		t.Fatalf("ForwardFLOPs %d, want %d", p.ForwardFLOPs(), flops)
@@ -131,8 +134,8 @@ func TestAssignAndClone(t *testing.T) {
 
 	ts := q.Tensors()
 	bad := slices.Clone(ts)
-	bad[0] = Tensor{Name: bad[0].Name, Shape: []int{2, 2}, Data: make([]float32, 4)} // head.bias mis-shaped
-	bad = slices.Delete(bad, 3, 4)                                                   // head.weight missing
+	bad[4] = Tensor{Name: bad[4].Name, Shape: []int{2, 2}, Data: make([]float32, 4)} // head.bias mis-shaped
+	bad = slices.Delete(bad, 7, 8)                                                   // head.weight missing
 	bad = append(bad, Tensor{Name: "extra.weight", Shape: []int{1}, Data: []float32{0}})
 	before := p.Clone()
 	err := p.Assign(bad)
@@ -210,4 +213,6 @@ func TestAdaptersFreshAndMerge(t *testing.T) {
 
 // designConfig is the network of the design notes at the real observation
 // size: a 256-256 trunk and a 32-wide location scorer, without adapters.
-func designConfig() Config { return Config{Hidden: []int{256, 256}, LocHidden: 32}.WithEnvLayout() }
+func designConfig() Config {
+	return Config{Hidden: []int{256, 256}, LocHidden: 32, CellEmbed: 32}.WithEnvLayout()
+}

@@ -83,12 +83,28 @@ func (l *refLayer) apply(x []float64) []float64 {
 	return y
 }
 
+// cell is cell c's features of one observation row.
+func (r *refNet) cell(obs []float32, c int) []float64 {
+	cfg := r.cfg
+	cell := make([]float64, cfg.CellFeatures)
+	for k := range cell {
+		cell[k] = float64(obs[cfg.GlobalFeatures+c*cfg.CellFeatures+k])
+	}
+	return cell
+}
+
 // logits of one observation row.
 func (r *refNet) logits(obs []float32) []float64 {
 	cfg := r.cfg
-	h := make([]float64, cfg.ObsDim())
-	for i := range h {
+	// The trunk's input: the global block, then mean_c ReLU(cell_c·E + b_e).
+	h := make([]float64, cfg.GlobalFeatures+cfg.CellEmbed)
+	for i := range cfg.GlobalFeatures {
 		h[i] = float64(obs[i])
+	}
+	for c := 0; c < cfg.Cells; c++ {
+		for k, v := range r.layers[LayerCellEnc].apply(r.cell(obs, c)) {
+			h[cfg.GlobalFeatures+k] += math.Max(v, 0) / float64(cfg.Cells)
+		}
 	}
 	for i := range cfg.Hidden {
 		h = r.layers[TrunkLayer(i)].apply(h)
@@ -99,11 +115,7 @@ func (r *refNet) logits(obs []float32) []float64 {
 	out := r.layers[LayerHead].apply(h)
 	hp := r.layers[LayerLocTrunk].apply(h)
 	for c := 0; c < cfg.Cells; c++ {
-		cell := make([]float64, cfg.CellFeatures)
-		for k := range cell {
-			cell[k] = float64(obs[cfg.GlobalFeatures+c*cfg.CellFeatures+k])
-		}
-		z := r.layers[LayerLocCell].apply(cell)
+		z := r.layers[LayerLocCell].apply(r.cell(obs, c))
 		for k := range z {
 			z[k] = math.Max(z[k]+hp[k], 0)
 		}
@@ -132,7 +144,7 @@ func refLogSoftmax(x []float64) []float64 {
 // adapters of different ranks and alphas on every layer.
 func tinyConfig() Config {
 	return Config{
-		Hidden: []int{6, 5}, LocHidden: 4,
+		Hidden: []int{6, 5}, LocHidden: 4, CellEmbed: 3,
 		LoRARank: 2, LoRAAlpha: 3,
 		LoRARanks:      map[string]int{LayerLocScore: 1, LayerHead: 3},
 		LoRAAlphas:     map[string]float64{LayerHead: 1.5},

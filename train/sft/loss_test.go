@@ -13,7 +13,7 @@ import (
 
 func smallPolicy(t *testing.T) *policy.Params {
 	t.Helper()
-	p, err := policy.New(policy.Config{Hidden: []int{8}, LocHidden: 4, LoRARank: 2, LoRAAlpha: 2}.WithEnvLayout(), rand.New(rand.NewPCG(1, 2)))
+	p, err := policy.New(policy.Config{Hidden: []int{8}, LocHidden: 4, CellEmbed: 4, LoRARank: 2, LoRAAlpha: 2}.WithEnvLayout(), rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,274 @@
+package experiment
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/pixelis/pixelis/configs"
+)
+
+// File is an experiment file (TOML). Every field is documented here; an
+// example: configs/experiments/*.toml.
+type File struct {
+	// Name of the experiment, used for its output directory. Required.
+	Name string `toml:"name"`
+	// Description says what the experiment tests; it heads results.md.
+	Description string `toml:"description"`
+	// Config is the base config every run starts from: "default", "smoke" or a
+	// TOML file, relative to the experiment file. Default "default".
+	Config string `toml:"config"`
+	// Seeds are the run seeds; every arm runs once per seed. Required.
+	Seeds []uint64 `toml:"seeds"`
+	// Parallel is how many runs go at once; 0 uses one per core.
+	Parallel int `toml:"parallel"`
+	// Set are --set overrides applied to every run, before the arm's own.
+	Set []string `toml:"set"`
+	// SharedSFT runs each seed's SFT once, and every arm's RFT and test from
+	// it; an arm's overrides then apply to RFT and the test only.
+	SharedSFT bool `toml:"shared_sft"`
+	// Phases of every arm's run when SFT is not shared, some of sft, rft,
+	// test in that order. Default ["sft", "rft", "test"].
+	Phases []string `toml:"phases"`
+	// Series are metrics plotted over steps, one plot each, an arm's line the
+	// mean over its seeds. Default ["kpi/success_rate_ma100", "behavior/rapr"].
+	Series []string `toml:"series"`
+	// Report are the metrics of the results table: a training metric is its
+	// mean over the run's last Tail recorded steps, a test/ metric its value.
+	// Default: test pass@1 and greedy of the final model, and RFT − SFT when
+	// RFT runs.
+	Report []string `toml:"report"`
+	// Tail is the number of last recorded steps a training metric of Report
+	// averages. Default 10.
+	Tail int `toml:"tail"`
+	// Arms are the variants compared. At least one.
+	Arms []Arm `toml:"arms"`
+
+	path string // where the file was read from
+}
+
+// Arm is one variant: a name, optionally its own base config, and its --set
+// overrides.
+type Arm struct {
+	// Name of the arm, a directory name. Required, unique.
+	Name string `toml:"name"`
+	// Description is shown in results.md.
+	Description string `toml:"description"`
+	// Config replaces the experiment's base config for this arm (a TOML file
+	// relative to the experiment file, or an embedded name), for changes --set
+	// cannot express, such as other curriculum stages. With shared SFT its
+	// [policy] must equal the experiment's.
+	Config string `toml:"config"`
+	// Set are the arm's --set overrides.
+	Set []string `toml:"set"`
+}
+
+// Phase names, as pixelis run --phases takes them.
+var phaseOrder = []string{"sft", "rft", "test"}
+
+var armName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// Load reads and checks an experiment file. Every problem is reported at
+// once, each naming its key; every run's config is resolved, so a bad
+// override is refused before anything starts.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("experiment: %w", err)
+	}
+	f := &File{path: path}
+	md, err := toml.NewDecoder(bytes.NewReader(b)).Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("experiment %s: %w", path, err)
+	}
+	var errs []error
+	for _, k := range md.Undecoded() {
+		errs = append(errs, fmt.Errorf("%s: unknown key", k))
+	}
+	f.defaults()
+	errs = append(errs, f.check()...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("experiment %s:\n%w", path, err)
+	}
+	return f, nil
+}
+
+func (f *File) defaults() {
+	if f.Config == "" {
+		f.Config = "default"
+	}
+	if len(f.Phases) == 0 {
+		f.Phases = phaseOrder
+	}
+	if len(f.Series) == 0 {
+		f.Series = []string{"kpi/success_rate_ma100", "behavior/rapr"}
+	}
+	if f.Tail == 0 {
+		f.Tail = 10
+	}
+	if len(f.Report) == 0 {
+		f.Report = f.defaultReport()
+	}
+}
+
+// defaultReport: the final model's test pass@1 and greedy, and the paired
+// change when RFT runs after an SFT the run knows.
+func (f *File) defaultReport() []string {
+	model := "rft"
+	if !f.SharedSFT && !strings.Contains(strings.Join(f.Phases, ","), "rft") {
+		model = "sft"
+	}
+	r := []string{"test/" + model + "/all/pass@1", "test/" + model + "/all/greedy"}
+	if model == "rft" {
+		r = append(r, "test/rft_minus_sft/pass@1", "test/rft_minus_sft/greedy")
+	}
+	return r
+}
+
+func (f *File) check() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if !armName.MatchString(f.Name) {
+		bad("name", "must be a directory name (letters, digits, _ . -), got %q", f.Name)
+	}
+	if len(f.Seeds) == 0 {
+		bad("seeds", "must list at least one seed")
+	}
+	seen := map[uint64]bool{}
+	for i, s := range f.Seeds {
+		if seen[s] {
+			bad(fmt.Sprintf("seeds[%d]", i), "repeats %d", s)
+		}
+		seen[s] = true
+	}
+	if f.Parallel < 0 {
+		bad("parallel", "must be >= 0, got %d", f.Parallel)
+	}
+	if f.Tail < 1 {
+		bad("tail", "must be >= 1, got %d", f.Tail)
+	}
+	errs = append(errs, f.checkPhases()...)
+	if len(f.Arms) == 0 {
+		bad("arms", "must list at least one arm")
+	}
+	names := map[string]bool{}
+	for i, a := range f.Arms {
+		key := fmt.Sprintf("arms[%d]", i)
+		switch {
+		case !armName.MatchString(a.Name) || a.Name == "sft":
+			bad(key+".name", "must be a directory name other than sft (letters, digits, _ . -), got %q", a.Name)
+		case names[a.Name]:
+			bad(key+".name", "repeats %q", a.Name)
+		}
+		names[a.Name] = true
+		errs = append(errs, f.checkArm(key, a)...)
+	}
+	return errs
+}
+
+func (f *File) checkPhases() []error {
+	if f.SharedSFT {
+		return nil
+	}
+	next := 0
+	for i, p := range f.Phases {
+		j := indexOf(phaseOrder, p)
+		if j < next {
+			return []error{fmt.Errorf("phases[%d]: must be some of sft, rft, test in that order, got %q", i, p)}
+		}
+		next = j + 1
+	}
+	return nil
+}
+
+// checkArm resolves the arm's config for the first seed, and refuses SFT
+// settings an arm cannot change when SFT is shared.
+func (f *File) checkArm(key string, a Arm) []error {
+	var errs []error
+	if f.SharedSFT {
+		for j, s := range a.Set {
+			if k := strings.TrimSpace(strings.SplitN(s, "=", 2)[0]); strings.HasPrefix(k, "sft.") || strings.HasPrefix(k, "data.") || strings.HasPrefix(k, "policy.") {
+				errs = append(errs, fmt.Errorf("%s.set[%d]: %s cannot differ between arms that share their SFT", key, j, k))
+			}
+		}
+	}
+	cfg, err := f.resolve(a, f.Seeds0())
+	if err != nil {
+		return append(errs, fmt.Errorf("%s (%s): %w", key, a.Name, err))
+	}
+	if f.SharedSFT && a.Config != "" {
+		base, err := configs.Resolve(f.BaseConfig(), f.sets(nil, f.Seeds0()))
+		if err == nil && !reflect.DeepEqual(base.Policy, cfg.Policy) {
+			errs = append(errs, fmt.Errorf("%s.config: its [policy] differs from the experiment's, which the shared SFT trains", key))
+		}
+	}
+	return errs
+}
+
+// Seeds0 is the first seed, for checks.
+func (f *File) Seeds0() uint64 {
+	if len(f.Seeds) == 0 {
+		return 1
+	}
+	return f.Seeds[0]
+}
+
+// BaseConfig is the --config argument of the experiment's runs; see configPath.
+func (f *File) BaseConfig() string { return f.configPath(f.Config) }
+
+// ArmConfig is the --config argument of an arm's runs: its own, else the
+// experiment's.
+func (f *File) ArmConfig(a *Arm) string {
+	if a == nil || a.Config == "" {
+		return f.BaseConfig()
+	}
+	return f.configPath(a.Config)
+}
+
+// configPath is a file relative to the experiment file, made absolute, or an
+// embedded config's name when no such file exists.
+func (f *File) configPath(name string) string {
+	p := name
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(filepath.Dir(f.path), p)
+	}
+	if _, err := os.Stat(p); err != nil && (name == "default" || name == "smoke") {
+		return name
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// sets are the overrides of arm a's run of a seed (nil arm: the shared SFT).
+func (f *File) sets(a *Arm, seed uint64) []string {
+	out := append([]string{}, f.Set...)
+	if a != nil {
+		out = append(out, a.Set...)
+	}
+	return append(out, fmt.Sprintf("run.seed=%d", seed))
+}
+
+// resolve is the effective config of an arm's run of a seed.
+func (f *File) resolve(a Arm, seed uint64) (*configs.Config, error) {
+	return configs.Resolve(f.ArmConfig(&a), f.sets(&a, seed))
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
