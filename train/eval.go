@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
@@ -16,12 +17,15 @@ import (
 //	greedy  — share of tasks solved by the argmax policy
 //	pass@1  — mean correctness over n sampled attempts per task
 //	pass@n  — share of tasks with at least one correct attempt among n
+//	rapr    — rate of pixel-space reasoning: share of the sampled attempts
+//	          (the greedy ones when n = 0) that use a visual operation
 type EvalResult struct {
 	Tasks   int                `json:"tasks"`
 	Samples int                `json:"samples"` // n
 	Greedy  map[string]float64 `json:"greedy"`
 	Pass1   map[string]float64 `json:"pass@1,omitempty"`
 	PassN   map[string]float64 `json:"pass@n,omitempty"`
+	RaPR    map[string]float64 `json:"rapr"`
 	Count   map[string]int     `json:"count"`
 }
 
@@ -38,7 +42,7 @@ type evalSpec struct {
 // sampled attempts per task. It returns the scores and the episodes (greedy first,
 // then sampled, task-major) so callers can save or show them.
 func evaluate(ctx context.Context, r *roller, tasks []*env.Task, spec evalSpec) (EvalResult, []*Rollout, []*Rollout, error) {
-	res := EvalResult{Tasks: len(tasks), Samples: spec.samples, Greedy: map[string]float64{}, Count: map[string]int{}}
+	res := EvalResult{Tasks: len(tasks), Samples: spec.samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{}}
 	greedy, err := r.run(ctx, tasks, 1, sampling{greedy: true}, func(i int) *rand.Rand { return nil })
 	if err != nil {
 		return res, nil, nil, err
@@ -62,8 +66,13 @@ func evaluate(ctx context.Context, r *roller, tasks []*env.Task, spec evalSpec) 
 				any = 1
 			}
 		}
+		rapr := usesOps(greedy[ti : ti+1])
+		if spec.samples > 0 {
+			rapr = usesOps(sampled[ti*spec.samples : (ti+1)*spec.samples])
+		}
 		for _, key := range keys {
 			res.Count[key]++
+			res.RaPR[key] += rapr
 			if greedy[ti].Correct {
 				res.Greedy[key]++
 			}
@@ -75,12 +84,24 @@ func evaluate(ctx context.Context, r *roller, tasks []*env.Task, spec evalSpec) 
 	}
 	for key, c := range res.Count {
 		res.Greedy[key] /= float64(c)
+		res.RaPR[key] /= float64(c)
 		if spec.samples > 0 {
 			res.Pass1[key] /= float64(c)
 			res.PassN[key] /= float64(c)
 		}
 	}
 	return res, greedy, sampled, nil
+}
+
+// usesOps is the share of rollouts that use a visual operation.
+func usesOps(rs []*Rollout) float64 {
+	n := 0
+	for _, ro := range rs {
+		if ro.Ops() > 0 {
+			n++
+		}
+	}
+	return float64(n) / float64(len(rs))
 }
 
 func (s evalSpec) groupsOf(t *env.Task) []string {
@@ -90,7 +111,8 @@ func (s evalSpec) groupsOf(t *env.Task) []string {
 	return s.groups(t)
 }
 
-// Metrics names the result under prefix ("val", "test"): prefix/<group>/pass@1 …
+// Metrics names the result under prefix ("val", "test"): prefix/<group>/greedy,
+// …/pass@1, …/pass@<n> with the number (pass@8, as verl writes it) and …/rapr.
 func (e EvalResult) Metrics(prefix string) map[string]float64 {
 	m := map[string]float64{}
 	for k, v := range e.Greedy {
@@ -100,10 +122,16 @@ func (e EvalResult) Metrics(prefix string) map[string]float64 {
 		m[prefix+"/"+k+"/pass@1"] = v
 	}
 	for k, v := range e.PassN {
-		m[prefix+"/"+k+"/pass@n"] = v
+		m[prefix+"/"+k+"/"+PassAt(e.Samples)] = v
+	}
+	for k, v := range e.RaPR {
+		m[prefix+"/"+k+"/rapr"] = v
 	}
 	return m
 }
+
+// PassAt names pass@n for n attempts: "pass@8".
+func PassAt(n int) string { return "pass@" + strconv.Itoa(n) }
 
 // Groups lists the groups in a stable order, "all" first.
 func (e EvalResult) Groups() []string {

@@ -40,7 +40,7 @@ var (
 	kpiValP1   = kpi{"val pass@1", []string{"val/all/pass@1", "val/all/greedy"}}
 	kpiLR      = kpi{"lr", []string{"policy/lr"}}
 	kpiStepT   = kpi{"step time s", []string{"perf/step_time_s"}}
-	kpiValPn   = kpi{"val pass@n", []string{"val/all/pass@n"}}
+	kpiValPn   = kpi{"val pass@n", []string{"val/all/pass@8", "val/all/pass@16", "val/all/pass@4", "val/all/pass@2", "val/all/pass@32"}}
 )
 
 // The chart sets `k`/`m` cycle through, per training phase.

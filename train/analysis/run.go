@@ -71,6 +71,19 @@ type runData struct {
 	events []telemetry.Event
 }
 
+// passAtN is the run's pass@n metric under prefix ("val/all/pass@8"): the
+// first recorded pass@<n> with n > 1.
+func (d *runData) passAtN(prefix string) string {
+	for _, p := range d.points {
+		for name := range p.Metrics {
+			if n, ok := strings.CutPrefix(name, prefix+"pass@"); ok && n != "1" {
+				return name
+			}
+		}
+	}
+	return prefix + "pass@n"
+}
+
 // readJSONL decodes every complete line of a JSONL file with fn; a line that
 // does not decode (the partial last line of a live run) is skipped.
 func readJSONL(path string, fn func(line []byte) error) error {
@@ -360,7 +373,7 @@ func writeRunFigures(dir string, d *runData, s *RunSummary) ([]string, error) {
 	); err != nil {
 		return nil, err
 	}
-	if err := emit(FigRunVal, panel{"RFT validation", "share of tasks", telemetry.PhaseRFT, []string{"val/all/greedy", "val/all/pass@1", "val/all/pass@n"}, true}); err != nil {
+	if err := emit(FigRunVal, panel{"RFT validation", "share of tasks", telemetry.PhaseRFT, []string{"val/all/greedy", "val/all/pass@1", d.passAtN("val/all/")}, true}); err != nil {
 		return nil, err
 	}
 	return figs, nil
