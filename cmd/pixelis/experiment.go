@@ -39,10 +39,12 @@ func cmdExperiment(ctx context.Context, args []string, std stdio) error {
 	if dir == "" {
 		dir = filepath.Join("experiments", f.Name)
 	}
-	if !*resultsOnly {
-		if err := runExperiment(ctx, std, f, pos[0], dir, *parallel); err != nil {
-			return err
+	if *resultsOnly {
+		if _, err := os.Stat(filepath.Join(dir, "runs")); err != nil {
+			return usagef("--results: %s holds no runs of the experiment (run it first, or pass --out DIR)", dir)
 		}
+	} else if err := runExperiment(ctx, std, f, pos[0], dir, *parallel); err != nil {
+		return err
 	}
 	res, err := experiment.Collect(f, dir)
 	if err != nil {
