@@ -47,6 +47,7 @@ func init() {
 		"ckpt":    {"ckpt inspect|verify PATH", cmdCkpt},
 		"config":  {"config print: the effective config as TOML", cmdConfig},
 		"analyze": {"compare checkpoints' trajectories; plots and a report", cmdAnalyze},
+		"serve":   {"the pixel world and its reward over HTTP for external trainers", cmdServe},
 	}
 }
 
