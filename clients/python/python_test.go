@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"image"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,35 @@ type refAction struct {
 	X      *int    `json:"x,omitempty"`
 	Y      *int    `json:"y,omitempty"`
 	Answer *string `json:"answer,omitempty"`
+}
+
+// refStep writes a step played in process in the CoTA step JSON.
+func refStep(st env.Step) env.TrajStep {
+	a, r := st.Action, st.Result
+	ts := env.TrajStep{Action: a.Op.String()}
+	switch a.Op {
+	case env.OpSegment:
+		ts.Parameters = env.Params{X: &a.X, Y: &a.Y}
+	case env.OpAnswer:
+		ts.Parameters = env.Params{Answer: a.Answer}
+	}
+	ts.Result = env.StepResult{Summary: r.Summary, ObjectID: r.ObjectID, Area: r.Area, Colour: r.Colour, Shape: r.Shape,
+		Text: r.Text, Confidence: r.Confidence}
+	if r.Misuse != env.MisuseNone {
+		ts.Result.Misuse = r.Misuse.String()
+	}
+	rect := func(b image.Rectangle) [4]int { return [4]int{b.Min.X, b.Min.Y, b.Max.X, b.Max.Y} }
+	if !r.BBox.Empty() {
+		b := rect(r.BBox)
+		ts.Result.BBox = &b
+	}
+	if r.Centre != (image.Point{}) {
+		ts.Result.Centre = &[2]int{r.Centre.X, r.Centre.Y}
+	}
+	for _, b := range r.Track {
+		ts.Result.Track = append(ts.Result.Track, rect(b))
+	}
+	return ts
 }
 
 type refReward struct {
@@ -146,7 +176,9 @@ func writeReference(t *testing.T, path string) {
 		if !e.Done() {
 			t.Fatalf("reference episode %d did not finish", i)
 		}
-		re.Steps = env.NewSample(task, e.Trajectory()).Trajectory
+		for _, st := range e.Trajectory() {
+			re.Steps = append(re.Steps, refStep(st))
+		}
 		re.Answer, re.Answered = e.Answer()
 		re.Correct = e.Correct()
 		tr.FinalObs = make([]float32, env.ObsDim)

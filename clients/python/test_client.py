@@ -10,7 +10,8 @@ repository. It plays the expert's episodes through the server and checks them
 against in-process play:
 
   - `pixelis data gen` (the same binary, in process): questions, the expert's
-    actions, every step's result and the finished CoTA records;
+    actions, every step's result and the finished CoTA records of its expert
+    demonstrations;
   - $PIXELIS_REFERENCE, a JSON file of episodes played and scored in process
     (written by clients/python/python_test.go, which runs this test from
     `go test ./...`): step results of spoiled episodes, pixels and rewards.
@@ -63,9 +64,9 @@ class ServeTest(unittest.TestCase):
             raise RuntimeError("pixelis serve did not start: %r %s" % (line, cls.proc.stderr.read()))
         cls.url = m.group(1)
         cls.client = Client(cls.url, token=cls.token)
-        # In-process play by the CLI: the expert's CoTA records of 12 validation tasks.
+        # In-process play by the CLI: the CoTA records of 24 validation tasks.
         out = os.path.join(cls.tmp.name, "val.jsonl")
-        subprocess.run([cls.bin, "data", "gen", "--config", "smoke", "--split", "val", "--n", "12", "--out", out],
+        subprocess.run([cls.bin, "data", "gen", "--config", "smoke", "--split", "val", "--n", "24", "--out", out],
                        check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             cls.samples = [json.loads(line) for line in f if line.strip()]
@@ -108,7 +109,12 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(Client(self.url).health()["status"], "ok")  # health needs none
 
     def test_expert_episodes_match_data_gen(self):
-        for i, sample in enumerate(self.samples):
+        # data gen's expert demonstrations: positive records whose every step is imitated.
+        expert = [s for s in self.samples
+                  if s["sample_type"] == "positive" and not any(st.get("role") for st in s["trajectory"])]
+        self.assertGreaterEqual(len(expert), 6, "too few expert records in pixelis data gen's output")
+        for sample in expert:
+            i = sample["index"]
             with self.subTest(task=sample["sample_id"]):
                 with self.client.new_episode(split="val", index=i) as ep:
                     self.assertEqual(ep.task["question"], sample["question"])

@@ -214,7 +214,7 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 	}
 	traj := e.env.Trajectory()
 	k := len(traj) - 1
-	out := stepView{Step: k + 1, stepJSON: stepOf(e.task, traj[k]), Done: done, Region: rectJSON(e.region)}
+	out := stepView{Step: k + 1, stepJSON: stepOf(traj[k]), Done: done, Region: rectJSON(e.region)}
 	if done {
 		fin := s.finish(e)
 		out.Finish = &fin
@@ -229,7 +229,7 @@ func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.mu.Unlock()
-	steps := stepsOf(e.task, e.env.Trajectory())
+	steps := stepsOf(e.env.Trajectory())
 	out := struct {
 		Episode string           `json:"episode"`
 		Results []env.StepResult `json:"results"`
@@ -258,10 +258,10 @@ func (s *Server) handleTrajectory(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errorf(http.StatusConflict, "format", "a CoTA record holds the ground truth: finish the episode first"))
 			return
 		}
-		writeJSON(w, http.StatusOK, env.NewSample(e.task, traj))
+		writeJSON(w, http.StatusOK, cotaRecord(e.task, traj))
 		return
 	}
-	out := trajectoryView{Episode: e.id, Task: publicTask(e.task), Steps: stepsOf(e.task, traj), Done: e.env.Done()}
+	out := trajectoryView{Episode: e.id, Task: publicTask(e.task), Steps: stepsOf(traj), Done: e.env.Done()}
 	if out.Done {
 		fin := s.finish(e)
 		out.Finish = &fin
@@ -284,7 +284,7 @@ func (s *Server) handleExpert(w http.ResponseWriter, r *http.Request) {
 	ep := s.pool.Get().(*env.Episode)
 	defer s.pool.Put(ep)
 	acts := env.SolveIn(ep, t) // in an episode with the server's budgets, as pixelis data gen
-	sample := env.NewSample(t, ep.Trajectory())
+	sample := cotaRecord(t, ep.Trajectory())
 	out := expertView{Task: publicTask(t), Sample: sample}
 	out.Task.GroundTruth = t.Answer
 	for _, a := range acts {

@@ -6,9 +6,10 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 )
 
-// The JSON the server answers with. Step results use the CoTA JSON of
-// train/env (env.TrajStep, env.StepResult), so a step seen through the
-// server reads exactly like the same step in `pixelis data gen` output.
+// The JSON the server answers with. Steps use the CoTA JSON types of
+// train/env (env.TrajStep, env.StepResult), so a step seen through the server
+// reads exactly like the same step in `pixelis data gen` output (the Python
+// client's test compares the two).
 
 // taskView is what a client may know of a task: never the scene, and the
 // ground truth only once the episode has ended (or from the expert).
@@ -107,16 +108,49 @@ func actionOut(a env.Action) actionJSON {
 	return out
 }
 
-// stepsOf converts steps with train/env's own CoTA conversion.
-func stepsOf(t *env.Task, steps []env.Step) []stepJSON {
-	cota := env.NewSample(t, steps).Trajectory
+// stepsOf converts steps to the CoTA step JSON (env.TrajStep, the shape
+// train/env's CoTA files use) with each step's index and cut-off.
+func stepsOf(steps []env.Step) []stepJSON {
 	out := make([]stepJSON, len(steps))
 	for i, st := range steps {
-		out[i] = stepJSON{TrajStep: cota[i], Index: st.Index, CutOff: st.Result.CutOff}
+		out[i] = stepOf(st)
 	}
 	return out
 }
 
-func stepOf(t *env.Task, st env.Step) stepJSON { return stepsOf(t, []env.Step{st})[0] }
+// stepOf is one step as a CoTA step: the operation's name, the arguments it
+// takes, and what it returned, zero fields left out (as train/env writes them).
+func stepOf(st env.Step) stepJSON {
+	a, r := st.Action, st.Result
+	ts := env.TrajStep{Action: a.Op.String()}
+	switch a.Op {
+	case env.OpSegment:
+		x, y := a.X, a.Y
+		ts.Parameters = env.Params{X: &x, Y: &y}
+	case env.OpAnswer:
+		ts.Parameters = env.Params{Answer: a.Answer}
+	}
+	ts.Result = resultJSON(r)
+	return stepJSON{TrajStep: ts, Index: st.Index, CutOff: r.CutOff}
+}
+
+// resultJSON is an operation's result in the CoTA result JSON.
+func resultJSON(r env.Result) env.StepResult {
+	sr := env.StepResult{Summary: r.Summary, ObjectID: r.ObjectID, Area: r.Area, Colour: r.Colour, Shape: r.Shape, Text: r.Text, Confidence: r.Confidence}
+	if r.Misuse != env.MisuseNone {
+		sr.Misuse = r.Misuse.String()
+	}
+	if !r.BBox.Empty() {
+		b := rectJSON(r.BBox)
+		sr.BBox = &b
+	}
+	if r.Centre != (image.Point{}) {
+		sr.Centre = &[2]int{r.Centre.X, r.Centre.Y}
+	}
+	for _, b := range r.Track {
+		sr.Track = append(sr.Track, rectJSON(b))
+	}
+	return sr
+}
 
 func rectJSON(r image.Rectangle) [4]int { return [4]int{r.Min.X, r.Min.Y, r.Max.X, r.Max.Y} }
