@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -35,8 +36,14 @@ type LoRALayer struct {
 
 // Adapter is a set of LoRA layers exported for use outside pixelis.
 type Adapter struct {
-	BaseModel  string  // base_model_name_or_path: the SFT checkpoint the adapters apply to
-	TaskType   string  // PEFT task_type; empty means CAUSAL_LM
+	// BaseModel is the checkpoint the adapters apply to, as a path usable from the working
+	// directory. The export stores it relative to the adapter directory (so a run directory can
+	// be moved or copied whole) and ReadAdapter resolves it back.
+	BaseModel string
+	// TaskType is PEFT's task_type. Empty writes null: PEFT then wraps the base model in its
+	// generic PeftModel, which takes any torch module. (CAUSAL_LM would make PEFT call the
+	// base model's prepare_inputs_for_generation, which a policy network does not have.)
+	TaskType   string
 	Dropout    float64 // lora_dropout used in training
 	Stage      string  // curriculum stage the adapter was exported at
 	StageIndex int
@@ -44,35 +51,57 @@ type Adapter struct {
 	Layers     []LoRALayer
 }
 
-// adapterConfig is adapter_config.json: the fields PEFT's LoraConfig reads, then pixelis's own,
-// prefixed so they cannot collide with a future PEFT field.
+// adapterConfig is adapter_config.json: only fields of PEFT's LoraConfig, so that every PEFT
+// version that knows LoRA loads it (older ones refuse unknown keys). pixelis's own fields go to
+// the __metadata__ of adapter_model.safetensors (adapterMeta).
 type adapterConfig struct {
 	PeftType            string             `json:"peft_type"`
-	TaskType            string             `json:"task_type"`
+	TaskType            *string            `json:"task_type"`
 	R                   int                `json:"r"`
 	LoraAlpha           float64            `json:"lora_alpha"`
 	LoraDropout         float64            `json:"lora_dropout"`
 	TargetModules       []string           `json:"target_modules"`
-	RankPattern         map[string]int     `json:"rank_pattern"`
-	AlphaPattern        map[string]float64 `json:"alpha_pattern"`
+	RankPattern         map[string]int     `json:"rank_pattern,omitempty"` // PEFT ≥ 0.7; left out when empty
+	AlphaPattern        map[string]float64 `json:"alpha_pattern,omitempty"`
 	BaseModelNameOrPath string             `json:"base_model_name_or_path"`
 	Bias                string             `json:"bias"`
 	FanInFanOut         bool               `json:"fan_in_fan_out"`
 	InferenceMode       bool               `json:"inference_mode"`
 	InitLoraWeights     bool               `json:"init_lora_weights"`
 	ModulesToSave       []string           `json:"modules_to_save"`
-
-	PixelisFormatVersion int    `json:"pixelis_format_version"`
-	PixelisStage         string `json:"pixelis_stage"`
-	PixelisStageIndex    int    `json:"pixelis_stage_index"`
-	PixelisStep          int64  `json:"pixelis_step"`
 }
 
+// legacyConfig holds the pixelis fields that exports before the PEFT-only config wrote into
+// adapter_config.json; ReadAdapter still reads them.
+type legacyConfig struct {
+	PixelisStage      string `json:"pixelis_stage"`
+	PixelisStageIndex int    `json:"pixelis_stage_index"`
+	PixelisStep       int64  `json:"pixelis_step"`
+}
+
+// Keys of pixelis's own fields in the __metadata__ of adapter_model.safetensors (safetensors
+// metadata values are strings). "format": "pt" sits beside them for transformers.
+const (
+	metaFormatVersion = "pixelis_format_version"
+	metaStage         = "pixelis_stage"
+	metaStageIndex    = "pixelis_stage_index"
+	metaStep          = "pixelis_step"
+	metaBaseRelative  = "pixelis_base_model_relative_to" // "adapter_dir": how to resolve base_model_name_or_path
+	metaWeightLayout  = "pixelis_weight_layout"
+)
+
+// adapterLayout describes the orientation of the exported factors: PEFT's and torch.nn.Linear's
+// [out, in] convention, the transpose of policy.safetensors' [in, out].
+const adapterLayout = "lora_A.weight is [r, in] and lora_B.weight is [out, r] (PEFT, torch.nn.Linear): " +
+	"the layer's update is (lora_alpha/r) * lora_B @ lora_A on a weight of shape [out, in]"
+
 // ExportAdapter writes a in PEFT's layout to dir: adapter_model.safetensors with tensors named
-// base_model.model.<module>.lora_A.weight / .lora_B.weight, and adapter_config.json. The global r
-// and lora_alpha are the most common values; layers that differ appear in rank_pattern and
-// alpha_pattern, as PEFT expects. The directory appears complete or not at all: both files are
-// written into a temporary sibling that is renamed into place, replacing any earlier export.
+// base_model.model.<module>.lora_A.weight / .lora_B.weight, and adapter_config.json with
+// LoraConfig's fields only. The global r and lora_alpha are the most common values; layers that
+// differ appear in rank_pattern and alpha_pattern, as PEFT expects. base_model_name_or_path is
+// a.BaseModel relative to dir. Stage, stage index, step and the factors' orientation go to the
+// safetensors __metadata__. The directory appears complete or not at all: both files are written
+// into a temporary sibling that is renamed into place, replacing any earlier export.
 func ExportAdapter(dir string, a Adapter) (err error) {
 	defer func() {
 		if err != nil {
@@ -84,23 +113,23 @@ func ExportAdapter(dir string, a Adapter) (err error) {
 	if err := checkLayers(layers); err != nil {
 		return err
 	}
-	cfg := adapterConfig{
-		PeftType:             "LORA",
-		TaskType:             a.TaskType,
-		LoraDropout:          a.Dropout,
-		RankPattern:          map[string]int{},
-		AlphaPattern:         map[string]float64{},
-		BaseModelNameOrPath:  a.BaseModel,
-		Bias:                 "none",
-		InferenceMode:        true,
-		InitLoraWeights:      true,
-		PixelisFormatVersion: FormatVersion,
-		PixelisStage:         a.Stage,
-		PixelisStageIndex:    a.StageIndex,
-		PixelisStep:          a.Step,
+	base, err := relativeBase(dir, a.BaseModel)
+	if err != nil {
+		return err
 	}
-	if cfg.TaskType == "" {
-		cfg.TaskType = "CAUSAL_LM"
+	cfg := adapterConfig{
+		PeftType:            "LORA",
+		LoraDropout:         a.Dropout,
+		RankPattern:         map[string]int{},
+		AlphaPattern:        map[string]float64{},
+		BaseModelNameOrPath: base,
+		Bias:                "none",
+		InferenceMode:       true,
+		InitLoraWeights:     true,
+	}
+	if a.TaskType != "" {
+		tt := a.TaskType
+		cfg.TaskType = &tt
 	}
 	ranks := make([]float64, len(layers))
 	alphas := make([]float64, len(layers))
@@ -150,7 +179,15 @@ func ExportAdapter(dir string, a Adapter) (err error) {
 		}
 	}()
 	// "format": "pt" is what transformers checks before trusting a safetensors checkpoint.
-	meta := map[string]string{"format": "pt"}
+	meta := map[string]string{
+		"format":          "pt",
+		metaFormatVersion: strconv.Itoa(FormatVersion),
+		metaStage:         a.Stage,
+		metaStageIndex:    strconv.Itoa(a.StageIndex),
+		metaStep:          strconv.FormatInt(a.Step, 10),
+		metaBaseRelative:  "adapter_dir",
+		metaWeightLayout:  adapterLayout,
+	}
 	if _, err := writeFile(filepath.Join(tmp, AdapterModelFile), func(w io.Writer) error {
 		return WriteSafetensors(w, tensors, meta)
 	}); err != nil {
@@ -160,6 +197,27 @@ func ExportAdapter(dir string, a Adapter) (err error) {
 		return err
 	}
 	return install(parent, name, tmp, func(string) error { return nil })
+}
+
+// relativeBase is base as a path relative to the adapter directory dir ("../../checkpoints/x"
+// for adapters/<name>/ beside checkpoints/ in a run directory). An empty base stays empty.
+func relativeBase(dir, base string) (string, error) {
+	if base == "" {
+		return "", nil
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("base model: %w", err)
+	}
+	absBase, err := filepath.Abs(base)
+	if err != nil {
+		return "", fmt.Errorf("base model: %w", err)
+	}
+	rel, err := filepath.Rel(absDir, absBase)
+	if err != nil {
+		return "", fmt.Errorf("base model %s: no path relative to %s: %w", base, dir, err)
+	}
+	return filepath.ToSlash(rel), nil
 }
 
 // checkLayers collects every reason the layers cannot be exported.
@@ -209,7 +267,8 @@ func mode(vs []float64) float64 {
 
 // ReadAdapter reads an adapter directory written by ExportAdapter (or by PEFT, for the LoRA
 // fields it shares) and checks that the weights agree with the config. Layers come back sorted
-// by module.
+// by module. A base model stored relative to the adapter directory comes back joined to dir;
+// exports made before pixelis moved its own fields to the safetensors metadata are read too.
 func ReadAdapter(dir string) (Adapter, error) {
 	cfgPath := filepath.Join(dir, AdapterConfigFile)
 	b, err := os.ReadFile(cfgPath)
@@ -217,14 +276,18 @@ func ReadAdapter(dir string) (Adapter, error) {
 		return Adapter{}, fmt.Errorf("read adapter: %w", err)
 	}
 	var cfg adapterConfig
+	var legacy legacyConfig
 	if err := json.Unmarshal(b, &cfg); err != nil {
+		return Adapter{}, fmt.Errorf("read adapter: %s: %w", cfgPath, err)
+	}
+	if err := json.Unmarshal(b, &legacy); err != nil {
 		return Adapter{}, fmt.Errorf("read adapter: %s: %w", cfgPath, err)
 	}
 	if cfg.PeftType != "LORA" {
 		return Adapter{}, fmt.Errorf("read adapter: %s: peft_type %q, want \"LORA\"", cfgPath, cfg.PeftType)
 	}
 	modelPath := filepath.Join(dir, AdapterModelFile)
-	tensors, _, err := ReadSafetensorsFile(modelPath)
+	tensors, meta, err := ReadSafetensorsFile(modelPath)
 	if err != nil {
 		return Adapter{}, fmt.Errorf("read adapter: %w", err)
 	}
@@ -234,13 +297,27 @@ func ReadAdapter(dir string) (Adapter, error) {
 	}
 	a := Adapter{
 		BaseModel:  cfg.BaseModelNameOrPath,
-		TaskType:   cfg.TaskType,
 		Dropout:    cfg.LoraDropout,
-		Stage:      cfg.PixelisStage,
-		StageIndex: cfg.PixelisStageIndex,
-		Step:       cfg.PixelisStep,
+		Stage:      legacy.PixelisStage,
+		StageIndex: legacy.PixelisStageIndex,
+		Step:       legacy.PixelisStep,
+	}
+	if cfg.TaskType != nil {
+		a.TaskType = *cfg.TaskType
 	}
 	var errs []error
+	if _, ok := meta[metaFormatVersion]; ok { // written with the PEFT-only config
+		a.Stage = meta[metaStage]
+		if a.StageIndex, err = strconv.Atoi(meta[metaStageIndex]); err != nil {
+			errs = append(errs, fmt.Errorf("%s metadata %s: %w", AdapterModelFile, metaStageIndex, err))
+		}
+		if a.Step, err = strconv.ParseInt(meta[metaStep], 10, 64); err != nil {
+			errs = append(errs, fmt.Errorf("%s metadata %s: %w", AdapterModelFile, metaStep, err))
+		}
+		if meta[metaBaseRelative] == "adapter_dir" && a.BaseModel != "" && !filepath.IsAbs(a.BaseModel) {
+			a.BaseModel = filepath.Join(dir, filepath.FromSlash(a.BaseModel))
+		}
+	}
 	for _, m := range cfg.TargetModules {
 		rank, ok := cfg.RankPattern[m]
 		if !ok {

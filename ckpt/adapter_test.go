@@ -38,8 +38,10 @@ func testAdapter() Adapter {
 }
 
 func TestExportAdapterMatchesPEFTLayout(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "adapters", "rft_adapters_coherence")
+	run := t.TempDir() // a run directory: adapters/ beside checkpoints/
+	dir := filepath.Join(run, "adapters", "rft_adapters_coherence")
 	a := testAdapter()
+	a.BaseModel = filepath.Join(run, "checkpoints", "step_000800")
 	if err := ExportAdapter(dir, a); err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +54,21 @@ func TestExportAdapterMatchesPEFTLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if meta["format"] != "pt" {
-		t.Errorf("metadata %v lacks format=pt", meta)
+	wantMeta := map[string]string{
+		"format":                         "pt",
+		"pixelis_format_version":         "1",
+		"pixelis_stage":                  "Phase2_Learn_Coherence",
+		"pixelis_stage_index":            "1",
+		"pixelis_step":                   "1180",
+		"pixelis_base_model_relative_to": "adapter_dir",
+	}
+	for k, v := range wantMeta {
+		if meta[k] != v {
+			t.Errorf("__metadata__ %s = %q, want %q", k, meta[k], v)
+		}
+	}
+	if !strings.Contains(meta["pixelis_weight_layout"], "lora_A.weight is [r, in] and lora_B.weight is [out, r]") {
+		t.Errorf("__metadata__ pixelis_weight_layout = %q", meta["pixelis_weight_layout"])
 	}
 	if len(got) != 2*len(a.Layers) {
 		t.Errorf("%d tensors, want %d", len(got), 2*len(a.Layers))
@@ -89,34 +104,132 @@ func TestExportAdapterMatchesPEFTLayout(t *testing.T) {
 	}
 	want := map[string]any{
 		"peft_type":               "LORA",
-		"task_type":               "CAUSAL_LM",
+		"task_type":               nil,
 		"r":                       4.0,
 		"lora_alpha":              16.0,
 		"lora_dropout":            0.05,
-		"base_model_name_or_path": "runs/demo/checkpoints/step_000800",
+		"base_model_name_or_path": "../../checkpoints/step_000800",
 		"bias":                    "none",
+		"fan_in_fan_out":          false,
+		"inference_mode":          true,
+		"init_lora_weights":       true,
+		"modules_to_save":         nil,
 		"target_modules":          []any{"policy.blocks.0.attn.q_proj", "policy.blocks.0.attn.v_proj", "policy.head"},
 		"rank_pattern":            map[string]any{"policy.blocks.0.attn.q_proj": 8.0},
 		"alpha_pattern":           map[string]any{"policy.blocks.0.attn.q_proj": 32.0},
-		"pixelis_stage":           "Phase2_Learn_Coherence",
-		"pixelis_stage_index":     1.0,
-		"pixelis_step":            1180.0,
 	}
-	for k, v := range want {
-		if !reflect.DeepEqual(cfg[k], v) {
-			t.Errorf("adapter_config.json %s = %#v, want %#v", k, cfg[k], v)
-		}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("adapter_config.json =\n%v\nwant\n%v", cfg, want)
 	}
-	// And back through ReadAdapter.
+	// And back through ReadAdapter: the base resolves to the checkpoint again.
 	back, err := ReadAdapter(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sorted := slices.Clone(a.Layers)
 	slices.SortFunc(sorted, func(x, y LoRALayer) int { return strings.Compare(x.Module, y.Module) })
-	a.Layers, a.TaskType = sorted, "CAUSAL_LM"
+	a.Layers = sorted
 	if !reflect.DeepEqual(back, a) {
 		t.Errorf("ReadAdapter =\n%+v\nwant\n%+v", back, a)
+	}
+}
+
+// peftConfigKeys are the fields of PEFT's LoraConfig and of the PeftConfig it extends
+// (peft/tuners/lora/config.py, peft/config.py) that adapter_config.json may use. PEFT passes the
+// file's keys to LoraConfig(**kwargs): before 0.11 an unknown key is a TypeError, later ones warn
+// and drop it. rank_pattern and alpha_pattern arrived in 0.7; the rest are older.
+var peftConfigKeys = map[string]bool{
+	"peft_type": true, "task_type": true, "base_model_name_or_path": true, "revision": true, "inference_mode": true,
+	"auto_mapping": true, "r": true, "target_modules": true, "lora_alpha": true, "lora_dropout": true,
+	"fan_in_fan_out": true, "bias": true, "modules_to_save": true, "init_lora_weights": true,
+	"layers_to_transform": true, "layers_pattern": true, "rank_pattern": true, "alpha_pattern": true,
+}
+
+// TestAdapterConfigHasOnlyPEFTKeys checks every export shape: uniform and mixed ranks, a task
+// type, no base.
+func TestAdapterConfigHasOnlyPEFTKeys(t *testing.T) {
+	uniform := Adapter{Layers: []LoRALayer{testLayer("x", 2, 3, 3, 4)}}
+	typed := testAdapter()
+	typed.TaskType = "FEATURE_EXTRACTION"
+	for i, a := range []Adapter{testAdapter(), uniform, typed} {
+		dir := filepath.Join(t.TempDir(), "a")
+		if err := ExportAdapter(dir, a); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, AdapterConfigFile))
+		var cfg map[string]any
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		for k := range cfg {
+			if !peftConfigKeys[k] {
+				t.Errorf("export %d: adapter_config.json key %q is not a LoraConfig field", i, k)
+			}
+		}
+		if p, ok := cfg["base_model_name_or_path"].(string); !ok || filepath.IsAbs(p) {
+			t.Errorf("export %d: base_model_name_or_path %v is not a relative path", i, cfg["base_model_name_or_path"])
+		}
+		if i == 2 && cfg["task_type"] != "FEATURE_EXTRACTION" {
+			t.Errorf("task_type %v", cfg["task_type"])
+		}
+	}
+}
+
+// TestAdapterBaseIsRelativeToTheAdapter exports with paths relative to the working directory, as
+// a run started with --run-dir runs/demo does, then moves the run directory: the adapter still
+// finds its base.
+func TestAdapterBaseIsRelativeToTheAdapter(t *testing.T) {
+	t.Chdir(t.TempDir())
+	a := testAdapter()
+	a.BaseModel = filepath.Join("runs", "demo", "checkpoints", "sft_final")
+	if err := ExportAdapter(filepath.Join("runs", "demo", "adapters", "rft_adapters_base"), a); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join("runs", "demo", "adapters", "rft_adapters_base", AdapterConfigFile))
+	if !strings.Contains(string(b), `"base_model_name_or_path": "../../checkpoints/sft_final"`) {
+		t.Errorf("adapter_config.json:\n%s", b)
+	}
+	if err := os.Rename("runs", "moved"); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadAdapter(filepath.Join("moved", "demo", "adapters", "rft_adapters_base"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join("moved", "demo", "checkpoints", "sft_final"); back.BaseModel != want {
+		t.Errorf("BaseModel %q, want %q", back.BaseModel, want)
+	}
+}
+
+// TestReadAdapterBeforePEFTOnlyConfig reads an export of the earlier layout: pixelis's fields in
+// adapter_config.json, the base as written, no metadata in the weights.
+func TestReadAdapterBeforePEFTOnlyConfig(t *testing.T) {
+	dir := t.TempDir()
+	l := testLayer("policy.head", 2, 3, 4, 4)
+	f, err := os.Create(filepath.Join(dir, AdapterModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSafetensors(f, []Tensor{
+		{Name: "base_model.model.policy.head.lora_A.weight", DType: F32, Shape: []int{2, 3}, Data: l.A},
+		{Name: "base_model.model.policy.head.lora_B.weight", DType: F32, Shape: []int{4, 2}, Data: l.B},
+	}, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	old := `{"peft_type":"LORA","task_type":"CAUSAL_LM","r":2,"lora_alpha":4,"lora_dropout":0,"target_modules":["policy.head"],
+		"rank_pattern":{},"alpha_pattern":{},"base_model_name_or_path":"runs/r/checkpoints/sft_final","bias":"none",
+		"pixelis_format_version":1,"pixelis_stage":"Phase1_Learn_Goal","pixelis_stage_index":0,"pixelis_step":2010}`
+	if err := os.WriteFile(filepath.Join(dir, AdapterConfigFile), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ReadAdapter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.BaseModel != "runs/r/checkpoints/sft_final" || a.Stage != "Phase1_Learn_Goal" || a.Step != 2010 || a.TaskType != "CAUSAL_LM" ||
+		len(a.Layers) != 1 || !reflect.DeepEqual(a.Layers[0], l) {
+		t.Errorf("ReadAdapter = %+v", a)
 	}
 }
 

@@ -9,12 +9,28 @@
 //	step_000500/
 //	  manifest.json          written last: phase, step, stage, kind, config hash, and each
 //	                         file's size and SHA-256 (plus tensor shapes for .safetensors)
-//	  policy.safetensors     weights, in the safetensors format (safetensors.go)
-//	  adapters.safetensors
-//	  optimizer.safetensors  moments as F32, step counters as I64
-//	  state.json             trainer state: curriculum, counters, generator seeds
+//	  policy.safetensors     every weight of the policy, LoRA adapters included, F32, in pixelis's
+//	                         [in, out] orientation: <layer>.weight [in, out] (y = x·W + b, the
+//	                         transpose of torch.nn.Linear.weight), <layer>.bias [out],
+//	                         <layer>.lora_A [in, r], <layer>.lora_B [r, out]; Save records this
+//	                         in the file's __metadata__ (pixelis_weight_layout = "in_out",
+//	                         layout.go)
+//	  optimizer.safetensors  Adam moments ("m/<param>", "v/<param>") as F32, the step as I64
+//	  replay.safetensors     RFT: the high-|advantage| replay buffer
+//	  curiosity.safetensors  RFT with ICM curiosity: the curiosity model and its optimiser
+//	  state.json             trainer state: curricula, KPI trackers, reward normaliser windows,
+//	                         curiosity cache, data cursor
+//	step_002110_stage/       the save at a reward-stage end (RFT step 110 after 2,000 SFT steps);
+//	                         periodic, manual and signal saves are step_NNNNNN like the first
+//	sft_final/ rft_final/    the saves at the end of each phase
 //	latest                   the name of the newest complete checkpoint and a newline
 //	.tmp-*  .prev-*  .latest-*   in-flight debris of an interrupted save; readers skip it
+//
+// Adapter exports (runs/<name>/adapters/rft_adapters_<stage>/, adapter.go) are PEFT's layout, not
+// checkpoints: adapter_model.safetensors (base_model.model.<layer>.lora_A.weight [r, in],
+// .lora_B.weight [out, r], PEFT's orientation; pixelis's stage, step and format version in its
+// __metadata__) and adapter_config.json with LoraConfig's keys only, base_model_name_or_path
+// relative to the adapter directory.
 //
 // Where to start reading:
 //
@@ -24,6 +40,7 @@
 //     and PreviousValid to suggest a fallback when the latest checkpoint is damaged.
 //   - retention.go: Prune keeps the newest periodic checkpoints and every stage, manual and final one.
 //   - adapter.go: ExportAdapter writes LoRA adapters in PEFT's layout so other tools can load them.
+//   - layout.go: the orientation of policy.safetensors' weights, recorded in its metadata.
 //   - safetensors.go: the file format, written and validated from its specification.
 //
 // The package uses only the standard library and never prints; callers log what it returns.

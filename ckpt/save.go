@@ -124,8 +124,12 @@ func Save(root string, c Checkpoint) (path string, err error) {
 	}
 	for _, name := range sortedKeys(c.Files) {
 		tensors := c.Files[name]
+		meta := c.Meta[name]
+		if name == PolicyFile {
+			meta = withPolicyLayout(meta) // the orientation of its weights (layout.go)
+		}
 		e, err := writeFile(filepath.Join(tmp, name), func(w io.Writer) error {
-			return WriteSafetensors(w, tensors, c.Meta[name])
+			return WriteSafetensors(w, tensors, meta)
 		})
 		if err != nil {
 			return "", err

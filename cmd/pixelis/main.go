@@ -48,6 +48,7 @@ func init() {
 		"config":     {"config print: the effective config as TOML", cmdConfig},
 		"analyze":    {"compare checkpoints' trajectories; plots and a report", cmdAnalyze},
 		"experiment": {"arms × seeds of runs from an experiment file, with results: experiment FILE", cmdExperiment},
+		"serve":      {"the pixel world and its reward over HTTP for external trainers", cmdServe},
 	}
 }
 

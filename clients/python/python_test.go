@@ -1,0 +1,217 @@
+// Package pythonclient_test runs the Python client's test (test_client.py)
+// from `go test ./...`, so CI covers it: it builds pixelis, plays reference
+// episodes in process and hands both to the Python test, which starts
+// `pixelis serve`, plays the same episodes through it and checks that every
+// answer, step result, pixel and reward is the same. Without python3 on PATH
+// the test skips and says so.
+package pythonclient_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"image"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/reward"
+	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/env"
+)
+
+func TestPythonClient(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not on PATH: the Python client's test (clients/python/test_client.py) did not run")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pixelis")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/pixelis/pixelis/cmd/pixelis").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ref := filepath.Join(dir, "reference.json")
+	writeReference(t, ref)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "test_client")
+	cmd.Env = append(os.Environ(), "PIXELIS_BIN="+bin, "PIXELIS_REFERENCE="+ref, "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m unittest test_client: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// refEpisode is one episode played in process.
+type refEpisode struct {
+	Split        string         `json:"split"`
+	Index        int            `json:"index"`
+	Question     string         `json:"question"`
+	Actions      []refAction    `json:"actions"`
+	Steps        []env.TrajStep `json:"steps"`
+	CutOff       []bool         `json:"cut_off"`
+	Answered     bool           `json:"answered"`
+	Answer       string         `json:"answer"`
+	Correct      bool           `json:"correct"`
+	GroundTruth  string         `json:"ground_truth"`
+	FramesSHA256 []string       `json:"frames_rgb_sha256"` // each source frame's RGB bytes
+	ViewSHA256   string         `json:"view_rgb_sha256"`   // the full view, ViewSize² RGB, before any step
+}
+
+type refAction struct {
+	Op     string  `json:"op"`
+	X      *int    `json:"x,omitempty"`
+	Y      *int    `json:"y,omitempty"`
+	Answer *string `json:"answer,omitempty"`
+}
+
+// refStep writes a step played in process in the CoTA step JSON.
+func refStep(st env.Step) env.TrajStep {
+	a, r := st.Action, st.Result
+	ts := env.TrajStep{Action: a.Op.String()}
+	switch a.Op {
+	case env.OpSegment:
+		ts.Parameters = env.Params{X: &a.X, Y: &a.Y}
+	case env.OpAnswer:
+		ts.Parameters = env.Params{Answer: a.Answer}
+	}
+	ts.Result = env.StepResult{Summary: r.Summary, ObjectID: r.ObjectID, Area: r.Area, Colour: r.Colour, Shape: r.Shape,
+		Text: r.Text, Confidence: r.Confidence}
+	if r.Misuse != env.MisuseNone {
+		ts.Result.Misuse = r.Misuse.String()
+	}
+	rect := func(b image.Rectangle) [4]int { return [4]int{b.Min.X, b.Min.Y, b.Max.X, b.Max.Y} }
+	if !r.BBox.Empty() {
+		b := rect(r.BBox)
+		ts.Result.BBox = &b
+	}
+	if r.Centre != (image.Point{}) {
+		ts.Result.Centre = &[2]int{r.Centre.X, r.Centre.Y}
+	}
+	for _, b := range r.Track {
+		ts.Result.Track = append(ts.Result.Track, rect(b))
+	}
+	return ts
+}
+
+type refReward struct {
+	Total   float64              `json:"total"`
+	Raw     map[string]float64   `json:"raw"`
+	Norm    map[string]float64   `json:"norm"`
+	PerStep []map[string]float64 `json:"per_step"`
+}
+
+type reference struct {
+	Config    string        `json:"config"`
+	Episodes  []refEpisode  `json:"episodes"`
+	Stateless []refReward   `json:"stateless"`    // POST /v1/score of every episode, in order
+	Stage     string        `json:"scorer_stage"` // a scorer made with this stage …
+	Batches   [][]refReward `json:"scorer_batches"`
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// writeReference plays twelve validation tasks in process — the expert's
+// episodes, some of them spoiled (a wrong answer, a misuse, a cut-off) — and
+// scores them with orchestrators built as a run builds its own.
+func writeReference(t *testing.T, path string) {
+	cfg, err := configs.Named("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, err := train.EnvConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := reference{Config: "smoke", Stage: cfg.Curriculum.Stages[len(cfg.Curriculum.Stages)-1].Name}
+	var trajs []*reward.Trajectory
+	for i := range 12 {
+		task := env.Generate(ec, env.Val, i)
+		acts := env.Solve(task)
+		switch i {
+		case 3:
+			acts[len(acts)-1].Answer = "cross" // a word of the vocabulary, never a spatial answer
+		case 5:
+			acts = append([]env.Action{{Op: env.OpZoom}}, acts...) // zoom before any segment
+		case 8:
+			acts = []env.Action{{Op: env.OpReadText}}
+			for k := 1; k < ec.MaxSteps; k++ {
+				acts = append(acts, env.Action{Op: env.OpSegment, X: 8 * k, Y: 60 - 7*k})
+			}
+		}
+		e := env.NewEpisode(ec)
+		e.Reset(task)
+		re := refEpisode{Split: "val", Index: i, Question: task.Question, GroundTruth: task.Answer,
+			ViewSHA256: sha(task.RGB(0, env.ViewSize, env.ViewSize))}
+		for k := range task.Frames {
+			re.FramesSHA256 = append(re.FramesSHA256, sha(task.RGB(k, env.SourceSize, env.SourceSize)))
+		}
+		tr := &reward.Trajectory{Frames: len(task.Frames), Group: i}
+		for _, a := range acts {
+			obs := make([]float32, env.ObsDim)
+			e.Observe(obs)
+			e.Step(a)
+			st := e.Trajectory()
+			last := st[len(st)-1]
+			last.Obs = obs
+			tr.Steps = append(tr.Steps, last)
+			ra := refAction{Op: a.Op.String()}
+			switch a.Op {
+			case env.OpSegment:
+				ra.X, ra.Y = &a.X, &a.Y
+			case env.OpAnswer:
+				ra.Answer = &a.Answer
+			}
+			re.Actions = append(re.Actions, ra)
+			re.CutOff = append(re.CutOff, last.Result.CutOff)
+		}
+		if !e.Done() {
+			t.Fatalf("reference episode %d did not finish", i)
+		}
+		for _, st := range e.Trajectory() {
+			re.Steps = append(re.Steps, refStep(st))
+		}
+		re.Answer, re.Answered = e.Answer()
+		re.Correct = e.Correct()
+		tr.FinalObs = make([]float32, env.ObsDim)
+		e.Observe(tr.FinalObs)
+		tr.Answered, tr.Correct = re.Answered, re.Correct
+		trajs = append(trajs, tr)
+		ref.Episodes = append(ref.Episodes, re)
+	}
+	rewards := func(o *reward.Orchestrator) []refReward {
+		o.BeginStep()
+		b := o.Compute(trajs)
+		out := make([]refReward, len(b.Trajs))
+		for i, tr := range b.Trajs {
+			out[i] = refReward{Total: tr.Total, Raw: tr.Raw, Norm: tr.Norm, PerStep: tr.Steps}
+		}
+		return out
+	}
+	o, err := train.NewOrchestrator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Stateless = rewards(o)
+	o, _ = train.NewOrchestrator(cfg)
+	last := cfg.Curriculum.Stages[len(cfg.Curriculum.Stages)-1].Weights
+	if err := o.SetWeights(map[string]float64{reward.NameFinal: last.Final, reward.NameCoherence: last.Coherence, reward.NameCuriosity: last.Curiosity}); err != nil {
+		t.Fatal(err)
+	}
+	ref.Batches = [][]refReward{rewards(o), rewards(o)}
+	b, err := json.MarshalIndent(ref, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

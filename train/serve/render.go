@@ -1,0 +1,159 @@
+package serve
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/png"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/pixelis/pixelis/train/env"
+)
+
+// Image sizes a client may ask for.
+const (
+	minImageSize = 8
+	maxImageSize = 1024
+)
+
+// render resamples region reg of a source frame to size×size with a box
+// filter: each output pixel is the mean of the source pixels of its cell (at
+// least one), which is the env's own view resampling when size is
+// env.ViewSize, and nearest-neighbour enlargement when size exceeds the
+// region. The result is opaque.
+func render(src *image.RGBA, reg image.Rectangle, size int) *image.RGBA {
+	dst := image.NewRGBA(image.Rect(0, 0, size, size))
+	w, h := reg.Dx(), reg.Dy()
+	xs := make([]int, size+1)
+	for i := range xs {
+		xs[i] = reg.Min.X + i*w/size
+	}
+	for dy := 0; dy < size; dy++ {
+		y0 := reg.Min.Y + dy*h/size
+		y1 := max(reg.Min.Y+(dy+1)*h/size, y0+1)
+		for dx := 0; dx < size; dx++ {
+			x0, x1 := xs[dx], max(xs[dx+1], xs[dx]+1)
+			var s0, s1, s2, n int
+			for y := y0; y < y1; y++ {
+				o := src.PixOffset(x0, y)
+				for x := x0; x < x1; x++ {
+					s0 += int(src.Pix[o])
+					s1 += int(src.Pix[o+1])
+					s2 += int(src.Pix[o+2])
+					o += 4
+					n++
+				}
+			}
+			d := dst.PixOffset(dx, dy)
+			dst.Pix[d], dst.Pix[d+1], dst.Pix[d+2], dst.Pix[d+3] = uint8(s0/n), uint8(s1/n), uint8(s2/n), 255
+		}
+	}
+	return dst
+}
+
+var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngPool{}}
+
+type pngPool struct{ p sync.Pool }
+
+func (p *pngPool) Get() *png.EncoderBuffer {
+	b, _ := p.p.Get().(*png.EncoderBuffer)
+	return b
+}
+func (p *pngPool) Put(b *png.EncoderBuffer) { p.p.Put(b) }
+
+func writePNG(w http.ResponseWriter, img image.Image, headers map[string]string) {
+	var buf bytes.Buffer
+	if err := pngEncoder.Encode(&buf, img); err != nil {
+		writeError(w, &apiError{Status: http.StatusInternalServerError, Message: "encode png: " + err.Error()})
+		return
+	}
+	for k, v := range headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf.Bytes())
+}
+
+// intParam reads an optional integer query parameter within [lo, hi].
+func intParam(r *http.Request, name string, def, lo, hi int) (int, *apiError) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, badField(name, "must be an integer, got %q", v)
+	}
+	if n < lo || n > hi {
+		return 0, badField(name, "must be in [%d, %d], got %d", lo, hi, n)
+	}
+	return n, nil
+}
+
+// handleView sends the current view: the episode's view region of frame 0
+// (or ?frame=k) resampled to env.ViewSize pixels (or ?size=N), which is what
+// SEGMENT_OBJECT_AT's x and y and READ_TEXT refer to.
+func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
+	size, err := intParam(r, "size", env.ViewSize, minImageSize, maxImageSize)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	e, err := s.lookup(r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	frames := len(e.task.Frames)
+	frame, err := intParam(r, "frame", 0, 0, frames-1)
+	if err != nil {
+		e.mu.Unlock()
+		writeError(w, err)
+		return
+	}
+	src, reg := e.task.Frames[frame], e.region
+	e.mu.Unlock() // frames are never written after Generate: encode without the lock
+	writePNG(w, render(src, reg, size), map[string]string{
+		"X-Pixelis-Region": fmt.Sprintf("%d,%d,%d,%d", reg.Min.X, reg.Min.Y, reg.Max.X, reg.Max.Y),
+		"X-Pixelis-Frame":  strconv.Itoa(frame),
+	})
+}
+
+// handleFrame sends source frame k of the task ("0.png" or "0"), whole, at
+// env.SourceSize pixels (or ?size=N).
+func (s *Server) handleFrame(w http.ResponseWriter, r *http.Request) {
+	ks := strings.TrimSuffix(r.PathValue("k"), ".png")
+	k, perr := strconv.Atoi(ks)
+	if perr != nil {
+		writeError(w, badField("k", "frame number must be an integer, got %q", r.PathValue("k")))
+		return
+	}
+	size, err := intParam(r, "size", env.SourceSize, minImageSize, maxImageSize)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	e, err := s.lookup(r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	frames := len(e.task.Frames)
+	if k < 0 || k >= frames {
+		e.mu.Unlock()
+		writeError(w, errorf(http.StatusNotFound, "k", "task %s has %d frame(s): k must be in [0, %d), got %d", e.task.ID, frames, frames, k))
+		return
+	}
+	src := e.task.Frames[k]
+	e.mu.Unlock()
+	var img image.Image = src
+	if size != env.SourceSize {
+		img = render(src, fullView, size)
+	}
+	writePNG(w, img, map[string]string{"X-Pixelis-Frame": strconv.Itoa(k)})
+}
