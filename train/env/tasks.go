@@ -286,8 +286,9 @@ func askCount(r *rand.Rand, cfg Config, t *Task, q *Query, objs []Object) int {
 
 // askPair sets up the two referred objects of a spatial or geometric question.
 // In a confusable spatial task the two may share a hue half the time; a
-// geometric comparison is confusable when the areas are close (ratio below
-// 1.6; otherwise at least 2), and its two objects never share a hue.
+// geometric comparison is confusable when the areas are close (ratio 1.1 to
+// 1.3, which GET_PROPERTIES measures exactly; otherwise at least 2), and its
+// two objects never share a hue.
 func askPair(r *rand.Rand, t *Task, q *Query, objs []Object, confusable bool) bool {
 	pairHue := t.Family == SpatialReasoning && confusable && r.IntN(2) == 0
 	switch {
@@ -309,7 +310,7 @@ func askPair(r *rand.Rand, t *Task, q *Query, objs []Object, confusable bool) bo
 	q.Ask = AskLarger
 	a0, a1 := shapeArea(objs[0].Shape, objs[0].Size), shapeArea(objs[1].Shape, objs[1].Size)
 	lo, hi := min(a0, a1), max(a0, a1)
-	if 10*hi < 13*lo || (confusable && 10*hi >= 16*lo) || (!confusable && hi < 2*lo) {
+	if (confusable && (10*hi < 11*lo || 10*hi >= 13*lo)) || (!confusable && hi < 2*lo) {
 		return false
 	}
 	t.Answer = q.Colour2.String()
