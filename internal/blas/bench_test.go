@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/pixelis/pixelis/internal/cputime"
 	gblas "gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 )
@@ -47,13 +48,13 @@ func BenchmarkSgemmKernels(b *testing.B) {
 func benchShape(b *testing.B, s shape, f sgemmFunc) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	p := newProblem(rng, s.tA, s.tB, s.m, s.n, s.k, 1, 0, [3]int{})
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	b.ResetTimer()
 	for b.Loop() {
 		f(p.tA, p.tB, p.m, p.n, p.k, 1, p.a, p.lda, p.b, p.ldb, 0, p.c, p.ldc)
 	}
 	b.StopTimer()
-	cpu := (cpuTime() - cpu0).Seconds()
+	cpu := (cputime.Process() - cpu0).Seconds()
 	work := s.flops() * float64(b.N)
 	b.ReportMetric(work/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	if cpu > 0 {
