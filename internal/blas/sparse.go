@@ -6,12 +6,17 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 )
 
-// sparseArgs is the argument block of the sparse kernels (asmgen's offS*).
+// sparseArgs is the argument block of the sparse kernels (asmgen's offS*):
+// m rows of A from x (xs bytes apart) times B from b, added to the rows of
+// C from c (cs bytes apart), in a chunk of columns.
 type sparseArgs struct {
-	x, b, c unsafe.Pointer // a row of A, B at the chunk's first column, C's row at it
+	x, b, c unsafe.Pointer // A's first row, B and C at the chunk's first column
 	k       int
 	bs      int    // B's row stride in bytes
 	mask    uint32 // columns of the chunk's last vector
+	_       uint32
+	m       int
+	xs, cs  int
 }
 
 // SgemmSparseA computes C += A·B for row-major A (m×k), B (k×n) and C (m×n)
@@ -67,16 +72,13 @@ func SgemmSparseA(m, n, k int, a []float32, lda int, b []float32, ldb int, c []f
 		return
 	}
 	const chunk = 16 * maxSparseNV
-	args := sparseArgs{k: k, bs: 4 * ldb}
-	for i := range m {
-		args.x = unsafe.Pointer(&a[i*lda])
-		for j0 := 0; j0 < n; j0 += chunk {
-			w := min(chunk, n-j0)
-			nv := (w + 15) / 16
-			args.b = unsafe.Pointer(&b[j0])
-			args.c = unsafe.Pointer(&c[i*ldc+j0])
-			args.mask = uint32(1)<<(w-16*(nv-1)) - 1
-			sparseK512(nv, &args)
-		}
+	args := sparseArgs{x: unsafe.Pointer(&a[0]), k: k, bs: 4 * ldb, m: m, xs: 4 * lda, cs: 4 * ldc}
+	for j0 := 0; j0 < n; j0 += chunk {
+		w := min(chunk, n-j0)
+		nv := (w + 15) / 16
+		args.b = unsafe.Pointer(&b[j0])
+		args.c = unsafe.Pointer(&c[j0])
+		args.mask = uint32(1)<<(w-16*(nv-1)) - 1
+		sparseK512(nv, &args)
 	}
 }

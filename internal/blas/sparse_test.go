@@ -3,7 +3,9 @@ package blas
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"unsafe"
 
 	gblas "gonum.org/v1/gonum/blas"
 )
@@ -128,5 +130,16 @@ func TestSgemmSparseAPanics(t *testing.T) {
 		if got := catch(func() { SgemmSparseA(c.m, c.n, c.k, c.a, c.lda, c.b, c.ldb, c.c, c.ldc) }); got != c.want {
 			t.Errorf("%+v: panic %v, want %v", c, got, c.want)
 		}
+	}
+}
+
+// The sparse kernels read sparseArgs by the offsets asmgen was written with.
+func TestSparseArgsLayout(t *testing.T) {
+	var p sparseArgs
+	got := []uintptr{unsafe.Offsetof(p.x), unsafe.Offsetof(p.b), unsafe.Offsetof(p.c), unsafe.Offsetof(p.k),
+		unsafe.Offsetof(p.bs), unsafe.Offsetof(p.mask), unsafe.Offsetof(p.m), unsafe.Offsetof(p.xs), unsafe.Offsetof(p.cs)}
+	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64}
+	if !slices.Equal(got, want) {
+		t.Fatalf("sparseArgs offsets %v, asmgen uses %v", got, want)
 	}
 }

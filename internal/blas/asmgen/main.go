@@ -324,34 +324,40 @@ const (
 	offSK    = 24
 	offSBS   = 32
 	offSMask = 40
+	offSM    = 48
+	offSXS   = 56
+	offSCS   = 64
 )
 
-// sparse512 writes the AVX-512 kernel that adds x·B to one row of C, nv
-// 16-float vectors wide (the last under args.mask), for a mostly zero row x:
-// it compares x with zero 16 floats at a time and, for each non-zero x[p] in
-// order of p, adds x[p]·B[p, :] to the accumulators. A NaN in x counts as
-// non-zero.
+// sparse512 writes the AVX-512 kernel that adds x·B to args.m rows of C,
+// nv 16-float vectors wide (the last under args.mask), for mostly zero rows
+// x of A: per row it compares x with zero 16 floats at a time and, for each
+// non-zero x[p] in order of p, adds x[p]·B[p, :] to the accumulators. A NaN
+// in x counts as non-zero.
 //
 // Register use: DI args, SI the x cursor, BX B's row at the cursor, CX
-// floats of x left, R8 B's row stride in bytes, R12 16 rows of B, R11 C,
-// AX the non-zero bits, DX the row of B being added; Z28 zero, Z29 x[p],
-// Z30 16 floats of x.
+// floats of x left, R8 B's row stride in bytes, R12 16 rows of B, R11 C's
+// row, R9 rows left, R10 x's row, AX the non-zero bits, DX the row of B
+// being added; Z28 zero, Z29 x[p], Z30 16 floats of x.
 func (g *gen) sparse512(nv int) {
 	name := fmt.Sprintf("sparseK512n%d", nv)
 	g.f("")
 	g.f("// func %s(p *sparseArgs)", name)
 	g.f("TEXT ·%s(SB), NOSPLIT, $0-8", name)
 	g.i("MOVQ p+0(FP), DI")
-	g.i("MOVQ %d(DI), SI", offSX)
-	g.i("MOVQ %d(DI), BX", offSB)
+	g.i("MOVQ %d(DI), R10", offSX)
 	g.i("MOVQ %d(DI), R11", offSC)
-	g.i("MOVQ %d(DI), CX", offSK)
+	g.i("MOVQ %d(DI), R9", offSM)
 	g.i("MOVQ %d(DI), R8", offSBS)
 	g.i("MOVL %d(DI), AX", offSMask)
 	g.i("KMOVW AX, K1")
 	g.i("MOVQ R8, R12")
 	g.i("SHLQ $4, R12")
 	g.i("VXORPS Z28, Z28, Z28")
+	g.f("row:")
+	g.i("MOVQ R10, SI")
+	g.i("MOVQ %d(DI), BX", offSB)
+	g.i("MOVQ %d(DI), CX", offSK)
 	mask := func(v int) string {
 		if v == nv-1 {
 			return "K1, "
@@ -408,6 +414,10 @@ func (g *gen) sparse512(nv int) {
 			g.i("VMOVUPS %s, %d(R11)", acc("Z", 1, 0, v), 64*v)
 		}
 	}
+	g.i("ADDQ %d(DI), R10", offSXS)
+	g.i("ADDQ %d(DI), R11", offSCS)
+	g.i("DECQ R9")
+	g.i("JNZ row")
 	g.i("VZEROUPPER")
 	g.i("RET")
 }
