@@ -14,9 +14,11 @@
 // registers while the kernel runs down k: each step loads two vectors of a
 // row of B and multiplies them by the tile's 12 values of A, broadcast from
 // memory into the fused multiply-adds. Tiles at the bottom edge use kernels
-// for fewer rows; at the right edge the columns are masked (and a tile of at
-// most 16 columns uses one vector per row). On CPUs with AVX2 and FMA but
-// not AVX-512 the tiles are 6×16 in 12 registers. The kernels are chosen at
+// for fewer rows; at the right edge the columns are masked, and a tile of at
+// most 16 columns uses one vector per row, of at most 8 (the adapters' rank)
+// one 8-float vector, which does twice the multiply-adds per cycle of a
+// half-masked 16-float one. On CPUs with AVX2 and FMA but not AVX-512 the
+// tiles are 6×16 in 12 registers. The kernels are chosen at
 // start-up with golang.org/x/sys/cpu; on other CPUs, and in builds tagged
 // purego, Sgemm is gonum's behind this package's argument handling.
 //

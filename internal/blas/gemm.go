@@ -105,6 +105,9 @@ func gemm(aTrans, bTrans bool, m, n, k int, alpha float32, a []float32, lda int,
 					}
 					setMask(args, w)
 					fns := kern.fns[mode][nv]
+					if w <= 8 && kern.narrow != nil {
+						fns = kern.narrow[mode]
+					}
 					cp := unsafe.Pointer(&c[ic*ldc+jc+jr])
 					if full := mc / mr; full > 0 {
 						args.a, args.c, args.panels = ap, cp, full

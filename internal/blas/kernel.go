@@ -54,6 +54,9 @@ type gemmKernel struct {
 	// fns[mode][v][r] computes r rows (1 ≤ r ≤ mr) of a B panel v vectors
 	// wide (1 ≤ v ≤ nv), reading A strided (modeStrided) or by rows (modeRows).
 	fns [][][]kernelFunc
+	// narrow[mode][r], if any, is fns[mode][1][r] for a panel of at most 8
+	// columns, in 8-float vectors.
+	narrow [][]kernelFunc
 	// maskedB: the kernels read B only in the mask's columns, so a partial
 	// panel of an untransposed B can be read in place (otherwise only full
 	// panels are, and a partial one is copied).

@@ -13,8 +13,9 @@ const (
 )
 
 // kernelAVX512 computes 12×32 tiles: 24 accumulators of 16 floats, B loaded
-// under the column mask, A broadcast from memory into each FMA.
-var kernelAVX512 = &gemmKernel{name: "avx512", mr: mr512, lanes: 16, nv: 2, maskedB: true, fns: kernels512}
+// under the column mask, A broadcast from memory into each FMA. Panels of at
+// most 8 columns (the adapters' rank) use 8-float vectors under the mask.
+var kernelAVX512 = &gemmKernel{name: "avx512", mr: mr512, lanes: 16, nv: 2, maskedB: true, fns: kernels512, narrow: kernels512x8}
 
 // kernelAVX2 computes 6×16 tiles: 12 accumulators of 8 floats.
 var kernelAVX2 = &gemmKernel{name: "avx2", mr: mr256, lanes: 8, nv: 2, fns: kernels256}

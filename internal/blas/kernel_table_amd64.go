@@ -221,6 +221,78 @@ func sgemmK256x16m5rows(p *kernelArgs)
 func sgemmK256x16m6rows(p *kernelArgs)
 
 //go:noescape
+func sgemmK512x8m1(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m2(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m3(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m4(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m5(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m6(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m7(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m8(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m9(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m10(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m11(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m12(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m1rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m2rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m3rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m4rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m5rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m6rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m7rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m8rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m9rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m10rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m11rows(p *kernelArgs)
+
+//go:noescape
+func sgemmK512x8m12rows(p *kernelArgs)
+
+//go:noescape
 func sparseK512n1(p *sparseArgs)
 
 //go:noescape
@@ -322,6 +394,12 @@ var kernels512 = [][][]kernelFunc{
 		1: {1: sgemmK512x16m1rows, 2: sgemmK512x16m2rows, 3: sgemmK512x16m3rows, 4: sgemmK512x16m4rows, 5: sgemmK512x16m5rows, 6: sgemmK512x16m6rows, 7: sgemmK512x16m7rows, 8: sgemmK512x16m8rows, 9: sgemmK512x16m9rows, 10: sgemmK512x16m10rows, 11: sgemmK512x16m11rows, 12: sgemmK512x16m12rows},
 		2: {1: sgemmK512x32m1rows, 2: sgemmK512x32m2rows, 3: sgemmK512x32m3rows, 4: sgemmK512x32m4rows, 5: sgemmK512x32m5rows, 6: sgemmK512x32m6rows, 7: sgemmK512x32m7rows, 8: sgemmK512x32m8rows, 9: sgemmK512x32m9rows, 10: sgemmK512x32m10rows, 11: sgemmK512x32m11rows, 12: sgemmK512x32m12rows},
 	},
+}
+
+// kernels512x8[mode][mr] computes mr rows of one 8-float vector (AVX-512VL).
+var kernels512x8 = [][]kernelFunc{
+	0: {1: sgemmK512x8m1, 2: sgemmK512x8m2, 3: sgemmK512x8m3, 4: sgemmK512x8m4, 5: sgemmK512x8m5, 6: sgemmK512x8m6, 7: sgemmK512x8m7, 8: sgemmK512x8m8, 9: sgemmK512x8m9, 10: sgemmK512x8m10, 11: sgemmK512x8m11, 12: sgemmK512x8m12},
+	1: {1: sgemmK512x8m1rows, 2: sgemmK512x8m2rows, 3: sgemmK512x8m3rows, 4: sgemmK512x8m4rows, 5: sgemmK512x8m5rows, 6: sgemmK512x8m6rows, 7: sgemmK512x8m7rows, 8: sgemmK512x8m8rows, 9: sgemmK512x8m9rows, 10: sgemmK512x8m10rows, 11: sgemmK512x8m11rows, 12: sgemmK512x8m12rows},
 }
 
 // kernels256[mode][nv][mr] computes mr rows of nv 8-float vectors.

@@ -173,59 +173,67 @@ func (g *gen) panelEnd() {
 	g.i("RET")
 }
 
-// kernel512 writes the AVX-512 kernel for mr rows of nv 16-float vectors.
-func (g *gen) kernel512(nv, mr, mode int) {
-	g.prologue(kernelName("512", nv, 16, mr, mode))
+// kernel512 writes the AVX-512 kernel for mr rows of nv vectors of lanes
+// floats: 16 (zmm registers) or, for panels of at most 8 columns, 8 (ymm
+// registers under the same masks, AVX-512VL), which runs twice as many
+// multiply-adds a cycle as a half-masked zmm.
+func (g *gen) kernel512(nv, mr, mode, lanes int) {
+	g.prologue(kernelName("512", nv, lanes, mr, mode))
+	r := "Z"
+	if lanes == 8 {
+		r = "Y"
+	}
 	g.i("MOVL %d(DI), AX", offMask)
 	g.i("KMOVW AX, K1")
 	g.i("SHRL $16, AX")
 	g.i("KMOVW AX, K2")
-	g.i("VBROADCASTSS %d(DI), Z31", offAlpha)
-	bReg := func(v int) string { return fmt.Sprintf("Z%d", 28+v) }
+	g.i("VBROADCASTSS %d(DI), %s31", offAlpha, r)
+	bReg := func(v int) string { return fmt.Sprintf("%s%d", r, 28+v) }
 	mask := func(v int) string { return fmt.Sprintf("K%d", 1+v) }
+	vb := 4 * lanes // bytes per vector
 	g.panelStart(mode, mr)
-	for r := 0; r < mr; r++ {
+	for row := 0; row < mr; row++ {
 		for v := 0; v < nv; v++ {
-			a := acc("Z", nv, r, v)
+			a := acc(r, nv, row, v)
 			g.i("VXORPS %s, %s, %s", a, a, a)
 		}
 	}
 	g.f("loop:")
 	for v := 0; v < nv; v++ {
-		g.i("VMOVUPS.Z %d(BX), %s, %s", 64*v, mask(v), bReg(v))
+		g.i("VMOVUPS.Z %d(BX), %s, %s", vb*v, mask(v), bReg(v))
 	}
-	for r := 0; r < mr; r++ {
+	for row := 0; row < mr; row++ {
 		for v := 0; v < nv; v++ {
-			g.i("VFMADD231PS.BCST %s, %s, %s", aAddr(mode, r), bReg(v), acc("Z", nv, r, v))
+			g.i("VFMADD231PS.BCST %s, %s, %s", aAddr(mode, row), bReg(v), acc(r, nv, row, v))
 		}
 	}
 	g.advance(mode, mr)
 	g.i("ADDQ R9, BX")
 	g.i("DECQ CX")
 	g.i("JNZ loop")
-	for r := 0; r < mr; r++ {
+	for row := 0; row < mr; row++ {
 		for v := 0; v < nv; v++ {
-			a := acc("Z", nv, r, v)
-			g.i("VMULPS Z31, %s, %s", a, a)
+			a := acc(r, nv, row, v)
+			g.i("VMULPS %s31, %s, %s", r, a, a)
 		}
 	}
 	g.i("MOVQ %d(DI), DX", offCurC)
 	g.i("CMPL %d(DI), $0", offAcc)
 	g.i("JNE accumulate")
-	for r := 0; r < mr; r++ {
+	for row := 0; row < mr; row++ {
 		for v := 0; v < nv; v++ {
-			g.i("VMOVUPS %s, %s, %d(DX)", acc("Z", nv, r, v), mask(v), 64*v)
+			g.i("VMOVUPS %s, %s, %d(DX)", acc(r, nv, row, v), mask(v), vb*v)
 		}
 		g.i("ADDQ R10, DX")
 	}
 	g.i("JMP next")
 	g.f("accumulate:")
-	for r := 0; r < mr; r++ {
+	for row := 0; row < mr; row++ {
 		for v := 0; v < nv; v++ {
-			a := acc("Z", nv, r, v)
-			g.i("VMOVUPS.Z %d(DX), %s, %s", 64*v, mask(v), bReg(v))
+			a := acc(r, nv, row, v)
+			g.i("VMOVUPS.Z %d(DX), %s, %s", vb*v, mask(v), bReg(v))
 			g.i("VADDPS %s, %s, %s", bReg(v), a, a)
-			g.i("VMOVUPS %s, %s, %d(DX)", a, mask(v), 64*v)
+			g.i("VMOVUPS %s, %s, %d(DX)", a, mask(v), vb*v)
 		}
 		g.i("ADDQ R10, DX")
 	}
@@ -448,7 +456,7 @@ func main() {
 				fmt.Fprintf(tables[isa], "\t\t%d: {", nv)
 			}
 			for mr := 1; mr <= mr512; mr++ {
-				g.kernel512(nv, mr, mode)
+				g.kernel512(nv, mr, mode, 16)
 				n := kernelName("512", nv, 16, mr, mode)
 				fmt.Fprintf(&decl, "//go:noescape\nfunc %s(p *kernelArgs)\n\n", n)
 				fmt.Fprintf(tables["512"], "%d: %s, ", mr, n)
@@ -467,6 +475,17 @@ func main() {
 			tables[isa].WriteString("\t},\n")
 		}
 	}
+	var narrow strings.Builder
+	for mode := strided; mode <= rows; mode++ {
+		fmt.Fprintf(&narrow, "\t%d: {", mode)
+		for mr := 1; mr <= mr512; mr++ {
+			g.kernel512(1, mr, mode, 8)
+			n := kernelName("512", 1, 8, mr, mode)
+			fmt.Fprintf(&decl, "//go:noescape\nfunc %s(p *kernelArgs)\n\n", n)
+			fmt.Fprintf(&narrow, "%d: %s, ", mr, n)
+		}
+		narrow.WriteString("},\n")
+	}
 	var sw strings.Builder
 	for nv := 1; nv <= maxSparseNV; nv++ {
 		g.sparse512(nv)
@@ -479,6 +498,7 @@ func main() {
 	fmt.Fprintf(&tbl, "// maxSparseNV is the widest chunk of C one sparse kernel call covers, in 16-float vectors.\nconst maxSparseNV = %d\n\n", maxSparseNV)
 	fmt.Fprintf(&tbl, "// sparseK512 runs the sparse kernel for a chunk nv vectors wide (direct\n// calls, so p need not escape).\nfunc sparseK512(nv int, p *sparseArgs) {\n\tswitch nv {\n%s\tdefault:\n\t\tpanic(\"blas: sparse kernel width\")\n\t}\n}\n\n", sw.String())
 	fmt.Fprintf(&tbl, "// kernels512[mode][nv][mr] computes mr rows of nv 16-float vectors.\nvar kernels512 = [][][]kernelFunc{\n%s}\n\n", tables["512"])
+	fmt.Fprintf(&tbl, "// kernels512x8[mode][mr] computes mr rows of one 8-float vector (AVX-512VL).\nvar kernels512x8 = [][]kernelFunc{\n%s}\n\n", narrow.String())
 	fmt.Fprintf(&tbl, "// kernels256[mode][nv][mr] computes mr rows of nv 8-float vectors.\nvar kernels256 = [][][]kernelFunc{\n%s}\n", tables["256"])
 	src, err := format.Source([]byte(tbl.String()))
 	if err != nil {
