@@ -5,8 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
+	"github.com/pixelis/pixelis/internal/blas"
 )
 
 // Embedder maps an observation to a fixed-size embedding φ(obs), written into
@@ -59,13 +58,12 @@ func (rp *RandomProjection) Embed(obs []float32, dst []float32) {
 	gemvT(rp.p, rp.in, rp.out, obs, dst)
 }
 
-// gemvT adds xᵀ·W to y for W row-major rows×cols (y += Wᵀx), in float32
-// with gonum's serial kernels: deterministic for a given binary and machine.
+// gemvT adds xᵀ·W to y for W row-major rows×cols (y += Wᵀx), in float32. x
+// is an observation, mostly zeros, so only the rows of W it selects are
+// added (blas.SgemmSparseA): deterministic for a given binary and machine,
+// and the same bits as a row of encodeRows.
 func gemvT(w []float32, rows, cols int, x, y []float32) {
-	blas32.Gemv(blas.Trans, 1,
-		blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: w},
-		blas32.Vector{N: rows, Inc: 1, Data: x}, 1,
-		blas32.Vector{N: cols, Inc: 1, Data: y})
+	blas.SgemmSparseA(1, cols, rows, x, rows, w, cols, y, cols)
 }
 
 // cosine is u·v / (‖u‖‖v‖); ok is false when either vector is zero.

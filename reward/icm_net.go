@@ -5,9 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/pixelis/pixelis/internal/blas"
 	"github.com/pixelis/pixelis/internal/nn"
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -200,16 +199,14 @@ func (m *ICM) encode(s []float32, dst []float32) {
 }
 
 // encodeRows writes φ of the first n rows of s (row-major, ObsDim wide) into
-// dst (n×E): tanh(S·W_e + b_e) as one matrix product.
+// dst (n×E): tanh(S·W_e + b_e) as one matrix product, which skips the
+// observations' zeros (blas.SgemmSparseA; each row the same bits as encode).
 func (m *ICM) encodeRows(s []float32, n int, dst []float32) {
 	out := dst[:n*m.e]
 	for i := range n {
 		copy(out[i*m.e:(i+1)*m.e], m.encB)
 	}
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas32.General{Rows: n, Cols: m.d, Stride: m.d, Data: s},
-		blas32.General{Rows: m.d, Cols: m.e, Stride: m.e, Data: m.enc}, 1,
-		blas32.General{Rows: n, Cols: m.e, Stride: m.e, Data: out})
+	blas.SgemmSparseA(n, m.e, m.d, s, m.d, m.enc, m.e, out, m.e)
 	for j, v := range out {
 		out[j] = float32(math.Tanh(float64(v)))
 	}

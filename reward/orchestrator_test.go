@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pixelis/pixelis/internal/cputime"
 	"github.com/pixelis/pixelis/train/env"
 )
 
@@ -223,11 +224,14 @@ func BenchmarkCompute(b *testing.B) {
 				batches[i] = synthBatch(rng, env.ObsDim, 64, 4, 5)
 			}
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu0 := time.Now(), cputime.Process()
 			for i := 0; i < b.N; i++ {
 				o.Compute(batches[i%len(batches)])
 			}
 			b.ReportMetric(float64(256*b.N)/time.Since(start).Seconds(), "trajectories/s")
+			if cpu := cputime.Process() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(256*b.N)/cpu.Seconds(), "trajectories/cpu-s")
+			}
 			if icm != nil {
 				b.ReportMetric(icm.Stats().CacheHitRate, "cache_hit_rate")
 			}

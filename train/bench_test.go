@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/cputime"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 )
@@ -39,6 +40,7 @@ func BenchmarkRFTStep(b *testing.B) {
 	s := newBenchRFT(b)
 	ctx := context.Background()
 	var roll, rew, upd, eps, rows float64
+	cpu0 := cputime.Process()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := s.stepOnce(ctx); err != nil {
@@ -51,6 +53,10 @@ func BenchmarkRFTStep(b *testing.B) {
 		rows += s.last["behavior/traj_len_mean"] * float64(s.r.cfg.RFT.TasksPerStep*s.r.cfg.RFT.GroupSize)
 	}
 	n := float64(b.N)
+	cpu := cputime.Process() - cpu0
+	if cpu > 0 {
+		b.ReportMetric(cpu.Seconds()/n*1e3, "cpu-ms/step")
+	}
 	b.ReportMetric(roll/n*1e3, "rollout-ms/step")
 	b.ReportMetric(rew/n*1e3, "reward-ms/step")
 	b.ReportMetric(upd/n*1e3, "update-ms/step")
@@ -75,6 +81,7 @@ func BenchmarkRollout(b *testing.B) {
 	rl := newRoller(policy.NewInference(params), envCfg, 2)
 	tasks := generateTasks(envCfg, env.Train, 16)
 	var actions int
+	cpu0 := cputime.Process()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		rs, err := rl.run(context.Background(), tasks, 8, sampling{temperature: 1}, func(k int) *rand.Rand { return stream(1, streamEpisode, i, k) })
@@ -87,4 +94,7 @@ func BenchmarkRollout(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*128)/b.Elapsed().Seconds(), "episodes/s")
 	b.ReportMetric(float64(actions)/b.Elapsed().Seconds(), "actions/s")
+	if cpu := cputime.Process() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(actions)/cpu.Seconds(), "actions/cpu-s")
+	}
 }

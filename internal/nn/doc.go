@@ -9,6 +9,10 @@
 // Selecting log p[action] must be done by multiplying with a one-hot mask and
 // summing (gorgonia's ByIndices has wrong gradients); the policy graph does that.
 //
+// Importing nn also makes gorgonia multiply matrices with the project's BLAS
+// (blas.go: internal/blas, whose Sgemm is several times gonum's); gorgonia's
+// default is gonum's pure-Go implementation.
+//
 // Reading a forward value after a tape machine run needs G.Read: the machine
 // keeps only inputs and gradients live to the end and reuses any other node's
 // buffer, in place, once its last reader has run (policy.TrainGraph.Value and

@@ -2,8 +2,10 @@ package nn
 
 import (
 	"math"
+	"slices"
 	"testing"
 
+	"github.com/pixelis/pixelis/internal/blas"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -86,5 +88,29 @@ func TestMinMaxValuesAndGradients(t *testing.T) {
 				t.Fatalf("%s: values %v grads %v, want %v %v", c.name, got, gv, c.want, c.wantGrad)
 			}
 		}
+	}
+}
+
+// gorgonia and its tensor package multiply with the project's BLAS (and a
+// graph's product comes out right).
+func TestProjectBLAS(t *testing.T) {
+	if _, ok := G.WhichBLAS().(blas.Implementation); !ok {
+		t.Fatalf("gorgonia uses %T", G.WhichBLAS())
+	}
+	if _, ok := tensor.WhichBLAS().(blas.Implementation); !ok {
+		t.Fatalf("tensor uses %T", tensor.WhichBLAS())
+	}
+	g := G.NewGraph()
+	a := G.NewMatrix(g, G.Float32, G.WithShape(2, 3), G.WithValue(tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float32{1, 2, 3, 4, 5, 6}))))
+	b := G.NewMatrix(g, G.Float32, G.WithShape(3, 2), G.WithValue(tensor.New(tensor.WithShape(3, 2), tensor.WithBacking([]float32{1, 0, 0, 1, 1, 1}))))
+	c := G.Must(G.Mul(a, b))
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	got := c.Value().Data().([]float32)
+	if want := []float32{4, 5, 10, 11}; !slices.Equal(got, want) {
+		t.Fatalf("product %v, want %v", got, want)
 	}
 }

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
+	G "gorgonia.org/gorgonia"
 
 	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/train/policy"
 )
 
 // handGRPO is the adapter-only GRPO step (Updater.chunk) written by hand with
-// gonum BLAS: the policy forward with frozen base weights and active adapters,
+// the BLAS gorgonia uses (gemm): the policy forward with frozen base weights and active adapters,
 // a stable log-softmax, the objective of buildObjective, and the backward pass
 // derived on paper to every lora_A and lora_B — and to nothing else: no
 // gradient of a frozen weight or bias, none of the observation. It exists to
@@ -98,20 +98,11 @@ func newHandGRPO(p *policy.Params, batch int, c LossConfig) *handGRPO {
 }
 
 // gemm is C = alpha·op(A)·op(B) + beta·C for an m×nn C stored densely;
-// lda and ldb are the row strides of A and B as stored (before op).
+// lda and ldb are the row strides of A and B as stored (before op). It is
+// the BLAS gorgonia uses (the project's, installed by train/nn), so that
+// the benchmark compares equal matrix products.
 func gemm(tA, tB blas.Transpose, m, k, nn int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32) {
-	ar, ac := m, k
-	if tA == blas.Trans {
-		ar, ac = k, m
-	}
-	br, bc := k, nn
-	if tB == blas.Trans {
-		br, bc = nn, k
-	}
-	blas32.Gemm(tA, tB, alpha,
-		blas32.General{Rows: ar, Cols: ac, Stride: lda, Data: a},
-		blas32.General{Rows: br, Cols: bc, Stride: ldb, Data: b},
-		beta, blas32.General{Rows: m, Cols: nn, Stride: nn, Data: c})
+	G.WhichBLAS().Sgemm(tA, tB, m, nn, k, alpha, a, lda, b, ldb, beta, c, nn)
 }
 
 func addRows(y, b []float32) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pixelis/pixelis/internal/cputime"
+	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/internal/optim"
 	G "gorgonia.org/gorgonia"
 )
@@ -64,49 +66,95 @@ func benchBatch(cfg Config, batch int, rng *rand.Rand) ([]float32, []int, []floa
 	return obs, actions, w
 }
 
+// envObs is n observations of real episodes (the default environment, tasks
+// of the training split, uniformly random actions): one-hot blocks, under a
+// tenth of the floats non-zero, unlike randObs.
+func envObs(n int, rng *rand.Rand) []float32 {
+	cfg := env.Config{MaxSteps: 8, Frames: 4, MinObjects: 2, MaxObjects: 5, MinSize: 20, MaxSize: 30, MaxSpeed: 4, LabelProb: 0.5, Noise: 0.02, OpCap: 3, Confusion: 0.5}
+	out := make([]float32, 0, n*env.ObsDim)
+	e := env.NewEpisode(cfg)
+	for t := 0; len(out) < n*env.ObsDim; t++ {
+		e.Reset(env.Generate(cfg, env.Train, t))
+		for !e.Done() && len(out) < n*env.ObsDim {
+			o := make([]float32, env.ObsDim)
+			e.Observe(o)
+			out = append(out, o...)
+			a, err := env.DecodeAction(rng.IntN(env.NumActions()))
+			if err != nil {
+				panic(err)
+			}
+			e.Step(a)
+		}
+	}
+	return out
+}
+
+// BenchmarkInference times the rollout forward pass on observations of real
+// episodes (obs=env) and on dense random ones (obs=dense), reporting
+// actions per second of wall time and per CPU-second, and GFLOP/s counted
+// as if every input were non-zero (ForwardFLOPs).
 func BenchmarkInference(b *testing.B) {
 	p, _ := New(designConfig(), rand.New(rand.NewPCG(1, 2)))
 	cfg := p.Config()
 	inf := NewInference(p)
-	for _, rows := range []int{1, 64, 512} {
-		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
-			obs := randObs(cfg, rows, rand.New(rand.NewPCG(3, 4)))
-			dst := make([]float32, rows*cfg.Actions)
+	obsOf := map[string]func(int, *rand.Rand) []float32{
+		"env":   envObs,
+		"dense": func(n int, rng *rand.Rand) []float32 { return randObs(cfg, n, rng) },
+	}
+	for _, kind := range []string{"env", "dense"} {
+		for _, rows := range []int{1, 64, 512} {
+			b.Run(fmt.Sprintf("obs=%s/rows=%d", kind, rows), func(b *testing.B) {
+				obs := obsOf[kind](rows, rand.New(rand.NewPCG(3, 4)))
+				dst := make([]float32, rows*cfg.Actions)
+				b.ReportAllocs()
+				cpu0 := cputime.Process()
+				b.ResetTimer()
+				for b.Loop() {
+					inf.Logits(obs, rows, dst)
+				}
+				reportInference(b, p, rows*b.N, cputime.Process()-cpu0)
+			})
+		}
+		// One row per call from as many goroutines as cores: rollouts
+		// stepping episodes independently.
+		b.Run(fmt.Sprintf("obs=%s/rows=1/parallel", kind), func(b *testing.B) {
+			obs := obsOf[kind](64, rand.New(rand.NewPCG(5, 6)))
 			b.ReportAllocs()
+			cpu0 := cputime.Process()
 			b.ResetTimer()
-			for b.Loop() {
-				inf.Logits(obs, rows, dst)
-			}
-			sec := b.Elapsed().Seconds()
-			b.ReportMetric(float64(rows*b.N)/sec, "actions/s")
-			b.ReportMetric(float64(p.ForwardFLOPs())*float64(rows*b.N)/sec/1e9, "GFLOP/s")
+			b.RunParallel(func(pb *testing.PB) {
+				dst := make([]float32, cfg.Actions)
+				for i := 0; pb.Next(); i++ {
+					r := i % 64
+					inf.Logits(obs[r*cfg.ObsDim():(r+1)*cfg.ObsDim()], 1, dst)
+				}
+			})
+			reportInference(b, p, b.N, cputime.Process()-cpu0)
 		})
 	}
-	// One row per call from as many goroutines as cores: rollouts stepping
-	// episodes independently.
-	b.Run("rows=1/parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			obs := randObs(cfg, 1, rand.New(rand.NewPCG(5, 6)))
-			dst := make([]float32, cfg.Actions)
-			for pb.Next() {
-				inf.Logits(obs, 1, dst)
-			}
-		})
-		sec := b.Elapsed().Seconds()
-		b.ReportMetric(float64(b.N)/sec, "actions/s")
-		b.ReportMetric(float64(p.ForwardFLOPs())*float64(b.N)/sec/1e9, "GFLOP/s")
-	})
+}
+
+func reportInference(b *testing.B, p *Params, rows int, cpu time.Duration) {
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(rows)/sec, "actions/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(rows)/cpu.Seconds(), "actions/cpu-s")
+	}
+	b.ReportMetric(float64(p.ForwardFLOPs())*float64(rows)/sec/1e9, "GFLOP/s")
 }
 
 // reportStep reports the cost of one training step of batch rows, counting
-// the matrix products forward and backward (StepFLOPs).
-func reportStep(b *testing.B, p *Params, batch int, adaptersOnly bool) {
+// the matrix products forward and backward (StepFLOPs), in wall time and in
+// the CPU time cpu the steps used.
+func reportStep(b *testing.B, p *Params, batch int, adaptersOnly bool, cpu time.Duration) {
 	flops := float64(p.StepFLOPs(adaptersOnly)) * float64(batch)
 	sec := b.Elapsed().Seconds()
 	b.ReportMetric(flops/1e6, "MFLOP/step")
 	b.ReportMetric(flops*float64(b.N)/sec/1e9, "GFLOP/s")
 	b.ReportMetric(sec/float64(b.N)*1e3, "ms/step")
+	if cpu > 0 {
+		b.ReportMetric(cpu.Seconds()/float64(b.N)*1e3, "cpu-ms/step")
+	}
 }
 
 func BenchmarkTrainStep(b *testing.B) {
@@ -134,6 +182,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			feeds := map[*G.Node][]float32{tg.Obs: obs, tg.ActionMask: oneHot(actions, cfg.Actions), wIn: w}
 			adam := optim.NewAdam(optim.DefaultAdam())
 			b.ReportAllocs()
+			cpu0 := cputime.Process()
 			b.ResetTimer()
 			for b.Loop() {
 				if err := tg.Run(feeds); err != nil {
@@ -143,10 +192,11 @@ func BenchmarkTrainStep(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			reportStep(b, p, batch, tc.adapters)
+			reportStep(b, p, batch, tc.adapters, cputime.Process()-cpu0)
 		})
 	}
-	b.Run("gonum/sft", func(b *testing.B) {
+	// The same SFT step written by hand (handNet), with the same BLAS.
+	b.Run("hand/sft", func(b *testing.B) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		p, _ := New(designConfig(), rng)
 		hn := newHandNet(p, batch)
@@ -154,6 +204,7 @@ func BenchmarkTrainStep(b *testing.B) {
 		adam := optim.NewAdam(optim.DefaultAdam())
 		ps := hn.params()
 		b.ReportAllocs()
+		cpu0 := cputime.Process()
 		b.ResetTimer()
 		for b.Loop() {
 			hn.step(obs, actions, w)
@@ -161,13 +212,14 @@ func BenchmarkTrainStep(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		reportStep(b, p, batch, false)
+		reportStep(b, p, batch, false, cputime.Process()-cpu0)
 	})
 }
 
 // BenchmarkTrainStepRatio alternates one gorgonia step and one hand-written
-// gonum step of the same SFT update, so both see the same machine load (the
-// cores are shared), and reports the time ratio.
+// step (handNet, with the same BLAS) of the same SFT update, so both see the
+// same machine load (the cores are shared), and reports the ratios of their
+// wall and CPU times.
 func BenchmarkTrainStepRatio(b *testing.B) {
 	const batch = 256
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -187,26 +239,39 @@ func BenchmarkTrainStepRatio(b *testing.B) {
 	feeds := map[*G.Node][]float32{tg.Obs: obs, tg.ActionMask: oneHot(actions, cfg.Actions), wIn: w}
 	ga, ha := optim.NewAdam(optim.DefaultAdam()), optim.NewAdam(optim.DefaultAdam())
 	hps := hn.params()
-	var tGorgonia, tGonum time.Duration
+	var tGorgonia, tHand, cGorgonia, cHand time.Duration
 	b.ResetTimer()
 	for b.Loop() {
-		start := time.Now()
+		start, cpuStart := time.Now(), cputime.Process()
 		if err := tg.Run(feeds); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := ga.Step(tg.Params(), 1e-4); err != nil {
 			b.Fatal(err)
 		}
-		mid := time.Now()
+		mid, cpuMid := time.Now(), cputime.Process()
 		hn.step(obs, actions, w)
 		if _, err := ha.Step(hps, 1e-4); err != nil {
 			b.Fatal(err)
 		}
 		tGorgonia += mid.Sub(start)
-		tGonum += time.Since(mid)
+		tHand += time.Since(mid)
+		cGorgonia += cpuMid - cpuStart
+		cHand += cputime.Process() - cpuMid
 	}
+	reportRatio(b, tGorgonia, tHand, cGorgonia, cHand)
+}
+
+// reportRatio reports the per-step times of the gorgonia and hand-written
+// sides of a ratio benchmark and their ratios, wall and CPU.
+func reportRatio(b *testing.B, tGorgonia, tHand, cGorgonia, cHand time.Duration) {
 	n := float64(b.N)
 	b.ReportMetric(tGorgonia.Seconds()/n*1e3, "gorgonia-ms/step")
-	b.ReportMetric(tGonum.Seconds()/n*1e3, "gonum-ms/step")
-	b.ReportMetric(tGorgonia.Seconds()/tGonum.Seconds(), "gorgonia/gonum")
+	b.ReportMetric(tHand.Seconds()/n*1e3, "hand-ms/step")
+	b.ReportMetric(tGorgonia.Seconds()/tHand.Seconds(), "gorgonia/hand")
+	if cHand > 0 {
+		b.ReportMetric(cGorgonia.Seconds()/n*1e3, "gorgonia-cpu-ms/step")
+		b.ReportMetric(cHand.Seconds()/n*1e3, "hand-cpu-ms/step")
+		b.ReportMetric(cGorgonia.Seconds()/cHand.Seconds(), "gorgonia/hand-cpu")
+	}
 }

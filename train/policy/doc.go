@@ -66,9 +66,12 @@
 //
 // # Rollouts
 //
-// Inference.Logits computes the same logits in plain Go (gonum's SIMD axpy)
-// for any number of rows, on the calling goroutine, safely from several
-// goroutines at once: run one rollout worker per core. Sample, Greedy, LogSoftmax and Entropy
+// Inference.Logits computes the same logits outside gorgonia, with the
+// project's BLAS (internal/blas: the observation layer adds only the weight
+// rows of non-zero inputs, the other layers are dense products), for any
+// number of rows, on the calling goroutine, safely from several goroutines
+// at once: run one rollout worker per core. A row's logits do not depend on
+// the other rows of the call. Sample, Greedy, LogSoftmax and Entropy
 // work on one row of logits in float64; Sample returns the log-probability
 // under the temperature-scaled distribution it drew from.
 package policy

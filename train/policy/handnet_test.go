@@ -5,14 +5,15 @@ import (
 
 	"github.com/pixelis/pixelis/internal/optim"
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
+	G "gorgonia.org/gorgonia"
 )
 
 // handNet is the training step of the policy (base weights, no adapters)
-// written by hand with gonum BLAS: forward, the backward pass derived on
-// paper, the same loss Σ_i w_i·(−log π(a_i|s_i)). It exists to measure what
-// the gorgonia graph costs over the plain computation, and its gradients are
-// checked against the graph's so the comparison is of the same work.
+// written by hand with the BLAS gorgonia uses (gemm): forward, the backward
+// pass derived on paper, the same loss Σ_i w_i·(−log π(a_i|s_i)). It exists
+// to measure what the gorgonia graph costs over the plain computation with
+// the same matrix products, and its gradients are checked against the
+// graph's so the comparison is of the same work.
 type handNet struct {
 	p     *Params
 	batch int
@@ -57,19 +58,10 @@ func newHandNet(p *Params, batch int) *handNet {
 	return n
 }
 
+// gemm is C = op(A)·op(B) + beta·C for an m×nn C stored densely, with the
+// BLAS gorgonia uses (the project's, installed by train/nn).
 func gemm(tA, tB blas.Transpose, m, k, nn int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32) {
-	ar, ac := m, k
-	if tA == blas.Trans {
-		ar, ac = k, m
-	}
-	br, bc := k, nn
-	if tB == blas.Trans {
-		br, bc = nn, k
-	}
-	blas32.Gemm(tA, tB, 1,
-		blas32.General{Rows: ar, Cols: ac, Stride: lda, Data: a},
-		blas32.General{Rows: br, Cols: bc, Stride: ldb, Data: b},
-		beta, blas32.General{Rows: m, Cols: nn, Stride: nn, Data: c})
+	G.WhichBLAS().Sgemm(tA, tB, m, nn, k, 1, a, lda, b, ldb, beta, c, nn)
 }
 
 func addRows(y []float32, b []float32) {

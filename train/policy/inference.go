@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"gonum.org/v1/gonum/blas/blas32"
+	"github.com/pixelis/pixelis/internal/blas"
 )
 
 // Inference is the pure-Go forward pass for rollouts. It keeps its own copy of
@@ -97,7 +97,7 @@ func (inf *Inference) Logits(obs []float32, n int, dst []float32) {
 		copy(cells[i*nc*cf:(i+1)*nc*cf], obs[i*od+g:(i+1)*od])
 	}
 	enc := s.enc[:n*nc*ce]
-	inf.enc.forward(cells, n*nc, enc)
+	inf.enc.forwardSparse(cells, n*nc, enc)
 	relu(enc)
 	x := s.in[:n*cfg.TrunkIn()]
 	for i := 0; i < n; i++ {
@@ -117,7 +117,11 @@ func (inf *Inference) Logits(obs []float32, n int, dst []float32) {
 	bufs := [2][]float32{s.a, s.b}
 	for i, l := range inf.trunk {
 		y := bufs[i%2][:n*l.out]
-		l.forward(x, n, y)
+		if i == 0 {
+			l.forwardSparse(x, n, y) // the global block (mostly one-hots) and the pooled cells
+		} else {
+			l.forward(x, n, y)
+		}
 		relu(y)
 		x = y
 	}
@@ -127,7 +131,7 @@ func (inf *Inference) Logits(obs []float32, n int, dst []float32) {
 	hp := s.hp[:n*lh]
 	inf.locH.forward(x, n, hp)
 	z := s.z[:n*nc*lh]
-	inf.cell.forward(cells, n*nc, z)
+	inf.cell.forwardSparse(cells, n*nc, z)
 	for i := 0; i < n; i++ {
 		hpi := hp[i*lh : (i+1)*lh]
 		row := dst[i*na : i*na+nc]
@@ -144,35 +148,32 @@ func (inf *Inference) Logits(obs []float32, n int, dst []float32) {
 	}
 }
 
-// rowBlock is how many rows share one pass over W: each row k of W (out
-// floats) is loaded once and applied to the block's rows, whose outputs stay
-// in cache. A single row is memory-bound on streaming W; blocks reuse it.
-const rowBlock = 16
-
-// forward computes y = x·W + b for n rows on the calling goroutine.
-// gonum's Sgemm is not used: it starts worker goroutines even for one row,
-// which steals the core of a concurrent rollout, and it measured 1.4–2× slower
-// than this loop for the trunk's first layer at 1 to 512 rows on this machine.
+// forward computes y = x·W + b for n rows on the calling goroutine with the
+// project's Sgemm (which starts no goroutines, so concurrent rollout workers
+// keep their cores; gonum's does).
 func (l dense) forward(x []float32, n int, y []float32) {
-	if l.b != nil {
-		for i := 0; i < n; i++ {
-			copy(y[i*l.out:(i+1)*l.out], l.b)
-		}
-	} else {
+	l.addBias(n, y)
+	blas.Sgemm(blas.NoTrans, blas.NoTrans, n, l.out, l.in, 1, x, l.in, l.w, l.out, 1, y, l.out)
+}
+
+// forwardSparse is forward for inputs that are mostly zeros: observations
+// hold one-hot blocks (under a tenth of their floats are non-zero), so it
+// adds only the rows of W that non-zero inputs select. On observations of
+// real episodes it measured 4–5× faster than the dense product for the
+// first layer at 8 to 256 rows (15× for one row), 2× for the cell layer.
+func (l dense) forwardSparse(x []float32, n int, y []float32) {
+	l.addBias(n, y)
+	blas.SgemmSparseA(n, l.out, l.in, x, l.in, l.w, l.out, y, l.out)
+}
+
+// addBias sets each of the n rows of y to the bias (or zero).
+func (l dense) addBias(n int, y []float32) {
+	if l.b == nil {
 		clear(y[:n*l.out])
+		return
 	}
-	// y_i += Σ_k x_ik·W_k, one SIMD axpy per non-zero input: observations
-	// hold one-hot blocks, so many rows of W are skipped.
-	for i0 := 0; i0 < n; i0 += rowBlock {
-		i1 := min(i0+rowBlock, n)
-		for k := 0; k < l.in; k++ {
-			wk := blas32.Vector{N: l.out, Inc: 1, Data: l.w[k*l.out : (k+1)*l.out]}
-			for i := i0; i < i1; i++ {
-				if v := x[i*l.in+k]; v != 0 {
-					blas32.Axpy(v, wk, blas32.Vector{N: l.out, Inc: 1, Data: y[i*l.out : (i+1)*l.out]})
-				}
-			}
-		}
+	for i := 0; i < n; i++ {
+		copy(y[i*l.out:(i+1)*l.out], l.b)
 	}
 }
 

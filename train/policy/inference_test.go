@@ -13,9 +13,14 @@ func TestInferenceMatchesReference(t *testing.T) {
 	perturbAll(p, rng)
 	cfg := p.Config()
 	inf := NewInference(p)
-	check := func(n int) {
+	check := func(n int, density float64) {
 		t.Helper()
 		obs := randObs(cfg, n, rng)
+		for i := range obs {
+			if rng.Float64() >= density {
+				obs[i] = 0 // observations are mostly zeros; the first layer skips them
+			}
+		}
 		got := make([]float32, n*cfg.Actions)
 		inf.Logits(obs, n, got)
 		r := newRefNet(p)
@@ -27,9 +32,11 @@ func TestInferenceMatchesReference(t *testing.T) {
 			}
 		}
 	}
-	check(1)
-	check(5)
-	check(rowBlock + 3) // more than one block of rows
+	check(1, 1)
+	check(5, 1)
+	check(25, 1)   // two 12-row panels of the matrix kernel and an edge row
+	check(25, 0.1) // sparse, as real observations
+	check(3, 0)
 	// Inference keeps its own copy until Refresh.
 	p.Layer(LayerHead).Bias[2] += 10
 	obs := randObs(cfg, 1, rng)
@@ -43,7 +50,7 @@ func TestInferenceMatchesReference(t *testing.T) {
 	}
 	p.Layer(LayerHead).Bias[2] += 10
 	inf.Refresh(p)
-	check(3)
+	check(3, 1)
 }
 
 func TestInferenceConcurrent(t *testing.T) {

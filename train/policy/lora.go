@@ -1,9 +1,6 @@
 package policy
 
-import (
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
-)
+import "github.com/pixelis/pixelis/internal/blas"
 
 // MergeAdapters folds every adapter into its base weight,
 //
@@ -26,8 +23,5 @@ func addAdapter(w []float32, l *Layer) {
 	if l.Rank == 0 {
 		return
 	}
-	a := blas32.General{Rows: l.In, Cols: l.Rank, Stride: l.Rank, Data: l.A}
-	b := blas32.General{Rows: l.Rank, Cols: l.Out, Stride: l.Out, Data: l.B}
-	c := blas32.General{Rows: l.In, Cols: l.Out, Stride: l.Out, Data: w}
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, float32(l.Scale()), a, b, 1, c)
+	blas.Sgemm(blas.NoTrans, blas.NoTrans, l.In, l.Out, l.Rank, float32(l.Scale()), l.A, l.Rank, l.B, l.Out, 1, w, l.Out)
 }
