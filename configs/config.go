@@ -46,7 +46,7 @@ type Run struct {
 
 // Env is the [env] section: the built-in pixel world.
 type Env struct {
-	// MaxSteps is the number of actions an episode may take before it is cut off unanswered, in [5, 64]. Default 8.
+	// MaxSteps is the number of actions an episode may take before it is cut off unanswered, in [5, 64]. Default 12.
 	MaxSteps int `toml:"max_steps"`
 	// Frames is the number of frames of a video task, in [2, 8]. Default 4.
 	Frames int `toml:"frames"`
@@ -64,7 +64,7 @@ type Env struct {
 	LabelProb float64 `toml:"label_prob"`
 	// Noise is the standard deviation of pixel noise added to images, in [0, 0.06] of full intensity. Default 0.02.
 	Noise float64 `toml:"noise"`
-	// OpCap is how many times an episode may call any one operation before further calls are misuse, at least 2. Default 3.
+	// OpCap is how many times an episode may call any one operation before further calls are misuse, at least 2. Default 5.
 	OpCap int `toml:"op_cap"`
 	// Confusion is the probability that a task is confusable from the coarse view, in [0, 1]: a
 	// referred object has a look-alike of the neighbouring palette colour in the scene (geometric
