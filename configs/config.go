@@ -180,7 +180,7 @@ type DataCurriculum struct {
 
 // RFT is the [rft] section: reinforcement fine-tuning with GRPO.
 type RFT struct {
-	// Steps is the number of RFT steps (rollout, reward, update). Default 200.
+	// Steps is the number of RFT steps (rollout, reward, update). Default 300.
 	Steps int `toml:"steps"`
 	// TasksPerStep is the number of tasks rolled out per step. Default 16.
 	TasksPerStep int `toml:"tasks_per_step"`
@@ -271,7 +271,7 @@ type Reward struct {
 // Curiosity is the [reward.curiosity] section.
 type Curiosity struct {
 	// Mode is "icm" (prediction error of a learned dynamics model) or "rapr" (bonus for using
-	// operations while the rate of pixel-space reasoning is low). Default "icm".
+	// operations while the rate of pixel-space reasoning is low). Default "rapr".
 	Mode string `toml:"mode"`
 	// Eta scales the ICM intrinsic reward, >= 0. Default 0.5.
 	Eta float64 `toml:"eta"`

@@ -105,9 +105,9 @@ func TestEmbedded(t *testing.T) {
 func TestDefaultStages(t *testing.T) {
 	want := []Stage{
 		{Name: "Phase1_Learn_Goal", Weights: Weights{Final: 1},
-			Exit: []Exit{{Kind: "threshold", Metric: "success_rate_ma100", Op: ">", Value: 0.70}}},
+			Exit: []Exit{{Kind: "threshold", Metric: "success_rate_ma100", Op: ">", Value: 0.87}, {Kind: "steps", Steps: 100}}},
 		{Name: "Phase2_Learn_Coherence", Weights: Weights{Final: 1, Coherence: 0.1},
-			Exit: []Exit{{Kind: "slope", Metric: "coherence_ma100", Op: "<", Value: 0.001, N: 5}, {Kind: "steps", Steps: 100}}},
+			Exit: []Exit{{Kind: "slope", Metric: "coherence_ma100", Op: "<", Value: 0.001, N: 5}, {Kind: "steps", Steps: 180}}},
 		{Name: "Phase3_Learn_Curiosity", Weights: Weights{Final: 1, Coherence: 0.1, Curiosity: 0.05}},
 	}
 	if got := Default().Curriculum.Stages; !reflect.DeepEqual(got, want) {
@@ -633,7 +633,7 @@ func TestClone(t *testing.T) {
 	b.Policy.LoRARanks["head"] = 3
 	b.Curriculum.Stages[1].Exit[1].Steps = 7
 	b.SFT.Curriculum.Stages[0] = "hard"
-	if a.Policy.LoRARanks["head"] != 2 || a.Curriculum.Stages[1].Exit[1].Steps != 100 || a.SFT.Curriculum.Stages[0] != "simple" {
+	if a.Policy.LoRARanks["head"] != 2 || a.Curriculum.Stages[1].Exit[1].Steps != 180 || a.SFT.Curriculum.Stages[0] != "simple" {
 		t.Error("clone shares memory with the original")
 	}
 }
