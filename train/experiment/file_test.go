@@ -107,3 +107,17 @@ func TestPlanSharedSFT(t *testing.T) {
 		t.Error("a job with no directory is not new")
 	}
 }
+
+// The shipped experiment files load, every arm's config resolved.
+func TestShippedExperiments(t *testing.T) {
+	for _, name := range []string{"pixel_reasoner", "reward_curriculum", "sft_curriculum"} {
+		f, err := Load(filepath.Join("..", "..", "configs", "experiments", name+".toml"))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(f.Seeds) < 3 || len(f.Arms) < 2 {
+			t.Errorf("%s: %d seeds, %d arms", name, len(f.Seeds), len(f.Arms))
+		}
+	}
+}
