@@ -470,7 +470,7 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"curriculum.kpi_window: must be >= 1, got 0"}},
 		{"rollback drop larger than the range", "[curriculum]\nrollback_drop = 1.5\n",
 			[]string{"curriculum.rollback_drop: must be <= 1 (the range of success_rate_ma100 is [0, 1]), got 1.5"}},
-		{"curiosity adapter wider than its layers", "[reward.curiosity]\nembed_dim = 16\nhidden = 12\nlora_rank = 20\n",
+		{"curiosity adapter wider than its layers", "[reward.curiosity]\nmode = \"icm\"\nembed_dim = 16\nhidden = 12\nlora_rank = 20\n",
 			[]string{"reward.curiosity.lora_rank: must be <= 12 (reward.curiosity.hidden, the narrower side of the layers its adapters sit on), got 20"}},
 		{"memory cap and divergence guard", "[run]\nmax_memory_gb = -1\n[divergence]\nmax_skipped = -1\nmax_norm_growth = 0.5\n",
 			[]string{"run.max_memory_gb: must be >= 0, got -1", "divergence.max_skipped: must be >= 0, got -1",

@@ -44,19 +44,19 @@ func BenchmarkSoakKillResume(b *testing.B) {
 var soakArgs = []string{"--no-tui", "--config", "smoke", "--set", "data.train_tasks=4000", "--set", "sft.steps=150",
 	"--set", "rft.steps=60", "--set", "checkpoint.every=1", "--set", "run.workers=2"}
 
-// syncBuffer is a bytes.Buffer a running process and the test share.
-type syncBuffer struct {
+// soakOutput is a bytes.Buffer a running process and the test share.
+type soakOutput struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *soakOutput) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *soakOutput) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -100,7 +100,7 @@ func soak(b *testing.B) {
 			args = []string{"resume", dir, "--no-tui"}
 		}
 		attempts++
-		var out syncBuffer
+		var out soakOutput
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
