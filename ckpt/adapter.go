@@ -342,6 +342,10 @@ func ReadAdapter(dir string) (Adapter, error) {
 				m, ta.DType, ta.Shape, tb.DType, tb.Shape, rank))
 			continue
 		}
+		if err := finiteFactors(AdapterModelFile, ta, tb); err != nil {
+			errs = append(errs, fmt.Errorf("module %q: %w", m, err))
+			continue
+		}
 		a.Layers = append(a.Layers, LoRALayer{
 			Module: m, Rank: rank, Alpha: alpha,
 			In: ta.Shape[1], Out: tb.Shape[0], A: ta.Data, B: tb.Data,
@@ -355,4 +359,14 @@ func ReadAdapter(dir string) (Adapter, error) {
 	}
 	slices.SortFunc(a.Layers, func(x, y LoRALayer) int { return strings.Compare(x.Module, y.Module) })
 	return a, nil
+}
+
+// finiteFactors refuses adapter factors holding NaN or ±Inf, naming the file and tensor.
+func finiteFactors(file string, ts ...Tensor) error {
+	for _, t := range ts {
+		if n, first := NonFinite(t); n > 0 {
+			return fmt.Errorf("%s: tensor %q: %d of %d values are NaN or infinite (the first at index %d)", file, t.Name, n, len(t.Data), first)
+		}
+	}
+	return nil
 }

@@ -2,7 +2,8 @@
 //
 // A long RL run over SSH gets killed, loses power and fills disks. The guarantees here are that a
 // crash at any moment leaves the previous checkpoint and the latest pointer intact, and that a
-// damaged checkpoint is refused with a list of what is wrong instead of being half loaded.
+// damaged checkpoint — or one whose weights are NaN or infinite, however faithfully saved — is
+// refused with a list of what is wrong instead of being half loaded.
 //
 // Layout of a checkpoint root (runs/<name>/checkpoints/):
 //
@@ -37,7 +38,8 @@
 //   - save.go: Save and the ordering that makes it crash-safe (temporary directory, fsync,
 //     manifest last, rename, then the latest pointer); tidy explains the recovery of leftovers.
 //   - load.go and verify.go: Latest, Load (verifies first), Verify (every Problem, by file), List,
-//     and PreviousValid to suggest a fallback when the latest checkpoint is damaged.
+//     PreviousValid to suggest a fallback when the latest checkpoint is damaged, and ValidBefore
+//     when the damaged one's manifest is gone and its place in the run is known another way.
 //   - retention.go: Prune keeps the newest periodic checkpoints and every stage, manual and final one.
 //   - adapter.go: ExportAdapter writes LoRA adapters in PEFT's layout so other tools can load them.
 //   - layout.go: the orientation of policy.safetensors' weights, recorded in its metadata.

@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +17,12 @@ import (
 // Each removal first renames the directory to a temporary name, so a reader never sees a
 // half-deleted checkpoint and a crash mid-delete leaves only debris the next Save clears.
 func Prune(root string, keep int) ([]string, error) {
+	return PruneContext(context.Background(), root, keep)
+}
+
+// PruneContext is Prune that stops between two removals once ctx is done,
+// returning what it removed and ctx's error; what it left, the next Prune removes.
+func PruneContext(ctx context.Context, root string, keep int) ([]string, error) {
 	if keep < 0 {
 		return nil, fmt.Errorf("prune %s: keep %d is negative", root, keep)
 	}
@@ -37,6 +44,10 @@ func Prune(root string, keep int) ([]string, error) {
 	for i, in := range periodic { // List sorted them oldest first
 		if i >= len(periodic)-keep || in.Latest {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
 		}
 		doomed := filepath.Join(root, tmpPrefix+in.Name+"-prune")
 		if err := os.Rename(in.Path, doomed); err != nil {

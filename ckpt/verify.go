@@ -26,6 +26,7 @@ const (
 	Unlisted      ProblemKind = "unlisted"       // a tensor file the manifest does not vouch for
 	BadManifest   ProblemKind = "bad manifest"   // manifest.json unreadable or invalid
 	BadState      ProblemKind = "bad state"      // state.json is not JSON
+	NotFinite     ProblemKind = "non-finite"     // an F32 tensor holds NaN or ±Inf
 )
 
 // Problem is one thing wrong with a checkpoint, named by file.
@@ -60,8 +61,8 @@ func (e *VerifyError) Error() string {
 
 // Verify checks a checkpoint directory and lists every problem found; none means it is sound.
 // It reads every file: sizes and SHA-256 against the manifest, safetensors headers against their
-// data and against the shapes the manifest recorded, state.json as JSON, and it looks for tensor
-// files the manifest does not list.
+// data and against the shapes the manifest recorded, every F32 value for NaN and ±Inf, state.json
+// as JSON, and it looks for tensor files the manifest does not list.
 func Verify(path string) []Problem {
 	_, problems := check(path)
 	return problems
@@ -126,6 +127,13 @@ func check(path string) (*Loaded, []Problem) {
 			}
 			if diff := compareTensors(f.Tensors, describe(tensors)); diff != "" {
 				add(f.Name, ShapeMismatch, "%s", diff)
+			}
+			// A consistent manifest vouches for the bytes, not for the numbers: weights
+			// that diverged were saved faithfully and would train or score on as garbage.
+			for _, t := range tensors {
+				if n, first := NonFinite(t); n > 0 {
+					add(f.Name, NotFinite, "tensor %q: %d of %d values are NaN or infinite (the first at index %d)", t.Name, n, len(t.Data), first)
+				}
 			}
 			l.Tensors[f.Name] = tensors
 			if meta != nil {

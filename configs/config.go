@@ -27,6 +27,8 @@ type Config struct {
 	UI UI `toml:"ui"`
 	// Export is [export]: extra metric outputs.
 	Export Export `toml:"export"`
+	// Divergence is [divergence]: when a run whose updates go wrong is stopped.
+	Divergence Divergence `toml:"divergence"`
 }
 
 // Run is the [run] section: naming, placement and seeding of a run.
@@ -42,6 +44,10 @@ type Run struct {
 	LogEvery int `toml:"log_every"`
 	// Workers is the number of rollout and evaluation goroutines; 0 uses all cores. Default 0.
 	Workers int `toml:"workers"`
+	// MaxMemoryGB caps the memory a run may plan to use, in GiB (2^30 bytes): a run whose
+	// estimated peak for its sizes is larger is refused before it starts; 0 uses the memory
+	// the machine has available when the run starts. Default 0.
+	MaxMemoryGB float64 `toml:"max_memory_gb"`
 }
 
 // Env is the [env] section: the built-in pixel world.
@@ -482,4 +488,18 @@ type Export struct {
 	TensorBoard bool `toml:"tensorboard"`
 	// CSV writes metrics.csv (one row per step, one column per metric) when the run ends. Default false.
 	CSV bool `toml:"csv"`
+}
+
+// Divergence is the [divergence] section: the guard that stops a run whose updates go wrong,
+// rather than letting it train on (and save) ruined weights. An update that would make a
+// weight NaN or infinite is never applied, whatever these settings are.
+type Divergence struct {
+	// MaxSkipped stops the run after this many consecutive steps whose every update was
+	// refused (a non-finite gradient, or an update that would leave a weight non-finite);
+	// 0 never stops for that. Default 10.
+	MaxSkipped int `toml:"max_skipped"`
+	// MaxNormGrowth refuses an update that would multiply the L2 norm of the trained weights
+	// by more than this in one step (a norm below 1 counts as 1), and stops the run; 0
+	// disables the check. Default 10.
+	MaxNormGrowth float64 `toml:"max_norm_growth"`
 }

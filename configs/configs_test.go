@@ -449,7 +449,32 @@ func TestLoadErrors(t *testing.T) {
 				`curriculum.stages[0].exit[2].metric: must be one of "success_rate_ma100", "reward_final_ma100", "coherence_ma100", "combined_score_ma100", got "accuracy"`,
 				`curriculum.stages[0].exit[2].op: must be one of ">", "<", got ">="`,
 				"curriculum.stages[0].exit[3].steps: must be >= 1, got 0",
+				"curriculum.stages[0].exit[4].value: must be in [0, 1] (the range of reward_final_ma100), got -0.1",
 				"curriculum.stages[0].exit[4].n: must be >= 1, got 0"}},
+		// A rate's threshold outside [0, 1], or at the edge it must pass, never (or always) holds.
+		{"exit values outside the KPI's range",
+			"[[curriculum.stages]]\nname = \"a\"\nweights = { final = 1.0 }\n" +
+				"[[curriculum.stages.exit]]\nkind = \"threshold\"\nmetric = \"success_rate_ma100\"\nop = \">\"\nvalue = 1.5\n" +
+				"[[curriculum.stages.exit]]\nkind = \"threshold\"\nmetric = \"success_rate_ma100\"\nop = \">\"\nvalue = -0.3\n" +
+				"[[curriculum.stages.exit]]\nkind = \"patience\"\nmetric = \"success_rate_ma100\"\nop = \">\"\nvalue = 1.0\nn = 3\n" +
+				"[[curriculum.stages.exit]]\nkind = \"threshold\"\nmetric = \"success_rate_ma100\"\nop = \"<\"\nvalue = 0.0\n" +
+				"[[curriculum.stages.exit]]\nkind = \"slope\"\nmetric = \"success_rate_ma100\"\nop = \">\"\nvalue = 2.0\nn = 3\n" +
+				"[[curriculum.stages.exit]]\nkind = \"threshold\"\nmetric = \"coherence_ma100\"\nop = \">\"\nvalue = 1.5\n" + stage3,
+			[]string{"curriculum.stages[0].exit[0].value: must be in [0, 1] (the range of success_rate_ma100), got 1.5",
+				"curriculum.stages[0].exit[1].value: must be in [0, 1] (the range of success_rate_ma100), got -0.3",
+				"curriculum.stages[0].exit[2].value: must be < 1: success_rate_ma100 > 1 can never hold",
+				"curriculum.stages[0].exit[3].value: must be > 0: success_rate_ma100 < 0 can never hold",
+				"curriculum.stages[0].exit[4].value: must be in [-1, 1] (a slope of success_rate_ma100, whose range is [0, 1]), got 2"}},
+		// A window of 0 is reported once, not once more for every KPI name derived from it.
+		{"kpi window 0", "[curriculum]\nkpi_window = 0\n",
+			[]string{"curriculum.kpi_window: must be >= 1, got 0"}},
+		{"rollback drop larger than the range", "[curriculum]\nrollback_drop = 1.5\n",
+			[]string{"curriculum.rollback_drop: must be <= 1 (the range of success_rate_ma100 is [0, 1]), got 1.5"}},
+		{"curiosity adapter wider than its layers", "[reward.curiosity]\nmode = \"icm\"\nembed_dim = 16\nhidden = 12\nlora_rank = 20\n",
+			[]string{"reward.curiosity.lora_rank: must be <= 12 (reward.curiosity.hidden, the narrower side of the layers its adapters sit on), got 20"}},
+		{"memory cap and divergence guard", "[run]\nmax_memory_gb = -1\n[divergence]\nmax_skipped = -1\nmax_norm_growth = 0.5\n",
+			[]string{"run.max_memory_gb: must be >= 0, got -1", "divergence.max_skipped: must be >= 0, got -1",
+				"divergence.max_norm_growth: must be 0 (no check) or > 1 (a factor the norm may grow by), got 0.5"}},
 		{"kpi window renames metrics", "[curriculum]\nkpi_window = 50\nrollback_metric = \"success_rate_ma50\"\n",
 			[]string{`curriculum.stages[0].exit[0].metric: must be one of "success_rate_ma50", "reward_final_ma50", "coherence_ma50", "combined_score_ma50", got "success_rate_ma100"`,
 				`curriculum.stages[1].exit[0].metric: must be one of "success_rate_ma50", "reward_final_ma50", "coherence_ma50", "combined_score_ma50", got "coherence_ma100"`}},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sync"
 )
 
@@ -69,7 +68,7 @@ func Load(path string) (*Config, error) { return Resolve(path, nil) }
 func Resolve(path string, sets []string) (*Config, error) {
 	name, text := "default (embedded)", ""
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := readCapped(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && (path == "default" || path == "smoke"):
 			name, text = path+" (embedded)", embedded(path)
@@ -78,6 +77,9 @@ func Resolve(path string, sets []string) (*Config, error) {
 		default:
 			name, text = path, string(b)
 		}
+	}
+	if err := checkSets(sets); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
 	return resolve(name, text, sets)
 }
@@ -97,7 +99,7 @@ func resolve(name, text string, sets []string) (*Config, error) {
 		}
 	}
 	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
-		return nil, fmt.Errorf("config %s:\n%w", name, err)
+		return nil, fmt.Errorf("config %s:\n%w", name, capProblems(err))
 	}
 	return cfg, nil
 }

@@ -22,6 +22,11 @@ var Difficulties = []string{"simple", "medium", "hard"}
 // by "_ma" and curriculum.kpi_window, e.g. "success_rate_ma100".
 var KPIs = []string{"success_rate", "reward_final", "coherence", "combined_score"}
 
+// KPIRanges are the values a KPI can take, for the KPIs whose range is known: the success rate
+// is a share of episodes and reward_final the mean of a 0-or-1 reward. A threshold outside the
+// range, or at the edge it must pass, makes an exit condition that never (or always) holds.
+var KPIRanges = map[string][2]float64{"success_rate": {0, 1}, "reward_final": {0, 1}}
+
 // KPIName is the name of KPI kpi under a moving-average window.
 func KPIName(kpi string, window int) string { return kpi + "_ma" + strconv.Itoa(window) }
 
@@ -39,6 +44,7 @@ func (cfg *Config) Validate() error {
 	c.eval(&cfg.Eval, &cfg.Data)
 	c.checkpoint(&cfg.Checkpoint)
 	c.ui(&cfg.UI)
+	c.divergence(&cfg.Divergence)
 	return c.err()
 }
 
@@ -54,6 +60,7 @@ func (c *checker) run(r *Run) {
 	}
 	c.atLeast("run.log_every", r.LogEvery, 1)
 	c.atLeast("run.workers", r.Workers, 0)
+	c.nonNegative("run.max_memory_gb", r.MaxMemoryGB)
 }
 
 func (c *checker) env(e *Env) {
@@ -238,7 +245,16 @@ func (c *checker) reward(r *Reward) {
 	c.unit("reward.curiosity.beta", cu.Beta)
 	c.positive("reward.curiosity.lr", cu.LR)
 	c.atLeast("reward.curiosity.embed_dim", cu.EmbedDim, 1)
-	c.atLeast("reward.curiosity.lora_rank", cu.LoRARank, 1)
+	if c.atLeast("reward.curiosity.lora_rank", cu.LoRARank, 1) && cu.Mode == "icm" && cu.EmbedDim >= 1 && cu.Hidden >= 1 {
+		// The ICM's adapters sit on its forward model: embed_dim + actions → hidden → embed_dim.
+		if narrow := min(cu.EmbedDim, cu.Hidden); cu.LoRARank > narrow {
+			side := "reward.curiosity.embed_dim"
+			if cu.Hidden < cu.EmbedDim {
+				side = "reward.curiosity.hidden"
+			}
+			c.add("reward.curiosity.lora_rank", "must be <= %d (%s, the narrower side of the layers its adapters sit on), got %d", narrow, side, cu.LoRARank)
+		}
+	}
 	c.positive("reward.curiosity.lora_alpha", cu.LoRAAlpha)
 	c.atLeast("reward.curiosity.hidden", cu.Hidden, 1)
 	c.atLeast("reward.curiosity.batch_size", cu.BatchSize, 2)
@@ -301,11 +317,21 @@ func (c *checker) reward(r *Reward) {
 }
 
 func (c *checker) curriculum(cu *Curriculum) {
-	c.atLeast("curriculum.kpi_window", cu.KPIWindow, 1)
+	// KPI names carry the window (success_rate_ma100): with a bad window every name would be
+	// reported again, so the window is reported once and the names are not checked.
+	window := cu.KPIWindow
+	if !c.atLeast("curriculum.kpi_window", cu.KPIWindow, 1) {
+		window = 0
+	}
 	c.atLeast("curriculum.min_samples", cu.MinSamples, 0)
 	c.atLeast("curriculum.eval_every", cu.EvalEvery, 1)
-	c.kpi("curriculum.rollback_metric", cu.RollbackMetric, cu.KPIWindow)
-	c.nonNegative("curriculum.rollback_drop", cu.RollbackDrop)
+	c.kpi("curriculum.rollback_metric", cu.RollbackMetric, window)
+	if c.nonNegative("curriculum.rollback_drop", cu.RollbackDrop) && window > 0 {
+		if lo, hi, ok := kpiRange(cu.RollbackMetric, window); ok && cu.RollbackDrop > hi-lo {
+			c.add("curriculum.rollback_drop", "must be <= %s (the range of %s is [%s, %s]), got %s",
+				formatFloat(hi-lo), cu.RollbackMetric, formatFloat(lo), formatFloat(hi), formatFloat(cu.RollbackDrop))
+		}
+	}
 	c.atLeast("curriculum.rollback_window", cu.RollbackWindow, 1)
 	c.floatAtLeast("curriculum.backoff", cu.Backoff, 1)
 	if len(cu.Stages) == 0 {
@@ -332,7 +358,7 @@ func (c *checker) curriculum(cu *Curriculum) {
 			c.add(p+".exit", "must list at least one condition (only the last stage may have none)")
 		}
 		for j, e := range st.Exit {
-			c.exit(fmt.Sprintf("%s.exit[%d]", p, j), e, cu.KPIWindow)
+			c.exit(fmt.Sprintf("%s.exit[%d]", p, j), e, window)
 		}
 	}
 }
@@ -340,9 +366,11 @@ func (c *checker) curriculum(cu *Curriculum) {
 func (c *checker) exit(p string, e Exit, window int) {
 	switch e.Kind {
 	case "threshold", "patience", "slope":
-		c.kpi(p+".metric", e.Metric, window)
-		c.oneOf(p+".op", e.Op, ">", "<")
-		c.finite(p+".value", e.Value)
+		okM := c.kpi(p+".metric", e.Metric, window)
+		okOp := c.oneOf(p+".op", e.Op, ">", "<")
+		if c.finite(p+".value", e.Value) && okM && okOp {
+			c.exitValue(p+".value", e, window)
+		}
 	case "steps":
 		c.atLeast(p+".steps", e.Steps, 1)
 	default:
@@ -355,6 +383,49 @@ func (c *checker) exit(p string, e Exit, window int) {
 		c.atLeast(p+".n", e.N, 1)
 	case "slope":
 		c.atLeast(p+".n", e.N, 2)
+	}
+}
+
+// exitValue checks a condition's value against the range of the KPI it names: a threshold
+// or mean outside [lo, hi] or at the edge it has to pass (> hi, < lo) can never or always
+// hold; a slope of a KPI within [lo, hi] is at most hi − lo per check either way.
+func (c *checker) exitValue(path string, e Exit, window int) {
+	lo, hi, ok := kpiRange(e.Metric, window)
+	if !ok {
+		return
+	}
+	v := e.Value
+	if e.Kind == "slope" {
+		if w := hi - lo; v < -w || v > w {
+			c.add(path, "must be in [%s, %s] (a slope of %s, whose range is [%s, %s]), got %s",
+				formatFloat(-w), formatFloat(w), e.Metric, formatFloat(lo), formatFloat(hi), formatFloat(v))
+		}
+		return
+	}
+	switch {
+	case v < lo || v > hi:
+		c.add(path, "must be in [%s, %s] (the range of %s), got %s", formatFloat(lo), formatFloat(hi), e.Metric, formatFloat(v))
+	case e.Op == ">" && v == hi:
+		c.add(path, "must be < %s: %s > %s can never hold", formatFloat(hi), e.Metric, formatFloat(v))
+	case e.Op == "<" && v == lo:
+		c.add(path, "must be > %s: %s < %s can never hold", formatFloat(lo), e.Metric, formatFloat(v))
+	}
+}
+
+// kpiRange is the range of the KPI named metric (success_rate_ma100) under window, when known.
+func kpiRange(metric string, window int) (lo, hi float64, ok bool) {
+	for k, r := range KPIRanges {
+		if metric == KPIName(k, window) {
+			return r[0], r[1], true
+		}
+	}
+	return 0, 0, false
+}
+
+func (c *checker) divergence(d *Divergence) {
+	c.atLeast("divergence.max_skipped", d.MaxSkipped, 0)
+	if c.nonNegative("divergence.max_norm_growth", d.MaxNormGrowth) && d.MaxNormGrowth != 0 && d.MaxNormGrowth <= 1 {
+		c.add("divergence.max_norm_growth", "must be 0 (no check) or > 1 (a factor the norm may grow by), got %s", formatFloat(d.MaxNormGrowth))
 	}
 }
 
@@ -462,7 +533,11 @@ func (c *checker) oneOf(path, v string, allowed ...string) bool {
 	return false
 }
 
+// kpi checks a KPI name under window; window 0 (already reported as invalid) checks nothing.
 func (c *checker) kpi(path, v string, window int) bool {
+	if window < 1 {
+		return false
+	}
 	names := make([]string, len(KPIs))
 	for i, k := range KPIs {
 		names[i] = KPIName(k, window)

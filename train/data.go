@@ -46,7 +46,7 @@ func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
 		}
 	} else {
 		var err error
-		samples, err = env.GenerateDataset(r.envCfg, env.Train, r.cfg.Data.TrainTasks, sampleMix(r.cfg))
+		samples, err = env.GenerateDatasetContext(ctx, r.envCfg, env.Train, r.cfg.Data.TrainTasks, sampleMix(r.cfg))
 		if err != nil {
 			return nil, err
 		}

@@ -52,6 +52,7 @@ type rftRun struct {
 	last        map[string]float64
 	lastSamples []telemetry.Sample
 	rate        rateMeter
+	guard       divergenceGuard
 }
 
 func (r *Runner) runRFT(ctx context.Context, res *resumePoint) error {
@@ -74,7 +75,7 @@ func (r *Runner) runRFT(ctx context.Context, res *resumePoint) error {
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
 	}
-	s := &rftRun{r: r, params: params, init: init, exported: map[string]bool{}}
+	s := &rftRun{r: r, params: params, init: init, exported: map[string]bool{}, guard: divergenceGuard{cfg: cfg}}
 	s.refInf = policy.NewInference(params.Clone())
 	if err := s.build(); err != nil {
 		return err
@@ -111,7 +112,7 @@ func (s *rftRun) build() error {
 	s.replay = grpo.NewReplay(rf.ReplaySize, rf.ReplayMaxAge)
 	rows := rf.TasksPerStep * rf.GroupSize * cfg.Env.MaxSteps / max(rf.Minibatches, 1)
 	batch := min(max(rows/2, 64), 512)
-	s.upd, err = grpo.NewUpdater(s.params, batch, s.params.Trainable(true), lossConfig(rf), adamConfig(0, rf.GradClip))
+	s.upd, err = grpo.NewUpdater(s.params, batch, s.params.Trainable(true), lossConfig(rf), guardedAdam(cfg, 0, rf.GradClip))
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
 	}
@@ -219,6 +220,9 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	// 3. PPO-clip with a KL anchor on the kept samples and replayed high-|Â| ones.
 	tu := time.Now()
 	lr := s.sched.At(step - 1)
+	if s.r.beforeUpdate != nil {
+		s.r.beforeUpdate(PhaseRFT, step, &lr)
+	}
 	u, err := s.update(step, b, adv, kept, lr)
 	if err != nil {
 		return err

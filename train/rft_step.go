@@ -105,11 +105,14 @@ func (s *rftRun) update(step int, b *stepBatch, adv []float64, kept []int, lr fl
 		return updateResult{}, err
 	}
 	st, err := s.upd.Update(rows, rf.Epochs, rf.Minibatches, lr, stream(seed, streamShuffle, step, 0))
+	if err == nil {
+		err = s.guard.observe(st.Updates, st.Skipped, s.params)
+	}
 	if err != nil {
-		return updateResult{}, fmt.Errorf("rft step %d: %w", step, err)
+		return updateResult{}, s.r.updateFailed(PhaseRFT, step, err)
 	}
 	if st.Skipped > 0 {
-		s.r.emit(step, telemetry.EventWarning, fmt.Sprintf("%d update(s) refused a non-finite gradient; weights unchanged by them", st.Skipped), nil)
+		s.r.emit(step, telemetry.EventWarning, fmt.Sprintf("%d update(s) refused: a gradient or its result was not finite; weights unchanged by them", st.Skipped), nil)
 	}
 	s.inf.Refresh(s.params)
 	return updateResult{Stats: st, replayed: len(mixed)}, nil

@@ -3,8 +3,9 @@ package train
 import (
 	"context"
 	"math/rand/v2"
-	"sync"
 
+	"github.com/pixelis/pixelis/internal/crash"
+	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 )
@@ -140,14 +141,13 @@ func (r *roller) parallel(n int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	var wg sync.WaitGroup
+	var g crash.Group // a panic in a worker is raised again here, where the run's recover sees it
 	for k := 0; k < w; k++ {
 		lo, hi := k*n/w, (k+1)*n/w
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() {
+			faults.At(faults.RolloutWorker)
 			f(lo, hi)
-		}()
+		})
 	}
-	wg.Wait()
+	g.Wait()
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -46,7 +47,13 @@ type Options struct {
 	Resume   string // a checkpoint directory to continue from; "" starts fresh
 	Sink     telemetry.Sink
 	Commands <-chan telemetry.Command
-	Log      *slog.Logger
+	// Interrupt, when set, is closed when a stop has been asked for (a signal,
+	// the console's quit, a stop over the control socket). The run stops at the
+	// next step boundary as on CmdStop, and the long steps outside a training
+	// step stop at once: building the training set, an evaluation on request,
+	// the test phase, checkpoint retention (interrupt.go).
+	Interrupt <-chan struct{}
+	Log       *slog.Logger
 }
 
 // ErrStopped is returned by Run when a stop command ended the run early (after a
@@ -68,15 +75,21 @@ type Runner struct {
 	// afterAdvance, set by tests, runs right after each SFT data-curriculum
 	// advance: fault injection for the rollback path.
 	afterAdvance func(*policy.Params)
+	// beforeUpdate, set by tests, runs before each update of a phase with its
+	// learning rate, which it may change: fault injection for the divergence guard.
+	beforeUpdate func(phase string, step int, lr *float64)
 	paused       bool
 	state        telemetry.State
 	ckptRoot     string
+	// ictx is the run's context, also cancelled by Options.Interrupt: the
+	// context of the long steps a stop request ends.
+	ictx context.Context
 }
 
 // New checks the options and prepares the run directory: config.toml is written
 // there so the run can be resumed or inspected with nothing else at hand.
 func New(cfg *configs.Config, opt Options) (*Runner, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), CheckConfig(cfg)); err != nil {
 		return nil, err
 	}
 	if opt.RunDir == "" {
@@ -130,7 +143,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.opt.Resume == "" {
 		r.emit(0, telemetry.EventPhase, fmt.Sprintf("run %s started: phases %v", r.name, r.opt.Phases), nil)
 	}
-	err := r.run(ctx)
+	ictx, cancel := r.interruptible(ctx)
+	defer cancel()
+	r.ictx = ictx
+	err := r.guarded(ctx)
 	switch {
 	case err == nil:
 		r.state = telemetry.StateDone
@@ -149,6 +165,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	last.Run, last.State, last.Time = r.name, r.state, time.Now()
 	r.opt.Sink.Publish(last)
 	return err
+}
+
+// guarded is run with a panic anywhere in the run (a worker's included) returned
+// as a *crash.Error: the run ends as failed, with its files and console intact,
+// instead of taking the process down with a stack dump on the terminal.
+func (r *Runner) guarded(ctx context.Context) (err error) {
+	defer crash.Recover(&err)
+	return r.run(ctx)
 }
 
 // publish sends a snapshot and keeps it, so the final state can be shown on
@@ -180,7 +204,7 @@ func (r *Runner) run(ctx context.Context) error {
 		case PhaseRFT:
 			err = r.runRFT(ctx, resume.forPhase(p))
 		case PhaseTest:
-			err = r.runTest(ctx)
+			err = r.stoppedDuring(ctx, r.runTest(r.ictx), "during the test evaluation")
 		}
 		if err != nil {
 			return err
@@ -237,13 +261,18 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 			select {
 			case <-ctx.Done():
 				return false, ctx.Err()
+			case <-r.opt.Interrupt:
+				c.Kind = telemetry.CmdStop
 			case c = <-r.opt.Commands:
 			}
 		} else {
 			select {
 			case c = <-r.opt.Commands:
 			default:
-				return false, nil
+				if !r.interrupted() {
+					return false, nil
+				}
+				c.Kind = telemetry.CmdStop
 			}
 		}
 		switch c.Kind {
@@ -252,8 +281,13 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 		case telemetry.CmdEval:
 			r.state = telemetry.StateEvaluating
 			ph.publish()
-			if err := ph.evaluate(ctx); err != nil {
-				return false, err
+			if err := ph.evaluate(r.ictx); err != nil {
+				if !r.interruptedBy(ctx, err) {
+					return false, err
+				}
+				r.emit(step, telemetry.EventCommand, "evaluation interrupted by a stop request", nil)
+				r.state = telemetry.StateRunning
+				return r.stopNow(step, ph), nil
 			}
 			r.state = telemetry.StateRunning
 			r.emit(step, telemetry.EventCommand, "evaluation done", nil)
@@ -270,15 +304,20 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 				r.emit(step, telemetry.EventCommand, "resumed", nil)
 			}
 		case telemetry.CmdStop:
-			r.paused = false
-			r.checkpointNow(step, ph, ckpt.KindSignal)
-			r.emit(step, telemetry.EventCommand, "stopped on request; resume with: pixelis resume "+r.opt.RunDir, nil)
-			return true, nil
+			return r.stopNow(step, ph), nil
 		default:
 			r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)
 		}
 		ph.publish()
 	}
+}
+
+// stopNow saves a checkpoint to resume from and reports the stop.
+func (r *Runner) stopNow(step int, ph phaseControl) bool {
+	r.paused = false
+	r.checkpointNow(step, ph, ckpt.KindSignal)
+	r.emit(step, telemetry.EventCommand, "stopped on request; resume with: pixelis resume "+r.opt.RunDir, nil)
+	return true
 }
 
 // checkpointNow saves a checkpoint and reports it as an event; a failed save is
@@ -298,8 +337,8 @@ func (r *Runner) checkpointNow(step int, ph phaseControl, kind ckpt.Kind) string
 	r.emit(step, telemetry.EventCheckpoint, "checkpoint "+filepath.Base(path), map[string]any{
 		"path": path, "kind": string(kind), "seconds": time.Since(start).Seconds(),
 	})
-	if kind.Prunable() {
-		if removed, err := ckpt.Prune(r.ckptRoot, r.cfg.Checkpoint.Keep); err != nil {
+	if kind.Prunable() && r.cfg.Checkpoint.Keep > 0 { // checkpoint.keep = 0 keeps them all
+		if removed, err := ckpt.PruneContext(r.ictx, r.ckptRoot, r.cfg.Checkpoint.Keep); err != nil && !r.interruptedBy(context.Background(), err) {
 			r.emit(step, telemetry.EventWarning, "checkpoint retention: "+err.Error(), nil)
 		} else if len(removed) > 0 {
 			r.log.Info("pruned checkpoints", "removed", removed)

@@ -61,9 +61,9 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	cfg := r.cfg
 	r.state = telemetry.StateStarting
 	r.emit(0, telemetry.EventPhase, "SFT: building the training set", nil)
-	data, err := r.loadDataset(ctx)
+	data, err := r.loadDataset(r.ictx)
 	if err != nil {
-		return err
+		return r.stoppedDuring(ctx, err, "while building the training set")
 	}
 	labels := make([]string, len(data.pairs))
 	for i, p := range data.pairs {
@@ -85,7 +85,7 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, sftWeights(cfg), adamConfig(cfg.SFT.WeightDecay, cfg.SFT.GradClip))
+	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, sftWeights(cfg), guardedAdam(cfg, cfg.SFT.WeightDecay, cfg.SFT.GradClip))
 	if err != nil {
 		return err
 	}
@@ -136,6 +136,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 	s.rate.start(s.step)
 	batch := make([]*sft.Pair, 0, cfg.SFT.BatchSize)
 	var idx []int
+	guard := divergenceGuard{cfg: cfg}
 	for s.step < total {
 		if stop, err := r.control(ctx, s.step, s); err != nil {
 			return err
@@ -153,13 +154,19 @@ func (s *sftRun) loop(ctx context.Context) error {
 			batch = append(batch, s.data.pairs[i])
 		}
 		lr := s.sched.At(step - 1)
+		if r.beforeUpdate != nil {
+			r.beforeUpdate(PhaseSFT, step, &lr)
+		}
 		st, err := s.trainer.Step(batch, lr)
+		if err == nil {
+			err = guard.observe(boolInt(!st.Skipped), boolInt(st.Skipped), s.params)
+		}
 		if err != nil {
-			return fmt.Errorf("sft step %d: %w", step, err)
+			return r.updateFailed(PhaseSFT, step, err)
 		}
 		s.step = step
 		if st.Skipped {
-			r.emit(step, telemetry.EventWarning, fmt.Sprintf("non-finite gradient (norm %v): update skipped, weights unchanged", st.GradNorm), nil)
+			r.emit(step, telemetry.EventWarning, fmt.Sprintf("update refused: its gradient (norm %v) or its result was not finite; weights unchanged", st.GradNorm), nil)
 		}
 		dt := time.Since(t0).Seconds()
 		m := map[string]float64{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -100,21 +101,58 @@ func (r *Runner) refuse(path string, err error) error {
 
 // refuseCheckpoint is the error for a checkpoint that cannot be resumed from:
 // the problem, and an older valid checkpoint of the same run and config
-// (configHash) when there is one.
+// (configHash) when there is one. "Older" is its place in training order; when
+// the refused checkpoint's manifest cannot be read, that place comes from its
+// state.json or its name (sft_final, rft_final), and when neither tells, a valid
+// checkpoint is named without calling it older.
 func refuseCheckpoint(path, configHash string, err error) error {
 	msg := fmt.Sprintf("cannot resume from %s: %v", path, err)
-	if prev, perr := ckpt.PreviousValid(filepath.Dir(path), filepath.Base(path), configHash); perr == nil && prev != "" {
-		msg += "\nan older checkpoint is valid: " + prev + " (use --from " + prev + ")"
+	root, name := filepath.Dir(path), filepath.Base(path)
+	if _, merr := ckpt.Inspect(path); merr == nil {
+		if prev, perr := ckpt.PreviousValid(root, name, configHash); perr == nil && prev != "" {
+			msg += "\nan older checkpoint is valid: " + prev + " (use --from " + prev + ")"
+		}
+		return errors.New(msg)
+	}
+	if phase, step, ok := checkpointPlace(path); ok {
+		if prev, perr := ckpt.ValidBefore(root, name, phase, step, configHash); perr == nil {
+			msg += "\nan older checkpoint is valid: " + prev + " (use --from " + prev + ")"
+		}
+		return errors.New(msg)
+	}
+	if other, perr := ckpt.PreviousValid(root, name, configHash); perr == nil && other != "" {
+		msg += "\nanother checkpoint is valid: " + other + " (use --from " + other + ")"
 	}
 	return errors.New(msg)
 }
 
+// checkpointPlace is where in the run a checkpoint without a readable manifest was
+// taken: from its state.json (phase and phase-local step), or a final
+// checkpoint's name (the end of its phase, after every numbered checkpoint of it).
+func checkpointPlace(path string) (phase string, step int64, ok bool) {
+	if b, err := os.ReadFile(filepath.Join(path, ckpt.StateFile)); err == nil {
+		var st runState
+		if json.Unmarshal(b, &st) == nil && (st.Phase == PhaseSFT || st.Phase == PhaseRFT) {
+			return st.Phase, int64(st.Step), true
+		}
+	}
+	switch filepath.Base(path) {
+	case SFTFinal:
+		return PhaseSFT, math.MaxInt64, true
+	case RFTFinal:
+		return PhaseRFT, math.MaxInt64, true
+	}
+	return "", 0, false
+}
+
 // trainingHash is the config hash a checkpoint records: the config with the
 // fields that cannot change a later number (run naming, console, exports,
-// checkpoint cadence) set to fixed values, so a resume may change those.
+// checkpoint cadence, the memory cap, the divergence guard, which only decide
+// whether a run may go on) set to fixed values, so a resume may change those.
 func trainingHash(cfg *configs.Config) string {
 	c := cfg.Clone()
-	c.Run.Name, c.Run.Dir, c.Run.Workers, c.Run.LogEvery = "", "", 0, 0
+	c.Run.Name, c.Run.Dir, c.Run.Workers, c.Run.LogEvery, c.Run.MaxMemoryGB = "", "", 0, 0, 0
+	c.Divergence = configs.Divergence{}
 	c.UI = configs.UI{}
 	c.Export = configs.Export{}
 	c.Checkpoint = configs.Checkpoint{}
@@ -126,6 +164,9 @@ func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, st
 	data, err := json.Marshal(st)
 	if err != nil {
 		return "", fmt.Errorf("checkpoint state: %w", err)
+	}
+	if err := finiteFiles(files); err != nil {
+		return "", fmt.Errorf("checkpoint %s not saved: %w", name, err)
 	}
 	// The same step saved again (a checkpoint key, then a stop) replaces the
 	// same content; it must not turn a kept checkpoint into a prunable one.

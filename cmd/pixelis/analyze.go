@@ -39,7 +39,7 @@ func cmdAnalyze(ctx context.Context, args []string, std stdio) error {
 	case *run != "" && len(models) > 0:
 		return usagef("give --model or --run, not both (use one output directory for each)")
 	case *run != "":
-		if err := analysis.AnalyzeRun(*run, *out); err != nil {
+		if err := analysis.AnalyzeRunContext(ctx, *run, *out); err != nil {
 			return err
 		}
 		printf(std.out, "run analysis written to %s (%s, %s, %s/)\n", *out, analysis.ReportFile, analysis.RunSummaryFile, analysis.FiguresDir)
@@ -85,6 +85,16 @@ func cmdAnalyze(ctx context.Context, args []string, std stdio) error {
 		if cfg, err = cf.load(); err != nil {
 			return err
 		}
+	}
+	n, k := *tasks, *samples
+	if n == 0 {
+		n = cfg.Eval.Tasks
+	}
+	if k == 0 {
+		k = cfg.Eval.Samples
+	}
+	if err := checkEvalMemory(cfg, n, k, len(ms), true); err != nil {
+		return err
 	}
 	rep, err := analysis.Analyze(ctx, cfg, ms, analysis.Options{Tasks: *tasks, Split: sp, Samples: *samples, Seed: *seed})
 	if err != nil {

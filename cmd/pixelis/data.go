@@ -17,7 +17,7 @@ func cmdData(ctx context.Context, args []string, std stdio) error {
 	}
 	switch args[0] {
 	case "gen":
-		return dataGen(args[1:], std)
+		return dataGen(ctx, args[1:], std)
 	case "show":
 		return dataShow(args[1:], std)
 	case "probe":
@@ -64,7 +64,7 @@ func dataProbe(ctx context.Context, args []string, std stdio) error {
 	return nil
 }
 
-func dataGen(args []string, std stdio) error {
+func dataGen(ctx context.Context, args []string, std stdio) error {
 	fs := newFlagSet("data gen", std)
 	var cf configFlags
 	cf.register(fs)
@@ -96,7 +96,16 @@ func dataGen(args []string, std stdio) error {
 	if err != nil {
 		return usageError{err}
 	}
-	samples, err := env.GenerateDataset(ec, sp, *n, train.SampleMix(cfg))
+	if limit, desc := memoryLimit(cfg); limit > 0 {
+		est, err := train.EstimateDataMemory(cfg, *n)
+		if err != nil {
+			return usageError{err}
+		}
+		if err := train.CheckMemory(cfg, []train.MemoryPhase{est}, limit, desc); err != nil {
+			return usageError{err}
+		}
+	}
+	samples, err := env.GenerateDatasetContext(ctx, ec, sp, *n, train.SampleMix(cfg))
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,9 @@ func cmdEval(ctx context.Context, args []string, std stdio) error {
 	if *samples <= 0 {
 		*samples = cfg.Eval.Samples
 	}
+	if err := checkEvalMemory(cfg, *tasks, *samples, 1, false); err != nil {
+		return err
+	}
 	params, err := train.LoadPolicy(cfg, *path)
 	if err != nil {
 		return usageError{err}

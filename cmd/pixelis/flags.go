@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train"
 )
 
 // listFlag collects a repeatable string flag.
@@ -47,6 +48,9 @@ func (c *configFlags) load() (*configs.Config, error) {
 	sets = append(sets, c.sets...)
 	cfg, err := configs.Resolve(c.config, sets)
 	if err != nil {
+		return nil, usageError{err}
+	}
+	if err := train.CheckConfig(cfg); err != nil {
 		return nil, usageError{err}
 	}
 	return cfg, nil

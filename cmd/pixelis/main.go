@@ -9,8 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
+
+	"github.com/pixelis/pixelis/internal/crash"
 )
 
 // Exit codes.
@@ -53,11 +59,21 @@ func init() {
 }
 
 func main() {
-	os.Exit(Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+	// Messages go to a copy of standard error: during a run, descriptor 2 itself
+	// is pointed at the run's crash log (see execute).
+	fatalToFile = true
+	os.Exit(Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, crash.Terminal()}))
 }
 
-// Main runs one subcommand and returns the process exit code.
-func Main(ctx context.Context, args []string, io stdio) int {
+// Main runs one subcommand and returns the process exit code. A panic is a
+// bug: it ends the command with exit code 1 and one line, the stack going to
+// a file, never to the terminal.
+func Main(ctx context.Context, args []string, io stdio) (code int) {
+	defer func() {
+		if v := recover(); v != nil {
+			code = reportPanic(io.err, args, v)
+		}
+	}()
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(io.out)
 		if len(args) == 0 {
@@ -71,8 +87,68 @@ func Main(ctx context.Context, args []string, io stdio) int {
 		usage(io.err)
 		return exitBadUsage
 	}
+	if stopsOnContext[args[0]] {
+		var stop func()
+		ctx, stop = interruptOnSignal(ctx, io)
+		defer stop()
+	}
 	err := cmd.run(ctx, args[1:], io)
 	return report(io.err, args[0], err)
+}
+
+// stopsOnContext lists the commands that stop at their next check once ctx is
+// cancelled: they get the first SIGINT or SIGTERM that way. The training
+// commands handle their signals themselves (a stop with a checkpoint), an
+// experiment stops its runs, the attached console reads ctrl+c as a key; the
+// quick commands keep the default, ending at once.
+var stopsOnContext = map[string]bool{"eval": true, "analyze": true, "data": true}
+
+// interruptOnSignal cancels ctx on the first SIGINT or SIGTERM, so that a
+// command stops at its next check and says so (exit 1); a second one exits at
+// once.
+func interruptOnSignal(ctx context.Context, std stdio) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sig:
+			fmt.Fprintf(std.err, "pixelis: stopped at once by a second %s\n", signalName(s))
+			os.Exit(exitFailed)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sig)
+		close(done)
+		cancel()
+	}
+}
+
+// reportPanic writes a panic's stack to a file and says in one line where.
+func reportPanic(w io.Writer, args []string, v any) int {
+	name := "pixelis"
+	if len(args) > 0 {
+		name += " " + args[0]
+	}
+	ce, ok := v.(*crash.Error)
+	if !ok {
+		ce = &crash.Error{Value: v, Stack: debug.Stack()}
+	}
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("pixelis-crash-%d.log", os.Getpid()))
+	if err := crash.WriteReport(path, ce); err != nil {
+		fmt.Fprintf(w, "%s: %v (its stack could not be written: %v)\n", name, ce, err)
+	} else {
+		fmt.Fprintf(w, "%s: %v; the stack is in %s\n", name, ce, path)
+	}
+	return exitFailed
 }
 
 // report prints err the way a user wants to read it and maps it to an exit code.
@@ -84,6 +160,10 @@ func report(w io.Writer, name string, err error) int {
 	if errors.As(err, &ue) {
 		fmt.Fprintf(w, "pixelis %s: %s\n", name, indentLines(ue.Error()))
 		return exitBadUsage
+	}
+	if errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "stopped at once") {
+		fmt.Fprintf(w, "pixelis %s: interrupted\n", name)
+		return exitFailed
 	}
 	fmt.Fprintf(w, "pixelis %s: %s\n", name, indentLines(err.Error()))
 	return exitFailed

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -87,6 +90,9 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	if err != nil {
 		return err
 	}
+	if err := checkMemory(cfg, phases); err != nil {
+		return err
+	}
 	runDir := cf.runDir
 	if runDir == "" {
 		n := cfg.Run.Name
@@ -94,9 +100,6 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 			n = time.Now().Format("2006-01-02-150405")
 		}
 		runDir = filepath.Join(cfg.Run.Dir, n)
-	}
-	if err := refuseLive(runDir); err != nil {
-		return err
 	}
 	if cfg.Data.TrainFile != "" && phases[0] == train.PhaseSFT {
 		// A missing or corrupt data file is the user's input: say so before creating the run.
@@ -121,7 +124,17 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 			return usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
 		}
 	}
+	where := "run.dir"
+	if cf.runDir != "" {
+		where = "--run-dir"
+	}
+	lock, err := lockRun(runDir, where, name)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	opt := train.Options{RunDir: runDir, Phases: phases, Init: init}
+	// Read under the lock: a run that finished in this directory a moment ago is seen.
 	if prev, err := train.ReadRunInfo(runDir); err == nil {
 		// An existing run: only `pixelis rft` from the SFT model of an SFT-only
 		// run continues it (its steps follow SFT's on the run-wide axis);
@@ -148,16 +161,25 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	runDir := pos[0]
+	if _, err := train.ReadRunInfo(runDir); err != nil {
+		return usageError{err}
+	}
+	// Nothing is read for the resume, let alone cut back, before the lock is held.
+	lock, err := lockRun(runDir, "RUN_DIR", "resume")
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	info, err := train.ReadRunInfo(runDir)
 	if err != nil {
 		return usageError{err}
 	}
-	if err := refuseLive(runDir); err != nil {
-		return err
-	}
 	cfg, err := configs.Load(filepath.Join(runDir, "config.toml"))
 	if err != nil {
 		return usageError{err}
+	}
+	if err := checkMemory(cfg, info.Phases); err != nil {
+		return err
 	}
 	// Every check comes before the run's files are touched: a refused resume
 	// changes nothing.
@@ -207,13 +229,23 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 }
 
 // execute wires a run to its files, the console or the plain printer, the
-// control socket and the signals, and runs it.
+// control socket and the signals, and runs it. The caller holds the run
+// directory's lock.
 // note, when set, opens the run's console output (how a resume starts);
 // resumeStep is the run-wide step a resume starts from (-1 for a fresh run).
 func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Options, noTUI bool, note string, resumeStep int) error {
 	if err := os.MkdirAll(opt.RunDir, 0o755); err != nil {
 		return err
 	}
+	crashLog := filepath.Join(opt.RunDir, CrashFile)
+	if fatalToFile {
+		// What the Go runtime prints as it dies (out of memory, a stack overflow)
+		// goes to the run's crash log, not over the console.
+		if restore, err := crash.Redirect(crashLog); err == nil {
+			defer restore()
+		}
+	}
+	defer runtimeLimits(cfg)()
 	rec, err := telemetry.NewRecorder(opt.RunDir)
 	if err != nil {
 		return err
@@ -234,7 +266,7 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 	useTUI := !noTUI && isTerminal(std.out)
 	cmds := make(chan telemetry.Command, telemetry.DefaultCommands)
 	bus := telemetry.NewBus(telemetry.BusOptions{Commands: cmds})
-	sinks := []telemetry.Sink{rec}
+	var others []telemetry.Sink // every sink but the recorder
 	if cfg.Export.TensorBoard {
 		w, err := tb.NewWriter(opt.RunDir)
 		if err != nil {
@@ -244,30 +276,61 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 		if resumeStep >= 0 {
 			w.Restart(resumeStep + 1)
 		}
-		sinks = append(sinks, w)
+		others = append(others, w)
 	}
 	var plainOut io.Writer = consoleLog
 	if !useTUI {
 		plainOut = io.MultiWriter(std.out, consoleLog)
 	}
-	sinks = append(sinks, tui.Plain(plainOut))
+	others = append(others, tui.Plain(plainOut))
 	if useTUI {
-		sinks = append(sinks, bus)
+		others = append(others, bus)
 	}
-	opt.Sink = telemetry.Multi(sinks...)
+	// A full disk is said when it happens, on the console, not only when the run ends.
+	rec.OnFail(func(err error, step int) {
+		telemetry.Multi(others...).Emit(telemetry.Event{Step: step, Time: time.Now(), Kind: telemetry.EventWarning,
+			Message: fmt.Sprintf("the run's files are no longer written (%v); training goes on, and the console still shows it", err)})
+	})
+	opt.Sink = telemetry.Multi(append([]telemetry.Sink{rec}, others...)...)
 	opt.Commands = cmds
+	interrupt := make(chan struct{})
+	requestStop := sync.OnceFunc(func() { close(interrupt) })
+	opt.Interrupt = interrupt
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ctl, err := telemetry.ListenControl(runCtx, opt.RunDir, cmds)
+	// Commands over the socket pass through here, so that a stop there also
+	// ends a long step at once, as a signal does.
+	ctlCmds := make(chan telemetry.Command, telemetry.DefaultCommands)
+	ctl, err := telemetry.ListenControl(runCtx, opt.RunDir, ctlCmds)
 	if err != nil {
 		return err
 	}
 	defer ctl.Close()
+	go func() {
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case c := <-ctlCmds:
+				if c.Kind == telemetry.CmdStop {
+					requestStop()
+				}
+				select {
+				case cmds <- c:
+				case <-runCtx.Done():
+					return
+				}
+			}
+		}
+	}()
 
-	// SIGUSR1 checkpoints; SIGINT/SIGTERM checkpoint and stop (exit 0); a second
-	// one cancels at once. SIGHUP is the console's: it stops drawing and the run
-	// goes on headless into console.log.
+	// SIGUSR1 checkpoints; SIGINT/SIGTERM stop with a checkpoint (exit 0); a
+	// second one stops at once. SIGHUP is the console's: it stops drawing and
+	// the run goes on headless into console.log.
+	finished := make(chan struct{})
+	defer close(finished)
+	var forced atomic.Pointer[string] // the signal that stopped the run at once
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -286,11 +349,24 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 					continue
 				}
 				stops++
-				if stops > 1 {
-					cancel()
-					return
+				name := signalName(s)
+				if stops == 1 {
+					requestStop()
+					fmt.Fprintf(plainOut, "%s: stopping (another %s stops at once)\n", name, name)
+					continue
 				}
-				trySend(cmds, telemetry.Command{Kind: telemetry.CmdStop})
+				forced.Store(&name)
+				cancel()
+				// Every loop of the run watches its context; should one not
+				// come back, the process does not wait for it.
+				select {
+				case <-finished:
+				case <-time.After(forceExitAfter):
+					fmt.Fprintf(std.err, "pixelis: stopped at once by a second %s; resume with `pixelis resume %s`\n", name, opt.RunDir)
+					ctl.Close()
+					os.Exit(exitFailed)
+				}
+				return
 			}
 		}
 	}()
@@ -313,7 +389,7 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 		terr := tui.Run(runCtx, bus, tui.Options{FPS: cfg.UI.FPS, History: cfg.UI.History, Mouse: cfg.UI.Mouse, Color: cfg.UI.Color, RunDir: opt.RunDir})
 		switch {
 		case errors.Is(terr, tui.ErrUserQuit):
-			trySend(cmds, telemetry.Command{Kind: telemetry.CmdStop})
+			requestStop()
 		case errors.Is(terr, tui.ErrHangup):
 			signal.Ignore(syscall.SIGHUP)
 			fmt.Fprintln(consoleLog, "terminal hung up: continuing headless")
@@ -328,14 +404,47 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 			fmt.Fprintln(consoleLog, "metrics.csv:", cerr)
 		}
 	}
-	if errors.Is(err, train.ErrStopped) {
-		return nil
+	if rerr := rec.Flush(); rerr != nil {
+		points, events := rec.Lost()
+		fmt.Fprintf(std.err, "pixelis: warning: %d metric points and %d events of this run were not written: %v\n", points, events, rerr)
 	}
-	if err != nil && rec.Err() != nil {
-		err = fmt.Errorf("%w (also: %v)", err, rec.Err())
+	var ce *crash.Error
+	switch {
+	case errors.Is(err, train.ErrStopped):
+		return nil
+	case forced.Load() != nil && runCtx.Err() != nil:
+		return fmt.Errorf("stopped at once by a second %s: nothing after the last checkpoint was saved; resume with `pixelis resume %s`", *forced.Load(), opt.RunDir)
+	case errors.As(err, &ce):
+		if werr := crash.WriteReport(crashLog, ce); werr != nil {
+			return fmt.Errorf("training crashed: %v (the stack could not be written: %v)", ce, werr)
+		}
+		return fmt.Errorf("training crashed: %v; the stack is in %s", ce, crashLog)
 	}
 	return err
 }
+
+// signalName is how a user knows a signal: SIGINT, SIGTERM.
+func signalName(s os.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// CrashFile is the run directory's crash log: the stack of a panic in the run,
+// and whatever the Go runtime prints when a fatal error ends the process.
+const CrashFile = "crash.log"
+
+// forceExitAfter is how long a second stop signal waits for the run to unwind
+// before the process exits regardless.
+const forceExitAfter = 3 * time.Second
+
+// fatalToFile is set by main: the process's standard error may be pointed at a
+// run's crash log (tests running commands in-process keep theirs).
+var fatalToFile bool
 
 // checkCoTA reads a CoTA file through, so that a bad line is reported up front.
 func checkCoTA(path string) error {

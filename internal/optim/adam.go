@@ -18,8 +18,13 @@ type Param struct {
 	Grad []float32
 }
 
-// ErrNonFinite is returned when a gradient holds NaN or ±Inf; no weight is changed.
+// ErrNonFinite is returned when a gradient holds NaN or ±Inf, or when the update it
+// gives would leave a weight or a moment NaN or ±Inf; no weight is changed.
 var ErrNonFinite = errors.New("non-finite gradient")
+
+// ErrDiverged is wrapped by the error Step returns for an update refused because it
+// would grow the weights' norm by more than AdamConfig.MaxGrowth; no weight is changed.
+var ErrDiverged = errors.New("update would diverge")
 
 // AdamConfig holds the AdamW hyper-parameters.
 type AdamConfig struct {
@@ -27,6 +32,9 @@ type AdamConfig struct {
 	Eps          float64 // denominator guard (1e-8)
 	WeightDecay  float64 // decoupled weight decay (AdamW); 0 for plain Adam
 	ClipNorm     float64 // global gradient-norm clip; 0 disables
+	// MaxGrowth refuses an update that would multiply the L2 norm of the updated
+	// parameters by more than this (a norm below 1 counts as 1); 0 disables.
+	MaxGrowth float64
 }
 
 // DefaultAdam returns the usual Adam settings without weight decay or clipping.
@@ -39,7 +47,13 @@ func DefaultAdam() AdamConfig { return AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps:
 type Adam struct {
 	cfg AdamConfig
 	st  AdamState
+	// next holds an update's new weights and moments until every value is known to be
+	// finite (and the norm within MaxGrowth); only then are they copied in.
+	next map[string]*pending
 }
+
+// pending is one parameter's candidate update.
+type pending struct{ data, m, v []float32 }
 
 // AdamState is everything that influences later updates; it is saved in checkpoints.
 type AdamState struct {
@@ -61,7 +75,11 @@ type StepResult struct {
 
 // Step applies one update with learning rate lr. It first checks every gradient;
 // if any value is non-finite it returns ErrNonFinite and changes nothing, so a bad
-// batch never reaches the weights.
+// batch never reaches the weights. The update is computed aside and applied only
+// when every new weight and moment is finite (else ErrNonFinite) and, with
+// MaxGrowth set, the weights' norm grows by at most that factor (else an error
+// wrapping ErrDiverged): a refused update changes neither weights nor moments
+// nor the step count.
 func (a *Adam) Step(params []Param, lr float64) (StepResult, error) {
 	var sq float64
 	for _, p := range params {
@@ -82,27 +100,67 @@ func (a *Adam) Step(params []Param, lr float64) (StepResult, error) {
 		scale = a.cfg.ClipNorm / (norm + 1e-12)
 		res.Clipped = true
 	}
-	a.st.Step++
-	t := float64(a.st.Step)
+	t := float64(a.st.Step + 1)
 	b1, b2 := a.cfg.Beta1, a.cfg.Beta2
 	c1 := 1 - math.Pow(b1, t)
 	c2 := 1 - math.Pow(b2, t)
 	stepSize := lr / c1
+	var before, after float64 // squared norms of the weights
+	finite := true
 	for _, p := range params {
 		m, v := a.moments(p.Name, len(p.Data))
+		nx := a.pending(p.Name, len(p.Data))
 		for i, g32 := range p.Grad {
 			g := float64(g32) * scale
 			mi := b1*float64(m[i]) + (1-b1)*g
 			vi := b2*float64(v[i]) + (1-b2)*g*g
-			m[i], v[i] = float32(mi), float32(vi)
+			nx.m[i], nx.v[i] = float32(mi), float32(vi)
 			upd := stepSize * mi / (math.Sqrt(vi/c2) + a.cfg.Eps)
 			if a.cfg.WeightDecay != 0 {
 				upd += lr * a.cfg.WeightDecay * float64(p.Data[i])
 			}
-			p.Data[i] -= float32(upd)
+			w := p.Data[i] - float32(upd)
+			nx.data[i] = w
+			before += float64(p.Data[i]) * float64(p.Data[i])
+			after += float64(w) * float64(w)
+			if !isFinite32(w) || !isFinite32(nx.m[i]) || !isFinite32(nx.v[i]) {
+				finite = false
+			}
 		}
 	}
+	if !finite || math.IsInf(after, 0) {
+		return res, ErrNonFinite
+	}
+	if g := a.cfg.MaxGrowth; g > 0 {
+		from, to := math.Sqrt(before), math.Sqrt(after)
+		if to > g*math.Max(from, 1) {
+			return res, fmt.Errorf("%w: the weights' norm would grow from %.4g to %.4g, more than %g times", ErrDiverged, from, to, g)
+		}
+	}
+	a.st.Step++
+	for _, p := range params {
+		m, v := a.moments(p.Name, len(p.Data))
+		nx := a.next[p.Name]
+		copy(p.Data, nx.data)
+		copy(m, nx.m)
+		copy(v, nx.v)
+	}
 	return res, nil
+}
+
+func isFinite32(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
+
+// pending returns the scratch buffers of a parameter's candidate update.
+func (a *Adam) pending(name string, n int) *pending {
+	if a.next == nil {
+		a.next = map[string]*pending{}
+	}
+	p, ok := a.next[name]
+	if !ok || len(p.data) != n {
+		p = &pending{data: make([]float32, n), m: make([]float32, n), v: make([]float32, n)}
+		a.next[name] = p
+	}
+	return p
 }
 
 func (a *Adam) moments(name string, n int) (m, v []float32) {

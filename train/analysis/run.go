@@ -3,6 +3,7 @@ package analysis
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,9 +37,12 @@ const (
 
 // RunSummary is what a run directory says about its training.
 type RunSummary struct {
-	RunDir   string         `json:"run_dir"`
-	Finished bool           `json:"finished"` // events.jsonl records the end of the run
-	Phases   []PhaseSummary `json:"phases"`
+	RunDir   string `json:"run_dir"`
+	Finished bool   `json:"finished"` // events.jsonl records the end of the run
+	// SkippedLines counts the lines of metrics.jsonl that are not a step's
+	// metrics (a partial last line while the run writes; more means damage).
+	SkippedLines int            `json:"skipped_lines,omitempty"`
+	Phases       []PhaseSummary `json:"phases"`
 	// FinalSFT and FinalRFT are the last recorded value of each headline
 	// metric of the phase (SFT loss and accuracy, validation, KPIs).
 	FinalSFT     map[string]float64 `json:"final_sft,omitempty"`
@@ -67,8 +71,9 @@ type StageChange struct {
 
 // runData is a run directory read back.
 type runData struct {
-	points []telemetry.Point
-	events []telemetry.Event
+	points  []telemetry.Point
+	events  []telemetry.Event
+	skipped int // lines of metrics.jsonl that are not points
 }
 
 // passAtN is the run's pass@n metric under prefix ("val/all/pass@8"): the
@@ -85,39 +90,62 @@ func (d *runData) passAtN(prefix string) string {
 }
 
 // readJSONL decodes every complete line of a JSONL file with fn; a line that
-// does not decode (the partial last line of a live run) is skipped.
-func readJSONL(path string, fn func(line []byte) error) error {
+// does not decode (the partial last line of a live run) is skipped and
+// counted.
+func readJSONL(ctx context.Context, path string, fn func(line []byte) error) (skipped int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 64<<20)
 	for sc.Scan() {
+		if err := ctx.Err(); err != nil {
+			return skipped, err
+		}
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
-		_ = fn(line)
+		if fn(line) != nil {
+			skipped++
+		}
 	}
-	return sc.Err()
+	return skipped, sc.Err()
 }
 
-func readRun(dir string) (*runData, error) {
+// errNotPoint is a line of metrics.jsonl that is JSON but not a step's metrics.
+var errNotPoint = errors.New("not a metrics point")
+
+func readRun(ctx context.Context, dir string) (*runData, error) {
 	var d runData
-	err := readJSONL(filepath.Join(dir, telemetry.MetricsFile), func(line []byte) error {
+	path := filepath.Join(dir, telemetry.MetricsFile)
+	skipped, err := readJSONL(ctx, path, func(line []byte) error {
 		var p telemetry.Point
 		if err := json.Unmarshal(line, &p); err != nil {
 			return err
 		}
+		if p.Phase == "" || p.Metrics == nil {
+			return errNotPoint
+		}
 		d.points = append(d.points, p)
 		return nil
 	})
+	if err != nil && ctx.Err() != nil {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a run directory: %w", dir, err)
 	}
-	err = readJSONL(filepath.Join(dir, telemetry.EventsFile), func(line []byte) error {
+	// A partial last line is a live run; a file of nothing but bad lines is not
+	// a run's record, and a summary of it would report an empty run as whatever
+	// events.jsonl says.
+	if len(d.points) == 0 && skipped > 0 {
+		return nil, fmt.Errorf("%s: none of its %d lines is a step's metrics ({\"step\":…,\"phase\":…,\"m\":{…}}): the file is damaged", path, skipped)
+	}
+	d.skipped = skipped
+	_, err = readJSONL(ctx, filepath.Join(dir, telemetry.EventsFile), func(line []byte) error {
 		var e telemetry.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			return err
@@ -133,7 +161,7 @@ func readRun(dir string) (*runData, error) {
 
 // SummarizeRun reads a run directory, finished or still running.
 func SummarizeRun(dir string) (*RunSummary, error) {
-	d, err := readRun(dir)
+	d, err := readRun(context.Background(), dir)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +169,7 @@ func SummarizeRun(dir string) (*RunSummary, error) {
 }
 
 func summarizeRun(dir string, d *runData) (*RunSummary, error) {
-	s := &RunSummary{RunDir: dir, StageChanges: []StageChange{}, Figures: []string{}}
+	s := &RunSummary{RunDir: dir, StageChanges: []StageChange{}, Figures: []string{}, SkippedLines: d.skipped}
 	byPhase := map[telemetry.Phase]int{}
 	for _, p := range d.points {
 		i, ok := byPhase[p.Phase]
@@ -218,7 +246,13 @@ func lastValues(ps []telemetry.Point, phase telemetry.Phase, keep func(string) b
 // writes run_summary.json and report.md beside them. A run still in progress
 // is read up to its last complete line.
 func AnalyzeRun(runDir, outDir string) error {
-	d, err := readRun(runDir)
+	return AnalyzeRunContext(context.Background(), runDir, outDir)
+}
+
+// AnalyzeRunContext is AnalyzeRun that stops, returning ctx's error, once ctx
+// is done: reading a long run's files and drawing its figures take a while.
+func AnalyzeRunContext(ctx context.Context, runDir, outDir string) error {
+	d, err := readRun(ctx, runDir)
 	if err != nil {
 		return err
 	}
@@ -229,7 +263,7 @@ func AnalyzeRun(runDir, outDir string) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	if s.Figures, err = writeRunFigures(filepath.Join(outDir, FiguresDir), d, s); err != nil {
+	if s.Figures, err = writeRunFigures(ctx, filepath.Join(outDir, FiguresDir), d, s); err != nil {
 		return err
 	}
 	data, err := json.MarshalIndent(s, "", "  ")
@@ -309,7 +343,7 @@ func stageMarks(s *RunSummary) []mark {
 	return ms
 }
 
-func writeRunFigures(dir string, d *runData, s *RunSummary) ([]string, error) {
+func writeRunFigures(ctx context.Context, dir string, d *runData, s *RunSummary) ([]string, error) {
 	var figs []string
 	const w, h = 7 * vg.Inch, 3.4 * vg.Inch
 	marks := stageMarks(s)
@@ -321,6 +355,9 @@ func writeRunFigures(dir string, d *runData, s *RunSummary) ([]string, error) {
 		marks         bool
 	}
 	emit := func(base string, panels ...panel) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var ps []*plot.Plot
 		for _, pn := range panels {
 			xs, ss, ok := phaseSeries(d.points, pn.phase, pn.names)
@@ -388,6 +425,9 @@ func RunMarkdown(s *RunSummary) string {
 		state = "finished"
 	}
 	fmt.Fprintf(&b, "## Training run\n\nRun directory `%s`: %s.\n\n", s.RunDir, state)
+	if s.SkippedLines > 0 {
+		fmt.Fprintf(&b, "%d lines of `metrics.jsonl` are not a step's metrics and were skipped.\n\n", s.SkippedLines)
+	}
 	t.head("phase", "points", "first step", "last step")
 	for _, p := range s.Phases {
 		t.row(p.Phase, fmt.Sprint(p.Steps), fmt.Sprint(p.FirstStep), fmt.Sprint(p.LastStep))

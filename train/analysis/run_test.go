@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -48,4 +49,36 @@ func TestSummarizeLiveRun(t *testing.T) {
 	}
 	decodePNG(t, filepath.Join(out, FiguresDir, FigRunCurriculum+".png"))
 	checkSVG(t, filepath.Join(out, FiguresDir, FigRunSFT+".svg"))
+}
+
+// A metrics.jsonl of nothing but garbage is not summarised as a run (which an
+// end event would call "finished"): it is refused with the file named.
+func TestSummarizeRefusesGarbageMetrics(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"metrics.jsonl": "garbage\n{\"not\":\"a point\"}\n[1,2,3]\n\x00\x01\x02\n",
+		"events.jsonl":  `{"step":9,"time":"2026-11-22T11:10:54Z","kind":"phase","message":"run finished"}` + "\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := SummarizeRun(dir)
+	if err == nil || !strings.Contains(err.Error(), "metrics.jsonl: none of its 4 lines") {
+		t.Fatalf("garbage metrics: %v", err)
+	}
+	if err := AnalyzeRun(dir, t.TempDir()); err == nil {
+		t.Fatal("AnalyzeRun accepted garbage metrics")
+	}
+
+	// Some good lines among bad ones: summarised, the bad ones counted.
+	good := `{"step":1,"phase":"sft","time":"t","m":{"sft/loss":2.5}}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(good+files["metrics.jsonl"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := SummarizeRun(dir)
+	if err != nil || s.SkippedLines != 4 || !strings.Contains(RunMarkdown(s), "4 lines of `metrics.jsonl`") {
+		t.Fatalf("summary %+v, %v", s, err)
+	}
 }

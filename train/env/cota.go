@@ -3,6 +3,7 @@ package env
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -269,6 +270,12 @@ func ReadCoTA(r io.Reader) ([]Sample, error) {
 // and returns the samples with difficulty buckets assigned. A positive
 // demonstration that does not answer right is an error, never silent bad data.
 func GenerateDataset(cfg Config, split Split, n int, mix Mix) ([]Sample, error) {
+	return GenerateDatasetContext(context.Background(), cfg, split, n, mix)
+}
+
+// GenerateDatasetContext is GenerateDataset that stops, returning ctx's error,
+// once ctx is done (a default training set takes minutes).
+func GenerateDatasetContext(ctx context.Context, cfg Config, split Split, n int, mix Mix) ([]Sample, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("generate dataset: %w", err)
 	}
@@ -278,6 +285,9 @@ func GenerateDataset(cfg Config, split Split, n int, mix Mix) ([]Sample, error) 
 	ep := NewEpisode(cfg)
 	out := make([]Sample, 0, n)
 	for i := range n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		t := Generate(cfg, split, i)
 		d := Demonstrate(ep, t, mix)
 		ep.Reset(t)

@@ -3,8 +3,8 @@ package sft
 import (
 	"context"
 	"fmt"
-	"sync"
 
+	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/train/env"
 )
 
@@ -35,11 +35,9 @@ func Pairs(ctx context.Context, cfg env.Config, n int, src Source, workers int) 
 	}
 	per := make([][]*Pair, n)
 	errs := make([]error, workers)
-	var wg sync.WaitGroup
+	var g crash.Group // a panic in a worker is raised again in the caller
 	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() {
 			e := env.NewEpisode(cfg)
 			for i := w; i < n; i += workers {
 				if ctx.Err() != nil {
@@ -58,9 +56,9 @@ func Pairs(ctx context.Context, cfg env.Config, n int, src Source, workers int) 
 				}
 				per[i] = ps
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return nil, err

@@ -179,6 +179,10 @@ func (s *ControlServer) handle(c *net.UnixConn) {
 		return
 	}
 	var cmd Command
+	if err := strictObject(line); err != nil {
+		reply(controlReply{Error: "bad request: " + err.Error()})
+		return
+	}
 	if err := json.Unmarshal(line, &cmd); err != nil {
 		reply(controlReply{Error: "bad request: " + err.Error()})
 		return

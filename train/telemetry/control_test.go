@@ -184,3 +184,25 @@ func TestControlCloseRemovesSocket(t *testing.T) {
 		}
 	}
 }
+
+// A request that names a key twice is refused, not read as its last value:
+// {"kind":"pause","kind":"stop"} must not stop the run.
+func TestControlRefusesDuplicateKeys(t *testing.T) {
+	dir := t.TempDir()
+	cmds := make(chan Command, 4)
+	listen(t, dir, cmds)
+	for _, line := range []string{`{"kind":"pause","kind":"stop"}`, `{"kind":"stop","x":{"a":1,"a":2}}`, `["stop"]`, `{"kind":"stop"} {"kind":"pause"}`} {
+		got := rawRequest(t, dir, line+"\n")
+		if !strings.Contains(got, `"ok":false`) || !strings.Contains(got, "bad request") {
+			t.Errorf("%s: reply %s", line, got)
+		}
+	}
+	select {
+	case c := <-cmds:
+		t.Fatalf("a refused request was delivered: %v", c)
+	default:
+	}
+	if got := rawRequest(t, dir, `{"kind":"pause","note":{"a":1,"b":[1,{"a":2}]}}`+"\n"); got != `{"ok":true}` {
+		t.Errorf("distinct keys at every depth: %s", got)
+	}
+}

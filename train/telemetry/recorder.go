@@ -51,6 +51,14 @@ type Recorder struct {
 	last      sampleMark // the newest sample batch written
 	err       error
 	closed    bool
+
+	// Lines lost since the first write error: those buffered when it happened and
+	// every one recorded after. onFail hears of the error once, when it happens.
+	pendingPoints, pendingEvents int
+	lostPoints, lostEvents       int
+	lastStep                     int
+	onFail                       func(err error, step int)
+	failNoted                    bool
 }
 
 var _ Sink = (*Recorder)(nil)
@@ -124,6 +132,44 @@ func (r *Recorder) active() bool { return !r.closed && r.err == nil }
 func (r *Recorder) fail(err error) {
 	if r.err == nil {
 		r.err = fmt.Errorf("recorder %s: %w", r.dir, err)
+		r.lostPoints += r.pendingPoints
+		r.lostEvents += r.pendingEvents
+		r.pendingPoints, r.pendingEvents = 0, 0
+	}
+}
+
+// OnFail sets a function told of the first write error as soon as it happens
+// (a full disk), with the newest step recorded, so the run can say so then
+// rather than at its end. It is called without the recorder's lock held, from
+// the goroutine whose write failed; it may call the recorder (which then drops
+// what it is given) but must not block.
+func (r *Recorder) OnFail(f func(err error, step int)) {
+	r.mu.Lock()
+	r.onFail = f
+	r.mu.Unlock()
+}
+
+// Lost reports how many metric points and events were not written because of
+// the first write error (0, 0 while there has been none).
+func (r *Recorder) Lost() (points, events int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lostPoints, r.lostEvents
+}
+
+// unlockNotify releases the lock and, the first time the recorder has failed,
+// tells onFail.
+func (r *Recorder) unlockNotify() {
+	var f func(error, int)
+	var err error
+	if r.err != nil && !r.failNoted && r.onFail != nil {
+		r.failNoted = true
+		f, err = r.onFail, r.err
+	}
+	step := r.lastStep
+	r.mu.Unlock()
+	if f != nil {
+		f(err, step)
 	}
 }
 
@@ -140,10 +186,15 @@ func (r *Recorder) writeLine(af *appendFile, line []byte) {
 // Record appends p to metrics.jsonl, stamping the current time when p has none.
 func (r *Recorder) Record(p Point) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlockNotify()
 	if !r.active() {
+		if !r.closed {
+			r.lostPoints++
+		}
 		return
 	}
+	r.lastStep = p.Step
+	r.pendingPoints++
 	now := time.Now()
 	if p.Time == "" {
 		p.Time = now.UTC().Format(time.RFC3339Nano)
@@ -159,10 +210,14 @@ func (r *Recorder) Record(p Point) {
 // before a crash are the ones worth having.
 func (r *Recorder) Emit(e Event) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlockNotify()
 	if !r.active() {
+		if !r.closed {
+			r.lostEvents++
+		}
 		return
 	}
+	r.pendingEvents++
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -174,7 +229,9 @@ func (r *Recorder) Emit(e Event) {
 	r.writeLine(r.events, b)
 	if err := r.events.w.Flush(); err != nil {
 		r.fail(err)
+		return
 	}
+	r.pendingEvents = 0
 }
 
 // Publish appends the snapshot's new samples to samples.jsonl, flushes every file and
@@ -183,7 +240,7 @@ func (r *Recorder) Emit(e Event) {
 // two logging steps does not repeat its samples.
 func (r *Recorder) Publish(s Snapshot) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlockNotify()
 	if !r.active() {
 		return
 	}
@@ -226,7 +283,7 @@ func (r *Recorder) Publish(s Snapshot) {
 // Flush writes buffered lines to the files.
 func (r *Recorder) Flush() error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlockNotify()
 	if r.active() {
 		r.flushLocked()
 	}
@@ -238,6 +295,9 @@ func (r *Recorder) flushLocked() {
 		if err := af.w.Flush(); err != nil {
 			r.fail(err)
 		}
+	}
+	if r.err == nil {
+		r.pendingPoints, r.pendingEvents = 0, 0
 	}
 	r.lastFlush = time.Now()
 }

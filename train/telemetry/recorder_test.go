@@ -272,3 +272,50 @@ func BenchmarkRecorderRecord(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "points/s")
 	b.ReportMetric(float64(b.N*len(m))/b.Elapsed().Seconds(), "values/s")
 }
+
+// When the disk fills, the recorder says so at the first failed write, with
+// the step it had reached, and counts every line it could not write after.
+func TestRecorderReportsFirstFailure(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := t.TempDir()
+	// Every write to /dev/full fails with ENOSPC, as a full disk does.
+	if err := os.Symlink("/dev/full", filepath.Join(dir, MetricsFile)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRecorder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	var got error
+	var at int
+	r.OnFail(func(err error, step int) {
+		calls++
+		got, at = err, step
+		r.Emit(Event{Kind: EventWarning, Message: "re-entering the recorder must not deadlock"})
+	})
+	for step := 1; step <= 3; step++ {
+		r.Record(Point{Step: step, Phase: PhaseSFT, Metrics: map[string]float64{"sft/loss": 1}})
+	}
+	if calls != 0 {
+		t.Fatalf("failure reported before any write reached the disk")
+	}
+	r.Publish(Snapshot{Phase: PhaseSFT, Step: 3}) // flushes: the first write to the full disk
+	if calls != 1 || got == nil || !strings.Contains(got.Error(), "no space left") || at != 3 {
+		t.Fatalf("OnFail: %d calls, %v at step %d", calls, got, at)
+	}
+	r.Record(Point{Step: 4, Phase: PhaseSFT, Metrics: map[string]float64{"sft/loss": 1}})
+	r.Emit(Event{Kind: EventPhase, Message: "later"})
+	if calls != 1 {
+		t.Errorf("OnFail called %d times", calls)
+	}
+	points, events := r.Lost()
+	if points != 4 || events != 2 {
+		t.Errorf("lost %d points and %d events, want 4 and 2", points, events)
+	}
+	if err := r.Close(); err == nil {
+		t.Error("Close hid the failure")
+	}
+}

@@ -1,0 +1,73 @@
+package lockfile
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A second Acquire is refused at once, naming the holder's pid and note; after
+// Release the lock can be taken again.
+func TestAcquireExcludes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".lock")
+	l, err := Acquire(path, "pixelis run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Acquire(path, "pixelis resume")
+	var held *HeldError
+	if !errors.As(err, &held) || held.PID != os.Getpid() || held.Note != "pixelis run" || held.Since.IsZero() {
+		t.Fatalf("second Acquire: %v (%+v)", err, held)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "pid ") || !strings.Contains(msg, path) {
+		t.Errorf("message %q", msg)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Acquire(path, "again")
+	if err != nil {
+		t.Fatalf("after Release: %v", err)
+	}
+	l2.Release()
+}
+
+// The lock ends with its process, however it ends: a lock file left by a killed
+// process does not exclude anyone.
+func TestLockEndsWithProcess(t *testing.T) {
+	if os.Getenv("LOCKFILE_HOLD") != "" {
+		if _, err := Acquire(os.Getenv("LOCKFILE_HOLD"), "child"); err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString("held\n")
+		select {} // until killed
+	}
+	path := filepath.Join(t.TempDir(), ".lock")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockEndsWithProcess$")
+	cmd.Env = append(os.Environ(), "LOCKFILE_HOLD="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "held\n" {
+		t.Fatalf("child: %q %v", buf, err)
+	}
+	var held *HeldError
+	if _, err := Acquire(path, "parent"); !errors.As(err, &held) || held.PID != cmd.Process.Pid {
+		t.Fatalf("while the child holds it: %v", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	l, err := Acquire(path, "parent")
+	if err != nil {
+		t.Fatalf("after the holder was killed: %v", err)
+	}
+	l.Release()
+}

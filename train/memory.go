@@ -1,0 +1,448 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/sft"
+)
+
+// The memory estimate: before a run starts, the memory its sizes need at the
+// peak of each phase is estimated and compared with what the machine has, so
+// that an absurd size (a batch of a billion pairs, a layer of a hundred million
+// units) is refused with its key named instead of dying in the middle of the run
+// with Go's out-of-memory crash, which no program can catch.
+//
+// The estimate is a sum of the structures a phase holds at once, each sized from
+// the config: the policy's weights with their copies and optimiser moments, the
+// SFT pairs, the training graph's batch buffers, the episodes and rollouts of a
+// step, a validation or the test evaluation, the replay buffer. Sizes of the
+// world's objects (a task's images, an episode's buffers, a stored trajectory)
+// are measured once per world config on a few of them. It aims to be within a
+// factor of two of the peak live heap, on the high side (the default run
+// measures 3.5 GB resident at the test evaluation; it is estimated at about 5 GB).
+
+// MemoryTerm is one part of a phase's peak.
+type MemoryTerm struct {
+	What  string   // "the SFT graph: 256 pairs × 22.4 KiB"
+	Keys  []string // the config keys that size it
+	Bytes float64
+}
+
+// MemoryPhase is one phase's estimated peak: the terms live at the same moment.
+type MemoryPhase struct {
+	Name  string
+	Terms []MemoryTerm
+}
+
+// Bytes is the phase's estimated peak.
+func (p MemoryPhase) Bytes() float64 {
+	var n float64
+	for _, t := range p.Terms {
+		n += t.Bytes
+	}
+	return n
+}
+
+// baseBytes is what the process holds before any run structure: the runtime,
+// the binary's tables, fonts and the console.
+const baseBytes = 64 << 20
+
+// EstimateMemory returns the estimated peak of every phase a run of cfg goes
+// through (some of PhaseSFT, PhaseRFT, PhaseTest).
+func EstimateMemory(cfg *configs.Config, phases []string) ([]MemoryPhase, error) {
+	ec, err := EnvConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := newMemModel(cfg, ec)
+	var out []MemoryPhase
+	for _, p := range phases {
+		switch p {
+		case PhaseSFT:
+			ph, err := m.sft()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ph)
+		case PhaseRFT:
+			out = append(out, m.rft())
+		case PhaseTest:
+			out = append(out, m.evaluation("the test evaluation", cfg.Eval.Tasks, cfg.Eval.Samples, 2, 1, []string{"eval.tasks", "eval.samples"}))
+		}
+	}
+	return out, nil
+}
+
+// EstimateEvalMemory is the peak of evaluating models models on tasks tasks with
+// samples attempts each (pixelis eval, pixelis analyze); keep says the
+// rollouts of every model are kept to the end (analyze compares them).
+func EstimateEvalMemory(cfg *configs.Config, tasks, samples, models int, keep bool) (MemoryPhase, error) {
+	ec, err := EnvConfig(cfg)
+	if err != nil {
+		return MemoryPhase{}, err
+	}
+	kept := 1
+	if keep {
+		kept = models
+	}
+	return newMemModel(cfg, ec).evaluation("the evaluation", tasks, samples, models, kept, []string{"--tasks", "--samples"}), nil
+}
+
+// EstimateDataMemory is the peak of generating n trajectories (pixelis data
+// gen holds them all before writing them).
+func EstimateDataMemory(cfg *configs.Config, n int) (MemoryPhase, error) {
+	ec, err := EnvConfig(cfg)
+	if err != nil {
+		return MemoryPhase{}, err
+	}
+	w := measureWorld(ec, sampleMix(cfg))
+	return MemoryPhase{Name: "data generation", Terms: []MemoryTerm{
+		{What: "the runtime", Bytes: baseBytes},
+		{What: fmt.Sprintf("the trajectories, %d × %s", n, FormatBytes(w.sample)), Keys: []string{"--n"}, Bytes: float64(n) * w.sample},
+	}}, nil
+}
+
+// CheckMemory refuses a run whose estimated peak is above limit bytes (limitDesc
+// says where the limit comes from). The error is a *configs.FieldError naming
+// the key of the largest part of the largest phase: of the keys that size that
+// part, the one furthest above its default.
+func CheckMemory(cfg *configs.Config, phases []MemoryPhase, limit float64, limitDesc string) error {
+	if len(phases) == 0 {
+		return nil
+	}
+	peak := slices.MaxFunc(phases, func(a, b MemoryPhase) int { return cmpFloat(a.Bytes(), b.Bytes()) })
+	if peak.Bytes() <= limit {
+		return nil
+	}
+	big := slices.MaxFunc(peak.Terms, func(a, b MemoryTerm) int { return cmpFloat(a.Bytes, b.Bytes) })
+	keys := blame(cfg, big.Keys)
+	if len(keys) == 0 {
+		keys = []string{"run.max_memory_gb"}
+	}
+	return &configs.FieldError{Path: keys[0], Rule: fmt.Sprintf(
+		"must fit in memory: about %s is needed at the peak (%s, of which %s: %s), more than the %s %s; lower %s",
+		FormatBytes(peak.Bytes()), peak.Name, FormatBytes(big.Bytes), big.What, FormatBytes(limit), limitDesc, strings.Join(keys, " or "))}
+}
+
+// blame orders keys by how far their value is above the default's (keys it does
+// not know keep their place, as if at the default).
+func blame(cfg *configs.Config, keys []string) []string {
+	def := configs.Default()
+	ratio := func(k string) float64 {
+		v, d := sizeOf(cfg, k), sizeOf(def, k)
+		if v <= 0 || d <= 0 {
+			return 1
+		}
+		return v / d
+	}
+	out := slices.Clone(keys)
+	slices.SortStableFunc(out, func(a, b string) int { return cmpFloat(ratio(b), ratio(a)) })
+	return out
+}
+
+// sizeOf is the value of a size key of cfg, 0 for keys it does not know.
+func sizeOf(cfg *configs.Config, key string) float64 {
+	c := cfg
+	switch key {
+	case "policy.hidden":
+		if len(c.Policy.Hidden) == 0 {
+			return 0
+		}
+		return float64(slices.Max(c.Policy.Hidden))
+	case "policy.cell_embed":
+		return float64(c.Policy.CellEmbed)
+	case "policy.loc_hidden":
+		return float64(c.Policy.LocHidden)
+	case "policy.lora_rank":
+		return float64(c.Policy.LoRARank)
+	case "data.train_tasks":
+		return float64(c.Data.TrainTasks)
+	case "sft.batch_size":
+		return float64(c.SFT.BatchSize)
+	case "sft.eval_tasks":
+		return float64(c.SFT.EvalTasks)
+	case "rft.group_size":
+		return float64(c.RFT.GroupSize)
+	case "rft.tasks_per_step":
+		return float64(c.RFT.TasksPerStep)
+	case "rft.max_resample":
+		return float64(c.RFT.MaxResample + 1)
+	case "rft.val_tasks":
+		return float64(c.RFT.ValTasks)
+	case "rft.val_samples":
+		return float64(c.RFT.ValSamples)
+	case "rft.replay_size":
+		return float64(c.RFT.ReplaySize)
+	case "eval.tasks":
+		return float64(c.Eval.Tasks)
+	case "eval.samples":
+		return float64(c.Eval.Samples)
+	case "reward.curiosity.hidden":
+		return float64(c.Reward.Curiosity.Hidden)
+	case "reward.curiosity.embed_dim":
+		return float64(c.Reward.Curiosity.EmbedDim)
+	case "reward.curiosity.batch_size":
+		return float64(c.Reward.Curiosity.BatchSize)
+	}
+	return 0
+}
+
+// FormatBytes prints a byte count in binary units: "3.4 GiB".
+func FormatBytes(n float64) string {
+	units := []string{"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i := 0
+	for n >= 1024 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f bytes", n)
+	}
+	if n >= 1e4 {
+		return fmt.Sprintf("%.3g %s", n, units[i])
+	}
+	return fmt.Sprintf("%.1f %s", n, units[i])
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// memModel holds the sizes every phase's estimate is built from.
+type memModel struct {
+	cfg      *configs.Config
+	world    worldSize
+	obs      float64 // one observation row, bytes
+	row      float64 // one row of activations through the policy, bytes
+	rollout  float64 // one rollout of at most env.max_steps actions, bytes
+	params   float64 // floats of the policy
+	workers  float64
+	policyKS []string
+}
+
+func newMemModel(cfg *configs.Config, ec env.Config) *memModel {
+	pc := policyConfig(cfg)
+	m := &memModel{cfg: cfg, world: measureWorld(ec, sampleMix(cfg)), workers: float64(workerCount(cfg)),
+		policyKS: []string{"policy.hidden", "policy.cell_embed", "policy.loc_hidden", "policy.lora_rank"}}
+	m.obs = 4 * float64(env.ObsDim)
+	var hidden float64
+	for _, h := range cfg.Policy.Hidden {
+		hidden += float64(h)
+	}
+	// Per row: the observation, every cell through the cell encoder and the
+	// location scorer, the trunk, the logits. The training graph measures about
+	// 0.6 of this per row; inference less.
+	m.row = 4 * (float64(pc.ObsDim()) + float64(pc.Cells)*float64(pc.CellEmbed+pc.LocHidden) + hidden + float64(pc.Actions) + float64(pc.LocHidden))
+	for _, s := range pc.Shapes() {
+		m.params += s.Params()
+	}
+	// A rollout keeps each step's observation and result and the final observation.
+	m.rollout = float64(cfg.Env.MaxSteps+1)*(m.obs+96) + 256
+	return m
+}
+
+// policy is the policy's weights with copies: the inference copy, the graph's
+// values and gradients, Adam's moments and the candidate update (SFT), plus the
+// frozen reference and its inference copy (RFT).
+func (m *memModel) policy(copies float64) MemoryTerm {
+	return MemoryTerm{What: fmt.Sprintf("the policy, %.0f weights × %.0f copies (inference, gradients, Adam moments, update)", m.params, copies),
+		Keys: m.policyKS, Bytes: 4 * m.params * copies}
+}
+
+// graph is a training graph's buffers for batch rows.
+func (m *memModel) graph(what string, batch float64, key string) MemoryTerm {
+	return MemoryTerm{What: fmt.Sprintf("%s for %.0f rows × %s", what, batch, FormatBytes(m.row)), Keys: []string{key}, Bytes: batch * m.row}
+}
+
+func (m *memModel) sft() (MemoryPhase, error) {
+	c := m.cfg
+	n := float64(c.Data.TrainTasks)
+	nKey := "data.train_tasks"
+	if c.Data.TrainFile != "" {
+		lines, err := countLines(c.Data.TrainFile)
+		if err != nil {
+			return MemoryPhase{}, fmt.Errorf("data.train_file: %w", err)
+		}
+		n, nKey = float64(lines), "data.train_file"
+	}
+	pairs := n * m.world.pairsPerSample
+	v := float64(c.SFT.EvalTasks)
+	return MemoryPhase{Name: "SFT", Terms: []MemoryTerm{
+		{What: "the runtime", Bytes: baseBytes},
+		m.policy(10),
+		{What: fmt.Sprintf("the training set, %.0f trajectories × %s", n, FormatBytes(m.world.sample)), Keys: []string{nKey}, Bytes: n * m.world.sample},
+		{What: fmt.Sprintf("the SFT pairs, about %.0f × %s", pairs, FormatBytes(m.obs+80)), Keys: []string{nKey}, Bytes: pairs * (m.obs + 80)},
+		m.graph("the SFT training graph", float64(c.SFT.BatchSize), "sft.batch_size"),
+		{What: fmt.Sprintf("validation on %.0f tasks", v), Keys: []string{"sft.eval_tasks"},
+			Bytes: v*(m.world.task+m.world.episode+m.rollout+m.row) + m.workers*m.world.episode},
+	}}, nil
+}
+
+func (m *memModel) rft() MemoryPhase {
+	c, rf := m.cfg, m.cfg.RFT
+	rows := rf.TasksPerStep * rf.GroupSize * c.Env.MaxSteps / max(rf.Minibatches, 1)
+	batch := float64(min(max(rows/2, 64), 512))
+	rounds := 1.0
+	if rf.DynamicSampling {
+		rounds += float64(rf.MaxResample)
+	}
+	group := float64(rf.TasksPerStep) * float64(rf.GroupSize)
+	v, s := float64(rf.ValTasks), float64(rf.ValSamples)
+	stepRolls := rounds*group*m.rollout + rounds*float64(rf.TasksPerStep)*m.world.task + group*m.row
+	valRolls := v*(1+s)*m.rollout + v*s*m.row
+	rolls := MemoryTerm{What: fmt.Sprintf("the rollouts of a step, up to %.0f rounds × %.0f episodes", rounds, group),
+		Keys: []string{"rft.group_size", "rft.tasks_per_step", "rft.max_resample"}, Bytes: stepRolls}
+	if valRolls > stepRolls {
+		rolls = MemoryTerm{What: fmt.Sprintf("the rollouts of a validation, %.0f tasks × %.0f attempts", v, 1+s),
+			Keys: []string{"rft.val_samples", "rft.val_tasks"}, Bytes: valRolls}
+	}
+	// The roller keeps its episodes between calls: as many as its largest call.
+	pool := math.Max(group, v*s)
+	poolKeys := []string{"rft.group_size", "rft.tasks_per_step"}
+	if v*s > group {
+		poolKeys = []string{"rft.val_samples", "rft.val_tasks"}
+	}
+	cu := c.Reward.Curiosity
+	e, h, a, r, d := float64(cu.EmbedDim), float64(cu.Hidden), float64(env.NumActions()), float64(cu.LoRARank), float64(env.ObsDim)
+	icm := d*e + e + (e+a)*h + h + h*e + e + (e+a)*r + r*h + h*r + r*e + 2*e*h + h + h*a + a
+	icmRow := 4 * (2*d + 4*(e+h) + a) * 3
+	return MemoryPhase{Name: "RFT", Terms: []MemoryTerm{
+		{What: "the runtime", Bytes: baseBytes},
+		m.policy(14),
+		m.graph("the GRPO training graph", batch, "rft.tasks_per_step"),
+		{What: fmt.Sprintf("the episodes the roller keeps, %.0f × %s", pool, FormatBytes(m.world.episode)), Keys: poolKeys, Bytes: pool * m.world.episode},
+		rolls,
+		{What: fmt.Sprintf("the validation tasks, %.0f × %s", v, FormatBytes(m.world.task)), Keys: []string{"rft.val_tasks"}, Bytes: v * m.world.task},
+		{What: fmt.Sprintf("the replay buffer, %d samples", rf.ReplaySize), Keys: []string{"rft.replay_size"},
+			Bytes: float64(rf.ReplaySize) * float64(c.Env.MaxSteps) * (m.obs + 16)},
+		{What: "the curiosity model and its batch", Keys: []string{"reward.curiosity.hidden", "reward.curiosity.embed_dim", "reward.curiosity.batch_size"},
+			Bytes: 4*icm*6 + float64(cu.BatchSize)*icmRow + float64(cu.CacheSize)*(e*4+64)},
+	}}
+}
+
+// evaluation is the peak of evaluating models on tasks tasks: their images, the
+// roller's episodes (tasks × samples for the sampled attempts), the rollouts
+// (of kept models at once) and the inference buffers.
+func (m *memModel) evaluation(name string, tasks, samples, models, kept int, keys []string) MemoryPhase {
+	t, s := float64(tasks), float64(samples)
+	eps := t * max(s, 1)
+	return MemoryPhase{Name: name, Terms: []MemoryTerm{
+		{What: "the runtime", Bytes: baseBytes},
+		m.policy(3 * float64(models)),
+		{What: fmt.Sprintf("the tasks, %.0f × %s", t, FormatBytes(m.world.task)), Keys: keys[:1], Bytes: t * m.world.task},
+		{What: fmt.Sprintf("the episodes, %.0f tasks × %.0f attempts × %s", t, max(s, 1), FormatBytes(m.world.episode)), Keys: []string{keys[1], keys[0]}, Bytes: eps * m.world.episode},
+		{What: fmt.Sprintf("the rollouts, %.0f tasks × %.0f attempts", t, 1+s), Keys: []string{keys[1], keys[0]},
+			Bytes: float64(kept)*t*(1+s)*m.rollout + eps*m.row},
+	}}
+}
+
+// worldSize is what the world's objects of one env config occupy.
+type worldSize struct {
+	task, episode, sample float64 // bytes of a task, a reset episode, a stored trajectory
+	pairsPerSample        float64 // SFT pairs a trajectory gives
+}
+
+var worldSizes sync.Map // world key → worldSize
+
+// measureWorld measures the live heap a few tasks, episodes and trajectories of
+// this world hold (once per world config and process). The world's sizes are
+// its own business, and they change with it; measuring keeps the estimate honest.
+func measureWorld(ec env.Config, mix env.Mix) worldSize {
+	key := fmt.Sprintf("%+v|%+v", ec, mix)
+	if w, ok := worldSizes.Load(key); ok {
+		return w.(worldSize)
+	}
+	const n = 24 // every family, a few times
+	h0 := liveHeap()
+	tasks := make([]*env.Task, n)
+	for i := range tasks {
+		tasks[i] = env.Generate(ec, env.Test, i)
+	}
+	h1 := liveHeap()
+	eps := make([]*env.Episode, n)
+	for i := range eps {
+		eps[i] = env.NewEpisode(ec)
+		eps[i].Reset(tasks[i])
+	}
+	h2 := liveHeap()
+	samples, err := env.GenerateDataset(ec, env.Train, n, mix)
+	h3 := liveHeap()
+	w := worldSize{task: per(h1, h0, n), episode: per(h2, h1, n), sample: per(h3, h2, n), pairsPerSample: float64(ec.MaxSteps)}
+	if err == nil {
+		pairs, perr := sft.Pairs(context.Background(), ec, len(samples), func(i int) (*env.Task, []env.Action, []env.Role, error) {
+			t, err := samples[i].Task(ec)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			acts, err := samples[i].Actions()
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			roles, err := samples[i].Roles()
+			return t, acts, roles, err
+		}, 1)
+		if perr == nil {
+			// A little above the mean: the mix of a larger set varies.
+			w.pairsPerSample = 1.25 * float64(len(pairs)) / float64(n)
+		}
+	}
+	runtime.KeepAlive(tasks)
+	runtime.KeepAlive(eps)
+	runtime.KeepAlive(samples)
+	worldSizes.Store(key, w)
+	return w
+}
+
+// per is the heap growth from before to after per object, at least 1 KiB (a
+// measurement is only as good as the heap is quiet).
+func per(after, before uint64, n int) float64 {
+	if after <= before {
+		return 1 << 10
+	}
+	return math.Max(float64(after-before)/float64(n), 1<<10)
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// countLines counts the lines of a file (a CoTA file holds one sample a line).
+func countLines(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	n := 0
+	for {
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n + 1, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
