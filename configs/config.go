@@ -110,6 +110,9 @@ type SampleMix struct {
 	TrapLogical float64 `toml:"trap_logical"`
 	// OutcomeNegative: the expert's plan one operation short, then a wrong guess, avoided. Default 0.05.
 	OutcomeNegative float64 `toml:"outcome_negative"`
+	// Direct: a right answer at a glance, with no operation, on a task the coarse view answers (counting
+	// or comparison without a look-alike); what a vision-language model does natively. Default 0.
+	Direct float64 `toml:"direct"`
 }
 
 // Policy is the [policy] section: the network and its LoRA adapters.

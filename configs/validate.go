@@ -110,11 +110,11 @@ func (c *checker) data(d *Data) {
 		v   float64
 	}{
 		{"positive", m.Positive}, {"self_correction", m.SelfCorrection}, {"trap_perceptual", m.TrapPerceptual},
-		{"trap_logical", m.TrapLogical}, {"outcome_negative", m.OutcomeNegative},
+		{"trap_logical", m.TrapLogical}, {"outcome_negative", m.OutcomeNegative}, {"direct", m.Direct},
 	} {
 		ok = c.nonNegative("data.mix."+p.key, p.v) && ok
 	}
-	if ok && m.Positive+m.SelfCorrection+m.TrapPerceptual+m.TrapLogical+m.OutcomeNegative == 0 {
+	if ok && m.Positive+m.SelfCorrection+m.TrapPerceptual+m.TrapLogical+m.OutcomeNegative+m.Direct == 0 {
 		c.add("data.mix", "must not all be 0")
 	}
 }

@@ -42,7 +42,7 @@ func EnvConfig(cfg *configs.Config) (env.Config, error) {
 func sampleMix(cfg *configs.Config) env.Mix {
 	m := cfg.Data.Mix
 	return env.Mix{Positive: m.Positive, SelfCorrection: m.SelfCorrection, TrapPerceptual: m.TrapPerceptual,
-		TrapLogical: m.TrapLogical, OutcomeNegative: m.OutcomeNegative}
+		TrapLogical: m.TrapLogical, OutcomeNegative: m.OutcomeNegative, Direct: m.Direct}
 }
 
 // SampleMix is sampleMix for the CLI's data commands.

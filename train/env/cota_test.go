@@ -8,7 +8,7 @@ import (
 )
 
 // testMix has every sample type.
-var testMix = Mix{Positive: 0.4, SelfCorrection: 0.3, TrapPerceptual: 0.1, TrapLogical: 0.1, OutcomeNegative: 0.1}
+var testMix = Mix{Positive: 0.4, SelfCorrection: 0.3, TrapPerceptual: 0.1, TrapLogical: 0.1, OutcomeNegative: 0.1, Direct: 0.2}
 
 func TestCoTARoundTrip(t *testing.T) {
 	cfg := testConfig()

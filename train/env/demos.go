@@ -29,10 +29,16 @@ const (
 	// TypeOutcomeNegative stops the expert's plan one operation short and
 	// guesses: operations imitated, the guess avoided.
 	TypeOutcomeNegative = "outcome_negative"
+	// TypeDirect answers at a glance, with no operation, a task the coarse
+	// view answers: a counting or comparison question without a look-alike
+	// (pixelis data probe measures these). Imitated; it is what a
+	// vision-language model does natively, and what RL may fall back to
+	// where looking costs more than it pays.
+	TypeDirect = "direct"
 )
 
 // SampleTypes lists the types in the order of Mix's fields.
-var SampleTypes = []string{TypePositive, TypeSelfCorrection, TypeTrapPerceptual, TypeTrapLogical, TypeOutcomeNegative}
+var SampleTypes = []string{TypePositive, TypeSelfCorrection, TypeTrapPerceptual, TypeTrapLogical, TypeOutcomeNegative, TypeDirect}
 
 // Role says what imitation learning does with one step of a demonstration.
 type Role uint8
@@ -64,7 +70,7 @@ func ParseRole(s string) (Role, bool) {
 // Mix is the share of each sample type in generated training data; the
 // shares are relative weights (they need not sum to 1).
 type Mix struct {
-	Positive, SelfCorrection, TrapPerceptual, TrapLogical, OutcomeNegative float64
+	Positive, SelfCorrection, TrapPerceptual, TrapLogical, OutcomeNegative, Direct float64
 }
 
 // Demo is one demonstration: its type, actions and the role of each action.
@@ -92,6 +98,8 @@ func Demonstrate(e *Episode, t *Task, mix Mix) Demo {
 		d = concluded(TypeTrapLogical, plan, wrongAnswer(t, r))
 	case TypeOutcomeNegative:
 		d = cutShort(plan, wrongAnswer(t, r))
+	case TypeDirect:
+		d = direct(t)
 	}
 	if d.Type == "" || !fits(e, t, d) {
 		d = Demo{Type: TypePositive, Actions: plan, Roles: make([]Role, len(plan))}
@@ -100,7 +108,7 @@ func Demonstrate(e *Episode, t *Task, mix Mix) Demo {
 }
 
 func drawType(r *rand.Rand, mix Mix) string {
-	w := []float64{mix.Positive, mix.SelfCorrection, mix.TrapPerceptual, mix.TrapLogical, mix.OutcomeNegative}
+	w := []float64{mix.Positive, mix.SelfCorrection, mix.TrapPerceptual, mix.TrapLogical, mix.OutcomeNegative, mix.Direct}
 	var total float64
 	for _, v := range w {
 		total += max(v, 0)
@@ -191,6 +199,15 @@ func trapPerceptual(e *Episode, t *Task, r *rand.Rand) Demo {
 		}
 	}
 	return Demo{Type: TypeTrapPerceptual, Actions: []Action{{Op: OpAnswer, Answer: wrong}}, Roles: []Role{RoleAvoid}}
+}
+
+// direct answers at a glance when the coarse view holds the answer: a
+// counting or comparison task without a look-alike.
+func direct(t *Task) Demo {
+	if t.Confusable || (t.Family != ObjectCounting && t.Family != GeometricComparison) {
+		return Demo{}
+	}
+	return Demo{Type: TypeDirect, Actions: []Action{{Op: OpAnswer, Answer: t.Answer}}, Roles: []Role{RoleImitate}}
 }
 
 // concluded is plan with its answer replaced by a wrong one, avoided.

@@ -22,6 +22,8 @@ func TestDemonstrationTypes(t *testing.T) {
 				mix.TrapLogical = 1
 			case TypeOutcomeNegative:
 				mix.OutcomeNegative = 1
+			case TypeDirect:
+				mix.Direct = 1
 			}
 			got := 0
 			for i := range 120 {
@@ -33,7 +35,11 @@ func TestDemonstrationTypes(t *testing.T) {
 				got++
 				checkDemo(t, ep, task, d)
 			}
-			if got < 60 {
+			least := 60
+			if typ == TypeDirect {
+				least = 15 // counting and comparison without a look-alike: a sixth of the tasks
+			}
+			if got < least {
 				t.Errorf("%s fits only %d of 120 tasks", typ, got)
 			}
 		})
@@ -64,6 +70,10 @@ func checkDemo(t *testing.T, ep *Episode, task *Task, d Demo) {
 		}
 		if ep.Trajectory()[1].Result.Colour == "" {
 			t.Fatalf("%s: the check after the wrong click measured nothing", task.ID)
+		}
+	case TypeDirect:
+		if n != 1 || last != RoleImitate || task.Confusable {
+			t.Fatalf("%s: a direct answer of %d steps ending %s, confusable %v", task.ID, n, last, task.Confusable)
 		}
 	case TypeTrapPerceptual:
 		if n > 2 || last != RoleAvoid {

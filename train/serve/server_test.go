@@ -433,9 +433,12 @@ func TestScoresMatchInProcess(t *testing.T) {
 					acts[len(acts)-1].Answer = "cross"
 				case 2:
 					acts = append([]env.Action{{Op: env.OpProperties}}, acts...)
-				case 3:
-					acts = []env.Action{{Op: env.OpSegment, X: 1, Y: 1}, {Op: env.OpReadText}, {Op: env.OpSegment, X: 9, Y: 9}, {Op: env.OpReadText},
-						{Op: env.OpSegment, X: 20, Y: 20}, {Op: env.OpReadText}, {Op: env.OpZoom}, {Op: env.OpZoom}}
+				case 3: // alternating calls, none an immediate repeat, until the step limit
+					acts = nil
+					for k := 0; len(acts) < ec.MaxSteps; k++ {
+						acts = append(acts, env.Action{Op: env.OpSegment, X: 1 + 8*k, Y: 1}, env.Action{Op: env.OpReadText})
+					}
+					acts = acts[:ec.MaxSteps]
 				}
 				return acts
 			}
