@@ -48,6 +48,11 @@ type File struct {
 	// Tail is the number of last recorded steps a training metric of Report
 	// averages. Default 10.
 	Tail int `toml:"tail"`
+	// Baseline names an arm every other arm is compared with seed by seed: the
+	// paired differences (arm − baseline, same seed, so the same SFT model and
+	// tasks) get their own table, narrower than the arms' own intervals when
+	// seeds differ more than arms do. Default "" (no paired table).
+	Baseline string `toml:"baseline"`
 	// Arms are the variants compared. At least one.
 	Arms []Arm `toml:"arms"`
 
@@ -171,6 +176,9 @@ func (f *File) check() []error {
 		}
 		names[a.Name] = true
 		errs = append(errs, f.checkArm(key, a)...)
+	}
+	if f.Baseline != "" && !names[f.Baseline] {
+		bad("baseline", "names no arm: %q", f.Baseline)
 	}
 	return errs
 }

@@ -30,6 +30,9 @@ type ArmResult struct {
 	Description string                   `json:"description,omitempty"`
 	Metrics     map[string]Stat          `json:"metrics"`
 	Series      map[string][]SeriesPoint `json:"series"`
+	// Paired are the report metrics minus the baseline arm's, seed by seed
+	// (absent for the baseline itself and without one).
+	Paired map[string]Stat `json:"paired,omitempty"`
 }
 
 // SeriesPoint is a series' mean over seeds at one step, with its interval.
@@ -46,12 +49,13 @@ type Results struct {
 	Description string      `json:"description,omitempty"`
 	Seeds       []uint64    `json:"seeds"`
 	Report      []string    `json:"report"`
+	Baseline    string      `json:"baseline,omitempty"`
 	Arms        []ArmResult `json:"arms"`
 }
 
 // Collect reads every arm's runs under out (finished or not) into Results.
 func Collect(f *File, out string) (*Results, error) {
-	res := &Results{Name: f.Name, Description: f.Description, Seeds: f.Seeds, Report: f.Report}
+	res := &Results{Name: f.Name, Description: f.Description, Seeds: f.Seeds, Report: f.Report, Baseline: f.Baseline}
 	want := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(f.Report), f.Series...))))
 	for _, a := range f.Arms {
 		ar := ArmResult{Name: a.Name, Description: a.Description, Metrics: map[string]Stat{}, Series: map[string][]SeriesPoint{}}
@@ -75,7 +79,36 @@ func Collect(f *File, out string) (*Results, error) {
 		}
 		res.Arms = append(res.Arms, ar)
 	}
+	res.pair()
 	return res, nil
+}
+
+// pair fills every other arm's Paired from the baseline's per-seed values.
+func (res *Results) pair() {
+	var base *ArmResult
+	for i := range res.Arms {
+		if res.Arms[i].Name == res.Baseline {
+			base = &res.Arms[i]
+		}
+	}
+	if base == nil {
+		return
+	}
+	for i := range res.Arms {
+		a := &res.Arms[i]
+		if a == base {
+			continue
+		}
+		a.Paired = map[string]Stat{}
+		for _, m := range res.Report {
+			x, y := a.Metrics[m].Values, base.Metrics[m].Values
+			d := make([]float64, len(x))
+			for k := range x {
+				d[k] = x[k] - y[k] // NaN when either seed is missing
+			}
+			a.Paired[m] = stat(d)
+		}
+	}
 }
 
 // runMetrics are one run's recorded values of the wanted metrics, by step.
@@ -270,6 +303,7 @@ func (res *Results) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	res.pairedTable(&b)
 	for _, a := range res.Arms {
 		if a.Description != "" {
 			fmt.Fprintf(&b, "\n- **%s**: %s", a.Name, a.Description)
@@ -277,6 +311,43 @@ func (res *Results) Markdown() string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// pairedTable writes the arms' differences from the baseline, seed by seed.
+func (res *Results) pairedTable(b *strings.Builder) {
+	if res.Baseline == "" {
+		return
+	}
+	fmt.Fprintf(b, "\nPaired with **%s**: each arm minus %s on the same seed (the same SFT model and tasks), mean ± 95 %% interval over seeds.\n\n", res.Baseline, res.Baseline)
+	b.WriteString("| arm − " + res.Baseline + " | n |")
+	for _, m := range res.Report {
+		fmt.Fprintf(b, " %s |", m)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(res.Report)) + "\n")
+	for _, a := range res.Arms {
+		if a.Paired == nil {
+			continue
+		}
+		n := 0
+		for _, m := range res.Report {
+			n = max(n, a.Paired[m].N)
+		}
+		fmt.Fprintf(b, "| %s | %d |", a.Name, n)
+		for _, m := range res.Report {
+			fmt.Fprintf(b, " %s |", formatSigned(a.Paired[m]))
+		}
+		b.WriteString("\n")
+	}
+}
+
+func formatSigned(s Stat) string {
+	switch {
+	case s.N == 0:
+		return "—"
+	case math.IsNaN(s.CI95):
+		return fmt.Sprintf("%+.3f", s.Mean)
+	}
+	return fmt.Sprintf("%+.3f ± %.3f", s.Mean, s.CI95)
 }
 
 func formatStat(s Stat) string {
