@@ -287,23 +287,11 @@ func (res *Results) Markdown() string {
 		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(res.Description))
 	}
 	fmt.Fprintf(&b, "Seeds %v. Each cell: mean ± half-width of the 95 %% confidence interval over seeds (Student's t).\n\n", res.Seeds)
-	b.WriteString("| arm | n |")
-	for _, m := range res.Report {
-		fmt.Fprintf(&b, " %s |", m)
+	res.table(&b, "arm", func(a ArmResult) map[string]Stat { return a.Metrics }, "%.3f")
+	if res.Baseline != "" {
+		fmt.Fprintf(&b, "\nPaired with **%s**: each arm minus %s on the same seed (the same SFT model and tasks), mean ± 95 %% interval over seeds.\n\n", res.Baseline, res.Baseline)
+		res.table(&b, "arm − "+res.Baseline, func(a ArmResult) map[string]Stat { return a.Paired }, "%+.3f")
 	}
-	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(res.Report)) + "\n")
-	for _, a := range res.Arms {
-		n := 0
-		for _, m := range res.Report {
-			n = max(n, a.Metrics[m].N)
-		}
-		fmt.Fprintf(&b, "| %s | %d |", a.Name, n)
-		for _, m := range res.Report {
-			fmt.Fprintf(&b, " %s |", formatStat(a.Metrics[m]))
-		}
-		b.WriteString("\n")
-	}
-	res.pairedTable(&b)
 	for _, a := range res.Arms {
 		if a.Description != "" {
 			fmt.Fprintf(&b, "\n- **%s**: %s", a.Name, a.Description)
@@ -313,51 +301,40 @@ func (res *Results) Markdown() string {
 	return b.String()
 }
 
-// pairedTable writes the arms' differences from the baseline, seed by seed.
-func (res *Results) pairedTable(b *strings.Builder) {
-	if res.Baseline == "" {
-		return
-	}
-	fmt.Fprintf(b, "\nPaired with **%s**: each arm minus %s on the same seed (the same SFT model and tasks), mean ± 95 %% interval over seeds.\n\n", res.Baseline, res.Baseline)
-	b.WriteString("| arm − " + res.Baseline + " | n |")
+// table writes one row per arm that has stats (of stats(arm)), one column per
+// report metric, each cell the mean in format ± the interval.
+func (res *Results) table(b *strings.Builder, first string, stats func(ArmResult) map[string]Stat, format string) {
+	fmt.Fprintf(b, "| %s | n |", first)
 	for _, m := range res.Report {
 		fmt.Fprintf(b, " %s |", m)
 	}
 	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(res.Report)) + "\n")
 	for _, a := range res.Arms {
-		if a.Paired == nil {
+		st := stats(a)
+		if st == nil {
 			continue
 		}
 		n := 0
 		for _, m := range res.Report {
-			n = max(n, a.Paired[m].N)
+			n = max(n, st[m].N)
 		}
 		fmt.Fprintf(b, "| %s | %d |", a.Name, n)
 		for _, m := range res.Report {
-			fmt.Fprintf(b, " %s |", formatSigned(a.Paired[m]))
+			fmt.Fprintf(b, " %s |", formatStat(st[m], format))
 		}
 		b.WriteString("\n")
 	}
 }
 
-func formatSigned(s Stat) string {
+// formatStat is "mean ± interval" with the mean in format, "—" without a value.
+func formatStat(s Stat, format string) string {
 	switch {
 	case s.N == 0:
 		return "—"
 	case math.IsNaN(s.CI95):
-		return fmt.Sprintf("%+.3f", s.Mean)
+		return fmt.Sprintf(format, s.Mean)
 	}
-	return fmt.Sprintf("%+.3f ± %.3f", s.Mean, s.CI95)
-}
-
-func formatStat(s Stat) string {
-	switch {
-	case s.N == 0:
-		return "—"
-	case math.IsNaN(s.CI95):
-		return fmt.Sprintf("%.3f", s.Mean)
-	}
-	return fmt.Sprintf("%.3f ± %.3f", s.Mean, s.CI95)
+	return fmt.Sprintf(format+" ± %.3f", s.Mean, s.CI95)
 }
 
 // MarshalJSON writes NaN (no value, no interval) as null.
