@@ -265,7 +265,7 @@ func (m *Manager) advance(step, samples int, kpis map[string]float64, c Conditio
 	if rb := m.cfg.Rollback; rb.Metric != "" {
 		if v, ok := kpis[rb.Metric]; ok && finite(v) {
 			s.Watch = &RollbackWatch{Step: step, Value: v, FromStage: from}
-			d.Reason += fmt.Sprintf("; rollback if %s falls below %s by step %d", rb.Metric, num(v-rb.Drop), step+rb.Window)
+			d.Reason += fmt.Sprintf("; rolled back if %s falls more than %s below %s by step %d", rb.Metric, num(rb.Drop), num(v), step+rb.Window)
 		} else {
 			d.Reason += fmt.Sprintf("; %s not reported, no rollback watch", rb.Metric)
 		}
@@ -327,7 +327,7 @@ func (m *Manager) Note() string {
 	rb := m.cfg.Rollback
 	var notes []string
 	if s.Watch != nil && s.LastStep <= s.Watch.Step+rb.Window {
-		notes = append(notes, fmt.Sprintf("watching %s for a fall below %s until step %d", rb.Metric, num(s.Watch.Value-rb.Drop), s.Watch.Step+rb.Window))
+		notes = append(notes, fmt.Sprintf("rolled back if %s falls more than %s below %s by step %d", rb.Metric, num(rb.Drop), num(s.Watch.Value), s.Watch.Step+rb.Window))
 	}
 	switch {
 	case m.Final():

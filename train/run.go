@@ -69,8 +69,11 @@ type Runner struct {
 	// advance: fault injection for the rollback path.
 	afterAdvance func(*policy.Params)
 	paused       bool
+	pausedFor    time.Duration // time spent paused, which step rates leave out
 	state        telemetry.State
 	ckptRoot     string
+	started      time.Time // when this process started (or resumed) the run
+	proc         telemetry.ProcessMeter
 }
 
 // New checks the options and prepares the run directory: config.toml is written
@@ -127,6 +130,7 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 // Run executes the phases in order. It returns ErrStopped after a stop command,
 // ctx.Err() when cancelled, and the first failure otherwise.
 func (r *Runner) Run(ctx context.Context) error {
+	r.started = time.Now()
 	if r.opt.Resume == "" {
 		r.emit(0, telemetry.EventPhase, fmt.Sprintf("run %s started: phases %v", r.name, r.opt.Phases), nil)
 	}
@@ -140,13 +144,14 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		r.emit(0, telemetry.EventPhase, "run finished", nil)
 	case errors.Is(err, ErrStopped):
-		r.state = telemetry.StateDone
+		r.state = telemetry.StateStopped
 	default:
 		r.state = telemetry.StateFailed
 		r.emit(0, telemetry.EventError, err.Error(), nil)
 	}
 	last := r.last
 	last.Run, last.State, last.Time = r.name, r.state, time.Now()
+	r.stamp(&last)
 	r.opt.Sink.Publish(last)
 	return err
 }
@@ -154,8 +159,18 @@ func (r *Runner) Run(ctx context.Context) error {
 // publish sends a snapshot and keeps it, so the final state can be shown on
 // the last picture of the run.
 func (r *Runner) publish(s telemetry.Snapshot) {
+	r.stamp(&s)
 	r.last = s
 	r.opt.Sink.Publish(s)
+}
+
+// stamp adds what every snapshot carries about the run as a whole: its step
+// on the run-wide axis, when it started, and the process's resource use.
+func (r *Runner) stamp(s *telemetry.Snapshot) {
+	s.RunStep = r.offset + s.Step
+	s.Started = r.started
+	p := r.proc.Measure()
+	s.Process = &p
 }
 
 func (r *Runner) run(ctx context.Context) error {
@@ -169,7 +184,7 @@ func (r *Runner) run(ctx context.Context) error {
 			continue
 		}
 		r.offset = PhaseOffset(r.cfg, all, p)
-		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT}[p] // test events count run-wide steps
+		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT, PhaseTest: telemetry.PhaseEval}[p]
 		if resume.done(p) {
 			continue // finished before the checkpoint was taken
 		}
@@ -234,11 +249,13 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 	for {
 		var c telemetry.Command
 		if r.paused {
+			t := time.Now()
 			select {
 			case <-ctx.Done():
 				return false, ctx.Err()
 			case c = <-r.opt.Commands:
 			}
+			r.pausedFor += time.Since(t)
 		} else {
 			select {
 			case c = <-r.opt.Commands:
@@ -271,8 +288,13 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 			}
 		case telemetry.CmdStop:
 			r.paused = false
+			if c.NoCheckpoint {
+				r.emit(step, telemetry.EventCommand, "stopped on request without a checkpoint; resume from the last one with: pixelis resume "+r.opt.RunDir,
+					map[string]any{"kind": string(telemetry.CmdStop)})
+				return true, nil
+			}
 			r.checkpointNow(step, ph, ckpt.KindSignal)
-			r.emit(step, telemetry.EventCommand, "stopped on request; resume with: pixelis resume "+r.opt.RunDir, nil)
+			r.emit(step, telemetry.EventCommand, "stopped on request; resume with: pixelis resume "+r.opt.RunDir, map[string]any{"kind": string(telemetry.CmdStop)})
 			return true, nil
 		default:
 			r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)

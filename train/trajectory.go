@@ -96,12 +96,19 @@ func sampleView(ro *Rollout, tr *reward.TrajReward, step int) telemetry.Sample {
 	t := ro.Task
 	s := telemetry.Sample{Step: step, Family: t.Family.String(), Question: t.Question, Answer: ro.Answer,
 		GroundTruth: t.Answer, Correct: ro.Correct,
-		Thumb: telemetry.Thumbnail{W: thumbSize, H: thumbSize, Pix: t.RGB(0, thumbSize, thumbSize)}}
+		Thumb:    telemetry.Thumbnail{W: thumbSize, H: thumbSize, Pix: t.RGB(0, thumbSize, thumbSize)},
+		ViewSize: env.ViewSize, SourceSize: env.SourceSize}
 	if tr != nil {
 		s.Reward = tr.Total
 	}
 	for i, st := range ro.Steps {
 		ss := telemetry.SampleStep{Op: st.Action.Op.String(), Args: actionArgs(st.Action), Result: st.Result.Summary}
+		if st.Action.Op == env.OpSegment && st.Result.Misuse == env.MisuseNone && !st.Result.BBox.Empty() {
+			// The point is in the agent's view, the box in the source frame: say so.
+			b := st.Result.BBox
+			ss.Args = fmt.Sprintf("view (%d,%d)", st.Action.X, st.Action.Y)
+			ss.Result = fmt.Sprintf("obj %d, area %d, source bbox %d,%d–%d,%d", st.Result.ObjectID, st.Result.Area, b.Min.X, b.Min.Y, b.Max.X, b.Max.Y)
+		}
 		ss.Misuse = misuseLabel(st.Result)
 		if tr != nil && i < len(tr.Steps) {
 			ss.Rewards = map[string]float64{}

@@ -372,19 +372,24 @@ func rftSamples(step int) []telemetry.Sample {
 	}
 }
 
+// sftSteps is how many SFT steps came before the fixture's RFT phase: points
+// and events count run-wide steps, the snapshot RFT's own.
+const sftSteps = 2000
+
 func rftEvents() []telemetry.Event {
 	ev := func(step int, kind, msg string) telemetry.Event {
-		return telemetry.Event{Step: step, Time: t0.Add(time.Duration(step) * 240 * time.Millisecond), Kind: kind, Message: msg}
+		return telemetry.Event{Step: sftSteps + step, Phase: telemetry.PhaseRFT, PhaseStep: step,
+			Time: t0.Add(time.Duration(step) * 240 * time.Millisecond), Kind: kind, Message: msg}
 	}
 	return []telemetry.Event{
 		ev(0, telemetry.EventPhase, "rft started from checkpoints/step_002000 (sft)"),
-		ev(400, telemetry.EventCheckpoint, "checkpoint step_000400"),
+		ev(400, telemetry.EventCheckpoint, "checkpoint step_002400"),
 		ev(600, telemetry.EventEval, "val pass@1 .61 pass@8 .84"),
 		ev(760, telemetry.EventStageAdvance, "stage 1→2: success_rate_ma100 .71 > .70"),
 		ev(900, telemetry.EventStageRollback, "stage 2→1: success_rate_ma100 .52 < .55"),
 		ev(1000, telemetry.EventWarning, "KL .041 above target .03; anchor raised"),
 		ev(1180, telemetry.EventStageAdvance, "stage 1→2: success_rate_ma100 .71 > .70"),
-		ev(1200, telemetry.EventCheckpoint, "checkpoint step_001200"),
+		ev(1200, telemetry.EventCheckpoint, "checkpoint step_003200"),
 		ev(1200, telemetry.EventEval, "val pass@1 .78 pass@8 .93"),
 	}
 }
@@ -399,16 +404,16 @@ func rftUpdates(last, total int) []telemetry.Update {
 	var u telemetry.Update
 	for step := 1; step <= last; step++ {
 		m := rftMetrics(step, rng)
-		u.Points = append(u.Points, telemetry.Point{Step: step, Phase: telemetry.PhaseRFT,
+		u.Points = append(u.Points, telemetry.Point{Step: sftSteps + step, Phase: telemetry.PhaseRFT,
 			Time: t0.Add(time.Duration(step) * 240 * time.Millisecond).Format(time.RFC3339Nano), Metrics: m})
 		if step%100 == 0 || step == last {
-			for len(events) > 0 && events[0].Step <= step {
+			for len(events) > 0 && events[0].PhaseStep <= step {
 				u.Events = append(u.Events, events[0])
 				events = events[1:]
 			}
 			u.Snapshot = &telemetry.Snapshot{
 				Run: "2026-11-22-1042", Phase: telemetry.PhaseRFT, State: telemetry.StateRunning,
-				Step: step, TotalSteps: total, Time: t0.Add(time.Duration(step) * 240 * time.Millisecond),
+				Step: step, RunStep: sftSteps + step, TotalSteps: total, Time: t0.Add(time.Duration(step) * 240 * time.Millisecond),
 				StepsPerS: 4.1, Metrics: m, Curriculum: rftCurriculum(step), Samples: rftSamples(step),
 			}
 			out = append(out, u)
@@ -443,6 +448,15 @@ func sftHarness(t testing.TB, w, h int) *harness {
 	t.Helper()
 	feed := newFakeFeed(true)
 	hs := newHarness(t, feed, Options{Color: "always"}, w, h)
+	hs.send(feedMsg(sftUpdate()))
+	return hs
+}
+
+// sftSnapshot is the SFT fixture's snapshot at step 640.
+func sftSnapshot() *telemetry.Snapshot { return sftUpdate().Snapshot }
+
+// sftUpdate is the SFT fixture run up to step 640 of 2,000 in one update.
+func sftUpdate() telemetry.Update {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var u telemetry.Update
 	for step := 1; step <= 640; step++ {
@@ -478,8 +492,7 @@ func sftHarness(t testing.TB, w, h int) *harness {
 			}
 		}
 	}
-	hs.send(feedMsg(u))
-	return hs
+	return u
 }
 
 // --- golden files -----------------------------------------------------------

@@ -250,7 +250,7 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 	if !useTUI {
 		plainOut = io.MultiWriter(std.out, consoleLog)
 	}
-	sinks = append(sinks, tui.Plain(plainOut))
+	sinks = append(sinks, tui.Plain(plainOut, cfg.Run.LogEvery))
 	if useTUI {
 		sinks = append(sinks, bus)
 	}
