@@ -299,3 +299,21 @@ func TestManagerRestoreErrors(t *testing.T) {
 		})
 	}
 }
+
+// Preview reads the current values on top of the checks' without recording
+// them: a threshold shows the live KPI, and the next Check is unaffected.
+func TestManagerPreview(t *testing.T) {
+	m, err := NewManager(rewardTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runChecks(t, m, rewardScenario[:1])
+	before := m.State()
+	p := m.Preview(15, map[string]float64{"success_rate_ma100": 0.42})
+	if len(p) == 0 || p[0].Subject != "success_rate_ma100" || p[0].Value != 0.42 {
+		t.Fatalf("Preview = %+v", p)
+	}
+	if !reflect.DeepEqual(before, m.State()) {
+		t.Fatal("Preview changed the state")
+	}
+}

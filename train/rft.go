@@ -395,7 +395,9 @@ func (s *rftRun) publish() {
 	for _, d := range s.cur.Describe() {
 		cur.Stages = append(cur.Stages, telemetry.Stage{Name: d.Name, Weights: d.Weights, Exit: d.Exit, EnteredAt: d.EnteredAt})
 	}
-	for _, p := range s.cur.Progress() {
+	// The conditions as they read now, so they agree with the KPI charts
+	// between two curriculum checks.
+	for _, p := range s.cur.Preview(s.step, s.kpi.KPIs()) {
 		cur.Progress = append(cur.Progress, telemetry.Condition{Desc: p.Desc, Subject: p.Subject, Op: p.Op, Value: p.Value, Target: p.Target, Met: p.Met})
 	}
 	for _, d := range s.cur.History() {

@@ -313,7 +313,7 @@ func (s *sftRun) publish() {
 		}
 	}
 	for i := 0; i < s.pools.NumStages(); i++ {
-		st := telemetry.Stage{Name: s.pools.Mix(i), EnteredAt: -1}
+		st := telemetry.Stage{Name: s.pools.Mix(i), EnteredAt: -1, Pool: s.pools.Counts(i)}
 		if i < s.pools.NumStages()-1 {
 			st.Exit = []string{s.dm.Rule()}
 		}

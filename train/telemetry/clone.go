@@ -31,6 +31,7 @@ func (c Curriculum) Clone() Curriculum {
 		for i, st := range c.Stages {
 			st.Weights = maps.Clone(st.Weights)
 			st.Exit = slices.Clone(st.Exit)
+			st.Pool = maps.Clone(st.Pool)
 			stages[i] = st
 		}
 		c.Stages = stages

@@ -87,6 +87,8 @@ type Stage struct {
 	Weights   map[string]float64 `json:"weights,omitempty"` // reward component weights
 	Exit      []string           `json:"exit,omitempty"`    // exit conditions, human-readable
 	EnteredAt int                `json:"entered_at"`        // step, -1 when never entered
+	// Pool is a data-curriculum stage's training pool: pairs per difficulty bucket.
+	Pool map[string]int `json:"pool,omitempty"`
 }
 
 // Condition is the live state of one exit condition.
