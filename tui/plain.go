@@ -94,36 +94,40 @@ type plainField struct {
 	label   string
 	metrics []string
 	format  string
+	// weight, when set, names the component's weight in the current reward
+	// stage: a component weighted 0 does not count yet and is left out.
+	weight string
 }
 
 var (
 	plainFieldsSFT = []plainField{
-		{"loss", []string{"sft/loss", "policy/loss"}, "%.3f"},
-		{"acc", []string{"sft/accuracy", "policy/accuracy"}, "%.3f"},
-		{"lr", []string{"policy/lr"}, "%.1e"},
-		{"grad", []string{"policy/grad_norm"}, "%.2f"},
-		{"val_greedy", []string{"val/all/greedy"}, "%.3f"},
+		{label: "loss", metrics: []string{"sft/loss", "policy/loss"}, format: "%.3f"},
+		{label: "acc", metrics: []string{"sft/accuracy", "policy/accuracy"}, format: "%.3f"},
+		{label: "lr", metrics: []string{"policy/lr"}, format: "%.1e"},
+		{label: "grad", metrics: []string{"policy/grad_norm"}, format: "%.2f"},
+		{label: "val_greedy", metrics: []string{"val/all/greedy"}, format: "%.3f"},
 	}
 	// In order of priority: the fields that do not fit in the line are left out.
 	plainFieldsRFT = []plainField{
-		{"success", []string{"kpi/success_rate_ma100"}, "%.3f"},
-		{"final", []string{"reward/final/raw"}, "%+.2f"},
-		{"kl", []string{"policy/kl"}, "%.4f"},
-		{"coh", []string{"reward/coherence/raw"}, "%+.2f"},
-		{"cur", []string{"reward/curiosity/raw"}, "%+.2f"},
-		{"pen", []string{"reward/penalty/raw"}, "%+.2f"},
-		{"cost", []string{"reward/cost/raw"}, "%+.2f"},
-		{"filter", []string{"grpo/filter_rate"}, "%.2f"},
-		{"len", []string{"behavior/traj_len_mean"}, "%.2f"},
-		{"rapr", []string{"behavior/rapr"}, "%.3f"},
+		{label: "success", metrics: []string{"kpi/success_rate_ma100"}, format: "%.3f"},
+		{label: "final", metrics: []string{"reward/final/raw"}, format: "%+.2f"},
+		{label: "kl", metrics: []string{"policy/kl"}, format: "%.4f"},
+		{label: "pen", metrics: []string{"reward/penalty/raw"}, format: "%+.2f"},
+		{label: "cost", metrics: []string{"reward/cost/raw"}, format: "%+.2f"},
+		{label: "coh", metrics: []string{"reward/coherence/raw"}, format: "%+.2f", weight: "curriculum/weight/coherence"},
+		{label: "cur", metrics: []string{"reward/curiosity/raw"}, format: "%+.2f", weight: "curriculum/weight/curiosity"},
+		{label: "filter", metrics: []string{"grpo/filter_rate"}, format: "%.2f"},
+		{label: "len", metrics: []string{"behavior/traj_len_mean"}, format: "%.2f"},
+		{label: "rapr", metrics: []string{"behavior/rapr"}, format: "%.3f"},
 		// Only on the steps that validate: last, so it never pushes another out.
-		{"val_pass@1", []string{"val/all/pass@1"}, "%.3f"},
+		{label: "val_pass@1", metrics: []string{"val/all/pass@1"}, format: "%.3f"},
 	}
 )
 
-// plainTailW is the room kept for the rate and ETA ("123.4 it/s eta 23h59m"),
-// so that the fields that fit do not depend on them.
-const plainTailW = len(" | 123.4 it/s eta 23h59m")
+// plainTailW is the room kept for the rate and ETA ("12.3 it/s eta 59m"),
+// so that the fields that fit do not depend on them (a longer ETA, early in
+// a long run, can push the last field out).
+const plainTailW = len(" | 12.3 it/s eta 59m")
 
 // plainLine is one snapshot as text, at most plainWidth characters:
 //
@@ -146,11 +150,18 @@ func plainLine(s telemetry.Snapshot) string {
 	}
 	widest := s
 	widest.Step = max(s.Step, s.TotalSteps)
-	room := plainWidth - utf8.RuneCountInString(plainHead(widest)) - plainTailW
+	end := ""
+	if len(tail) > 0 {
+		end = " | " + strings.Join(tail, " ")
+	}
+	room := plainWidth - utf8.RuneCountInString(plainHead(widest)) - max(plainTailW, utf8.RuneCountInString(end))
 	var b strings.Builder
 	b.WriteString(head)
 	sep := " | "
 	for _, f := range fields {
+		if w, ok := s.Metrics[f.weight]; ok && w == 0 {
+			continue
+		}
 		for _, name := range f.metrics {
 			v, ok := s.Metrics[name]
 			if !ok {
@@ -167,9 +178,7 @@ func plainLine(s telemetry.Snapshot) string {
 			break
 		}
 	}
-	if len(tail) > 0 {
-		b.WriteString(" | " + strings.Join(tail, " "))
-	}
+	b.WriteString(end)
 	return b.String()
 }
 

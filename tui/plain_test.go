@@ -57,7 +57,7 @@ func TestPlainGolden(t *testing.T) {
 	}
 	golden(t, "plain", out)
 	for _, want := range []string{
-		"rft 400/3000 stage 1/3 | success 0.551 final -0.14 kl 0.0096",
+		"rft 400/3000 stage 1/3 | success 0.551 final +0.31 kl 0.0077 pen -0.07 cost -0.02",
 		"[rft 760] stage_advance: stage 1→2",
 		"rft 1240/3000 stage 2/3 paused",
 		"rft 1240/3000 stage 2/3 running",

@@ -227,6 +227,15 @@ func fmtVal(v float64) string {
 	return strconv.FormatFloat(v, 'f', 4, 64)
 }
 
+// fmtNum writes a whole number with thousands separators, anything else as
+// fmtVal does: step 640 ≥ 1,000, success 0.62 > 0.70.
+func fmtNum(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e12 {
+		return fmtInt(int(v))
+	}
+	return fmtVal(v)
+}
+
 // fmtSigned writes a reward-like value with its sign: +0.71, -0.04, 0.00.
 func fmtSigned(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -303,7 +312,14 @@ func (m Model) statusText() string {
 		parts = append(parts, m.st.render(m.st.statusOK, label))
 	}
 	if m.quitAfterAck {
-		parts = append(parts, m.st.render(m.st.prompt, "quitting once the checkpoint is saved (ctrl+c: now)"))
+		what := "stopping: quitting once the run has saved its checkpoint (ctrl+c: now)"
+		if m.pending[commandIndex(telemetry.CmdResume)] {
+			what = "resuming the run, then leaving"
+		}
+		parts = append(parts, m.st.render(m.st.prompt, what))
+	}
+	if s := m.snap; s != nil && s.State == telemetry.StateStopped && m.opts.RunDir != "" && len(parts) == 0 && m.status == "" {
+		parts = append(parts, m.st.render(m.st.warn, "stopped before its end: pixelis resume "+clean(m.opts.RunDir)+" continues it"))
 	}
 	if m.status != "" {
 		st := m.st.statusOK
@@ -316,16 +332,14 @@ func (m Model) statusText() string {
 }
 
 // viewFooter is the help bar (or the full help) with the status and the run
-// directory; while quitting is being confirmed it is the question.
+// directory; while a question is asked it is the question.
 func (m Model) viewFooter(w int) []string {
 	st := m.st
-	if m.confirmQuit {
-		q := " " + st.render(st.prompt, "checkpoint before quitting? (y/n/esc)") +
-			st.render(st.dim, "  y checkpoint, then quit · n quit now · esc stay")
-		return []string{fit(q, w, true)}
+	if q, answers := m.questionText(); q != "" {
+		line := " " + st.render(st.prompt, q) + st.render(st.dim, "  "+answers)
+		return []string{fit(line, w, true)}
 	}
-	hk := helpKeys{k: m.keys, paused: isPaused(m.snap), overlay: m.overlay != nil}
-	hk.horiz, hk.vert = m.navTarget().nav()
+	hk := m.helpKeys()
 	right := ""
 	if m.opts.RunDir != "" {
 		right = st.render(st.dim, clean(m.opts.RunDir)) + " "
@@ -334,6 +348,29 @@ func (m Model) viewFooter(w int) []string {
 		return m.fullHelp(hk, right, w)
 	}
 	return []string{m.helpBar(hk, right, w)}
+}
+
+// helpKeys is the key map as the footer shows it now.
+func (m Model) helpKeys() helpKeys {
+	target := m.navTarget()
+	hk := helpKeys{k: m.keys, commands: m.commandable(), paused: isPaused(m.snap), typing: isTyping(target)}
+	switch {
+	case !m.commandable():
+		hk.quit = "quit"
+	case m.opts.Role == RoleOwner:
+		hk.quit = "stop"
+	default:
+		hk.quit = "leave"
+	}
+	if h, ok := m.overlay.(interface{ help(*keyMap) []key.Binding }); ok && m.overlay != nil {
+		hk.overlay = h.help(&hk.k)
+	} else if m.overlay != nil {
+		closeKey := hk.k.Close
+		closeKey.SetHelp("esc", "close")
+		hk.overlay = []key.Binding{closeKey}
+	}
+	hk.horiz, hk.vert = target.nav()
+	return hk
 }
 
 // fullHelp is the footer with the help open: the full help, then the status
@@ -378,7 +415,7 @@ func (m Model) helpBar(hk helpKeys, right string, w int) string {
 	if !fits(right) {
 		right = ""
 	}
-	for _, drop := range []string{"↑/↓", "←/→", "shift+tab", "k/m", "s", "e", "tab", "p", "esc"} {
+	for _, drop := range []string{"↑/↓", "←/→", "shift+tab", "f", "n/N", "+", "[", "i", "v", "m", "s", "e", "tab", "p", "/", "esc"} {
 		if fits(right) {
 			break
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 
 	"github.com/pixelis/pixelis/configs"
@@ -24,9 +25,12 @@ func cmdAttach(ctx context.Context, args []string, std stdio) error {
 	if !isTerminal(std.out) {
 		return usagef("attach draws the console and needs a terminal; for text, read %s", filepath.Join(pos[0], "console.log"))
 	}
-	opts := tui.Options{RunDir: pos[0]}
+	opts := tui.Options{RunDir: pos[0], Role: tui.RoleAttached}
 	if cfg, err := configs.Load(filepath.Join(pos[0], "config.toml")); err == nil {
 		opts.FPS, opts.History, opts.Mouse, opts.Color = cfg.UI.FPS, cfg.UI.History, cfg.UI.Mouse, cfg.UI.Color
+	}
+	if b, err := os.ReadFile(filepath.Join(pos[0], "config.toml")); err == nil {
+		opts.Config = string(b)
 	}
 	// The feed holds at most what the console keeps: the first view of a long run
 	// reads its whole history but keeps only the newest points.

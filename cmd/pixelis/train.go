@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -310,10 +311,16 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 	}()
 
 	if useTUI {
-		terr := tui.Run(runCtx, bus, tui.Options{FPS: cfg.UI.FPS, History: cfg.UI.History, Mouse: cfg.UI.Mouse, Color: cfg.UI.Color, RunDir: opt.RunDir})
+		var conf bytes.Buffer
+		_ = configs.Encode(&conf, cfg) // shown by the console's i; the run writes the same to config.toml
+		terr := tui.Run(runCtx, bus, tui.Options{FPS: cfg.UI.FPS, History: cfg.UI.History, Mouse: cfg.UI.Mouse, Color: cfg.UI.Color,
+			RunDir: opt.RunDir, Config: conf.String()})
 		switch {
 		case errors.Is(terr, tui.ErrUserQuit):
-			trySend(cmds, telemetry.Command{Kind: telemetry.CmdStop})
+			// The console asked the run to stop as the user chose (with or
+			// without a checkpoint); should that request not have reached it,
+			// stop it without one rather than leave it training unseen.
+			trySend(cmds, telemetry.Command{Kind: telemetry.CmdStop, NoCheckpoint: true})
 		case errors.Is(terr, tui.ErrHangup):
 			signal.Ignore(syscall.SIGHUP)
 			fmt.Fprintln(consoleLog, "terminal hung up: continuing headless")
