@@ -96,6 +96,7 @@ func defaultKeys() keyMap {
 type helpKeys struct {
 	k           keyMap
 	commands    bool // a live run takes c, p, e
+	stages      bool // the run has a curriculum for s to show
 	paused      bool
 	quit        string // what q does: "stop", "leave" or "quit"
 	overlay     []key.Binding
@@ -135,7 +136,7 @@ func (h helpKeys) ShortHelp() []key.Binding {
 	} else {
 		if h.commands {
 			out = append(out, h.k.Checkpoint, h.k.Stages, pause, h.k.Eval)
-		} else {
+		} else if h.stages {
 			out = append(out, h.k.Stages)
 		}
 		out = append(out, h.k.KPISet, h.k.Log, h.k.Info, h.k.NextPane)

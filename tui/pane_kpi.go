@@ -18,6 +18,12 @@ type kpi struct {
 	// n above 1 the chart shows, labelled with its n: runs sample a number of
 	// attempts the console cannot know in advance.
 	passAt string
+	// anyGroup, when set, is a suffix ("/pass@1"): without the overall
+	// metric, the first validation group that has one (a watched verl run
+	// names them after its data sources: val/hiyouga/geometry3k/pass@1).
+	anyGroup string
+	// passAny: without passAt's group, the largest pass@n of any group.
+	passAny bool
 }
 
 // find returns the kpi's series and its label.
@@ -30,12 +36,45 @@ func (k kpi) find(st *store) (*series, string) {
 			return st.get(name), fmt.Sprintf("%s pass@%d", k.label, n)
 		}
 	}
+	if k.passAny {
+		if name, n := st.highestPass(""); name != "" {
+			return st.get(name), fmt.Sprintf("%s pass@%d", k.label, n)
+		}
+	}
+	if k.anyGroup != "" {
+		for _, name := range st.names() {
+			if g, ok := strings.CutPrefix(name, "val/"); ok && strings.HasSuffix(g, k.anyGroup) {
+				return st.get(name), k.label + " " + strings.TrimSuffix(g, k.anyGroup)
+			}
+		}
+	}
 	return nil, k.label
 }
 
 type kpiSet struct {
 	name  string
 	items []kpi
+	// pick, when not 0, makes the set the first pick items that have data
+	// (or its first pick, when fewer have): a watched run's trainer logs some
+	// of the names a pane can show, and which it cannot be told in advance.
+	pick int
+}
+
+// resolve is the items the set shows in a store.
+func (s kpiSet) resolve(st *store) kpiSet {
+	if s.pick == 0 || len(s.items) <= s.pick {
+		return s
+	}
+	var have, lack []kpi
+	for _, k := range s.items {
+		if sr, _ := k.find(st); sr != nil {
+			have = append(have, k)
+		} else {
+			lack = append(lack, k)
+		}
+	}
+	s.items = append(have, lack...)[:s.pick]
+	return s
 }
 
 var (
@@ -73,29 +112,32 @@ var (
 	// Runs watched through a mapping (TRL, verl) have their own reward scale.
 	kpiReward    = kpi{label: "reward", metrics: []string{"reward/total"}}
 	kpiRewardStd = kpi{label: "reward std", metrics: []string{"reward/std"}}
+	kpiValAny    = kpi{label: "val pass@1", metrics: []string{"val/all/pass@1"}, anyGroup: "/pass@1"}
+	kpiValPnAny  = kpi{label: "val", passAt: "val/all/", passAny: true}
 )
 
 // The chart sets m and ←/→ cycle through, per kind of screen.
 var (
 	kpiSetsRFT = []kpiSet{
-		{"overview", []kpi{kpiSuccess, kpiKL, kpiRFinal, kpiFilter, kpiTraj, kpiRaPR, kpiEntropy, kpiLoss}},
-		{"learning", []kpi{kpiSuccess, kpiRFinal, kpiCoh, kpiCombined}},
-		{"behaviour", []kpi{kpiTraj, kpiRaPR, kpiLoops, kpiMisuse}},
-		{"stability", []kpi{kpiKL, kpiGrad, kpiClip, kpiZeroStd}},
-		{"validation", []kpi{kpiValG, kpiValP1, kpiValPn, kpiValRaPR}},
-		{"throughput", []kpi{kpiEps, kpiActs, kpiStepT, kpiRollout, kpiRewardT, kpiUpdate}},
+		{name: "overview", items: []kpi{kpiSuccess, kpiKL, kpiRFinal, kpiFilter, kpiTraj, kpiRaPR, kpiEntropy, kpiLoss}},
+		{name: "learning", items: []kpi{kpiSuccess, kpiRFinal, kpiCoh, kpiCombined}},
+		{name: "behaviour", items: []kpi{kpiTraj, kpiRaPR, kpiLoops, kpiMisuse}},
+		{name: "stability", items: []kpi{kpiKL, kpiGrad, kpiClip, kpiZeroStd}},
+		{name: "validation", items: []kpi{kpiValG, kpiValP1, kpiValPn, kpiValRaPR}},
+		{name: "throughput", items: []kpi{kpiEps, kpiActs, kpiStepT, kpiRollout, kpiRewardT, kpiUpdate}},
 	}
 	kpiSetsSFT = []kpiSet{
-		{"training", []kpi{kpiSFTLoss, kpiAcc, kpiValG, kpiLR}},
-		{"validation", []kpi{kpiValG, kpiValMix, kpiValP1, kpiValPn}},
-		{"health", []kpi{kpiGrad, kpiLR, kpiStepT, kpiCkptT}},
-		{"throughput", []kpi{kpiPairs, kpiStepT}},
+		{name: "training", items: []kpi{kpiSFTLoss, kpiAcc, kpiValG, kpiLR}},
+		{name: "validation", items: []kpi{kpiValG, kpiValMix, kpiValP1, kpiValPn}},
+		{name: "health", items: []kpi{kpiGrad, kpiLR, kpiStepT, kpiCkptT}},
+		{name: "throughput", items: []kpi{kpiPairs, kpiStepT}},
 	}
 	kpiSetsWatch = []kpiSet{
-		{"overview", []kpi{kpiReward, kpiKL, kpiRewardStd, kpiEntropy, kpiTraj, kpiClip, kpiZeroStd, kpiValP1}},
-		{"optimisation", []kpi{kpiLoss, kpiGrad, kpiLR, kpiKL}},
-		{"validation", []kpi{kpiValP1, kpiValPn, kpiValG, kpiValRaPR}},
-		{"throughput", []kpi{kpiStepT, kpiRollout, kpiUpdate, kpiRewardT}},
+		{name: "overview", pick: 8, items: []kpi{kpiReward, kpiKL, kpiRewardStd, kpiEntropy, kpiTraj, kpiClip, kpiZeroStd, kpiValAny,
+			kpiLoss, kpiGrad, kpiLR, kpiStepT}},
+		{name: "optimisation", items: []kpi{kpiLoss, kpiGrad, kpiLR, kpiKL}},
+		{name: "validation", items: []kpi{kpiValAny, kpiValPnAny, kpiValG, kpiValRaPR}},
+		{name: "throughput", items: []kpi{kpiStepT, kpiRollout, kpiUpdate, kpiRewardT}},
 	}
 )
 
@@ -179,10 +221,11 @@ type kpiGrid struct {
 const kpiGap = 2 // columns between two charts side by side
 
 // grid lays the shown set out in a pane of size a.
-func (p kpiPane) grid(a area, k screenKind) kpiGrid {
-	sets := kpiSetsFor(k)
+func (p kpiPane) grid(e env) kpiGrid {
+	a := e.area
+	sets := kpiSetsFor(e.kind)
 	g := kpiGrid{index: p.set % len(sets), n: len(sets), cols: 1}
-	g.set = sets[g.index]
+	g.set = sets[g.index].resolve(e.metrics)
 	if a.w >= 56 && len(g.set.items) > 1 {
 		g.cols = 2
 	}
@@ -224,7 +267,7 @@ func (p kpiPane) draw(e env) kpiPane {
 	if e.h <= 0 || e.w <= 0 {
 		return p
 	}
-	g := p.grid(e.area, e.kind)
+	g := p.grid(e)
 	p.win, p.zoomed = p.window.window(e.metrics, e.phase)
 	var buf []float64
 	for i := range g.shown {
@@ -270,7 +313,7 @@ func resize(buf []float64, n int) []float64 {
 }
 
 func (p kpiPane) view(e env) (string, []string) {
-	g := p.grid(e.area, e.kind)
+	g := p.grid(e)
 	title := fmt.Sprintf("KPIs · %s %d/%d", g.set.name, g.index+1, g.n)
 	if g.shown < len(g.set.items) {
 		title += fmt.Sprintf(" · %d of %d shown", g.shown, len(g.set.items))

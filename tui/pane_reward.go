@@ -41,7 +41,12 @@ func viewReward(e env) (string, []string) {
 		total.v, total.ok = s.latest, true
 		total.ma, _ = s.mean(maWindow)
 	}
-	cols := newRewardColumns(st, w)
+	nameW, weights := rewardNameW, false
+	for _, r := range rows {
+		nameW = max(nameW, len([]rune(r.name))+1)
+		weights = weights || r.haveWeight
+	}
+	cols := newRewardColumns(st, w, nameW, weights)
 	var out []string
 	for _, r := range rows {
 		out = append(out, cols.line(r, scale))
@@ -107,19 +112,23 @@ func rewardRows(metrics *store) ([]rewardRow, float64) {
 // rewardColumns lays a reward row out in a pane w cells wide: name, bar,
 // value · MA, and the weight when there is room.
 type rewardColumns struct {
-	st         *styles
-	showW      bool
-	wcol, half int
+	st                *styles
+	showW             bool
+	nameW, wcol, half int
 }
 
 const rewardNameW, rewardNumW = 11, 13
 
-func newRewardColumns(st *styles, w int) rewardColumns {
-	c := rewardColumns{st: st, showW: w >= 52}
+// newRewardColumns fits the columns in w cells: names as wide as the longest
+// (a watched run's reward functions have long names) while the bar keeps 9
+// cells, and the weights only when the run has them and there is room.
+func newRewardColumns(st *styles, w, nameW int, weights bool) rewardColumns {
+	c := rewardColumns{st: st, showW: weights && w >= 52}
 	if c.showW {
 		c.wcol = 6
 	}
-	barW := max(3, w-rewardNameW-rewardNumW-c.wcol-1)
+	c.nameW = max(rewardNameW, min(nameW, w-rewardNumW-c.wcol-1-9))
+	barW := max(3, w-c.nameW-rewardNumW-c.wcol-1)
 	c.half = (barW - 1) / 2
 	return c
 }
@@ -127,7 +136,7 @@ func newRewardColumns(st *styles, w int) rewardColumns {
 func (c rewardColumns) line(r rewardRow, scale float64) string {
 	st := c.st
 	var b strings.Builder
-	b.WriteString(fit(r.name, rewardNameW-1, true) + " ")
+	b.WriteString(fit(r.name, c.nameW-1, true) + " ")
 	if !r.ok {
 		b.WriteString(strings.Repeat(" ", c.half) + st.render(st.dim, "│") + strings.Repeat(" ", c.half))
 		b.WriteString(padLeft("—", rewardNumW))

@@ -219,14 +219,24 @@ func (st *store) phaseRange(phase telemetry.Phase) (xrange, bool) {
 
 // highestPass is the name of the validation pass@n metric with the largest n
 // above 1 under prefix ("val/all/"), as the trainer names them (val/all/pass@8).
+// An empty prefix takes any validation group (val/<group>/pass@n), the
+// lowest group name first.
 func (st *store) highestPass(prefix string) (string, int) {
 	best, bestN := "", 0
 	for name := range st.series {
-		rest, ok := strings.CutPrefix(name, prefix+"pass@")
+		var rest string
+		var ok bool
+		if prefix != "" {
+			rest, ok = strings.CutPrefix(name, prefix+"pass@")
+		} else if strings.HasPrefix(name, "val/") {
+			if i := strings.LastIndex(name, "/pass@"); i > 0 {
+				rest, ok = name[i+len("/pass@"):], true
+			}
+		}
 		if !ok {
 			continue
 		}
-		if n, err := strconv.Atoi(rest); err == nil && n > 1 && n > bestN {
+		if n, err := strconv.Atoi(rest); err == nil && n > 1 && (n > bestN || n == bestN && name < best) {
 			best, bestN = name, n
 		}
 	}

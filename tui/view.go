@@ -353,7 +353,8 @@ func (m Model) viewFooter(w int) []string {
 // helpKeys is the key map as the footer shows it now.
 func (m Model) helpKeys() helpKeys {
 	target := m.navTarget()
-	hk := helpKeys{k: m.keys, commands: m.commandable(), paused: isPaused(m.snap), typing: isTyping(target)}
+	hk := helpKeys{k: m.keys, commands: m.commandable(), paused: isPaused(m.snap), typing: isTyping(target),
+		stages: m.snap != nil && len(m.snap.Curriculum.Stages) > 0}
 	switch {
 	case !m.commandable():
 		hk.quit = "quit"

@@ -171,6 +171,10 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 		}
 	}
 	if path == "" {
+		if mark, done := finished(runDir, info.Phases); done {
+			return usagef("%s finished: its last phase is done (%s), so there is nothing to resume\n(to train again from one of its checkpoints, pass --from %s)",
+				runDir, mark, filepath.Join(runDir, "checkpoints", "DIR"))
+		}
 		root := filepath.Join(runDir, "checkpoints")
 		if path, err = ckpt.Latest(root); err != nil {
 			if infos, lerr := ckpt.List(root); errors.Is(err, ckpt.ErrNoCheckpoint) && (lerr != nil || len(infos) == 0) {
@@ -394,4 +398,23 @@ func refuseLive(runDir string) error {
 		return usagef("%s is being trained by a live process (its control socket answers); watch it with `pixelis attach %s`", runDir, runDir)
 	}
 	return nil
+}
+
+// finished reports whether a run directory's last phase left its mark (the
+// test phase's final_eval.json, RFT's or SFT's final checkpoint), and names it.
+func finished(runDir string, phases []string) (string, bool) {
+	if len(phases) == 0 {
+		return "", false
+	}
+	var mark string
+	switch phases[len(phases)-1] {
+	case train.PhaseTest:
+		mark = "final_eval.json"
+	case train.PhaseRFT:
+		mark = filepath.Join("checkpoints", train.RFTFinal)
+	default:
+		mark = filepath.Join("checkpoints", train.SFTFinal)
+	}
+	_, err := os.Stat(filepath.Join(runDir, mark))
+	return mark, err == nil
 }
