@@ -3,6 +3,9 @@ package tui
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,23 @@ import (
 // at w×h.
 func watchHarness(t *testing.T, dir string, w, h int) *harness {
 	t.Helper()
+	// The fixture's files were last written when its events say (git does
+	// not keep times): the run reads as idle, finished or stalled, whenever
+	// and wherever the test runs.
+	when := time.Unix(1_700_000_100, 0)
+	var paths []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		paths = append(paths, path)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(paths) - 1; i >= 0; i-- { // files before their directories
+		if err := os.Chtimes(paths[i], when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
 	feed, err := watch.Open(context.Background(), dir, watch.Options{Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
