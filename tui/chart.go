@@ -92,6 +92,15 @@ func drawChart(st *styles, lines []plotLine, lo, hi float64, w, h int) []string 
 			owner[cy*w+cx] = int8(li)
 		}
 	}
+	// Each line's colour as the escape codes around its text, found once:
+	// rendering every run of cells through lipgloss would cost more than the
+	// whole chart.
+	pre, post := make([]string, len(lines)), make([]string, len(lines))
+	for i, l := range lines {
+		if r := st.render(l.style, "\x00"); r != "\x00" {
+			pre[i], post[i], _ = strings.Cut(r, "\x00")
+		}
+	}
 	out := make([]string, h)
 	var b, run strings.Builder
 	for r := range h {
@@ -102,7 +111,9 @@ func drawChart(st *styles, lines []plotLine, lo, hi float64, w, h int) []string 
 				return
 			}
 			if cur >= 0 {
-				b.WriteString(st.render(lines[cur].style, run.String()))
+				b.WriteString(pre[cur])
+				b.WriteString(run.String())
+				b.WriteString(post[cur])
 			} else {
 				b.WriteString(run.String())
 			}

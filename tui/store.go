@@ -84,19 +84,37 @@ func (s *series) buckets(x xrange, out []float64) (lo, hi float64, n int) {
 	i0, i1 := s.index(x.lo), s.index(x.hi+1)
 	span := x.hi - x.lo + 1
 	vs, st := s.vals, s.steps
+	// Steps ascend: walk the buckets' boundaries instead of dividing for
+	// every value. Bucket b holds the steps from lo + ⌈b·span/w⌉.
+	b := 0
+	next := x.lo + (span+w-1)/w // the first step of bucket 1
+	sum, k := 0.0, int32(0)
 	for i := i0; i < i1; {
 		// One contiguous run of the ring's backing arrays.
 		p := (st.head + i) % len(st.buf)
 		end := min(i1-i, len(st.buf)-p)
 		steps, vals := st.buf[p:p+end], vs.buf[p:p+end]
 		for j, v := range vals {
-			b := (steps[j] - x.lo) * w / span
-			out[b] += v
-			counts[b]++
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
+			if steps[j] >= next {
+				out[b], counts[b] = sum, k
+				sum, k = 0, 0
+				b = (steps[j] - x.lo) * w / span
+				next = x.lo + ((b+1)*span+w-1)/w
+			}
+			sum += v
+			k++
+			if v < lo {
+				lo = v
+			}
+			if v > hi {
+				hi = v
+			}
 		}
 		n += end
 		i += end
+	}
+	if k > 0 {
+		out[b], counts[b] = sum, k
 	}
 	for b, c := range counts {
 		if c == 0 {

@@ -351,6 +351,7 @@ func BenchmarkView(b *testing.B) {
 				hs.send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
 				m := hs.m
 				b.ReportAllocs()
+				cpu0 := processCPU()
 				for b.Loop() {
 					if cold {
 						// Every chart drawn again, as after new points in every series.
@@ -360,7 +361,7 @@ func BenchmarkView(b *testing.B) {
 					}
 					_ = m.render() // the frame Update draws after a change
 				}
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/frame")
+				reportFrame(b, cpu0)
 			})
 		}
 	}
