@@ -496,14 +496,33 @@ func (c *Compare) viewArms(a area) (string, []string) {
 		if arm == "" {
 			arm = "sft (shared)"
 		}
+		// The job's run, when the view reads it, is fresher than the
+		// experiment's last look at its status.
+		var run *cmpRun
+		for _, r := range c.runs {
+			if r.dir == j.Dir && r.snap != nil {
+				run = r
+			}
+		}
+		step, total := j.Step, j.Total
+		if run != nil {
+			step, total = run.snap.Step, run.snap.TotalSteps
+		} else if j.State == "done" {
+			step = total
+		}
 		cell := armCell{state: j.State}
-		if j.Total > 0 {
-			cell.step = fmt.Sprintf("%s/%s", fmtCompact(j.Step), fmtCompact(j.Total))
+		if total > 0 {
+			cell.step = fmt.Sprintf("%s/%s", fmtCompact(step), fmtCompact(total))
 		}
 		if v, ok := j.Metrics["kpi/success_rate_ma100"]; ok {
 			cell.kpi, cell.have = v, true
 		} else if names := sortedKeys(j.Metrics); len(names) > 0 {
 			cell.kpi, cell.have, kpiName = j.Metrics[names[0]], true, names[0]
+		}
+		if run != nil {
+			if v, ok := run.metrics.latestValue("kpi/success_rate_ma100"); ok {
+				cell.kpi, cell.have = v, true
+			}
 		}
 		put(arm, j.Seed, cell)
 	}
