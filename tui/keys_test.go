@@ -470,3 +470,58 @@ func TestFeedReset(t *testing.T) {
 		t.Fatalf("reset kept old history: %d events", hs.m.events.len())
 	}
 }
+
+// In SFT the inspector tells each data stage's rule (the next mix is tried
+// every N steps …), the pools, and "final stage" only for the last.
+func TestStageInspectorSFT(t *testing.T) {
+	hs := sftHarness(t, 120, 40)
+	hs.press("s")
+	frame := ansi.Strip(hs.frame())
+	checkGeometry(t, frame, 120, 40)
+	golden(t, "inspector_sft_120x40", frame)
+	if n := strings.Count(frame, "none (final stage)"); n != 1 {
+		t.Errorf("%d stages say they are final:\n%s", n, frame)
+	}
+	for _, want := range []string{"Stages · data curriculum", "the next mix is tried every 200 steps", "pool      11,203 pairs: simple 6,120 · medium 5,083",
+		"passing validations 1 ≥ 2", "step 640 ≥ 1,000"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("SFT inspector lacks %q", want)
+		}
+	}
+}
+
+// A condition reads "what value op target", from its fields or, for a run
+// that recorded only its description, from that: never the value twice.
+func TestConditionLine(t *testing.T) {
+	st := newStyles(0)
+	cases := []struct {
+		c    telemetry.Condition
+		want string
+	}{
+		{telemetry.Condition{Desc: "success_rate_ma100 0.4148 / > 0.7", Value: 0.4148, Target: 0.7}, "success_rate_ma100 0.415 > 0.700"},
+		{telemetry.Condition{Desc: "x", Subject: "slope(coherence_ma100, last 5)", Op: "<", Value: 0.0031, Target: 0.001}, "slope(coherence_ma100, last 5) 0.0031 < 0.0010"},
+		{telemetry.Condition{Desc: "steps in stage 1 / ≥ 2", Value: 1, Target: 2}, "steps in stage 1 ≥ 2"},
+		{telemetry.Condition{Desc: "success_rate_ma100 > 0.70", Value: 0.62, Target: 0.70}, "success_rate_ma100 0.620 > 0.700"},
+	}
+	for _, c := range cases {
+		got := conditionLine(&st, c.c, 80, 6)
+		if !strings.Contains(got, c.want) || strings.Count(got, "/") > 0 && !strings.Contains(c.want, "/") {
+			t.Errorf("%q → %q, want %q", c.c.Desc, got, c.want)
+		}
+	}
+}
+
+// The throughput set charts episodes and actions per second and the step's
+// parts.
+func TestThroughputSet(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	for range 5 {
+		hs.press("m")
+	}
+	f := hs.frame()
+	for _, want := range []string{"KPIs · throughput 6/6", "episodes/s", "actions/s", "step time s", "rollout s", "update s"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("throughput set lacks %q", want)
+		}
+	}
+}

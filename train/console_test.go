@@ -1,0 +1,87 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pixelis/pixelis/reward"
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// Time spent paused is left out of the step rate (and so of the ETA).
+func TestRateMeterLeavesOutPause(t *testing.T) {
+	var paused time.Duration
+	var m rateMeter
+	m.start(100, &paused)
+	m.t0 = time.Now().Add(-11 * time.Second) // 11 s since the phase started …
+	paused += 10 * time.Second               // … 10 of them paused
+	if r := m.rate(110); r < 8 || r > 12 {
+		t.Fatalf("10 steps in 1 s of training: rate %.2f", r)
+	}
+}
+
+// A segment step says which space its numbers are in: the point in the
+// agent's view, the box in the source frame.
+func TestSampleSaysCoordinateSpaces(t *testing.T) {
+	cfg, err := EnvConfig(smoke(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ro *Rollout
+	for i := range 50 {
+		task := env.Generate(cfg, env.Val, i)
+		ep := env.NewEpisode(cfg)
+		ep.Reset(task)
+		for _, a := range env.Solve(task) {
+			if _, done := ep.Step(a); done {
+				break
+			}
+		}
+		if tr := ep.Trajectory(); len(tr) > 0 && tr[0].Action.Op == env.OpSegment {
+			ro = &Rollout{Task: task, Steps: tr}
+			break
+		}
+	}
+	if ro == nil {
+		t.Fatal("no expert trajectory starts with a segment")
+	}
+	s := sampleView(ro, &reward.TrajReward{}, 1)
+	if s.ViewSize != env.ViewSize || s.SourceSize != env.SourceSize {
+		t.Fatalf("sizes %d %d", s.ViewSize, s.SourceSize)
+	}
+	if st := s.Steps[0]; !strings.HasPrefix(st.Args, "view (") || !strings.Contains(st.Result, "source bbox") {
+		t.Fatalf("segment step %+v", st)
+	}
+}
+
+// A stop ends the run stopped, not done: with its checkpoint, or, asked so,
+// without one. Every snapshot carries the run-wide step, start time and
+// process.
+func TestStopStates(t *testing.T) {
+	for _, noCkpt := range []bool{false, true} {
+		cfg := smoke(t)
+		dir := t.TempDir()
+		sink := &memSink{}
+		cmds := make(chan telemetry.Command, 1)
+		cmds <- telemetry.Command{Kind: telemetry.CmdStop, NoCheckpoint: noCkpt}
+		r, err := New(cfg, Options{RunDir: dir, Phases: []string{PhaseSFT}, Sink: sink, Commands: cmds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Run(context.Background()); !errors.Is(err, ErrStopped) {
+			t.Fatalf("Run = %v", err)
+		}
+		last := sink.snaps[len(sink.snaps)-1]
+		if last.State != telemetry.StateStopped || last.Started.IsZero() || last.Process == nil || last.Process.PID == 0 {
+			t.Fatalf("last snapshot %s started %v process %v", last.State, last.Started, last.Process)
+		}
+		saved := sink.kinds()[telemetry.EventCheckpoint]
+		if noCkpt != (saved == 0) {
+			t.Fatalf("no checkpoint asked %v: %d checkpoint events", noCkpt, saved)
+		}
+	}
+}
