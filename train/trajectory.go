@@ -103,11 +103,15 @@ func sampleView(ro *Rollout, tr *reward.TrajReward, step int) telemetry.Sample {
 	}
 	for i, st := range ro.Steps {
 		ss := telemetry.SampleStep{Op: st.Action.Op.String(), Args: actionArgs(st.Action), Result: st.Result.Summary}
-		if st.Action.Op == env.OpSegment && st.Result.Misuse == env.MisuseNone && !st.Result.BBox.Empty() {
-			// The point is in the agent's view, the box in the source frame: say so.
-			b := st.Result.BBox
+		// Points are in the agent's view, boxes and regions in the source
+		// frame: say which.
+		switch b := st.Result.BBox; {
+		case st.Result.Misuse != env.MisuseNone || b.Empty():
+		case st.Action.Op == env.OpSegment:
 			ss.Args = fmt.Sprintf("view (%d,%d)", st.Action.X, st.Action.Y)
 			ss.Result = fmt.Sprintf("obj %d, area %d, source bbox %d,%d–%d,%d", st.Result.ObjectID, st.Result.Area, b.Min.X, b.Min.Y, b.Max.X, b.Max.Y)
+		case st.Action.Op == env.OpZoom:
+			ss.Result = fmt.Sprintf("obj %d ×%.1f, view now shows source %d,%d–%d,%d", st.Result.ObjectID, float64(env.ViewSize)/float64(b.Dx()), b.Min.X, b.Min.Y, b.Max.X, b.Max.Y)
 		}
 		ss.Misuse = misuseLabel(st.Result)
 		if tr != nil && i < len(tr.Steps) {

@@ -99,7 +99,14 @@ func stageLines(st *styles, cur telemetry.Curriculum, w int) []string {
 				top = append(top, "  "+conditionLine(st, c, w-2, 6))
 			}
 			if cur.Note != "" {
-				top = append(top, "    "+st.render(st.dim, fit(clean(cur.Note), w-4, false)))
+				// Two lines at most: the note says what the next change waits for.
+				note := wrapWords(clean(cur.Note), max(10, w-4))
+				if len(note) > 2 {
+					note = append(note[:1], fit(strings.Join(note[1:], " "), w-4, false))
+				}
+				for _, l := range note {
+					top = append(top, "    "+st.render(st.dim, l))
+				}
 			}
 		}
 	}

@@ -18,7 +18,7 @@ func viewValidation(e env) (string, []string) {
 	st, metrics, w, h := e.st, e.metrics, e.w, e.h
 	all := metrics.get("val/all/greedy")
 	if all == nil || all.vals.len() == 0 {
-		return "Validation", []string{st.render(st.dim, "no validation yet")}
+		return "Validation", []string{st.render(st.dim, "no validation yet: greedy accuracy per family and difficulty shows here after the first")}
 	}
 	title := "Validation · greedy · step " + fmtInt(all.lastStep)
 	buckets := map[string]bool{}

@@ -82,7 +82,7 @@ func TestSFTScreenGolden(t *testing.T) {
 	for _, want := range []string{"KPIs · training", "accuracy", "val greedy", "Data curriculum", "▶ 2 simple+medium",
 		"Validation · greedy · step 600", "geometric_compar", "current mix", "Imitation accuracy (MA50)", "SEGMENT",
 		"pool simple 6,120 · medium 5,083", "passing validations 1 ≥ 2", "Validation trajectory 1/1",
-		"view (x,y) in the agent's 64×64 view · source boxes in the 128×128 frame"} {
+		"view (x,y): a point in the agent's 64×64 view · source …: pixels of the 128×128 frame"} {
 		if !strings.Contains(frame, want) {
 			t.Errorf("SFT frame lacks %q", want)
 		}
