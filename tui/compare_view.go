@@ -328,14 +328,24 @@ func (c *Compare) viewCharts(a area) (string, []string) {
 	sel := c.selected()
 	for i, ch := range c.charts {
 		chH, _ := g.height(i, a.h)
-		latest, have := 0.0, false
-		if sel >= 0 {
-			if s, _ := set.items[i].find(c.runs[sel].metrics); s != nil {
-				latest, have = s.latest, true
+		// The newest value of the selected run, or of the first shown run
+		// that has the metric, marked with its run's number.
+		val := "—"
+		for _, ri := range append([]int{sel}, c.shownRuns()...) {
+			if ri < 0 {
+				continue
+			}
+			if s, _ := set.items[i].find(c.runs[ri].metrics); s != nil {
+				val = string(runMark(ri)) + " " + fmtVal(s.latest)
+				break
 			}
 		}
-		cell := kpiChart{label: ch.label, latest: latest, have: have, lo: ch.lo, hi: ch.hi, lines: ch.lines}
-		for j, line := range kpiCell(&st, cell, g.cw, chH) {
+		cell := kpiChart{label: ch.label, lo: ch.lo, hi: ch.hi, lines: ch.lines}
+		lines := kpiCell(&st, cell, g.cw, chH)
+		if chH > 1 && len(lines) > 1 {
+			lines[1] = fit(st.render(st.label, val), kpiTextW(chH), true) + " " + strings.TrimPrefix(ansi.Cut(lines[1], kpiTextW(chH)+1, ansi.StringWidth(lines[1])), "")
+		}
+		for j, line := range lines {
 			y := i/g.cols*g.chartH + j
 			if y >= len(out) {
 				break
@@ -695,4 +705,15 @@ func (c *Compare) viewFooter(w int) []string {
 	}
 	h.SetWidth(max(1, w-ansi.StringWidth(left)-1))
 	return []string{spread(left+h.ShortHelpView(bindings), right, w)}
+}
+
+// shownRuns is the indices of the runs drawn in the charts.
+func (c *Compare) shownRuns() []int {
+	var out []int
+	for i, r := range c.runs {
+		if r.shown {
+			out = append(out, i)
+		}
+	}
+	return out
 }
