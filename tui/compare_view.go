@@ -611,7 +611,7 @@ func (c *Compare) viewArms(a area) (string, []string) {
 // jobGlyph marks a job's state without colour.
 func jobGlyph(state string) string {
 	switch state {
-	case "running":
+	case "running", "evaluating", "checkpointing", "starting":
 		return "▶"
 	case "done":
 		return "✓"
