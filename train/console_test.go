@@ -85,3 +85,39 @@ func TestStopStates(t *testing.T) {
 		}
 	}
 }
+
+// Between two curriculum checks the published conditions read the KPIs of the
+// same step: the curriculum pane and the KPI charts show one number.
+func TestConditionsAgreeWithKPIs(t *testing.T) {
+	cfg := smoke(t, "curriculum.eval_every=5", "curriculum.stages[0].exit[1].steps=1000", "rft.steps=7")
+	dir := t.TempDir()
+	sink := &memSink{}
+	r, err := New(cfg, Options{RunDir: dir, Phases: []string{PhaseSFT, PhaseRFT}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, s := range sink.snaps {
+		if s.Phase != telemetry.PhaseRFT || s.State != telemetry.StateRunning || s.Curriculum.Current != 0 {
+			continue
+		}
+		kpi, ok := s.Metrics["kpi/success_rate_ma100"]
+		if !ok {
+			continue
+		}
+		for _, c := range s.Curriculum.Progress {
+			if c.Subject == "success_rate_ma100" {
+				checked++
+				if c.Value != kpi {
+					t.Fatalf("step %d: condition reads %v, the KPI is %v", s.Step, c.Value, kpi)
+				}
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("%d snapshots compared", checked)
+	}
+}
