@@ -331,16 +331,17 @@ func (c *Compare) viewCharts(a area) (string, []string) {
 		// The newest value of the selected run, or of the first shown run
 		// that has the metric, marked with its run's number.
 		val := "—"
+		cell := kpiChart{label: ch.label, lo: ch.lo, hi: ch.hi, lines: ch.lines}
 		for _, ri := range append([]int{sel}, c.shownRuns()...) {
 			if ri < 0 {
 				continue
 			}
 			if s, _ := set.items[i].find(c.runs[ri].metrics); s != nil {
 				val = string(runMark(ri)) + " " + fmtVal(s.latest)
+				cell.latest, cell.have = s.latest, true
 				break
 			}
 		}
-		cell := kpiChart{label: ch.label, lo: ch.lo, hi: ch.hi, lines: ch.lines}
 		lines := kpiCell(&st, cell, g.cw, chH)
 		if chH > 1 && len(lines) > 1 {
 			lines[1] = fit(st.render(st.label, val), kpiTextW(chH), true) + " " + strings.TrimPrefix(ansi.Cut(lines[1], kpiTextW(chH)+1, ansi.StringWidth(lines[1])), "")
