@@ -321,7 +321,7 @@ func (m *Model) broadcast(msg tea.Msg) {
 func (m *Model) relayout() {
 	footer := 1
 	if m.help.ShowAll {
-		footer = fullHelpRows() + 1
+		footer = len(fullHelpLines(m.help, m.helpKeys().FullHelp(), m.width-1)) + 1
 	}
 	m.lay = computeLayout(m.width, m.height, footer, m.kind)
 	m.focus.setVisible(m.lay.order())

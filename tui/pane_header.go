@@ -142,7 +142,7 @@ func (m Model) roleTag() string {
 	switch {
 	case m.opts.Role == RoleWatch:
 		return "watch · read-only"
-	case m.opts.Role == RoleAttached && m.live():
+	case m.opts.Role == RoleAttached && m.live() && runActive(m.snap):
 		return "attached"
 	case m.opts.Role == RoleAttached:
 		return "attached · read-only"

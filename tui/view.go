@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -378,9 +379,7 @@ func (m Model) helpKeys() helpKeys {
 // and the run directory.
 func (m Model) fullHelp(hk helpKeys, right string, w int) []string {
 	st := m.st
-	h := m.help
-	h.SetWidth(w - 1)
-	full := strings.Split(h.FullHelpView(hk.FullHelp()), "\n")
+	full := fullHelpLines(m.help, hk.FullHelp(), w-1)
 	out := make([]string, 0, m.lay.footerH)
 	for i := range m.lay.footerH - 1 {
 		line := ""
@@ -424,4 +423,28 @@ func (m Model) helpBar(hk helpKeys, right string, w int) string {
 	}
 	h.SetWidth(max(1, w-ansi.StringWidth(left)-1))
 	return spread(left+h.ShortHelpView(bindings), right, w)
+}
+
+// fullHelpLines lays the full help's columns out in w cells: side by side
+// as far as they fit, the rest in further bands below (at 80 or 120 columns
+// the seven columns would be cut).
+func fullHelpLines(h help.Model, cols [][]key.Binding, w int) []string {
+	h.SetWidth(0)
+	width := func(cs [][]key.Binding) int {
+		n := 0
+		for _, l := range strings.Split(h.FullHelpView(cs), "\n") {
+			n = max(n, ansi.StringWidth(l))
+		}
+		return n
+	}
+	var out []string
+	for i := 0; i < len(cols); {
+		j := i + 1
+		for j < len(cols) && width(cols[i:j+1]) <= w {
+			j++
+		}
+		out = append(out, strings.Split(h.FullHelpView(cols[i:j]), "\n")...)
+		i = j
+	}
+	return out
 }
