@@ -99,6 +99,9 @@ func TestConditionsAgreeWithKPIs(t *testing.T) {
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	if last := sink.snaps[len(sink.snaps)-1]; last.State != telemetry.StateDone || last.RunStep != cfg.SFT.Steps+cfg.RFT.Steps {
+		t.Fatalf("the final snapshot: %s at run-wide step %d, want done at %d", last.State, last.RunStep, cfg.SFT.Steps+cfg.RFT.Steps)
+	}
 	checked := 0
 	for _, s := range sink.snaps {
 		if s.Phase != telemetry.PhaseRFT || s.State != telemetry.StateRunning || s.Curriculum.Current != 0 {

@@ -167,7 +167,11 @@ func (r *Runner) publish(s telemetry.Snapshot) {
 // stamp adds what every snapshot carries about the run as a whole: its step
 // on the run-wide axis, when it started, and the process's resource use.
 func (r *Runner) stamp(s *telemetry.Snapshot) {
-	s.RunStep = r.offset + s.Step
+	if s.RunStep == 0 {
+		// The run's last snapshot is re-published when it ends, after the
+		// offset has moved past its phase: it keeps the step it had.
+		s.RunStep = r.offset + s.Step
+	}
 	s.Started = r.started
 	p := r.proc.Measure()
 	s.Process = &p
