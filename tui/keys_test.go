@@ -525,3 +525,23 @@ func TestThroughputSet(t *testing.T) {
 		}
 	}
 }
+
+// A resumed run's console starts from the history before the resume.
+func TestBacklog(t *testing.T) {
+	ups := rftUpdates(1240, 3000)
+	var back telemetry.Update
+	for _, u := range ups[:6] {
+		back.Points = append(back.Points, u.Points...)
+		back.Events = append(back.Events, u.Events...)
+	}
+	hs := newHarness(t, newFakeFeed(true), Options{Color: "never", Backlog: &back}, 120, 40)
+	for _, u := range ups[6:] {
+		hs.send(feedMsg(u))
+	}
+	if s := hs.m.metrics.get("policy/kl"); s.vals.len() != 1240 {
+		t.Fatalf("kl holds %d points, want the backlog's and the feed's", s.vals.len())
+	}
+	if hs.m.events.len() != len(rftEvents()) {
+		t.Fatalf("%d events", hs.m.events.len())
+	}
+}

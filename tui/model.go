@@ -41,6 +41,10 @@ type Options struct {
 	Config string
 	// Now is the console's clock; nil is time.Now. Tests fix it.
 	Now func() time.Time
+	// Backlog, when set, is the run's history before the feed's first update:
+	// a resumed run's console shows the steps before the resume (read back
+	// from its files) as well as those after.
+	Backlog *telemetry.Update
 }
 
 const (
@@ -185,6 +189,9 @@ func New(feed telemetry.Feed, opts Options) Model {
 	if opts.Role == RoleWatch {
 		m.kind = screenWatch
 		m.focus = newFocus(paneMetrics)
+	}
+	if b := opts.Backlog; b != nil {
+		m.fold(*b)
 	}
 	return m
 }

@@ -317,8 +317,18 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 	if useTUI {
 		var conf bytes.Buffer
 		_ = configs.Encode(&conf, cfg) // shown by the console's i; the run writes the same to config.toml
-		terr := tui.Run(runCtx, bus, tui.Options{FPS: cfg.UI.FPS, History: cfg.UI.History, Mouse: cfg.UI.Mouse, Color: cfg.UI.Color,
-			RunDir: opt.RunDir, Config: conf.String()})
+		topts := tui.Options{FPS: cfg.UI.FPS, History: cfg.UI.History, Mouse: cfg.UI.Mouse, Color: cfg.UI.Color,
+			RunDir: opt.RunDir, Config: conf.String()}
+		if resumeStep >= 0 {
+			// A resumed run's console starts from its history up to the checkpoint.
+			if f, err := telemetry.OpenRunContext(runCtx, opt.RunDir, telemetry.RunFeedOptions{MaxPoints: cfg.UI.History}); err == nil {
+				u := f.Take()
+				f.Close()
+				u.Snapshot = nil // the run publishes its own as it starts
+				topts.Backlog = &u
+			}
+		}
+		terr := tui.Run(runCtx, bus, topts)
 		switch {
 		case errors.Is(terr, tui.ErrUserQuit):
 			// The console asked the run to stop as the user chose (with or
