@@ -166,15 +166,6 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	}
 }
 
-// fullHelpRows is the height of the full help: its tallest column.
-func fullHelpRows() int {
-	n := 0
-	for _, col := range (helpKeys{k: defaultKeys()}).FullHelp() {
-		n = max(n, len(col))
-	}
-	return n
-}
-
 // isPaused reports whether p should resume rather than pause.
 func isPaused(s *telemetry.Snapshot) bool {
 	return s != nil && s.State == telemetry.StatePaused

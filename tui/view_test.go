@@ -233,7 +233,8 @@ func TestLayoutDegrades(t *testing.T) {
 	}
 	// Full help at the minimum size takes its rows from the sample pane,
 	// and with a few rows less the sample pane goes.
-	withHelp := computeLayout(80, 24, fullHelpRows()+1, screenRFT)
+	hs := rftHarness(t, 80, 24, "never", true)
+	withHelp := computeLayout(80, 24, len(fullHelpLines(hs.m.help, hs.m.helpKeys().FullHelp(), 79))+1, screenRFT)
 	if withHelp.rects[paneSample].h >= small.rects[paneSample].h {
 		t.Error("80×24 with full help does not shrink the sample pane")
 	}
