@@ -683,10 +683,17 @@ func TestResolve(t *testing.T) {
 
 	// The file's, the arguments' and the result's problems come together.
 	_, err = Resolve(path, []string{"rft.grup_size=4", "rft.group_size=1"})
-	want := "config " + path + ":\n" +
+	want := "config " + path + " with --set rft.grup_size=4 --set rft.group_size=1:\n" +
 		"--set rft.grup_size=4: unknown key rft.grup_size\n" +
 		"rft.group_size: must be >= 2, got 1\n" +
 		"rft.warmup_steps: must be <= rft.steps (5), got 10"
+	if err == nil || err.Error() != want {
+		t.Errorf("Resolve error:\n%v\nwant:\n%s", err, want)
+	}
+
+	// Only the arguments at fault: no heading blames the file or the default.
+	_, err = Resolve("", []string{"rft.lr=fast", "rft.grup=3"})
+	want = "--set rft.lr=fast: must be a number, got string \"fast\"\n--set rft.grup=3: unknown key rft.grup"
 	if err == nil || err.Error() != want {
 		t.Errorf("Resolve error:\n%v\nwant:\n%s", err, want)
 	}

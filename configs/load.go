@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 )
 
@@ -98,8 +99,29 @@ func resolve(name, text string, sets []string) (*Config, error) {
 			errs = append(errs, &SetError{Arg: arg, Err: err})
 		}
 	}
-	if err := errors.Join(append(errs, cfg.Validate())...); err != nil {
-		return nil, fmt.Errorf("config %s:\n%w", name, capProblems(err))
+	verr := cfg.Validate()
+	if err := errors.Join(append(errs, verr)...); err != nil {
+		if derr == nil && verr == nil {
+			// Only --set arguments are at fault, and each line names its own:
+			// a heading naming the file would blame it.
+			return nil, capProblems(err)
+		}
+		return nil, fmt.Errorf("%s:\n%w", heading(name, sets), capProblems(err))
 	}
 	return cfg, nil
+}
+
+// heading names what a config was resolved from, for its errors: the file (or
+// embedded config) and the --set overrides applied on top.
+func heading(name string, sets []string) string {
+	h := "config " + name
+	if len(sets) == 0 {
+		return h
+	}
+	shown := sets[:min(len(sets), 3)]
+	h += " with --set " + strings.Join(shown, " --set ")
+	if len(sets) > len(shown) {
+		h += fmt.Sprintf(" (and %d more --set)", len(sets)-len(shown))
+	}
+	return h
 }

@@ -111,18 +111,20 @@ func (c ConditionConfig) String() string {
 type ConditionProgress struct {
 	// Desc reads "success_rate_ma100 0.62 / > 0.7", with "(3/5)" appended
 	// while a patience or slope condition has fewer points than it needs.
-	Desc   string  `json:"desc"`
-	Value  float64 `json:"value"` // latest value, mean, slope or steps in stage
-	Target float64 `json:"target"`
-	Met    bool    `json:"met"`
-	Points int     `json:"points"` // values available (at most Need)
-	Need   int     `json:"need"`   // values the condition reads; 0 for steps
+	Desc    string  `json:"desc"`
+	Subject string  `json:"subject"` // what is measured: "success_rate_ma100", "slope(coherence_ma100, last 5)"
+	Op      string  `json:"op"`      // how Value must compare with Target: ">", "<", "≥"
+	Value   float64 `json:"value"`   // latest value, mean, slope or steps in stage
+	Target  float64 `json:"target"`
+	Met     bool    `json:"met"`
+	Points  int     `json:"points"` // values available (at most Need)
+	Need    int     `json:"need"`   // values the condition reads; 0 for steps
 }
 
 // evaluate measures the condition on hist, the values of its metric recorded
 // in the current stage (oldest first), after stepsInStage steps in the stage.
 func (c ConditionConfig) evaluate(hist []float64, stepsInStage int) ConditionProgress {
-	p := ConditionProgress{Target: c.target(), Need: c.need()}
+	p := ConditionProgress{Subject: c.subject(), Op: c.op(), Target: c.target(), Need: c.need()}
 	if c.Kind == CondSteps {
 		p.Value = float64(stepsInStage)
 		p.Met = stepsInStage >= c.Steps

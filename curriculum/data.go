@@ -43,6 +43,10 @@ type DataConfig struct {
 	IntervalGrowth float64 `json:"interval_growth"`
 	// NumStages is the number of data mixes (Pools.NumStages).
 	NumStages int `json:"num_stages"`
+	// EvalEvery is the caller's validation cadence in steps: advances are only
+	// tried at validations, so Note and Progress name the first validation at
+	// or after NextAttempt. 0 when unknown: they name NextAttempt itself.
+	EvalEvery int `json:"eval_every,omitempty"`
 }
 
 // Validate reports every invalid field, each named by its key.
@@ -65,6 +69,9 @@ func (c DataConfig) Validate() error {
 	}
 	if c.NumStages < 1 {
 		errs = append(errs, fmt.Errorf("num_stages: must be ≥ 1, got %d", c.NumStages))
+	}
+	if c.EvalEvery < 0 {
+		errs = append(errs, fmt.Errorf("eval_every: must be ≥ 0, got %d", c.EvalEvery))
 	}
 	return errors.Join(errs...)
 }
@@ -219,16 +226,69 @@ func (m *DataManager) Decide(step int, before, after float64) Decision {
 // step 650; next advance attempt at step 900".
 func (m *DataManager) Note(step int) string {
 	s := m.st
+	next := m.attemptAfter(step)
 	switch {
 	case m.Final():
 		return fmt.Sprintf("final stage %d reached", s.Stage+1)
 	case step < s.CooldownUntil:
-		return fmt.Sprintf("cooldown until step %d; next advance attempt at step %d", s.CooldownUntil, s.NextAttempt)
+		return fmt.Sprintf("cooldown until step %d; next advance attempt at step %d", s.CooldownUntil, next)
 	case s.Passes < m.cfg.RequiredPasses:
-		return fmt.Sprintf("%d/%d passing evaluations; next advance attempt at step %d", s.Passes, m.cfg.RequiredPasses, s.NextAttempt)
+		return fmt.Sprintf("%d/%d passing evaluations; next advance attempt at step %d at the earliest", s.Passes, m.cfg.RequiredPasses, next)
 	default:
-		return fmt.Sprintf("next advance attempt at step %d", s.NextAttempt)
+		return fmt.Sprintf("next advance attempt at step %d", next)
 	}
+}
+
+// attemptAfter is the first step after step at which an advance can be tried:
+// not before NextAttempt or the end of a cooldown, at a validation (with
+// EvalEvery), after enough validations for the passes still missing.
+func (m *DataManager) attemptAfter(step int) int {
+	s := m.st
+	at := max(s.NextAttempt, s.CooldownUntil, step+1)
+	e := m.cfg.EvalEvery
+	if e <= 0 {
+		return max(s.NextAttempt, s.CooldownUntil)
+	}
+	at = (at + e - 1) / e * e // the first validation at or after it
+	if missing := m.cfg.RequiredPasses - s.Passes; missing > 1 {
+		// Each validation from the next one on can add a pass.
+		at = max(at, ((step+1+e-1)/e*e)+(missing-1)*e)
+	}
+	return at
+}
+
+// Rule describes when a stage ends, for the stage inspector.
+func (m *DataManager) Rule() string {
+	c := m.cfg
+	gate := ""
+	if c.RequiredPasses > 0 {
+		gate = fmt.Sprintf(" once %d validations in a row hold (fall by at most %s)", c.RequiredPasses, num(-c.RollbackThreshold))
+	}
+	return fmt.Sprintf("the next mix is tried every %d steps%s; kept if its greedy score falls by less than %s after training on it, else rolled back (cooldown %d steps, interval ×%s)",
+		c.AdvanceEvery, gate, num(-c.RollbackThreshold), c.Cooldown, num(c.IntervalGrowth))
+}
+
+// Progress is the live state of what the next advance waits for at step: the
+// passing validations the gate needs, and the step of the next attempt.
+// Nil at the final stage.
+func (m *DataManager) Progress(step int) []ConditionProgress {
+	if m.Final() {
+		return nil
+	}
+	s := m.st
+	var out []ConditionProgress
+	if r := m.cfg.RequiredPasses; r > 0 {
+		out = append(out, ConditionProgress{
+			Desc:    fmt.Sprintf("passing validations %d / ≥ %d", s.Passes, r),
+			Subject: "passing validations", Op: "≥", Value: float64(s.Passes), Target: float64(r), Met: s.Passes >= r,
+		})
+	}
+	next := m.attemptAfter(step)
+	out = append(out, ConditionProgress{
+		Desc:    fmt.Sprintf("step %d / ≥ %d", step, next),
+		Subject: "step", Op: "≥", Value: float64(step), Target: float64(next), Met: step >= next,
+	})
+	return out
 }
 
 // State returns a deep copy of the manager's state.

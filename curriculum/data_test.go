@@ -328,3 +328,39 @@ func TestDataManagerCooldown(t *testing.T) {
 		}
 	}
 }
+
+// Advances are only tried at validations: with the cadence known, Note and
+// Progress name the validation that will try, never a step already past.
+func TestDataNoteNamesTheNextValidation(t *testing.T) {
+	cfg := dataTestConfig
+	cfg.AdvanceEvery, cfg.Cooldown, cfg.RequiredPasses, cfg.EvalEvery = 100, 0, 2, 200
+	m, err := NewDataManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		step  int
+		score float64
+		note  string
+	}{
+		{0, -1, "0/2 passing evaluations; next advance attempt at step 400 at the earliest"},
+		{200, 0.5, "1/2 passing evaluations; next advance attempt at step 400 at the earliest"},
+		{220, -1, "1/2 passing evaluations; next advance attempt at step 400 at the earliest"},
+		{400, 0.55, "next advance attempt at step 600"},
+	}
+	for _, c := range cases {
+		if c.score >= 0 {
+			m.Observe(c.step, c.score)
+		}
+		if got := m.Note(c.step); got != c.note {
+			t.Errorf("step %d: Note %q, want %q", c.step, got, c.note)
+		}
+	}
+	p := m.Progress(420)
+	if len(p) != 2 || p[0].Subject != "passing validations" || p[0].Value != 2 || !p[0].Met || p[1].Target != 600 || p[1].Met {
+		t.Fatalf("Progress(420) = %+v", p)
+	}
+	if r := m.Rule(); !strings.Contains(r, "every 100 steps once 2 validations in a row hold") {
+		t.Fatalf("Rule = %q", r)
+	}
+}

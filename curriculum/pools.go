@@ -173,3 +173,16 @@ func (p *Pools) Restore(s PoolsState) error {
 	p.stage = s.Stage
 	return nil
 }
+
+// Counts is the pool of stage by bucket: how many samples of each bucket of
+// its mix it holds.
+func (p *Pools) Counts(stage int) map[string]int {
+	out := map[string]int{}
+	for _, b := range p.buckets[stage] {
+		out[b] = 0
+	}
+	for _, i := range p.pools[stage] {
+		out[p.labels[i]]++
+	}
+	return out
+}

@@ -175,3 +175,13 @@ func TestPoolsState(t *testing.T) {
 		})
 	}
 }
+
+func TestPoolsCounts(t *testing.T) {
+	p, err := NewPools([]string{"simple", "medium", "simple", "hard"}, []string{"simple", "simple+medium", "simple+medium+hard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Counts(1); got["simple"] != 2 || got["medium"] != 1 || len(got) != 2 {
+		t.Fatalf("Counts(1) = %v", got)
+	}
+}

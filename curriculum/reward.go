@@ -265,7 +265,7 @@ func (m *Manager) advance(step, samples int, kpis map[string]float64, c Conditio
 	if rb := m.cfg.Rollback; rb.Metric != "" {
 		if v, ok := kpis[rb.Metric]; ok && finite(v) {
 			s.Watch = &RollbackWatch{Step: step, Value: v, FromStage: from}
-			d.Reason += fmt.Sprintf("; rollback if %s falls below %s by step %d", rb.Metric, num(v-rb.Drop), step+rb.Window)
+			d.Reason += fmt.Sprintf("; rolled back if %s falls more than %s below %s by step %d", rb.Metric, num(rb.Drop), num(v), step+rb.Window)
 		} else {
 			d.Reason += fmt.Sprintf("; %s not reported, no rollback watch", rb.Metric)
 		}
@@ -320,6 +320,27 @@ func (m *Manager) Progress() []ConditionProgress {
 	return out
 }
 
+// Preview is Progress as the current stage's exit conditions would read at
+// step with kpis the current moving averages: the values recorded by the
+// checks so far plus these (unless step was itself a check), without
+// recording anything. Between two checks the console shows it, so the
+// condition's value and the KPI's chart agree; only Check decides.
+func (m *Manager) Preview(step int, kpis map[string]float64) []ConditionProgress {
+	if m.Final() {
+		return nil
+	}
+	s := m.st
+	var out []ConditionProgress
+	for _, c := range m.cfg.Stages[s.Stage].Exit {
+		hist := s.Histories[c.Metric]
+		if v, ok := kpis[c.Metric]; ok && finite(v) && step != s.LastStep && c.Kind != CondSteps {
+			hist = append(slices.Clone(hist), v)
+		}
+		out = append(out, c.evaluate(hist, max(0, step-s.EnteredAt[s.Stage])))
+	}
+	return out
+}
+
 // Note is a one-line status for the console as of the last Check: what
 // holds an advance back, or the open rollback watch.
 func (m *Manager) Note() string {
@@ -327,7 +348,7 @@ func (m *Manager) Note() string {
 	rb := m.cfg.Rollback
 	var notes []string
 	if s.Watch != nil && s.LastStep <= s.Watch.Step+rb.Window {
-		notes = append(notes, fmt.Sprintf("watching %s for a fall below %s until step %d", rb.Metric, num(s.Watch.Value-rb.Drop), s.Watch.Step+rb.Window))
+		notes = append(notes, fmt.Sprintf("rolled back if %s falls more than %s below %s by step %d", rb.Metric, num(rb.Drop), num(s.Watch.Value), s.Watch.Step+rb.Window))
 	}
 	switch {
 	case m.Final():

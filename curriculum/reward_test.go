@@ -44,13 +44,13 @@ var rewardScenario = []check{
 	// Stage 0 has seen 50 < 100 samples: no advance though 0.8 > 0.7.
 	{step: 10, samples: 50, kpis: kv{sr: 0.8}, stage: 0, note: "advance held: 50/100 samples in stage"},
 	{step: 20, samples: 100, kpis: kv{sr: 0.71}, kind: KindAdvance, stage: 1, next: 20,
-		reason: []string{"Goal → Coherence: success_rate_ma100 0.71 > 0.7", "rollback if success_rate_ma100 falls below 0.61 by step 70"}},
+		reason: []string{"Goal → Coherence: success_rate_ma100 0.71 > 0.7", "rolled back if success_rate_ma100 falls more than 0.1 below 0.71 by step 70"}},
 	// 0.60 < 0.71 − 0.1 within 50 steps: back, first rollback waits one window (50).
 	{step: 40, samples: 200, kpis: kv{sr: 0.60, coh: 0.2}, kind: KindRollback, stage: 0, next: 90,
 		reason: []string{"Coherence → Goal: success_rate_ma100 fell 0.71 → 0.6 (Δ -0.11, more than drop 0.1) 20 steps after the advance at step 20", "rollback 1 into this stage, next advance no earlier than step 90"},
 		note:   "advance held until step 90"},
 	{step: 60, samples: 400, kpis: kv{sr: 0.9}, stage: 0, note: "advance held until step 90 after a rollback"},
-	{step: 90, samples: 500, kpis: kv{sr: 0.9}, kind: KindAdvance, stage: 1, next: 90, note: "watching success_rate_ma100 for a fall below 0.8 until step 140"},
+	{step: 90, samples: 500, kpis: kv{sr: 0.9}, kind: KindAdvance, stage: 1, next: 90, note: "rolled back if success_rate_ma100 falls more than 0.1 below 0.9 by step 140"},
 	// Second rollback into stage 0 waits 50·2¹ = 100 steps.
 	{step: 100, samples: 520, kpis: kv{sr: 0.75}, kind: KindRollback, stage: 0, next: 200, reason: []string{"rollback 2 into this stage, next advance no earlier than step 200"}},
 	{step: 150, samples: 600, kpis: kv{sr: 0.9}, stage: 0},
@@ -116,8 +116,8 @@ func TestManagerScenario(t *testing.T) {
 
 	// In stage 1 after three coherence values (step 280, entered at 210).
 	want := []ConditionProgress{
-		{Desc: "slope(coherence_ma100, last 3) 0.00525 / < 0.001", Value: 0.00525, Target: 0.001, Points: 3, Need: 3},
-		{Desc: "steps in stage 70 / ≥ 1000", Value: 70, Target: 1000},
+		{Desc: "slope(coherence_ma100, last 3) 0.00525 / < 0.001", Subject: "slope(coherence_ma100, last 3)", Op: "<", Value: 0.00525, Target: 0.001, Points: 3, Need: 3},
+		{Desc: "steps in stage 70 / ≥ 1000", Subject: "steps in stage", Op: "≥", Value: 70, Target: 1000},
 	}
 	got := m.Progress()
 	if len(got) != 2 || math.Abs(got[0].Value-want[0].Value) > 1e-12 {
@@ -297,5 +297,23 @@ func TestManagerRestoreErrors(t *testing.T) {
 				t.Error("a refused Restore changed the manager")
 			}
 		})
+	}
+}
+
+// Preview reads the current values on top of the checks' without recording
+// them: a threshold shows the live KPI, and the next Check is unaffected.
+func TestManagerPreview(t *testing.T) {
+	m, err := NewManager(rewardTestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runChecks(t, m, rewardScenario[:1])
+	before := m.State()
+	p := m.Preview(15, map[string]float64{"success_rate_ma100": 0.42})
+	if len(p) == 0 || p[0].Subject != "success_rate_ma100" || p[0].Value != 0.42 {
+		t.Fatalf("Preview = %+v", p)
+	}
+	if !reflect.DeepEqual(before, m.State()) {
+		t.Fatal("Preview changed the state")
 	}
 }

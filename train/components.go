@@ -118,6 +118,7 @@ func dataCurriculumConfig(cfg *configs.Config, stages int) curriculum.DataConfig
 	return curriculum.DataConfig{
 		AdvanceEvery: dc.AdvanceEvery, RollbackThreshold: dc.RollbackThreshold, Cooldown: dc.Cooldown,
 		RequiredPasses: dc.RequiredPasses, IntervalGrowth: dc.IntervalGrowth, NumStages: stages,
+		EvalEvery: cfg.SFT.EvalEvery,
 	}
 }
 

@@ -162,7 +162,7 @@ func (s *rftRun) loop(ctx context.Context) error {
 	r.state = telemetry.StateRunning
 	r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("RFT from %s: %d steps of %d tasks × %d samples, stage %d %s",
 		s.init, total, cfg.RFT.TasksPerStep, cfg.RFT.GroupSize, s.cur.Stage()+1, s.cur.StageName()), nil)
-	s.rate.start(s.step)
+	s.rate.start(s.step, &r.pausedFor)
 	for s.step < total {
 		if stop, err := r.control(ctx, s.step, s); err != nil {
 			return err
@@ -176,9 +176,9 @@ func (s *rftRun) loop(ctx context.Context) error {
 			return err
 		}
 		step := s.step
-		if step%cfg.Run.LogEvery == 0 || step == total {
-			s.publish()
-		}
+		// Every step: the console's header, panes and charts then agree on
+		// one step. The sinks throttle what they write (status.json) or print.
+		s.publish()
 		if cfg.Checkpoint.Every > 0 && step%cfg.Checkpoint.Every == 0 && step < total {
 			r.checkpointNow(step, s, ckpt.KindPeriodic)
 		}
@@ -250,7 +250,10 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 		maps.Copy(m, vm)
 	}
 	s.last = m
-	s.lastSamples = samplesOf(b.rolls, b.breakdown, step, s.r.offset+step, rf.GroupSize, 8)
+	if step%s.r.cfg.Run.LogEvery == 0 || step == rf.Steps || s.lastSamples == nil {
+		// Sampled trajectories every log interval, as samples.jsonl keeps them.
+		s.lastSamples = samplesOf(b.rolls, b.breakdown, step, s.r.offset+step, rf.GroupSize, 8)
+	}
 	s.r.record(telemetry.PhaseRFT, step, m)
 	// A stage that ended exports its adapters and keeps a full checkpoint, taken
 	// once the step is complete so that resuming from it repeats nothing.
@@ -396,8 +399,10 @@ func (s *rftRun) publish() {
 	for _, d := range s.cur.Describe() {
 		cur.Stages = append(cur.Stages, telemetry.Stage{Name: d.Name, Weights: d.Weights, Exit: d.Exit, EnteredAt: d.EnteredAt})
 	}
-	for _, p := range s.cur.Progress() {
-		cur.Progress = append(cur.Progress, telemetry.Condition{Desc: p.Desc, Value: p.Value, Target: p.Target, Met: p.Met})
+	// The conditions as they read now, so they agree with the KPI charts
+	// between two curriculum checks.
+	for _, p := range s.cur.Preview(s.step, s.kpi.KPIs()) {
+		cur.Progress = append(cur.Progress, telemetry.Condition{Desc: p.Desc, Subject: p.Subject, Op: p.Op, Value: p.Value, Target: p.Target, Met: p.Met})
 	}
 	for _, d := range s.cur.History() {
 		cur.History = append(cur.History, telemetry.Transition{Step: d.Step, From: d.FromStage, To: d.ToStage, Kind: d.Kind, Reason: d.Reason})

@@ -79,11 +79,14 @@ type Runner struct {
 	// learning rate, which it may change: fault injection for the divergence guard.
 	beforeUpdate func(phase string, step int, lr *float64)
 	paused       bool
+	pausedFor    time.Duration // time spent paused, which step rates leave out
 	state        telemetry.State
 	ckptRoot     string
 	// ictx is the run's context, also cancelled by Options.Interrupt: the
 	// context of the long steps a stop request ends.
-	ictx context.Context
+	ictx    context.Context
+	started time.Time // when this process started (or resumed) the run
+	proc    telemetry.ProcessMeter
 }
 
 // New checks the options and prepares the run directory: config.toml is written
@@ -140,6 +143,7 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 // Run executes the phases in order. It returns ErrStopped after a stop command,
 // ctx.Err() when cancelled, and the first failure otherwise.
 func (r *Runner) Run(ctx context.Context) error {
+	r.started = time.Now()
 	if r.opt.Resume == "" {
 		r.emit(0, telemetry.EventPhase, fmt.Sprintf("run %s started: phases %v", r.name, r.opt.Phases), nil)
 	}
@@ -156,13 +160,14 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		r.emit(0, telemetry.EventPhase, "run finished", nil)
 	case errors.Is(err, ErrStopped):
-		r.state = telemetry.StateDone
+		r.state = telemetry.StateStopped
 	default:
 		r.state = telemetry.StateFailed
 		r.emit(0, telemetry.EventError, err.Error(), nil)
 	}
 	last := r.last
 	last.Run, last.State, last.Time = r.name, r.state, time.Now()
+	r.stamp(&last)
 	r.opt.Sink.Publish(last)
 	return err
 }
@@ -178,8 +183,22 @@ func (r *Runner) guarded(ctx context.Context) (err error) {
 // publish sends a snapshot and keeps it, so the final state can be shown on
 // the last picture of the run.
 func (r *Runner) publish(s telemetry.Snapshot) {
+	r.stamp(&s)
 	r.last = s
 	r.opt.Sink.Publish(s)
+}
+
+// stamp adds what every snapshot carries about the run as a whole: its step
+// on the run-wide axis, when it started, and the process's resource use.
+func (r *Runner) stamp(s *telemetry.Snapshot) {
+	if s.RunStep == 0 {
+		// The run's last snapshot is re-published when it ends, after the
+		// offset has moved past its phase: it keeps the step it had.
+		s.RunStep = r.offset + s.Step
+	}
+	s.Started = r.started
+	p := r.proc.Measure()
+	s.Process = &p
 }
 
 func (r *Runner) run(ctx context.Context) error {
@@ -193,7 +212,7 @@ func (r *Runner) run(ctx context.Context) error {
 			continue
 		}
 		r.offset = PhaseOffset(r.cfg, all, p)
-		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT}[p] // test events count run-wide steps
+		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT, PhaseTest: telemetry.PhaseEval}[p]
 		if resume.done(p) {
 			continue // finished before the checkpoint was taken
 		}
@@ -258,6 +277,7 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 	for {
 		var c telemetry.Command
 		if r.paused {
+			t := time.Now()
 			select {
 			case <-ctx.Done():
 				return false, ctx.Err()
@@ -265,6 +285,7 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 				c.Kind = telemetry.CmdStop
 			case c = <-r.opt.Commands:
 			}
+			r.pausedFor += time.Since(t)
 		} else {
 			select {
 			case c = <-r.opt.Commands:
@@ -304,6 +325,12 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 				r.emit(step, telemetry.EventCommand, "resumed", nil)
 			}
 		case telemetry.CmdStop:
+			if c.NoCheckpoint {
+				r.paused = false
+				r.emit(step, telemetry.EventCommand, "stopped on request without a checkpoint; resume from the last one with: pixelis resume "+r.opt.RunDir,
+					map[string]any{"kind": string(telemetry.CmdStop)})
+				return true, nil
+			}
 			return r.stopNow(step, ph), nil
 		default:
 			r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)
@@ -316,7 +343,7 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 func (r *Runner) stopNow(step int, ph phaseControl) bool {
 	r.paused = false
 	r.checkpointNow(step, ph, ckpt.KindSignal)
-	r.emit(step, telemetry.EventCommand, "stopped on request; resume with: pixelis resume "+r.opt.RunDir, nil)
+	r.emit(step, telemetry.EventCommand, "stopped on request; resume with: pixelis resume "+r.opt.RunDir, map[string]any{"kind": string(telemetry.CmdStop)})
 	return true
 }
 

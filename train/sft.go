@@ -133,7 +133,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 	total := cfg.SFT.Steps
 	r.state = telemetry.StateRunning
 	r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("SFT: %d pairs from %d trajectories, %d steps of %d", len(s.data.pairs), len(s.data.samples), total, cfg.SFT.BatchSize), nil)
-	s.rate.start(s.step)
+	s.rate.start(s.step, &r.pausedFor)
 	batch := make([]*sft.Pair, 0, cfg.SFT.BatchSize)
 	var idx []int
 	guard := divergenceGuard{cfg: cfg}
@@ -174,6 +174,11 @@ func (s *sftRun) loop(ctx context.Context) error {
 			"data_curriculum/stage": float64(s.pools.Stage()), "perf/step_time_s": dt,
 			"perf/pairs_per_s": float64(len(batch)) / dt,
 		}
+		for op, n := range st.OpRows {
+			if n > 0 {
+				m["sft/accuracy/"+env.Op(op).String()] = float64(st.OpHits[op]) / float64(n)
+			}
+		}
 		if step%cfg.SFT.EvalEvery == 0 || step == total {
 			vm, err := s.validate(ctx, true)
 			if err != nil {
@@ -185,9 +190,9 @@ func (s *sftRun) loop(ctx context.Context) error {
 		}
 		s.last = m
 		r.record(telemetry.PhaseSFT, step, m)
-		if step%cfg.Run.LogEvery == 0 || step == total {
-			s.publish()
-		}
+		// Every step: the console's header, panes and charts then agree on
+		// one step. The sinks throttle what they write (status.json) or print.
+		s.publish()
 		if cfg.Checkpoint.Every > 0 && step%cfg.Checkpoint.Every == 0 && step < total {
 			r.checkpointNow(step, s, ckpt.KindPeriodic)
 		}
@@ -307,8 +312,19 @@ func (s *sftRun) saveAs(name string, kind ckpt.Kind) (string, error) {
 func (s *sftRun) publish() {
 	r := s.r
 	cur := telemetry.Curriculum{Kind: "data", Current: s.pools.Stage(), Note: s.dm.Note(s.step)}
+	if p := s.pending; p != nil {
+		cur.Note = fmt.Sprintf("trying this mix since step %d: kept or rolled back at the validation of step %d", p.Step, p.Step+r.cfg.SFT.EvalEvery)
+	} else {
+		for _, c := range s.dm.Progress(s.step) {
+			cur.Progress = append(cur.Progress, telemetry.Condition{Desc: c.Desc, Subject: c.Subject, Op: c.Op, Value: c.Value, Target: c.Target, Met: c.Met})
+		}
+	}
 	for i := 0; i < s.pools.NumStages(); i++ {
-		cur.Stages = append(cur.Stages, telemetry.Stage{Name: s.pools.Mix(i), EnteredAt: -1})
+		st := telemetry.Stage{Name: s.pools.Mix(i), EnteredAt: -1, Pool: s.pools.Counts(i)}
+		if i < s.pools.NumStages()-1 {
+			st.Exit = []string{s.dm.Rule()}
+		}
+		cur.Stages = append(cur.Stages, st)
 	}
 	cur.Stages[0].EnteredAt = 0
 	for _, d := range s.dm.History() {
@@ -323,16 +339,29 @@ func (s *sftRun) publish() {
 	})
 }
 
-// rateMeter measures steps per second since the phase (re)started.
+// rateMeter measures steps per second since the phase (re)started, leaving
+// out the time the run spent paused: a pause must not make the rate (and the
+// ETA computed from it) look as if training had slowed down.
 type rateMeter struct {
-	t0    time.Time
-	step0 int
+	t0      time.Time
+	step0   int
+	paused  *time.Duration // the runner's time spent paused
+	paused0 time.Duration
 }
 
-func (m *rateMeter) start(step int) { m.t0, m.step0 = time.Now(), step }
+func (m *rateMeter) start(step int, paused *time.Duration) {
+	m.t0, m.step0, m.paused = time.Now(), step, paused
+	if paused != nil {
+		m.paused0 = *paused
+	}
+}
 
 func (m *rateMeter) rate(step int) float64 {
-	dt := time.Since(m.t0).Seconds()
+	d := time.Since(m.t0)
+	if m.paused != nil {
+		d -= *m.paused - m.paused0
+	}
+	dt := d.Seconds()
 	if dt <= 0 || step <= m.step0 {
 		return 0
 	}

@@ -96,12 +96,23 @@ func sampleView(ro *Rollout, tr *reward.TrajReward, step int) telemetry.Sample {
 	t := ro.Task
 	s := telemetry.Sample{Step: step, Family: t.Family.String(), Question: t.Question, Answer: ro.Answer,
 		GroundTruth: t.Answer, Correct: ro.Correct,
-		Thumb: telemetry.Thumbnail{W: thumbSize, H: thumbSize, Pix: t.RGB(0, thumbSize, thumbSize)}}
+		Thumb:    telemetry.Thumbnail{W: thumbSize, H: thumbSize, Pix: t.RGB(0, thumbSize, thumbSize)},
+		ViewSize: env.ViewSize, SourceSize: env.SourceSize}
 	if tr != nil {
 		s.Reward = tr.Total
 	}
 	for i, st := range ro.Steps {
 		ss := telemetry.SampleStep{Op: st.Action.Op.String(), Args: actionArgs(st.Action), Result: st.Result.Summary}
+		// Points are in the agent's view, boxes and regions in the source
+		// frame: say which.
+		switch b := st.Result.BBox; {
+		case st.Result.Misuse != env.MisuseNone || b.Empty():
+		case st.Action.Op == env.OpSegment:
+			ss.Args = fmt.Sprintf("view (%d,%d)", st.Action.X, st.Action.Y)
+			ss.Result = fmt.Sprintf("obj %d, area %d, source bbox %d,%d–%d,%d", st.Result.ObjectID, st.Result.Area, b.Min.X, b.Min.Y, b.Max.X, b.Max.Y)
+		case st.Action.Op == env.OpZoom:
+			ss.Result = fmt.Sprintf("obj %d ×%.1f, view now shows source %d,%d–%d,%d", st.Result.ObjectID, float64(env.ViewSize)/float64(b.Dx()), b.Min.X, b.Min.Y, b.Max.X, b.Max.Y)
+		}
 		ss.Misuse = misuseLabel(st.Result)
 		if tr != nil && i < len(tr.Steps) {
 			ss.Rewards = map[string]float64{}

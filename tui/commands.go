@@ -11,9 +11,9 @@ import (
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// The console's commands to the run (checkpoint, pause/resume, evaluate),
-// their acknowledgements, the status line that reports them, and quitting:
-// the root's own state, which no pane shows.
+// The console's commands to the run (checkpoint, pause/resume, evaluate,
+// stop), their acknowledgements, the status line that reports them, and
+// quitting: the root's own state, which no pane shows.
 
 // Command indices for the pending-acknowledgement flags.
 var commandKinds = [...]telemetry.CommandKind{
@@ -29,12 +29,25 @@ func commandIndex(k telemetry.CommandKind) int {
 	return -1
 }
 
+// question is what the footer asks before quitting.
+type question int
+
+const (
+	noQuestion question = iota
+	// askStop: quitting the console of the process training the run stops
+	// the run; checkpoint first?
+	askStop
+	// askLeavePaused: leaving an attached console while the run is paused
+	// would leave it paused with nobody watching; resume it first?
+	askLeavePaused
+)
+
 // ackOf reads which command an event acknowledges. The trainer acknowledges
 // a command with a "command" event naming it (in Data["kind"] or
 // Data["command"], or in the message: "paused", "resumed", "evaluation
-// done"); a manual checkpoint's event and an evaluation's result acknowledge
-// their commands too. An error naming a command, or the warning of a failed
-// checkpoint, reports it failed.
+// done", "stopped on request"); a manual checkpoint's event and an
+// evaluation's result acknowledge their commands too. An error naming a
+// command, or the warning of a failed checkpoint, reports it failed.
 func ackOf(e telemetry.Event) (kind telemetry.CommandKind, failed, ok bool) {
 	msg := strings.ToLower(e.Message)
 	switch e.Kind {
@@ -58,6 +71,9 @@ func ackOf(e telemetry.Event) (kind telemetry.CommandKind, failed, ok bool) {
 				return telemetry.CommandKind(v), failed, true
 			}
 		}
+		if strings.Contains(msg, "stopped on request") {
+			return telemetry.CmdStop, failed, true
+		}
 		for _, k := range commandKinds {
 			if strings.Contains(msg, string(k)) {
 				return k, failed, true
@@ -76,14 +92,15 @@ func (m *Model) settle(state telemetry.State) {
 		m.pending[commandIndex(telemetry.CmdResume)] = false
 	case telemetry.StateEvaluating:
 		m.pending[commandIndex(telemetry.CmdEval)] = false
-	case telemetry.StateDone, telemetry.StateFailed:
+	}
+	if state.Ended() {
 		m.pending = [len(commandKinds)]bool{}
 	}
 }
 
 // acknowledge ends the requests that events acknowledge, saying so when one
-// failed or a checkpoint was saved; when the user asked to quit after a
-// checkpoint and it is no longer pending, it quits.
+// failed or a checkpoint was saved; when the user is quitting once the run
+// has taken the stop (or the resume) and it is no longer pending, it quits.
 func (m *Model) acknowledge(events []telemetry.Event) tea.Cmd {
 	var cmds []tea.Cmd
 	for _, e := range events {
@@ -100,7 +117,7 @@ func (m *Model) acknowledge(events []telemetry.Event) tea.Cmd {
 			cmds = append(cmds, m.setStatus("checkpoint saved", false))
 		}
 	}
-	if m.quitAfterAck && !m.pending[commandIndex(telemetry.CmdCheckpoint)] && !m.quitting {
+	if m.quitAfterAck && !m.quitting && !m.pending[commandIndex(telemetry.CmdStop)] && !m.pending[commandIndex(telemetry.CmdResume)] {
 		return m.quit()
 	}
 	return tea.Batch(cmds...)
@@ -115,27 +132,37 @@ func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
 // live reports whether commands can reach a run.
 func (m *Model) live() bool { return m.feed != nil && m.feed.Live() }
 
-// runActive reports whether the run has not finished (as far as we know).
-func runActive(s *telemetry.Snapshot) bool {
-	return s == nil || (s.State != telemetry.StateDone && s.State != telemetry.StateFailed)
-}
+// runActive reports whether the run has not ended (as far as we know).
+func runActive(s *telemetry.Snapshot) bool { return s == nil || !s.State.Ended() }
+
+// commandable reports whether c, p and e can reach a run now.
+func (m *Model) commandable() bool { return m.live() && runActive(m.snap) }
 
 // command sends c to the run; the send happens in a tea.Cmd because an
 // attached feed writes to a socket.
-func (m *Model) command(kind telemetry.CommandKind) tea.Cmd {
-	if !m.live() {
+func (m *Model) command(c telemetry.Command) tea.Cmd {
+	switch {
+	case m.opts.Role == RoleWatch:
+		return m.setStatus("a watched run is read-only", true)
+	case !runActive(m.snap):
+		return m.setStatus(fmt.Sprintf("the run is %s: it takes no commands", m.snap.State), true)
+	case !m.live():
 		return m.setStatus("no live run — read-only", true)
 	}
-	m.pending[commandIndex(kind)] = true
+	m.pending[commandIndex(c.Kind)] = true
 	m.status = ""
 	feed := m.feed
 	return func() tea.Msg {
-		return sentMsg{kind: kind, err: feed.Send(telemetry.Command{Kind: kind})}
+		return sentMsg{kind: c.Kind, err: feed.Send(c)}
 	}
 }
 
 func (m *Model) sent(msg sentMsg) tea.Cmd {
 	if msg.err == nil {
+		if m.quitAfterAck && msg.kind == telemetry.CmdResume && m.opts.Role == RoleAttached {
+			// Leaving after a resume: the run took it; it goes on without us.
+			return m.quit()
+		}
 		return nil
 	}
 	m.pending[commandIndex(msg.kind)] = false
@@ -144,15 +171,25 @@ func (m *Model) sent(msg sentMsg) tea.Cmd {
 		text = "no live run — read-only"
 	}
 	cmd := m.setStatus(text, true)
-	if m.quitAfterAck && msg.kind == telemetry.CmdCheckpoint {
-		return m.quit()
+	if m.quitAfterAck {
+		// The stop or resume did not reach the run: stay, and say why.
+		m.quitAfterAck = false
 	}
 	return cmd
 }
 
+// askQuit starts quitting: the owner of a live run asks whether to
+// checkpoint before stopping it; an attached console leaves at once unless
+// the run is paused; anything else quits.
 func (m *Model) askQuit() tea.Cmd {
-	if m.live() && runActive(m.snap) {
-		m.confirmQuit = true
+	switch {
+	case !m.commandable():
+		return m.quit()
+	case m.opts.Role == RoleOwner:
+		m.ask = askStop
+		return nil
+	case m.opts.Role == RoleAttached && isPaused(m.snap):
+		m.ask = askLeavePaused
 		return nil
 	}
 	return m.quit()
@@ -160,25 +197,64 @@ func (m *Model) askQuit() tea.Cmd {
 
 func (m *Model) quit() tea.Cmd {
 	m.quitting = true
-	m.confirmQuit = false
-	m.userQuit = m.live() && runActive(m.snap)
+	m.ask = noQuestion
+	m.userQuit = m.opts.Role == RoleOwner && m.commandable()
 	return tea.Quit
 }
 
-// answerQuit takes the answer to "checkpoint before quitting?": y
-// checkpoints and quits once it is saved (or after quitAckBound), n or
-// ctrl+c quit now, esc stays. Other keys do nothing while it is asked.
-func (m *Model) answerQuit(msg tea.KeyPressMsg) tea.Cmd {
+// answer takes the answer to the question the footer asks. Other keys do
+// nothing while it is asked.
+//
+// Stopping the run (the owner's q): y sends a stop, which saves a
+// checkpoint, and quits once the run acknowledges it (or after
+// quitAckBound); n sends a stop without a checkpoint and quits; esc stays.
+//
+// Leaving a paused run (an attached console's q): y resumes it and leaves;
+// n leaves it paused; esc stays.
+func (m *Model) answer(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
+	q := m.ask
 	switch {
-	case key.Matches(msg, k.Yes):
-		m.confirmQuit, m.quitAfterAck = false, true
-		cmd := m.command(telemetry.CmdCheckpoint)
-		return tea.Batch(cmd, m.tick(quitAckBound, quitTimeoutMsg{}))
-	case key.Matches(msg, k.No), msg.String() == "ctrl+c":
-		return m.quit()
 	case key.Matches(msg, k.Close):
-		m.confirmQuit = false
+		m.ask = noQuestion
+		return nil
+	case msg.String() == "ctrl+c" && q == askStop:
+		// ctrl+c at the question: stop at once, as n does.
+		return m.stopNow()
+	case key.Matches(msg, k.Yes) && q == askStop:
+		m.ask, m.quitAfterAck = noQuestion, true
+		cmd := m.command(telemetry.Command{Kind: telemetry.CmdStop})
+		return tea.Batch(cmd, m.tick(quitAckBound, quitTimeoutMsg{}))
+	case key.Matches(msg, k.No) && q == askStop:
+		return m.stopNow()
+	case key.Matches(msg, k.Yes) && q == askLeavePaused:
+		m.ask, m.quitAfterAck = noQuestion, true
+		cmd := m.command(telemetry.Command{Kind: telemetry.CmdResume})
+		return tea.Batch(cmd, m.tick(quitAckBound, quitTimeoutMsg{}))
+	case key.Matches(msg, k.No) && q == askLeavePaused, msg.String() == "ctrl+c":
+		return m.quit()
 	}
 	return nil
+}
+
+// stopNow asks the run to stop without a checkpoint and quits once the
+// request is sent.
+func (m *Model) stopNow() tea.Cmd {
+	feed := m.feed
+	m.quit()
+	return func() tea.Msg {
+		_ = feed.Send(telemetry.Command{Kind: telemetry.CmdStop, NoCheckpoint: true})
+		return tea.QuitMsg{}
+	}
+}
+
+// question text for the footer: the question and what each answer does.
+func (m Model) questionText() (q, answers string) {
+	switch m.ask {
+	case askStop:
+		return "stop the run? (y/n/esc)", "y checkpoint, then stop · n stop without a checkpoint · esc keep training"
+	case askLeavePaused:
+		return "the run is paused: resume it before leaving? (y/n/esc)", "y resume, then leave · n leave it paused · esc stay"
+	}
+	return "", ""
 }

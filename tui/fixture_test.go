@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +76,12 @@ func (f *fakeFeed) publish(u telemetry.Update) {
 	}
 }
 
+func (f *fakeFeed) sentCommands() []telemetry.Command {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sent)
+}
+
 func (f *fakeFeed) commands() []telemetry.CommandKind {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -99,6 +107,11 @@ type harness struct {
 func newHarness(t testing.TB, feed *fakeFeed, opts Options, w, h int) *harness {
 	t.Helper()
 	hs := &harness{t: t, feed: feed}
+	if opts.Now == nil {
+		// The console's clock stands where the fixture run is: goldens do not
+		// depend on when the tests run.
+		opts.Now = func() time.Time { return fixtureNow }
+	}
 	m := New(feed, opts)
 	done := make(chan struct{})
 	close(done)
@@ -160,17 +173,7 @@ func (hs *harness) fire(like tea.Msg) {
 	}
 }
 
-func sameType(a, b tea.Msg) bool {
-	switch a.(type) {
-	case quitTimeoutMsg:
-		_, ok := b.(quitTimeoutMsg)
-		return ok
-	case statusExpireMsg:
-		_, ok := b.(statusExpireMsg)
-		return ok
-	}
-	return false
-}
+func sameType(a, b tea.Msg) bool { return reflect.TypeOf(a) == reflect.TypeOf(b) }
 
 func (hs *harness) frame() string { return hs.m.View().Content }
 
@@ -203,6 +206,18 @@ func keyMsg(k string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyRight}
 	case "end":
 		return tea.KeyPressMsg{Code: tea.KeyEnd}
+	case "home":
+		return tea.KeyPressMsg{Code: tea.KeyHome}
+	case "pgup":
+		return tea.KeyPressMsg{Code: tea.KeyPgUp}
+	case "pgdown":
+		return tea.KeyPressMsg{Code: tea.KeyPgDown}
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "backspace":
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
 	case "ctrl+c":
 		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
 	}
@@ -213,6 +228,10 @@ func keyMsg(k string) tea.KeyPressMsg {
 // --- a synthetic but realistic RFT run --------------------------------------
 
 var t0 = time.Date(2026, 11, 22, 10, 42, 0, 0, time.UTC)
+
+// fixtureNow is the console's clock in the tests: a second after the RFT
+// fixture's step 1,240.
+var fixtureNow = t0.Add(1240*240*time.Millisecond + time.Second)
 
 var rftStages = []telemetry.Stage{
 	{Name: "Phase1_Learn_Goal", Weights: map[string]float64{"final": 1, "coherence": 0, "curiosity": 0, "penalty": 1},
@@ -264,12 +283,12 @@ func rftCurriculum(step int) telemetry.Curriculum {
 		}
 	}
 	if cur == 0 {
-		c.Progress = []telemetry.Condition{{Desc: "success_rate_ma100 > 0.70", Value: 0.62, Target: 0.70}}
-		c.Note = "next advance attempt at step 1,150 (cooldown)"
+		c.Progress = []telemetry.Condition{{Desc: "success_rate_ma100 0.62 / > 0.7", Subject: "success_rate_ma100", Op: ">", Value: 0.62, Target: 0.70}}
+		c.Note = "advance held until step 1,150 after a rollback"
 	} else {
 		c.Progress = []telemetry.Condition{
-			{Desc: "coherence_slope < 0.001", Value: 0.0031, Target: 0.001},
-			{Desc: "success_rate_ma100 > 0.70", Value: 0.74, Target: 0.70, Met: true},
+			{Desc: "slope(coherence_ma100, last 5) 0.0031 / < 0.001", Subject: "slope(coherence_ma100, last 5)", Op: "<", Value: 0.0031, Target: 0.001},
+			{Desc: "success_rate_ma100 0.74 / > 0.7", Subject: "success_rate_ma100", Op: ">", Value: 0.74, Target: 0.70, Met: true},
 		}
 	}
 	return c
@@ -293,7 +312,14 @@ func rftMetrics(step int, rng *rand.Rand) map[string]float64 {
 		"reward/coherence/raw":        coh,
 		"reward/curiosity/raw":        0,
 		"reward/penalty/raw":          pen,
+		"reward/cost/raw":             -0.02 - math.Abs(n(0.01)),
 		"reward/total":                final + w["coherence"]*coh + pen,
+		"perf/episodes_per_s":         30 + n(3),
+		"perf/actions_per_s":          120 + n(10),
+		"perf/step_time_s":            0.24 + n(0.02),
+		"timing_s/rollout":            0.15 + n(0.01),
+		"timing_s/reward":             0.02 + n(0.005),
+		"timing_s/update":             0.07 + n(0.01),
 		"kpi/success_rate_ma100":      success,
 		"kpi/reward_final_ma100":      success - 0.03,
 		"policy/kl":                   0.004 + 0.01*(1-math.Exp(-x/800)) + n(0.002),
@@ -354,8 +380,8 @@ func thumb() telemetry.Thumbnail {
 func rftSamples(step int) []telemetry.Sample {
 	return []telemetry.Sample{
 		{Step: step, Family: "text_extraction", Question: "What is written on the blue square?", Answer: "K7", GroundTruth: "K7",
-			Correct: true, Reward: 1.36, Thumb: thumb(), Steps: []telemetry.SampleStep{
-				{Op: "SEGMENT_OBJECT_AT", Args: "(8,8)", Result: "obj 3, area 100, bbox 3,3–12,12", Rewards: map[string]float64{"coherence": 0.2}},
+			Correct: true, Reward: 1.36, Thumb: thumb(), ViewSize: 64, SourceSize: 128, Steps: []telemetry.SampleStep{
+				{Op: "SEGMENT_OBJECT_AT", Args: "view (8,8)", Result: "obj 3, area 100, source bbox 3,3–12,12", Rewards: map[string]float64{"coherence": 0.2, "cost": -0.02}},
 				{Op: "ZOOM_IN", Args: "obj 3", Result: "×4", Rewards: map[string]float64{"coherence": 0.2}},
 				{Op: "READ_TEXT", Result: `"K7" (0.97)`},
 				{Op: "ANSWER", Args: `"K7"`, Rewards: map[string]float64{"final": 1, "coherence": 0.02}},
@@ -372,19 +398,24 @@ func rftSamples(step int) []telemetry.Sample {
 	}
 }
 
+// sftSteps is how many SFT steps came before the fixture's RFT phase: points
+// and events count run-wide steps, the snapshot RFT's own.
+const sftSteps = 2000
+
 func rftEvents() []telemetry.Event {
 	ev := func(step int, kind, msg string) telemetry.Event {
-		return telemetry.Event{Step: step, Time: t0.Add(time.Duration(step) * 240 * time.Millisecond), Kind: kind, Message: msg}
+		return telemetry.Event{Step: sftSteps + step, Phase: telemetry.PhaseRFT, PhaseStep: step,
+			Time: t0.Add(time.Duration(step) * 240 * time.Millisecond), Kind: kind, Message: msg}
 	}
 	return []telemetry.Event{
 		ev(0, telemetry.EventPhase, "rft started from checkpoints/step_002000 (sft)"),
-		ev(400, telemetry.EventCheckpoint, "checkpoint step_000400"),
+		ev(400, telemetry.EventCheckpoint, "checkpoint step_002400"),
 		ev(600, telemetry.EventEval, "val pass@1 .61 pass@8 .84"),
 		ev(760, telemetry.EventStageAdvance, "stage 1→2: success_rate_ma100 .71 > .70"),
 		ev(900, telemetry.EventStageRollback, "stage 2→1: success_rate_ma100 .52 < .55"),
 		ev(1000, telemetry.EventWarning, "KL .041 above target .03; anchor raised"),
 		ev(1180, telemetry.EventStageAdvance, "stage 1→2: success_rate_ma100 .71 > .70"),
-		ev(1200, telemetry.EventCheckpoint, "checkpoint step_001200"),
+		ev(1200, telemetry.EventCheckpoint, "checkpoint step_003200"),
 		ev(1200, telemetry.EventEval, "val pass@1 .78 pass@8 .93"),
 	}
 }
@@ -399,16 +430,17 @@ func rftUpdates(last, total int) []telemetry.Update {
 	var u telemetry.Update
 	for step := 1; step <= last; step++ {
 		m := rftMetrics(step, rng)
-		u.Points = append(u.Points, telemetry.Point{Step: step, Phase: telemetry.PhaseRFT,
+		u.Points = append(u.Points, telemetry.Point{Step: sftSteps + step, Phase: telemetry.PhaseRFT,
 			Time: t0.Add(time.Duration(step) * 240 * time.Millisecond).Format(time.RFC3339Nano), Metrics: m})
 		if step%100 == 0 || step == last {
-			for len(events) > 0 && events[0].Step <= step {
+			for len(events) > 0 && events[0].PhaseStep <= step {
 				u.Events = append(u.Events, events[0])
 				events = events[1:]
 			}
 			u.Snapshot = &telemetry.Snapshot{
 				Run: "2026-11-22-1042", Phase: telemetry.PhaseRFT, State: telemetry.StateRunning,
-				Step: step, TotalSteps: total, Time: t0.Add(time.Duration(step) * 240 * time.Millisecond),
+				Step: step, RunStep: sftSteps + step, TotalSteps: total, Time: t0.Add(time.Duration(step) * 240 * time.Millisecond),
+				Started: t0.Add(-10 * time.Minute), Process: &telemetry.Process{PID: 4242, CPUSeconds: 1100, CPUPercent: 193, RSSBytes: 412 << 20},
 				StepsPerS: 4.1, Metrics: m, Curriculum: rftCurriculum(step), Samples: rftSamples(step),
 			}
 			out = append(out, u)
@@ -421,8 +453,14 @@ func rftUpdates(last, total int) []telemetry.Update {
 // rftHarness is the console after the fixture run reached step 1,240 of 3,000.
 func rftHarness(t testing.TB, w, h int, color string, live bool) *harness {
 	t.Helper()
+	return rftHarnessWith(t, w, h, Options{Color: color, RunDir: "runs/2026-11-22-1042"}, live)
+}
+
+// rftHarnessWith is rftHarness with other options (a role, the config).
+func rftHarnessWith(t testing.TB, w, h int, opts Options, live bool) *harness {
+	t.Helper()
 	feed := newFakeFeed(live)
-	hs := newHarness(t, feed, Options{Color: color, RunDir: "runs/2026-11-22-1042"}, w, h)
+	hs := newHarness(t, feed, opts, w, h)
 	for _, u := range rftUpdates(1240, 3000) {
 		hs.send(feedMsg(u))
 	}
@@ -443,43 +481,97 @@ func sftHarness(t testing.TB, w, h int) *harness {
 	t.Helper()
 	feed := newFakeFeed(true)
 	hs := newHarness(t, feed, Options{Color: "always"}, w, h)
+	hs.send(feedMsg(sftUpdate()))
+	return hs
+}
+
+// sftSnapshot is the SFT fixture's snapshot at step 640.
+func sftSnapshot() *telemetry.Snapshot { return sftUpdate().Snapshot }
+
+// sftUpdate is the SFT fixture run up to step 640 of 2,000 in one update,
+// with the metric names the trainer records.
+func sftUpdate() telemetry.Update {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var u telemetry.Update
+	families := []string{"attribute_recognition", "text_extraction", "object_counting", "spatial_reasoning", "geometric_comparison", "temporal_tracking"}
+	ops := map[string]float64{"SEGMENT_OBJECT_AT": 0.71, "GET_PROPERTIES": 0.93, "ZOOM_IN": 0.88, "READ_TEXT": 0.97, "TRACK_OBJECT": 0.99, "ANSWER": 0.82}
 	for step := 1; step <= 640; step++ {
 		x := float64(step)
 		m := map[string]float64{
-			"policy/loss":           2.1*math.Exp(-x/250) + 0.3 + 0.05*rng.Float64(),
+			"sft/loss":              2.1*math.Exp(-x/250) + 0.3 + 0.05*rng.Float64(),
 			"sft/accuracy":          0.9 - 0.6*math.Exp(-x/300) + 0.02*rng.Float64(),
 			"policy/lr":             3e-4 * math.Min(1, x/100),
 			"policy/grad_norm":      1.5*math.Exp(-x/400) + 0.2,
 			"data_curriculum/stage": 1,
+			"perf/step_time_s":      0.06 + 0.01*rng.Float64(),
+			"perf/pairs_per_s":      4000 + 300*rng.Float64(),
+		}
+		if step < 400 {
+			m["data_curriculum/stage"] = 0
+		}
+		for _, op := range toolOrder {
+			m["sft/accuracy/"+op] = ops[op]*(1-math.Exp(-x/200)) + 0.05*rng.Float64()
 		}
 		if step%200 == 0 {
-			m["val/all/pass@1"] = 0.3 + x/2000
+			m["val/all/greedy"] = 0.3 + x/2000
+			m["val/mix/greedy"] = 0.28 + x/2000
+			for i, f := range families {
+				m["val/"+f+"/greedy"] = math.Min(1, 0.2+x/2000+0.08*float64(i))
+			}
+			for i, b := range []string{"simple", "medium", "hard"} {
+				m["val/"+b+"/greedy"] = 0.5 + x/2000 - 0.15*float64(i)
+			}
 		}
 		u.Points = append(u.Points, telemetry.Point{Step: step, Phase: telemetry.PhaseSFT, Metrics: m})
 		if step == 640 {
 			u.Snapshot = &telemetry.Snapshot{
 				Run: "2026-11-22-0930", Phase: telemetry.PhaseSFT, State: telemetry.StateRunning,
-				Step: step, TotalSteps: 2000, Time: t0, StepsPerS: 12.5, Metrics: m,
+				Step: step, RunStep: step, TotalSteps: 2000, Time: fixtureNow.Add(-time.Second), StepsPerS: 12.5, Metrics: m,
+				Started: fixtureNow.Add(-52 * time.Second), Process: &telemetry.Process{PID: 4242, CPUSeconds: 96, CPUPercent: 188, RSSBytes: 301 << 20},
 				Curriculum: telemetry.Curriculum{Kind: "data", Current: 1,
 					Stages: []telemetry.Stage{
-						{Name: "simple", Weights: map[string]float64{"simple": 1}, Exit: []string{"val pass@1 > 0.60"}, EnteredAt: 0},
-						{Name: "medium", Weights: map[string]float64{"simple": 0.3, "medium": 0.7}, Exit: []string{"val pass@1 > 0.55"}, EnteredAt: 400},
-						{Name: "hard", Weights: map[string]float64{"simple": 0.2, "medium": 0.3, "hard": 0.5}, EnteredAt: -1},
+						{Name: "simple", Exit: []string{sftRule}, EnteredAt: 0, Pool: map[string]int{"simple": 6120}},
+						{Name: "simple+medium", Exit: []string{sftRule}, EnteredAt: 400, Pool: map[string]int{"simple": 6120, "medium": 5083}},
+						{Name: "simple+medium+hard", EnteredAt: -1, Pool: map[string]int{"simple": 6120, "medium": 5083, "hard": 4310}},
 					},
-					Progress: []telemetry.Condition{{Desc: "val pass@1 > 0.55", Value: 0.5, Target: 0.55}},
-					History:  []telemetry.Transition{{Step: 400, From: 0, To: 1, Kind: "advance", Reason: "val pass@1 0.62 > 0.60"}},
+					Progress: []telemetry.Condition{
+						{Desc: "passing validations 1 / ≥ 2", Subject: "passing validations", Op: "≥", Value: 1, Target: 2},
+						{Desc: "step 640 / ≥ 1000", Subject: "step", Op: "≥", Value: 640, Target: 1000},
+					},
+					Note: "1/2 passing evaluations; next advance attempt at step 1000 at the earliest",
+					History: []telemetry.Transition{
+						{Step: 400, From: 0, To: 1, Kind: "advance", Reason: "stage 1→2 kept: score 0.5710 → 0.7530, Δ +0.1820 ≥ threshold -0.0500; next attempt at step 600"},
+					},
 				},
+				Samples: sftSamples(step),
+			}
+			ev := func(step int, kind, msg string) telemetry.Event {
+				return telemetry.Event{Step: step, Phase: telemetry.PhaseSFT, PhaseStep: step, Kind: kind, Message: msg}
 			}
 			u.Events = []telemetry.Event{
-				{Step: 0, Kind: telemetry.EventPhase, Message: "sft started: 18,000 CoTA trajectories"},
-				{Step: 400, Kind: telemetry.EventDataAdvance, Message: "data simple→medium: val pass@1 .62 > .60"},
+				{Step: 0, Kind: telemetry.EventPhase, Message: "run 2026-11-22-0930 started: phases [sft rft test]"},
+				ev(0, telemetry.EventPhase, "SFT: 15,513 pairs from 4,000 trajectories, 2000 steps of 256"),
+				ev(200, telemetry.EventDataAdvance, "trying simple+medium (greedy 0.571 on its validation tasks); validating at step 400"),
+				ev(400, telemetry.EventDataAdvance, "stage 1→2 kept: score 0.5710 → 0.7530, Δ +0.1820 ≥ threshold -0.0500; next attempt at step 600"),
+				ev(500, telemetry.EventCheckpoint, "checkpoint step_000500"),
 			}
 		}
 	}
-	hs.send(feedMsg(u))
-	return hs
+	return u
+}
+
+const sftRule = "the next mix is tried every 200 steps once 2 validations in a row hold (fall by at most 0.05); kept if its greedy score falls by less than 0.05 after training on it, else rolled back (cooldown 200 steps, interval ×2)"
+
+// sftSamples are greedy validation episodes, as SFT shows them.
+func sftSamples(step int) []telemetry.Sample {
+	return []telemetry.Sample{
+		{Step: step, RunStep: step, Family: "spatial_reasoning", Question: "Is the orange circle above the red triangle?", Answer: "no", GroundTruth: "no",
+			Correct: true, Thumb: thumb(), ViewSize: 64, SourceSize: 128, Steps: []telemetry.SampleStep{
+				{Op: "SEGMENT_OBJECT_AT", Args: "view (20,12)", Result: "obj 1, area 340, source bbox 40,10–66,36"},
+				{Op: "SEGMENT_OBJECT_AT", Args: "view (44,44)", Result: "obj 2, area 784, source bbox 92,70–120,98"},
+				{Op: "ANSWER", Args: `"no"`, Result: `answer "no"`},
+			}},
+	}
 }
 
 // --- golden files -----------------------------------------------------------

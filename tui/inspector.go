@@ -55,10 +55,13 @@ func inspectorLines(e env, w int) []string {
 	}
 	cur := e.snap.Curriculum
 	head := fmt.Sprintf("current stage %d of %d", cur.Current+1, len(cur.Stages))
+	out := []string{head}
 	if cur.Note != "" {
-		head += " · " + clean(cur.Note)
+		for _, l := range wrapWords(clean(cur.Note), max(20, w-2)) {
+			out = append(out, st.render(st.dim, l))
+		}
 	}
-	out := []string{head, ""}
+	out = append(out, "")
 	for i := range cur.Stages {
 		out = append(out, stageDetail(st, cur, i, w)...)
 		out = append(out, "")
@@ -73,11 +76,21 @@ func stageDetail(st *styles, cur telemetry.Curriculum, i, w int) []string {
 	if len(s.Weights) > 0 {
 		out = append(out, field(st, "weights", fullWeights(s.Weights)))
 	}
-	for j, e := range s.Exit {
-		out = append(out, field(st, firstOnly(j, "exit"), clean(e)))
+	if len(s.Pool) > 0 {
+		out = append(out, field(st, "pool", fmtInt(poolSize(s.Pool))+" pairs: "+fmtPool(s.Pool)))
 	}
-	if len(s.Exit) == 0 {
+	textW := max(20, w-len(fieldIndent)-10)
+	for j, e := range s.Exit {
+		for k, l := range wrapWords(clean(e), textW) {
+			out = append(out, field(st, firstOnly(j+k, "exit"), l))
+		}
+	}
+	switch {
+	case len(s.Exit) > 0:
+	case i == len(cur.Stages)-1:
 		out = append(out, field(st, "exit", st.render(st.dim, "none (final stage)")))
+	default:
+		out = append(out, field(st, "exit", st.render(st.dim, "not reported by the run")))
 	}
 	if i == cur.Current {
 		for j, c := range cur.Progress {
@@ -93,7 +106,13 @@ func stageDetail(st *styles, cur telemetry.Curriculum, i, w int) []string {
 		if t.Kind == "rollback" {
 			verb = "rolled back"
 		}
-		out = append(out, field(st, firstOnly(j, "history"), fmt.Sprintf("step %s %s %d→%d: %s", fmtInt(t.Step), verb, t.From+1, t.To+1, clean(t.Reason))))
+		text := fmt.Sprintf("step %s %s %d→%d: %s", fmtInt(t.Step), verb, t.From+1, t.To+1, clean(t.Reason))
+		for k, l := range wrapWords(text, textW) {
+			if k > 0 {
+				l = "  " + l
+			}
+			out = append(out, field(st, firstOnly(j+k, "history"), l))
+		}
 		j++
 	}
 	return out

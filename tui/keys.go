@@ -7,13 +7,17 @@ import (
 )
 
 // keyMap declares every binding once; the help bar and the full help are
-// generated from it.
+// generated from it. A key means one thing: k is "up" in every pane that
+// scrolls, and m alone cycles the KPI sets.
 type keyMap struct {
 	Checkpoint key.Binding
 	Stages     key.Binding
 	Pause      key.Binding
 	Eval       key.Binding
 	KPISet     key.Binding
+	Log        key.Binding
+	Info       key.Binding
+	Metrics    key.Binding
 	NextPane   key.Binding
 	PrevPane   key.Binding
 	Up         key.Binding
@@ -24,6 +28,19 @@ type keyMap struct {
 	PageDown   key.Binding
 	Home       key.Binding
 	End        key.Binding
+	ZoomIn     key.Binding
+	ZoomOut    key.Binding
+	PanBack    key.Binding
+	PanForward key.Binding
+	ZoomReset  key.Binding
+	Search     key.Binding
+	NextMatch  key.Binding
+	PrevMatch  key.Binding
+	Kind       key.Binding
+	Toggle     key.Binding
+	Open       key.Binding
+	Table      key.Binding
+	Sort       key.Binding
 	Help       key.Binding
 	Quit       key.Binding
 	Yes        key.Binding
@@ -37,41 +54,63 @@ func defaultKeys() keyMap {
 		Stages:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stages")),
 		Pause:      key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
 		Eval:       key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "eval")),
-		// k is also "up" in a pane that scrolls; m always cycles.
-		KPISet:   key.NewBinding(key.WithKeys("k", "m"), key.WithHelp("k/m", "kpi set")),
-		NextPane: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "focus")),
-		PrevPane: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "focus back")),
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		Left:     key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/h", "left")),
-		Right:    key.NewBinding(key.WithKeys("right", "l"), key.WithHelp("→/l", "right")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "page up")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "page down")),
-		Home:     key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "oldest")),
-		End:      key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "newest")),
-		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
-		Yes:      key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "checkpoint, then quit")),
-		No:       key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n", "quit")),
-		Close:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
+		KPISet:     key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "kpi set")),
+		Log:        key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "event log")),
+		Info:       key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "run & config")),
+		Metrics:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "all metrics")),
+		NextPane:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "focus")),
+		PrevPane:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "focus back")),
+		Up:         key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:       key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		Left:       key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/h", "left")),
+		Right:      key.NewBinding(key.WithKeys("right", "l"), key.WithHelp("→/l", "right")),
+		PageUp:     key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "page up")),
+		PageDown:   key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "page down")),
+		Home:       key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "oldest")),
+		End:        key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "newest")),
+		ZoomIn:     key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "zoom in")),
+		ZoomOut:    key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "zoom out")),
+		PanBack:    key.NewBinding(key.WithKeys("["), key.WithHelp("[", "earlier steps")),
+		PanForward: key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "later steps")),
+		ZoomReset:  key.NewBinding(key.WithKeys("0"), key.WithHelp("0", "whole phase")),
+		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
+		NextMatch:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
+		PrevMatch:  key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "previous match")),
+		Kind:       key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "kind")),
+		Toggle:     key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "show/hide")),
+		Open:       key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
+		Table:      key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "table")),
+		Sort:       key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "sort")),
+		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Yes:        key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
+		No:         key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n", "no")),
+		Close:      key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
 	}
 }
 
-// helpKeys is the keymap as the help bar shows it right now: descriptions
-// follow the run state (pause or resume) and where the navigation keys go
-// (what the arrows do there, from pane.nav).
+// helpKeys is the keymap as the help bar shows it right now: commands only
+// while a run listens, descriptions that follow the run state (pause or
+// resume) and the console's role (q stops the run it trains, leaves one it is
+// attached to), and what the navigation keys do where they go.
 type helpKeys struct {
 	k           keyMap
+	commands    bool // a live run takes c, p, e
+	stages      bool // the run has a curriculum for s to show
 	paused      bool
-	overlay     bool   // the stage inspector is open
+	quit        string // what q does: "stop", "leave" or "quit"
+	overlay     []key.Binding
 	horiz, vert string // what ←/→ and ↑/↓ do; "" for nothing
+	typing      bool
 }
 
-func (h helpKeys) bindings() (pause, horiz, vert key.Binding, hasH, hasV bool) {
+func (h helpKeys) bindings() (pause, quit, horiz, vert key.Binding) {
 	pause = h.k.Pause
 	if h.paused {
 		pause.SetHelp("p", "resume")
 	}
+	quit = h.k.Quit
+	quit.SetHelp("q", h.quit)
 	horiz = key.NewBinding(key.WithKeys("left", "right"))
 	vert = key.NewBinding(key.WithKeys("up", "down"))
 	if h.horiz != "" {
@@ -80,48 +119,51 @@ func (h helpKeys) bindings() (pause, horiz, vert key.Binding, hasH, hasV bool) {
 	if h.vert != "" {
 		vert.SetHelp("↑/↓", h.vert)
 	}
-	return pause, horiz, vert, h.horiz != "", h.vert != ""
+	return pause, quit, horiz, vert
 }
 
 // ShortHelp is the one-line help bar.
 func (h helpKeys) ShortHelp() []key.Binding {
-	pause, horiz, vert, hasH, hasV := h.bindings()
-	out := []key.Binding{h.k.Checkpoint, h.k.Stages, pause, h.k.Eval, h.k.KPISet, h.k.NextPane}
-	if h.overlay {
-		closeKey := h.k.Close
-		closeKey.SetHelp("esc", "close stages")
-		out = []key.Binding{closeKey, h.k.Checkpoint, pause, h.k.Eval}
+	pause, quit, horiz, vert := h.bindings()
+	if h.typing {
+		apply := key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply"))
+		cancel := key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))
+		return []key.Binding{apply, cancel}
 	}
-	if hasH {
+	var out []key.Binding
+	if h.overlay != nil {
+		out = append(out, h.overlay...)
+	} else {
+		if h.commands {
+			out = append(out, h.k.Checkpoint, h.k.Stages, pause, h.k.Eval)
+		} else if h.stages {
+			out = append(out, h.k.Stages)
+		}
+		out = append(out, h.k.KPISet, h.k.Log, h.k.Info, h.k.NextPane)
+	}
+	if h.horiz != "" {
 		out = append(out, horiz)
 	}
-	if hasV {
+	if h.vert != "" {
 		out = append(out, vert)
 	}
-	return append(out, h.k.Help, h.k.Quit)
+	return append(out, h.k.Help, quit)
 }
 
-// FullHelp is the `?` view: commands, navigation, console.
+// FullHelp is the `?` view: commands, views, navigation, charts.
 func (h helpKeys) FullHelp() [][]key.Binding {
-	pause, _, _, _, _ := h.bindings()
+	pause, _, _, _ := h.bindings()
 	quit := h.k.Quit
-	quit.SetHelp("q/ctrl+c", "quit")
+	quit.SetHelp("q/ctrl+c", h.quit)
 	return [][]key.Binding{
-		{h.k.Checkpoint, pause, h.k.Eval, h.k.Stages},
+		{h.k.Checkpoint, pause, h.k.Eval, quit},
+		{h.k.Stages, h.k.Log, h.k.Info, h.k.Metrics},
 		{h.k.NextPane, h.k.PrevPane, h.k.KPISet, h.k.Close},
 		{h.k.Up, h.k.Down, h.k.Left, h.k.Right},
 		{h.k.PageUp, h.k.PageDown, h.k.Home, h.k.End},
-		{h.k.Help, quit},
+		{h.k.ZoomIn, h.k.ZoomOut, h.k.PanBack, h.k.PanForward, h.k.ZoomReset},
+		{h.k.Search, h.k.NextMatch, h.k.Kind, h.k.Help},
 	}
-}
-
-// fullHelpRows is the height of the full help: its tallest column.
-func fullHelpRows() int {
-	n := 0
-	for _, col := range (helpKeys{k: defaultKeys()}).FullHelp() {
-		n = max(n, len(col))
-	}
-	return n
 }
 
 // isPaused reports whether p should resume rather than pause.

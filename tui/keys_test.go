@@ -105,18 +105,20 @@ func TestQuit(t *testing.T) {
 			t.Fatalf("quit=%v stop=%v", hs.quit, hs.m.StopRequested())
 		}
 	})
-	t.Run("finished run quits at once", func(t *testing.T) {
-		hs := rftHarness(t, 120, 40, "never", true)
-		hs.setState(telemetry.StateDone)
-		hs.press("q")
-		if !hs.quit || hs.m.StopRequested() {
-			t.Fatalf("quit=%v stop=%v", hs.quit, hs.m.StopRequested())
-		}
-	})
+	for _, state := range []telemetry.State{telemetry.StateDone, telemetry.StateStopped, telemetry.StateFailed} {
+		t.Run(string(state)+" run quits at once", func(t *testing.T) {
+			hs := rftHarness(t, 120, 40, "never", true)
+			hs.setState(state)
+			hs.press("q")
+			if !hs.quit || hs.m.StopRequested() || len(hs.feed.sent) != 0 {
+				t.Fatalf("quit=%v stop=%v sent=%v", hs.quit, hs.m.StopRequested(), hs.feed.sent)
+			}
+		})
+	}
 	t.Run("esc cancels", func(t *testing.T) {
 		hs := rftHarness(t, 120, 40, "never", true)
 		hs.press("q")
-		if hs.quit || !strings.Contains(footer(hs), "checkpoint before quitting? (y/n/esc)") {
+		if hs.quit || !strings.Contains(footer(hs), "stop the run? (y/n/esc)") {
 			t.Fatalf("quit=%v footer %q", hs.quit, footer(hs))
 		}
 		hs.press("c") // other keys do nothing while asking
@@ -124,32 +126,52 @@ func TestQuit(t *testing.T) {
 			t.Fatal("a command was sent while the quit question was open")
 		}
 		hs.press("esc")
-		if hs.quit || strings.Contains(footer(hs), "quitting?") {
+		if hs.quit || strings.Contains(footer(hs), "stop the run?") {
 			t.Fatalf("esc: quit=%v footer %q", hs.quit, footer(hs))
 		}
 	})
-	t.Run("n quits without checkpoint", func(t *testing.T) {
+	// n stops without saving: one stop command, marked so, and nothing else.
+	t.Run("n stops without a checkpoint", func(t *testing.T) {
 		hs := rftHarness(t, 120, 40, "never", true)
 		hs.press("ctrl+c", "n")
-		if !hs.quit || !hs.m.StopRequested() || len(hs.feed.sent) != 0 {
+		want := []telemetry.Command{{Kind: telemetry.CmdStop, NoCheckpoint: true}}
+		if !hs.quit || !hs.m.StopRequested() || !slices.Equal(hs.feed.sentCommands(), want) {
 			t.Fatalf("quit=%v stop=%v sent=%v", hs.quit, hs.m.StopRequested(), hs.feed.sent)
 		}
 	})
-	t.Run("y checkpoints then quits on the ack", func(t *testing.T) {
+	// y sends one stop, whose checkpoint is the run's one save, and quits
+	// when the run says it stopped.
+	t.Run("y checkpoints once, then quits on the ack", func(t *testing.T) {
 		hs := rftHarness(t, 120, 40, "never", true)
 		hs.press("q", "y")
 		if hs.quit {
-			t.Fatal("quit before the checkpoint was acknowledged")
+			t.Fatal("quit before the stop was acknowledged")
 		}
-		if got := hs.feed.commands(); !slices.Equal(got, []telemetry.CommandKind{telemetry.CmdCheckpoint}) {
-			t.Fatalf("sent %v", got)
+		if got := hs.feed.sentCommands(); !slices.Equal(got, []telemetry.Command{{Kind: telemetry.CmdStop}}) {
+			t.Fatalf("sent %v, want one stop with its checkpoint", got)
 		}
-		if !strings.Contains(footer(hs), "quitting once the checkpoint is saved") {
+		if !strings.Contains(footer(hs), "quitting once the run has saved its checkpoint") {
 			t.Fatalf("footer %q", footer(hs))
 		}
-		hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241, Kind: telemetry.EventCheckpoint, Message: "checkpoint step_001241"}}}))
+		hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{
+			{Step: 3241, Kind: telemetry.EventCheckpoint, Message: "checkpoint step_003241", Data: map[string]any{"kind": "signal"}},
+		}}))
+		if hs.quit {
+			t.Fatal("quit on the checkpoint, before the run stopped")
+		}
+		hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{
+			{Step: 3241, Kind: telemetry.EventCommand, Message: "stopped on request; resume with: pixelis resume runs/x", Data: map[string]any{"kind": "stop"}},
+		}}))
 		if !hs.quit || !hs.m.StopRequested() {
 			t.Fatalf("after the ack quit=%v stop=%v", hs.quit, hs.m.StopRequested())
+		}
+	})
+	t.Run("y quits when the run ends stopped", func(t *testing.T) {
+		hs := rftHarness(t, 120, 40, "never", true)
+		hs.press("q", "y")
+		hs.setState(telemetry.StateStopped)
+		if !hs.quit {
+			t.Fatal("did not quit when the run stopped")
 		}
 	})
 	t.Run("y quits after the bound without an ack", func(t *testing.T) {
@@ -167,6 +189,85 @@ func TestQuit(t *testing.T) {
 			t.Fatal("ctrl+c did not cut the wait short")
 		}
 	})
+}
+
+// An attached console leaves the run going: q leaves at once, or, when the
+// run is paused, asks whether to resume it first.
+func TestQuitAttached(t *testing.T) {
+	attached := func(t *testing.T) *harness {
+		return rftHarnessWith(t, 120, 40, Options{Color: "never", Role: RoleAttached, RunDir: "runs/2026-11-22-1042"}, true)
+	}
+	t.Run("running: leaves at once", func(t *testing.T) {
+		hs := attached(t)
+		if !strings.Contains(hs.frame(), "[attached]") || !strings.Contains(footer(hs), "q leave") {
+			t.Fatalf("header or footer does not say attached: %q", footer(hs))
+		}
+		hs.press("q")
+		if !hs.quit || hs.m.StopRequested() || len(hs.feed.sent) != 0 {
+			t.Fatalf("quit=%v stop=%v sent=%v", hs.quit, hs.m.StopRequested(), hs.feed.sent)
+		}
+	})
+	t.Run("paused: y resumes, then leaves", func(t *testing.T) {
+		hs := attached(t)
+		hs.setState(telemetry.StatePaused)
+		hs.press("q")
+		if hs.quit || !strings.Contains(footer(hs), "the run is paused: resume it before leaving?") {
+			t.Fatalf("quit=%v footer %q", hs.quit, footer(hs))
+		}
+		hs.press("y")
+		if !hs.quit || !slices.Equal(hs.feed.commands(), []telemetry.CommandKind{telemetry.CmdResume}) || hs.m.StopRequested() {
+			t.Fatalf("quit=%v sent=%v", hs.quit, hs.feed.sent)
+		}
+	})
+	t.Run("paused: n leaves it paused", func(t *testing.T) {
+		hs := attached(t)
+		hs.setState(telemetry.StatePaused)
+		hs.press("q", "n")
+		if !hs.quit || len(hs.feed.sent) != 0 {
+			t.Fatalf("quit=%v sent=%v", hs.quit, hs.feed.sent)
+		}
+	})
+	t.Run("paused: a failed resume stays", func(t *testing.T) {
+		hs := attached(t)
+		hs.setState(telemetry.StatePaused)
+		hs.feed.sendErr = errors.New("control socket: connection refused")
+		hs.press("q", "y")
+		if hs.quit || !strings.Contains(footer(hs), "connection refused") {
+			t.Fatalf("quit=%v footer %q", hs.quit, footer(hs))
+		}
+	})
+}
+
+// A run that ended takes no commands: the footer offers none, and c, p and e
+// say why instead of sending.
+func TestEndedRunOffersNoCommands(t *testing.T) {
+	for _, state := range []telemetry.State{telemetry.StateDone, telemetry.StateStopped} {
+		hs := rftHarnessWith(t, 120, 40, Options{Color: "never", RunDir: "runs/2026-11-22-1042"}, true)
+		hs.setState(state)
+		f := footer(hs)
+		for _, k := range []string{"c checkpoint", "p pause", "e eval"} {
+			if strings.Contains(f, k) {
+				t.Errorf("%s: footer offers %q: %q", state, k, f)
+			}
+		}
+		if !strings.Contains(f, "q quit") {
+			t.Errorf("%s: footer %q", state, f)
+		}
+		header := strings.SplitN(hs.frame(), "\n", 2)[0]
+		if !strings.Contains(header, "● "+string(state)) {
+			t.Errorf("header %q", header)
+		}
+		hs.press("c", "p", "e")
+		if len(hs.feed.sent) != 0 {
+			t.Errorf("%s: sent %v", state, hs.feed.sent)
+		}
+		if state == telemetry.StateStopped {
+			hs.fire(statusExpireMsg{})
+			if f := footer(hs); !strings.Contains(f, "pixelis resume runs/2026-11-22-1042 continues it") {
+				t.Errorf("a stopped run's footer does not say how to continue it: %q", f)
+			}
+		}
+	}
 }
 
 func TestStageInspector(t *testing.T) {
@@ -255,16 +356,12 @@ func TestPaneNavigation(t *testing.T) {
 	if hs.sample().index != 2 {
 		t.Fatalf("h: sample %d, want 2", hs.sample().index)
 	}
-	// Events pane: ↑/k scroll older, end returns; k does not cycle the KPIs there.
+	// Events pane: ↑/k scroll older (by events), end returns.
 	hs.press("shift+tab")
 	set := hs.kpi().set
-	hs.press("up", "k")
-	if hs.events().scroll != 0 {
-		// 9 events fit in the pane at 120×40: nothing to scroll.
-		t.Fatalf("scrolled %d with every event in view", hs.events().scroll)
-	}
 	for i := range 30 {
-		hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241 + i, Kind: telemetry.EventWarning, Message: "slow step"}}}))
+		hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 3241 + i, Phase: telemetry.PhaseRFT, PhaseStep: 1241 + i,
+			Kind: telemetry.EventWarning, Message: "slow step"}}}))
 	}
 	hs.press("up", "k")
 	if hs.events().scroll != 2 || hs.kpi().set != set {
@@ -273,7 +370,7 @@ func TestPaneNavigation(t *testing.T) {
 	if !strings.Contains(hs.frame(), "↓2 newer") {
 		t.Fatal("scrolled event log does not say so")
 	}
-	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1300, Kind: telemetry.EventWarning, Message: "newest"}}}))
+	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 3300, Kind: telemetry.EventWarning, Message: "newest"}}}))
 	if hs.events().scroll != 3 {
 		t.Fatalf("scroll %d: view moved under the reader", hs.events().scroll)
 	}
@@ -281,18 +378,18 @@ func TestPaneNavigation(t *testing.T) {
 	if hs.events().scroll != 0 {
 		t.Fatalf("end: scroll %d", hs.events().scroll)
 	}
-	// m always cycles the KPI set; k does where the focused pane has no use for it.
+	// m cycles the KPI set wherever the focus is; k never does: it is "up".
 	hs.press("m")
 	if hs.kpi().set != set+1 {
 		t.Fatalf("m: kpi set %d", hs.kpi().set)
 	}
 	hs.press("tab", "tab") // sample, then reward
-	hs.press("k")
-	if hs.kpi().set != set+2 || !strings.Contains(hs.frame(), "KPIs · behaviour 3/4") {
-		t.Fatalf("k in the reward pane: kpi set %d", hs.kpi().set)
+	hs.press("k", "k")
+	if hs.kpi().set != set+1 || !strings.Contains(hs.frame(), "KPIs · learning 2/6") {
+		t.Fatalf("k in the reward pane changed the kpi set to %d", hs.kpi().set)
 	}
 	hs.press("tab", "left")
-	if hs.kpi().set != set+1 {
+	if hs.kpi().set != set {
 		t.Fatalf("left in the KPI pane: kpi set %d", hs.kpi().set)
 	}
 }
@@ -313,8 +410,9 @@ func TestHelpToggle(t *testing.T) {
 		t.Fatal("? did not close the full help")
 	}
 	// The help bar follows the run state and the focus.
-	hs.setState(telemetry.StatePaused)
-	if f := footer(hs); !strings.Contains(f, "p resume") || !strings.Contains(f, "←/→ sample") {
+	wide := rftHarness(t, 200, 60, "never", true)
+	wide.setState(telemetry.StatePaused)
+	if f := footer(wide); !strings.Contains(f, "p resume") || !strings.Contains(f, "←/→ sample") {
 		t.Fatalf("help bar %q", f)
 	}
 }
@@ -368,7 +466,82 @@ func TestFeedReset(t *testing.T) {
 	if s := hs.m.metrics.get("policy/kl"); s.vals.len() != 1 || s.latest != 0.5 {
 		t.Fatalf("after reset kl holds %d points", s.vals.len())
 	}
-	if hs.m.metrics.get("policy/entropy") != nil || hs.events().log.len() != 1 {
-		t.Fatalf("reset kept old history: %d events", hs.events().log.len())
+	if hs.m.metrics.get("policy/entropy") != nil || hs.m.events.len() != 1 {
+		t.Fatalf("reset kept old history: %d events", hs.m.events.len())
+	}
+}
+
+// In SFT the inspector tells each data stage's rule (the next mix is tried
+// every N steps …), the pools, and "final stage" only for the last.
+func TestStageInspectorSFT(t *testing.T) {
+	hs := sftHarness(t, 120, 40)
+	hs.press("s")
+	frame := ansi.Strip(hs.frame())
+	checkGeometry(t, frame, 120, 40)
+	golden(t, "inspector_sft_120x40", frame)
+	if n := strings.Count(frame, "none (final stage)"); n != 1 {
+		t.Errorf("%d stages say they are final:\n%s", n, frame)
+	}
+	for _, want := range []string{"Stages · data curriculum", "the next mix is tried every 200 steps", "pool      11,203 pairs: simple 6,120 · medium 5,083",
+		"passing validations 1 ≥ 2", "step 640 ≥ 1,000"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("SFT inspector lacks %q", want)
+		}
+	}
+}
+
+// A condition reads "what value op target", from its fields or, for a run
+// that recorded only its description, from that: never the value twice.
+func TestConditionLine(t *testing.T) {
+	st := newStyles(0)
+	cases := []struct {
+		c    telemetry.Condition
+		want string
+	}{
+		{telemetry.Condition{Desc: "success_rate_ma100 0.4148 / > 0.7", Value: 0.4148, Target: 0.7}, "success_rate_ma100 0.415 > 0.700"},
+		{telemetry.Condition{Desc: "x", Subject: "slope(coherence_ma100, last 5)", Op: "<", Value: 0.0031, Target: 0.001}, "slope(coherence_ma100, last 5) 0.0031 < 0.0010"},
+		{telemetry.Condition{Desc: "steps in stage 1 / ≥ 2", Value: 1, Target: 2}, "steps in stage 1 ≥ 2"},
+		{telemetry.Condition{Desc: "success_rate_ma100 > 0.70", Value: 0.62, Target: 0.70}, "success_rate_ma100 0.620 > 0.700"},
+	}
+	for _, c := range cases {
+		got := conditionLine(&st, c.c, 80, 6)
+		if !strings.Contains(got, c.want) || strings.Count(got, "/") > 0 && !strings.Contains(c.want, "/") {
+			t.Errorf("%q → %q, want %q", c.c.Desc, got, c.want)
+		}
+	}
+}
+
+// The throughput set charts episodes and actions per second and the step's
+// parts.
+func TestThroughputSet(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	for range 5 {
+		hs.press("m")
+	}
+	f := hs.frame()
+	for _, want := range []string{"KPIs · throughput 6/6", "episodes/s", "actions/s", "step time s", "rollout s", "update s"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("throughput set lacks %q", want)
+		}
+	}
+}
+
+// A resumed run's console starts from the history before the resume.
+func TestBacklog(t *testing.T) {
+	ups := rftUpdates(1240, 3000)
+	var back telemetry.Update
+	for _, u := range ups[:6] {
+		back.Points = append(back.Points, u.Points...)
+		back.Events = append(back.Events, u.Events...)
+	}
+	hs := newHarness(t, newFakeFeed(true), Options{Color: "never", Backlog: &back}, 120, 40)
+	for _, u := range ups[6:] {
+		hs.send(feedMsg(u))
+	}
+	if s := hs.m.metrics.get("policy/kl"); s.vals.len() != 1240 {
+		t.Fatalf("kl holds %d points, want the backlog's and the feed's", s.vals.len())
+	}
+	if hs.m.events.len() != len(rftEvents()) {
+		t.Fatalf("%d events", hs.m.events.len())
 	}
 }

@@ -12,17 +12,30 @@ type paneID int
 
 const (
 	paneReward paneID = iota
+	paneValidation
 	paneKPI
 	paneCurriculum
 	paneTools
+	paneImitation
+	paneMetrics
 	paneEvents
 	paneSample
 	numPanes
 )
 
 func (p paneID) String() string {
-	return [...]string{"reward", "kpi", "curriculum", "tools", "events", "sample"}[p]
+	return [...]string{"reward", "validation", "kpi", "curriculum", "tools", "imitation", "metrics", "events", "sample"}[p]
 }
+
+// screenKind is what the console shows, and so which panes it lays out: an
+// RFT run, an SFT run, or a run of another trainer watched through its logs.
+type screenKind int
+
+const (
+	screenRFT screenKind = iota
+	screenSFT
+	screenWatch
+)
 
 type rect struct{ x, y, w, h int }
 
@@ -46,10 +59,14 @@ func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
 // computeLayout splits the screen: a header line, up to three rows of panes,
 // and a footer of footerH lines (the help bar or the full help).
 //
-//	Reward | KPIs
-//	Curriculum | Tools | Events      (Tools only from 100 columns)
-//	Sample trajectory                (only when at least 18 body rows remain)
-func computeLayout(w, h, footerH int) layout {
+//	RFT                            SFT                              watched run
+//	Reward | KPIs                  Validation | KPIs                Reward | KPIs
+//	Curriculum | Tools | Events    Curriculum | Imitation | Events  Metrics | Events
+//	Sample trajectory              Validation trajectory
+//
+// The middle pane of the second row needs 100 columns; the bottom row needs
+// at least 18 body rows.
+func computeLayout(w, h, footerH int, kind screenKind) layout {
 	l := layout{w: w, h: h, footerH: footerH}
 	if w < minWidth || h < minHeight {
 		l.tooSmall = true
@@ -58,6 +75,10 @@ func computeLayout(w, h, footerH int) layout {
 	bodyH := h - 1 - footerH
 	var top, mid, bottom int
 	switch {
+	case kind == screenWatch:
+		// No samples: the generic charts take the rest.
+		top = clamp(bodyH*40/100, 6, 20)
+		mid = bodyH - top
 	case bodyH >= 30:
 		// The sample pane needs little more than its image; extra rows go
 		// to the charts and to the event log and curriculum history.
@@ -72,11 +93,18 @@ func computeLayout(w, h, footerH int) layout {
 		mid = bodyH - top
 	}
 	leftW := clamp(w*36/100, 40, 60)
-	l.rows = append(l.rows, []paneID{paneReward, paneKPI})
+	first, middle := paneReward, paneTools
+	if kind == screenSFT {
+		first, middle = paneValidation, paneImitation
+	}
+	l.rows = append(l.rows, []paneID{first, paneKPI})
 	l.rowH = append(l.rowH, top)
-	if w >= 100 {
-		l.rows = append(l.rows, []paneID{paneCurriculum, paneTools, paneEvents})
-	} else {
+	switch {
+	case kind == screenWatch:
+		l.rows = append(l.rows, []paneID{paneMetrics, paneEvents})
+	case w >= 100:
+		l.rows = append(l.rows, []paneID{paneCurriculum, middle, paneEvents})
+	default:
 		l.rows = append(l.rows, []paneID{paneCurriculum, paneEvents})
 	}
 	l.rowH = append(l.rowH, mid)
@@ -87,10 +115,13 @@ func computeLayout(w, h, footerH int) layout {
 	y := 1
 	for i, row := range l.rows {
 		widths := []int{w}
-		switch len(row) {
-		case 2:
+		switch {
+		case len(row) == 2 && row[0] == paneMetrics:
+			ev := clamp(w*36/100, 40, 70)
+			widths = []int{w - ev, ev}
+		case len(row) == 2:
 			widths = []int{leftW, w - leftW}
-		case 3:
+		case len(row) == 3:
 			tools := clamp(w*26/100, 28, 44)
 			widths = []int{leftW, tools, w - leftW - tools}
 		}

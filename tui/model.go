@@ -12,6 +12,22 @@ import (
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
+// Role is how the console relates to the run it shows.
+type Role int
+
+const (
+	// RoleOwner: the console of the process training the run. Quitting stops
+	// the run (after asking whether to checkpoint first).
+	RoleOwner Role = iota
+	// RoleAttached: `pixelis attach`, commanding the run over its control
+	// socket. Quitting leaves the run going (and offers to resume it when it
+	// is paused).
+	RoleAttached
+	// RoleWatch: `pixelis watch`, a run of another trainer read from its
+	// logs. Nothing can be commanded.
+	RoleWatch
+)
+
 // Options configure the console.
 type Options struct {
 	FPS     int    // frame-rate cap; 0 means 30
@@ -19,20 +35,33 @@ type Options struct {
 	Mouse   bool   // capture the mouse (wheel scrolls, click focuses); off by default so the terminal keeps text selection
 	Color   string // "auto" (detect, honouring NO_COLOR), "always" or "never"
 	RunDir  string // shown in the footer
+	Role    Role
+	// Config is the run's effective config as TOML, which i shows; "" when
+	// there is none to show (a watched run).
+	Config string
+	// Now is the console's clock; nil is time.Now. Tests fix it.
+	Now func() time.Time
+	// Backlog, when set, is the run's history before the feed's first update:
+	// a resumed run's console shows the steps before the resume (read back
+	// from its files) as well as those after.
+	Backlog *telemetry.Update
 }
 
 const (
 	defaultFPS     = 30
 	defaultHistory = 10000
 	eventsCap      = 1000
-	// quitAckBound is how long "checkpoint, then quit" waits for the
-	// checkpoint's acknowledgement before quitting anyway.
+	// quitAckBound is how long "checkpoint, then stop" waits for the run to
+	// acknowledge the stop before quitting anyway.
 	quitAckBound = 20 * time.Second
 	// statusTTL is how long a one-off status line ("no live run", "checkpoint
 	// saved") stays.
 	statusTTL = 5 * time.Second
 	// maWindow is the moving-average window of the reward pane.
 	maWindow = 100
+	// staleAfter is how long a running run may stay silent before the header
+	// says so.
+	staleAfter = 30 * time.Second
 )
 
 func (o Options) withDefaults() Options {
@@ -45,6 +74,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Color == "" {
 		o.Color = "auto"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o
 }
@@ -60,13 +92,24 @@ func profileFor(color string) colorprofile.Profile {
 	return colorprofile.Detect(os.Stdout, os.Environ())
 }
 
+// overlayID names the views drawn over the panes.
+type overlayID int
+
+const (
+	noOverlay overlayID = iota
+	overlayStages
+	overlayLog
+	overlayInfo
+	overlayMetrics
+)
+
 // Model is the console: the root of its sub-models. It keeps what the whole
 // console shares — the feed, the layout, which pane has focus, the run's
-// latest snapshot and metric store, the commands in flight and the quit
-// question — and routes every other message to its panes (see pane). Update
-// folds a message into it and, when anything changed, draws the frame; View
-// returns that frame. Large buffers live behind pointers, so copies of a
-// Model share them: use the Model returned by the latest Update.
+// latest snapshot, its metric store and event log — and routes every other
+// message to its panes (see pane). Update folds a message into it and, when
+// anything changed, draws the frame; View returns that frame. Large buffers
+// live behind pointers, so copies of a Model share them: use the Model
+// returned by the latest Update.
 type Model struct {
 	feed    telemetry.Feed
 	opts    Options
@@ -76,21 +119,26 @@ type Model struct {
 	profile colorprofile.Profile
 
 	width, height int
+	kind          screenKind
 	lay           layout
 	focus         focus
 	panes         [numPanes]pane // the sub-models the layout places, by id
-	overlay       pane           // drawn over the panes while open (the stage inspector); nil when closed
+	overlay       pane           // drawn over the panes while open; nil when closed
+	overlayID     overlayID
 
 	snap    *telemetry.Snapshot // the latest snapshot: the header, commands and several panes read it
-	metrics *store              // every metric series: the reward, KPI and tools panes read it
+	metrics *store              // every metric series: the charts and several panes read it
+	events  *eventLog           // the run's events: the events pane and the event log read it
+	now     time.Time           // the clock as of the latest message
+	heard   time.Time           // when the feed last brought anything
 
 	pending   [len(commandKinds)]bool // commands sent, not yet acknowledged
 	status    string                  // one-off status line
 	statusErr bool
 	statusID  int
 
-	confirmQuit  bool
-	quitAfterAck bool
+	ask          question // the question the footer asks; noQuestion when none
+	quitAfterAck bool     // quit once the run acknowledges the stop (or resume) asked for
 	quitting     bool
 	userQuit     bool // quit while the run was live and not finished
 
@@ -111,7 +159,7 @@ func New(feed telemetry.Feed, opts Options) Model {
 	h := help.New()
 	h.Styles = st.help
 	h.ShortSeparator = " · "
-	return Model{
+	m := Model{
 		feed:    feed,
 		opts:    opts,
 		keys:    defaultKeys(),
@@ -121,22 +169,35 @@ func New(feed telemetry.Feed, opts Options) Model {
 		focus:   newFocus(paneSample),
 		panes: [numPanes]pane{
 			paneReward:     statelessPane(viewReward),
+			paneValidation: statelessPane(viewValidation),
 			paneKPI:        kpiPane{},
 			paneCurriculum: curriculumPane{},
 			paneTools:      statelessPane(viewTools),
-			paneEvents:     newEventsPane(),
+			paneImitation:  statelessPane(viewImitation),
+			paneMetrics:    newMetricsPane(true),
+			paneEvents:     eventsPane{},
 			paneSample:     samplePane{},
 		},
 		metrics:  newStore(opts.History),
+		events:   newEventLog(eventsCap),
+		now:      opts.Now(),
 		frameGap: time.Second / time.Duration(opts.FPS),
 		tick: func(d time.Duration, msg tea.Msg) tea.Cmd {
 			return tea.Tick(d, func(time.Time) tea.Msg { return msg })
 		},
 	}
+	if opts.Role == RoleWatch {
+		m.kind = screenWatch
+		m.focus = newFocus(paneMetrics)
+	}
+	if b := opts.Backlog; b != nil {
+		m.fold(*b)
+	}
+	return m
 }
 
 // StopRequested reports whether the user quit while the run was live and not
-// finished — in the in-process mode, the caller's cue to stop the run.
+// finished: in the in-process mode the console has asked the run to stop.
 func (m Model) StopRequested() bool { return m.userQuit }
 
 type (
@@ -147,10 +208,12 @@ type (
 	}
 	quitTimeoutMsg  struct{}
 	statusExpireMsg struct{ id int }
+	// clockMsg moves the header's clock on: one a second.
+	clockMsg struct{}
 )
 
-// Init starts waiting on the feed.
-func (m Model) Init() tea.Cmd { return m.wait() }
+// Init starts waiting on the feed and the clock.
+func (m Model) Init() tea.Cmd { return tea.Batch(m.wait(), m.tick(time.Second, clockMsg{})) }
 
 // wait turns the next feed update into a message. After Ready fires it waits
 // one frame before taking, so a burst of publications becomes one update
@@ -191,6 +254,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // update routes msg and reports whether the state changed.
 func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
+	m.now = m.opts.Now()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -206,6 +270,7 @@ func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
 		m.broadcast(msg)
 		return nil, true
 	case feedMsg:
+		m.heard = m.now
 		cmd := m.fold(telemetry.Update(msg))
 		return tea.Batch(cmd, m.wait()), true
 	case sentMsg:
@@ -221,6 +286,8 @@ func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
 		}
 		m.status = ""
 		return nil, true
+	case clockMsg:
+		return m.tick(time.Second, clockMsg{}), !m.quitting
 	case tea.KeyPressMsg:
 		return m.key(msg), true
 	case tea.MouseWheelMsg:
@@ -236,7 +303,8 @@ func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
 
 // env is what a pane of inner size a is lent for one update or one frame.
 func (m *Model) env(a area) env {
-	return env{area: a, keys: &m.keys, st: &m.st, snap: m.snap, metrics: m.metrics}
+	return env{area: a, keys: &m.keys, st: &m.st, snap: m.snap, metrics: m.metrics, events: m.events,
+		kind: m.kind, phase: m.phase(), now: m.now}
 }
 
 // paneEnv is the env of pane id, at its size in the layout.
@@ -255,69 +323,109 @@ func (m *Model) broadcast(msg tea.Msg) {
 	}
 }
 
-// relayout places the panes for the window and the footer, and tells them.
+// relayout places the panes for the window, the screen kind and the footer,
+// and tells them.
 func (m *Model) relayout() {
 	footer := 1
 	if m.help.ShowAll {
-		footer = fullHelpRows() + 1
+		footer = len(fullHelpLines(m.help, m.helpKeys().FullHelp(), m.width-1)) + 1
 	}
-	m.lay = computeLayout(m.width, m.height, footer)
+	m.lay = computeLayout(m.width, m.height, footer, m.kind)
 	m.focus.setVisible(m.lay.order())
 	m.broadcast(resizeMsg{})
 }
 
-// fold merges one feed update: the run's shared data first (the series and
-// the snapshot), then every pane takes what it shows, then acknowledgements
-// settle the pending commands.
+// phase is the training phase the console shows: the newest data's.
+func (m *Model) phase() telemetry.Phase {
+	if p := m.metrics.phase; p != "" {
+		return p
+	}
+	if m.snap != nil {
+		return m.snap.Phase
+	}
+	return ""
+}
+
+// screen is the kind of screen the newest data calls for.
+func (m *Model) screen() screenKind {
+	switch {
+	case m.opts.Role == RoleWatch:
+		return screenWatch
+	case m.phase() == telemetry.PhaseSFT:
+		return screenSFT
+	}
+	return screenRFT
+}
+
+// fold merges one feed update: the run's shared data first (the series, the
+// events and the snapshot), then the layout if the phase changed the screen,
+// then every pane takes what it shows, then acknowledgements settle the
+// pending commands.
 func (m *Model) fold(u telemetry.Update) tea.Cmd {
 	if u.Reset {
 		// The run's history was rewritten (a resume truncated its files):
 		// what follows starts again from the beginning.
 		m.metrics = newStore(m.opts.History)
+		m.events = newEventLog(eventsCap)
 	}
 	for _, p := range u.Points {
 		m.metrics.addAll(p.Metrics, p.Step, p.Phase)
 	}
+	m.events.add(u.Events, u.Dropped)
 	if s := u.Snapshot; s != nil {
 		snap := *s
-		m.metrics.addAll(snap.Metrics, snap.Step, snap.Phase)
+		step := snap.Step
+		if snap.RunStep > 0 {
+			step = snap.RunStep
+		}
+		m.metrics.addAll(snap.Metrics, step, snap.Phase)
 		m.snap = &snap
 		m.settle(snap.State)
+	}
+	if k := m.screen(); k != m.kind {
+		m.kind = k
+		m.relayout()
 	}
 	m.broadcast(feedMsg(u))
 	return m.acknowledge(u.Events)
 }
 
-// key handles a key press: the quit question while it is open, else the
-// console's own keys, else navigation for the overlay or the focused pane.
+// key handles a key press: the question while one is asked, text for a pane
+// that is reading it, else the console's own keys, else navigation for the
+// overlay or the focused pane.
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
+	target := m.navTarget()
 	switch {
 	case m.quitting:
 		return nil
-	case m.confirmQuit:
-		return m.answerQuit(msg)
+	case m.ask != noQuestion:
+		return m.answer(msg)
+	case isTyping(target) && msg.String() != "ctrl+c":
+		m.navigate(msg)
+		return nil
 	case key.Matches(msg, k.Quit):
 		if m.quitAfterAck && msg.String() == "ctrl+c" {
 			return m.quit() // impatient second request: stop waiting for the ack
 		}
 		return m.askQuit()
 	case key.Matches(msg, k.Checkpoint):
-		return m.command(telemetry.CmdCheckpoint)
+		return m.command(telemetry.Command{Kind: telemetry.CmdCheckpoint})
 	case key.Matches(msg, k.Pause):
 		if isPaused(m.snap) {
-			return m.command(telemetry.CmdResume)
+			return m.command(telemetry.Command{Kind: telemetry.CmdResume})
 		}
-		return m.command(telemetry.CmdPause)
+		return m.command(telemetry.Command{Kind: telemetry.CmdPause})
 	case key.Matches(msg, k.Eval):
-		return m.command(telemetry.CmdEval)
+		return m.command(telemetry.Command{Kind: telemetry.CmdEval})
 	}
 	m.screenKey(msg)
 	return nil
 }
 
-// screenKey handles the keys that change only what is shown: help, the stage
-// inspector, focus, and navigation within the overlay or the focused pane.
+// screenKey handles the keys that change only what is shown: help, the
+// views over the panes, focus, the charts' window, and navigation within
+// the overlay or the focused pane.
 func (m *Model) screenKey(msg tea.KeyPressMsg) {
 	k := m.keys
 	switch {
@@ -325,28 +433,73 @@ func (m *Model) screenKey(msg tea.KeyPressMsg) {
 		m.help.ShowAll = !m.help.ShowAll
 		m.relayout()
 	case key.Matches(msg, k.Stages):
-		if m.overlay != nil {
-			m.overlay = nil
-		} else {
-			m.overlay = inspectorPane{}
-		}
-	case key.Matches(msg, k.Close):
+		m.toggleOverlay(overlayStages)
+	case key.Matches(msg, k.Log):
+		m.toggleOverlay(overlayLog)
+	case key.Matches(msg, k.Info):
+		m.toggleOverlay(overlayInfo)
+	case key.Matches(msg, k.Metrics) && m.kind != screenWatch:
+		m.toggleOverlay(overlayMetrics)
+	case key.Matches(msg, k.Close) && !m.navigate(msg):
 		switch {
 		case m.overlay != nil:
-			m.overlay = nil
+			m.overlay, m.overlayID = nil, noOverlay
 		case m.help.ShowAll:
 			m.help.ShowAll = false
 			m.relayout()
 		}
-	case key.Matches(msg, k.NextPane):
+	case key.Matches(msg, k.NextPane) && m.overlay == nil:
 		m.focus.next()
-	case key.Matches(msg, k.PrevPane):
+	case key.Matches(msg, k.PrevPane) && m.overlay == nil:
 		m.focus.prev()
+	case key.Matches(msg, k.KPISet):
+		m.panes[paneKPI] = m.panes[paneKPI].update(nextSetMsg{}, m.paneEnv(paneKPI))
 	default:
-		if !m.navigate(msg) && key.Matches(msg, k.KPISet) {
-			m.panes[paneKPI] = m.panes[paneKPI].update(nextSetMsg{}, m.paneEnv(paneKPI))
+		if m.navigate(msg) {
+			return
+		}
+		if c, ok := chartKey2msg(&k, msg); ok {
+			m.broadcast(c)
 		}
 	}
+}
+
+// chartKey2msg reads the keys that zoom and pan the charts.
+func chartKey2msg(k *keyMap, msg tea.KeyPressMsg) (chartMsg, bool) {
+	switch {
+	case key.Matches(msg, k.ZoomIn):
+		return chartZoomIn, true
+	case key.Matches(msg, k.ZoomOut):
+		return chartZoomOut, true
+	case key.Matches(msg, k.PanBack):
+		return chartBack, true
+	case key.Matches(msg, k.PanForward):
+		return chartForward, true
+	case key.Matches(msg, k.ZoomReset):
+		return chartReset, true
+	}
+	return 0, false
+}
+
+// toggleOverlay opens the view id over the panes, or closes it when it is
+// the one open. Each opens afresh: at its top, unfiltered.
+func (m *Model) toggleOverlay(id overlayID) {
+	if m.overlayID == id {
+		m.overlay, m.overlayID = nil, noOverlay
+		return
+	}
+	m.overlayID = id
+	switch id {
+	case overlayStages:
+		m.overlay = inspectorPane{}
+	case overlayLog:
+		m.overlay = newLogPane()
+	case overlayInfo:
+		m.overlay = newInfoPane(m.opts.Config, m.opts.RunDir)
+	case overlayMetrics:
+		m.overlay = newMetricsPane(false)
+	}
+	m.overlay = m.overlay.update(resizeMsg{}, m.overlayEnv())
 }
 
 func (m *Model) wheel(ms tea.Mouse) tea.Cmd {
@@ -374,9 +527,9 @@ func (m Model) navTarget() pane {
 	return m.panes[m.focus.current]
 }
 
-// navigate gives a navigation key to the overlay when one is open, else to
-// the focused pane. It reports whether the key was used, so a key the pane
-// has no use for (k outside a scrolling pane) can mean something else.
+// navigate gives a key to the overlay when one is open, else to the focused
+// pane. It reports whether the key was used, so a key the pane has no use
+// for can mean something else.
 func (m *Model) navigate(msg tea.KeyPressMsg) bool {
 	var used bool
 	if m.overlay != nil {

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"time"
+
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
@@ -38,6 +40,18 @@ type pane interface {
 	nav() (horiz, vert string)
 }
 
+// typing is a pane that is reading text (a search or filter after /): while
+// it is, every key goes to it, so that letters type rather than command.
+type typing interface {
+	typing() bool
+}
+
+// isTyping reports whether p reads text now.
+func isTyping(p pane) bool {
+	t, ok := p.(typing)
+	return ok && t.typing()
+}
+
 // statelessPane is a pane with no state of its own: it only draws what env
 // holds (the reward breakdown, the tool calls), and no key moves it.
 type statelessPane func(e env) (title string, body []string)
@@ -57,6 +71,10 @@ type env struct {
 	st      *styles
 	snap    *telemetry.Snapshot // the latest snapshot; nil until the first
 	metrics *store              // every metric series of the run
+	events  *eventLog           // the run's events
+	kind    screenKind          // what the console shows: the panes' choice of sets and rows
+	phase   telemetry.Phase     // the training phase shown (the newest data's)
+	now     time.Time           // the console's clock, as of this update
 }
 
 // area is a size in cells.

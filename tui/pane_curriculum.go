@@ -82,6 +82,9 @@ func stageLines(st *styles, cur telemetry.Curriculum, w int) []string {
 	for _, s := range cur.Stages {
 		nameW = max(nameW, len([]rune(clean(s.Name))))
 		weightW = max(weightW, len([]rune(fmtWeights(s.Weights))))
+		if len(s.Pool) > 0 {
+			weightW = max(weightW, len(fmtInt(poolSize(s.Pool)))+6)
+		}
 	}
 	// The "w" label goes before any stage name is cut; "@1,180" is 6 wide.
 	withW := 4+nameW+1+2+weightW+1+6 <= w
@@ -89,11 +92,21 @@ func stageLines(st *styles, cur telemetry.Curriculum, w int) []string {
 	for i, s := range cur.Stages {
 		top = append(top, stageLine(st, cur, i, s, w, nameW, withW))
 		if i == cur.Current {
+			if len(s.Pool) > 0 {
+				top = append(top, "    "+st.render(st.dim, fit("pool "+fmtPool(s.Pool), w-4, false)))
+			}
 			for _, c := range cur.Progress {
 				top = append(top, "  "+conditionLine(st, c, w-2, 6))
 			}
 			if cur.Note != "" {
-				top = append(top, "    "+st.render(st.dim, clean(cur.Note)))
+				// Two lines at most: the note says what the next change waits for.
+				note := wrapWords(clean(cur.Note), max(10, w-4))
+				if len(note) > 2 {
+					note = append(note[:1], fit(strings.Join(note[1:], " "), w-4, false))
+				}
+				for _, l := range note {
+					top = append(top, "    "+st.render(st.dim, l))
+				}
 			}
 		}
 	}
@@ -117,6 +130,9 @@ func stageLine(st *styles, cur telemetry.Curriculum, i int, s telemetry.Stage, w
 	if weights != "" && withW {
 		weights = "w " + weights
 	}
+	if len(s.Pool) > 0 {
+		weights = fmtInt(poolSize(s.Pool)) + " pairs"
+	}
 	fixed := 4 + len([]rune(weights)) + 1 + len([]rune(at)) + 1
 	nameW = max(8, min(nameW, w-fixed))
 	left := fmt.Sprintf("%s %d %s %s", marker, i+1, fit(name, nameW, true), weights)
@@ -130,38 +146,58 @@ func stageLine(st *styles, cur telemetry.Curriculum, i int, s telemetry.Stage, w
 	return st.render(style, line)
 }
 
-// conditionLine shows one exit condition's live progress with a small bar
-// that fills as the condition nears being met.
+// conditionLine shows one exit condition's live progress — what it measures,
+// its value, how that must compare with the target — with a small bar that
+// fills as the condition nears being met.
 func conditionLine(st *styles, c telemetry.Condition, w, barW int) string {
 	mark := " "
 	if c.Met {
 		mark = st.render(st.good, "✓")
 	}
-	num := fmtVal(c.Value) + "/" + fmtVal(c.Target)
-	desc := clean(c.Desc)
-	// "success_rate_ma100 > 0.70" → "success_rate_ma100": the numbers follow.
-	if i := strings.IndexAny(desc, "<>≥≤="); i > 0 {
-		desc = strings.TrimSpace(desc[:i])
-	}
+	subject, op := conditionParts(c)
+	num := fmtNum(c.Value) + " " + op + " " + fmtNum(c.Target)
 	descW := w - 2 - len([]rune(num)) - 1 - (barW + 3)
 	if descW < 10 {
 		barW, descW = 0, w-2-len([]rune(num))-1
 	}
-	line := mark + " " + fit(desc, max(4, min(descW, len([]rune(desc)))), false) + " " + num
+	line := mark + " " + fit(subject, max(4, min(descW, len([]rune(subject)))), false) + " " + num
 	if barW > 0 {
-		line += " " + st.render(st.bar, progressBar(conditionProgress(c), barW))
+		line += " " + st.render(st.bar, progressBar(conditionProgress(c, op), barW))
 	}
 	return line
+}
+
+// conditionParts is what a condition measures and its comparison: from its
+// fields, or read from its description for a run that recorded only that
+// ("success_rate_ma100 0.62 / > 0.7", or "success_rate_ma100 > 0.70").
+func conditionParts(c telemetry.Condition) (subject, op string) {
+	if c.Subject != "" {
+		return clean(c.Subject), c.Op
+	}
+	desc := clean(c.Desc)
+	if left, right, ok := strings.Cut(desc, " / "); ok {
+		subject = left
+		if i := strings.LastIndexByte(left, ' '); i > 0 {
+			subject = left[:i]
+		}
+		op, _, _ = strings.Cut(strings.TrimSpace(right), " ")
+		return subject, op
+	}
+	if i := strings.IndexAny(desc, "<>≥≤="); i > 0 {
+		op, _, _ = strings.Cut(desc[i:], " ")
+		return strings.TrimSpace(desc[:i]), op
+	}
+	return desc, "/"
 }
 
 // conditionProgress is how far a condition is from being met, 0..1. A "<"
 // condition (a slope falling under a bound) is met from above, so its
 // progress is target/value.
-func conditionProgress(c telemetry.Condition) float64 {
+func conditionProgress(c telemetry.Condition, op string) float64 {
 	if c.Met {
 		return 1
 	}
-	below := strings.ContainsAny(c.Desc, "<≤")
+	below := strings.ContainsAny(op, "<≤")
 	v, t := c.Value, c.Target
 	var f float64
 	switch {
@@ -224,4 +260,28 @@ func fmtWeights(w map[string]float64) string {
 		parts = append(parts, string(r[:min(len(r), 1)])+fmtShort(w[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// poolSize is a data stage's pool in pairs.
+func poolSize(pool map[string]int) int {
+	n := 0
+	for _, c := range pool {
+		n += c
+	}
+	return n
+}
+
+// fmtPool writes a data stage's pool by bucket, in difficulty order:
+// "simple 5,120 · medium 6,083".
+func fmtPool(pool map[string]int) string {
+	names := make([]string, 0, len(pool))
+	for b := range pool {
+		names = append(names, b)
+	}
+	sortInOrder(names, []string{"simple", "medium", "hard"})
+	parts := make([]string, len(names))
+	for i, b := range names {
+		parts[i] = clean(b) + " " + fmtInt(pool[b])
+	}
+	return strings.Join(parts, " · ")
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -9,7 +10,19 @@ import (
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// viewHeader is the top line: what is running, where it is, how fast, its state.
+// headerPart is one piece of the header line and how long it stays when the
+// line is too long: the lowest keep goes first.
+type headerPart struct {
+	text  string
+	keep  int
+	right bool
+}
+
+// Keep levels: always is never dropped.
+const always = 100
+
+// viewHeader is the top line: what is running, where it is, how fast, its
+// state, how the console relates to it, its clock and its process.
 func (m Model) viewHeader(w int) string {
 	st := m.st
 	dot := st.render(st.dim, " · ")
@@ -20,110 +33,135 @@ func (m Model) viewHeader(w int) string {
 		}
 		return fit(" "+st.render(st.title, "pixelis")+dot+st.render(st.dim, tag), w, true)
 	}
-	h := m.header()
-	var line string
-	for _, keep := range headerFits {
-		parts, right := h.parts(&st, keep)
-		left := " " + strings.Join(parts, dot)
-		line = spread(left, strings.Join(right, "  ")+" ", w)
-		if ansi.StringWidth(left)+ansi.StringWidth(strings.Join(right, "  "))+3 <= w {
-			return line
+	parts := m.headerParts()
+	for {
+		var left, right []string
+		for _, p := range parts {
+			if p.right {
+				right = append(right, p.text)
+			} else {
+				left = append(left, p.text)
+			}
 		}
+		l := " " + strings.Join(left, dot)
+		r := strings.Join(right, "  ") + " "
+		if ansi.StringWidth(l)+ansi.StringWidth(r)+2 <= w {
+			return spread(l, r, w)
+		}
+		// Drop the least needed part; when only the essentials are left, cut.
+		i := -1
+		for j, p := range parts {
+			if p.keep < always && (i < 0 || p.keep < parts[i].keep) {
+				i = j
+			}
+		}
+		if i < 0 {
+			return fit(spread(l, r, w), w, true)
+		}
+		parts = slices.Delete(parts, i, i+1)
 	}
-	return fit(line, w, true)
 }
 
-// header is what the header line can say about the run, before any of it is
-// dropped to fit.
-type header struct {
-	s                *telemetry.Snapshot
-	stage, stageName string // "stage 2/3" (or "data 2/3") and its name
-	state, tag       string // the run's state and how the console sees it
-	frac             float64
-	eta, rate, clock string
-}
-
-func (m Model) header() header {
+// where is the phase and step the header shows: the newest data's. Points
+// can be a step or two ahead of the snapshot (a feed takes them as they
+// come), and at a change of phase the first points of the new phase come
+// before its first snapshot; the snapshot's run-wide step places them.
+func (m Model) where() (phase telemetry.Phase, step, total int) {
 	s := m.snap
-	h := header{s: s, state: string(s.State), tag: "live"}
+	phase, step, total = s.Phase, s.Step, s.TotalSteps
+	if s.RunStep <= 0 || m.metrics.latest < 0 {
+		return phase, step, total
+	}
+	offset := s.RunStep - s.Step
+	switch latest := m.metrics.latest; {
+	case m.metrics.phase == s.Phase:
+		step = max(step, latest-offset)
+	case m.metrics.phase != "" && latest > s.RunStep && s.TotalSteps > 0:
+		// A new phase: its steps start after the old phase's last.
+		phase, step, total = m.metrics.phase, latest-offset-s.TotalSteps, 0
+	}
+	return phase, step, total
+}
+
+// headerParts is what the header can say, before any of it is dropped to fit.
+func (m Model) headerParts() []headerPart {
+	st := &m.st
+	s := m.snap
+	phase, step, total := m.where()
+	parts := []headerPart{{text: st.render(st.title, "pixelis"), keep: always}, {text: phaseLabel(phase), keep: always}}
+	if s.Run != "" {
+		parts = append(parts, headerPart{text: "run " + clean(s.Run), keep: 30})
+	}
 	cur := s.Curriculum
-	if n := len(cur.Stages); n > 0 {
-		word := "stage"
-		if cur.Kind == "data" {
-			word = "data"
+	if n := len(cur.Stages); n > 0 && phase == s.Phase && cur.Current >= 0 && cur.Current < n {
+		stage := fmt.Sprintf("%s %d/%d", stageWord(cur), cur.Current+1, n)
+		parts = append(parts, headerPart{text: stage, keep: 80})
+		parts = append(parts, headerPart{text: clean(cur.Stages[cur.Current].Name), keep: 50})
+	}
+	steps := "step " + fmtInt(step)
+	if total > 0 {
+		steps += "/" + fmtInt(total)
+	}
+	parts = append(parts, headerPart{text: steps, keep: always, right: true})
+	if total > 0 {
+		parts = append(parts, headerPart{text: st.render(st.bar, progressBar(float64(step)/float64(total), 10)), keep: 45, right: true})
+	}
+	running := s.State == telemetry.StateRunning && phase == s.Phase
+	if s.StepsPerS > 0 && running {
+		parts = append(parts, headerPart{text: fmt.Sprintf("%.1f it/s", s.StepsPerS), keep: 70, right: true})
+		if total > step {
+			parts = append(parts, headerPart{text: "ETA " + fmtDuration(float64(total-step)/s.StepsPerS), keep: 75, right: true})
 		}
-		h.stage = fmt.Sprintf("%s %d/%d", word, cur.Current+1, n)
 	}
-	if cur.Current >= 0 && cur.Current < len(cur.Stages) {
-		h.stageName = clean(cur.Stages[cur.Current].Name)
+	state := string(s.State)
+	if state == "" {
+		state = "unknown"
 	}
-	if h.state == "" {
-		h.state = "unknown"
+	parts = append(parts, headerPart{text: st.render(st.stateStyle(s.State), "● "+state), keep: always, right: true})
+	if stale := m.stale(); stale != "" {
+		parts = append(parts, headerPart{text: st.render(st.warn, stale), keep: 95, right: true})
 	}
-	if !m.live() {
-		h.tag = "attached · read-only"
-		if !runActive(s) {
-			h.tag = "finished"
+	parts = append(parts, headerPart{text: st.render(st.dim, "["+m.roleTag()+"]"), keep: 90, right: true})
+	if !s.Started.IsZero() {
+		end := m.now
+		if s.State.Ended() && !s.Time.IsZero() {
+			end = s.Time
 		}
+		parts = append(parts, headerPart{text: st.render(st.dim, "up "+fmtElapsed(end.Sub(s.Started).Seconds())), keep: 40, right: true})
 	}
-	if s.TotalSteps > 0 {
-		h.frac = float64(s.Step) / float64(s.TotalSteps)
+	if p := s.Process; p != nil && !s.State.Ended() {
+		parts = append(parts, headerPart{text: st.render(st.dim, fmt.Sprintf("CPU %.0f%% %s", p.CPUPercent, fmtBytes(p.RSSBytes))), keep: 20, right: true})
 	}
-	if runActive(s) && s.StepsPerS > 0 && s.TotalSteps > s.Step {
-		h.eta = "ETA " + fmtDuration(float64(s.TotalSteps-s.Step)/s.StepsPerS)
-	}
-	if s.StepsPerS > 0 {
-		h.rate = fmt.Sprintf("%.1f it/s", s.StepsPerS)
-	}
-	if !s.Time.IsZero() {
-		h.clock = s.Time.Format("15:04:05")
-	}
-	return h
+	parts = append(parts, headerPart{text: st.render(st.dim, m.now.Format("15:04:05")), keep: 10, right: true})
+	return parts
 }
 
-// headerFit says which of the header's optional parts the line keeps.
-type headerFit struct{ stageName, run, clock, rate, bar, eta bool }
-
-// headerFits are tried in turn until the line fits: the least useful parts
-// go first.
-var headerFits = []headerFit{
-	{true, true, true, true, true, true},
-	{true, true, false, true, true, true},
-	{true, false, false, true, true, true},
-	{true, false, false, false, true, true},
-	{false, false, false, false, true, true},
-	{false, false, false, false, false, true},
-	{false, false, false, false, false, false},
+// roleTag says how the console relates to the run: the process training it,
+// attached to it (commands over its socket), or only reading its files.
+func (m Model) roleTag() string {
+	switch {
+	case m.opts.Role == RoleWatch:
+		return "watch · read-only"
+	case m.opts.Role == RoleAttached && m.live() && runActive(m.snap):
+		return "attached"
+	case m.opts.Role == RoleAttached:
+		return "attached · read-only"
+	case !m.live() && runActive(m.snap):
+		return "read-only"
+	}
+	return "owner"
 }
 
-// parts are the header's left parts (what runs, where) and right parts (how
-// far, how fast, its state), keeping the optional ones keep names.
-func (h header) parts(st *styles, keep headerFit) (left, right []string) {
-	s := h.s
-	left = []string{st.render(st.title, "pixelis"), string(s.Phase)}
-	if keep.run && s.Run != "" {
-		left = append(left, "run "+clean(s.Run))
+// stale says so when a running run has not been heard from for a while: a
+// hung process, or an attached console whose run died without a word.
+func (m Model) stale() string {
+	s := m.snap
+	if s == nil || s.State != telemetry.StateRunning || s.Time.IsZero() {
+		return ""
 	}
-	if h.stage != "" {
-		if keep.stageName && h.stageName != "" {
-			left = append(left, h.stage+" "+h.stageName)
-		} else {
-			left = append(left, h.stage)
-		}
+	last := s.Time
+	if d := m.now.Sub(last); d >= staleAfter {
+		return "no update for " + fmtDuration(d.Seconds())
 	}
-	right = []string{"step " + fmtInt(s.Step) + "/" + fmtInt(s.TotalSteps)}
-	if keep.bar {
-		right = append(right, st.render(st.bar, progressBar(h.frac, 10)))
-	}
-	if keep.rate && h.rate != "" {
-		right = append(right, h.rate)
-	}
-	if keep.eta && h.eta != "" {
-		right = append(right, h.eta)
-	}
-	right = append(right, st.render(st.stateStyle(s.State), "● "+h.state), st.render(st.dim, "["+h.tag+"]"))
-	if keep.clock && h.clock != "" {
-		right = append(right, st.render(st.dim, h.clock))
-	}
-	return left, right
+	return ""
 }

@@ -6,117 +6,196 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/NimbleMarkets/ntcharts/v2/sparkline"
 
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// kpi is one chart: a label and the metric names to look for, first found wins.
+// kpi is one chart: a label and the metrics it shows, the first found.
 type kpi struct {
 	label   string
 	metrics []string
+	// passAt, when set, is a prefix ("val/all/") whose pass@n with the largest
+	// n above 1 the chart shows, labelled with its n: runs sample a number of
+	// attempts the console cannot know in advance.
+	passAt string
+	// anyGroup, when set, is a suffix ("/pass@1"): without the overall
+	// metric, the first validation group that has one (a watched verl run
+	// names them after its data sources: val/hiyouga/geometry3k/pass@1).
+	anyGroup string
+	// passAny: without passAt's group, the largest pass@n of any group.
+	passAny bool
+}
+
+// find returns the kpi's series and its label.
+func (k kpi) find(st *store) (*series, string) {
+	if s := st.first(k.metrics); s != nil {
+		return s, k.label
+	}
+	if k.passAt != "" {
+		if name, n := st.highestPass(k.passAt); name != "" {
+			return st.get(name), fmt.Sprintf("%s pass@%d", k.label, n)
+		}
+	}
+	if k.passAny {
+		if name, n := st.highestPass(""); name != "" {
+			return st.get(name), fmt.Sprintf("%s pass@%d", k.label, n)
+		}
+	}
+	if k.anyGroup != "" {
+		for _, name := range st.names() {
+			if g, ok := strings.CutPrefix(name, "val/"); ok && strings.HasSuffix(g, k.anyGroup) {
+				return st.get(name), k.label + " " + strings.TrimSuffix(g, k.anyGroup)
+			}
+		}
+	}
+	return nil, k.label
 }
 
 type kpiSet struct {
 	name  string
 	items []kpi
+	// pick, when not 0, makes the set the first pick items that have data
+	// (or its first pick, when fewer have): a watched run's trainer logs some
+	// of the names a pane can show, and which it cannot be told in advance.
+	pick int
+}
+
+// resolve is the items the set shows in a store.
+func (s kpiSet) resolve(st *store) kpiSet {
+	if s.pick == 0 || len(s.items) <= s.pick {
+		return s
+	}
+	var have, lack []kpi
+	for _, k := range s.items {
+		if sr, _ := k.find(st); sr != nil {
+			have = append(have, k)
+		} else {
+			lack = append(lack, k)
+		}
+	}
+	s.items = append(have, lack...)[:s.pick]
+	return s
 }
 
 var (
-	kpiSuccess = kpi{"success MA100", []string{"kpi/success_rate_ma100"}}
-	kpiRFinal  = kpi{"R_final MA100", []string{"kpi/reward_final_ma100"}}
-	kpiKL      = kpi{"KL", []string{"policy/kl"}}
-	kpiFilter  = kpi{"filter rate", []string{"grpo/filter_rate"}}
-	kpiTraj    = kpi{"traj len", []string{"behavior/traj_len_mean"}}
-	kpiRaPR    = kpi{"RaPR", []string{"behavior/rapr"}}
-	kpiEntropy = kpi{"entropy", []string{"policy/entropy"}}
-	kpiLoss    = kpi{"loss", []string{"policy/loss"}}
-	kpiGrad    = kpi{"grad norm", []string{"policy/grad_norm"}}
-	kpiClip    = kpi{"clip ratio", []string{"policy/clip_ratio"}}
-	kpiZeroStd = kpi{"zero-std groups", []string{"grpo/frac_zero_std"}}
-	kpiMisuse  = kpi{"misuse rate", []string{"behavior/misuse_rate"}}
-	kpiSFTLoss = kpi{"loss", []string{"sft/loss", "policy/loss"}}
-	kpiAcc     = kpi{"accuracy", []string{"sft/accuracy", "policy/accuracy"}}
-	kpiValP1   = kpi{"val pass@1", []string{"val/all/pass@1", "val/all/greedy"}}
-	kpiLR      = kpi{"lr", []string{"policy/lr"}}
-	kpiStepT   = kpi{"step time s", []string{"perf/step_time_s"}}
-	kpiValPn   = kpi{"val pass@n", []string{"val/all/pass@8", "val/all/pass@16", "val/all/pass@4", "val/all/pass@2", "val/all/pass@32"}}
+	kpiSuccess  = kpi{label: "success MA100", metrics: []string{"kpi/success_rate_ma100"}}
+	kpiRFinal   = kpi{label: "R_final MA100", metrics: []string{"kpi/reward_final_ma100"}}
+	kpiCoh      = kpi{label: "coherence MA100", metrics: []string{"kpi/coherence_ma100"}}
+	kpiCombined = kpi{label: "combined MA100", metrics: []string{"kpi/combined_score_ma100"}}
+	kpiKL       = kpi{label: "KL", metrics: []string{"policy/kl"}}
+	kpiFilter   = kpi{label: "filter rate", metrics: []string{"grpo/filter_rate"}}
+	kpiTraj     = kpi{label: "traj len", metrics: []string{"behavior/traj_len_mean"}}
+	kpiRaPR     = kpi{label: "RaPR", metrics: []string{"behavior/rapr"}}
+	kpiEntropy  = kpi{label: "entropy", metrics: []string{"policy/entropy"}}
+	kpiLoss     = kpi{label: "loss", metrics: []string{"policy/loss"}}
+	kpiGrad     = kpi{label: "grad norm", metrics: []string{"policy/grad_norm"}}
+	kpiClip     = kpi{label: "clip ratio", metrics: []string{"policy/clip_ratio"}}
+	kpiZeroStd  = kpi{label: "zero-std groups", metrics: []string{"grpo/frac_zero_std"}}
+	kpiMisuse   = kpi{label: "misuse rate", metrics: []string{"behavior/misuse_rate"}}
+	kpiLoops    = kpi{label: "loop rate", metrics: []string{"behavior/loop_rate"}}
+	kpiSFTLoss  = kpi{label: "loss", metrics: []string{"sft/loss", "policy/loss"}}
+	kpiAcc      = kpi{label: "accuracy", metrics: []string{"sft/accuracy", "policy/accuracy"}}
+	kpiValG     = kpi{label: "val greedy", metrics: []string{"val/all/greedy"}}
+	kpiValP1    = kpi{label: "val pass@1", metrics: []string{"val/all/pass@1"}}
+	kpiValPn    = kpi{label: "val", passAt: "val/all/"}
+	kpiValRaPR  = kpi{label: "val RaPR", metrics: []string{"val/all/rapr"}}
+	kpiValMix   = kpi{label: "val mix greedy", metrics: []string{"val/mix/greedy"}}
+	kpiLR       = kpi{label: "lr", metrics: []string{"policy/lr"}}
+	kpiStepT    = kpi{label: "step time s", metrics: []string{"perf/step_time_s"}}
+	kpiEps      = kpi{label: "episodes/s", metrics: []string{"perf/episodes_per_s"}}
+	kpiActs     = kpi{label: "actions/s", metrics: []string{"perf/actions_per_s"}}
+	kpiPairs    = kpi{label: "pairs/s", metrics: []string{"perf/pairs_per_s"}}
+	kpiRollout  = kpi{label: "rollout s", metrics: []string{"timing_s/rollout", "timing_s/gen"}}
+	kpiUpdate   = kpi{label: "update s", metrics: []string{"timing_s/update", "timing_s/update_actor"}}
+	kpiRewardT  = kpi{label: "reward s", metrics: []string{"timing_s/reward"}}
+	kpiCkptT    = kpi{label: "checkpoint s", metrics: []string{"timing_s/checkpoint"}}
+	// Runs watched through a mapping (TRL, verl) have their own reward scale.
+	kpiReward    = kpi{label: "reward", metrics: []string{"reward/total"}}
+	kpiRewardStd = kpi{label: "reward std", metrics: []string{"reward/std"}}
+	kpiValAny    = kpi{label: "val pass@1", metrics: []string{"val/all/pass@1"}, anyGroup: "/pass@1"}
+	kpiValPnAny  = kpi{label: "val", passAt: "val/all/", passAny: true}
 )
 
-// The chart sets `k`/`m` cycle through, per training phase.
+// The chart sets m and ←/→ cycle through, per kind of screen.
 var (
 	kpiSetsRFT = []kpiSet{
-		{"overview", []kpi{kpiSuccess, kpiKL, kpiRFinal, kpiFilter, kpiTraj, kpiRaPR, kpiEntropy, kpiLoss}},
-		{"learning", []kpi{kpiSuccess, kpiRFinal, kpiKL, kpiFilter}},
-		{"behaviour", []kpi{kpiTraj, kpiRaPR, kpiEntropy, kpiLoss}},
-		{"stability", []kpi{kpiGrad, kpiClip, kpiZeroStd, kpiMisuse}},
+		{name: "overview", items: []kpi{kpiSuccess, kpiKL, kpiRFinal, kpiFilter, kpiTraj, kpiRaPR, kpiEntropy, kpiLoss}},
+		{name: "learning", items: []kpi{kpiSuccess, kpiRFinal, kpiCoh, kpiCombined}},
+		{name: "behaviour", items: []kpi{kpiTraj, kpiRaPR, kpiLoops, kpiMisuse}},
+		{name: "stability", items: []kpi{kpiKL, kpiGrad, kpiClip, kpiZeroStd}},
+		{name: "validation", items: []kpi{kpiValG, kpiValP1, kpiValPn, kpiValRaPR}},
+		{name: "throughput", items: []kpi{kpiEps, kpiActs, kpiStepT, kpiRollout, kpiRewardT, kpiUpdate}},
 	}
 	kpiSetsSFT = []kpiSet{
-		{"training", []kpi{kpiSFTLoss, kpiAcc, kpiValP1, kpiLR}},
-		{"health", []kpi{kpiGrad, kpiValPn, kpiStepT, kpiEntropy}},
+		{name: "training", items: []kpi{kpiSFTLoss, kpiAcc, kpiValG, kpiLR}},
+		{name: "validation", items: []kpi{kpiValG, kpiValMix, kpiValP1, kpiValPn}},
+		{name: "health", items: []kpi{kpiGrad, kpiLR, kpiStepT, kpiCkptT}},
+		{name: "throughput", items: []kpi{kpiPairs, kpiStepT}},
+	}
+	kpiSetsWatch = []kpiSet{
+		{name: "overview", pick: 8, items: []kpi{kpiReward, kpiKL, kpiRewardStd, kpiEntropy, kpiTraj, kpiClip, kpiZeroStd, kpiValAny,
+			kpiLoss, kpiGrad, kpiLR, kpiStepT}},
+		{name: "optimisation", items: []kpi{kpiLoss, kpiGrad, kpiLR, kpiKL}},
+		{name: "validation", items: []kpi{kpiValAny, kpiValPnAny, kpiValG, kpiValRaPR}},
+		{name: "throughput", items: []kpi{kpiStepT, kpiRollout, kpiUpdate, kpiRewardT}},
 	}
 )
 
-// kpiSetsFor is the chart sets of a training phase.
-func kpiSetsFor(phase telemetry.Phase) []kpiSet {
-	if phase == telemetry.PhaseSFT {
+// kpiSetsFor is the chart sets of a screen.
+func kpiSetsFor(k screenKind) []kpiSet {
+	switch k {
+	case screenSFT:
 		return kpiSetsSFT
+	case screenWatch:
+		return kpiSetsWatch
 	}
 	return kpiSetsRFT
 }
 
-// kpiPane draws one chart set at a time as a grid of sparklines, each with
-// its latest value (and, when tall enough, the range the chart spans); k/m
-// and ←/→ cycle the sets, and the training phase picks which sets there are.
+// kpiPane draws one chart set at a time as a grid of braille charts, each
+// with its latest value and, when tall enough, the range of the values it
+// shows; m and ←/→ cycle the sets, and the screen (SFT, RFT, a watched
+// run) picks which sets there are. The charts show the current phase, or,
+// zoomed and panned (+ − [ ] 0), any stretch of the history held.
 //
-// Drawing braille charts is the costly part of a frame, so the pane draws
-// its charts in update — when the series, its size, the set or the colour
+// Drawing charts is the costly part of a frame, so the pane draws them in
+// update — when the series, its size, the set, the window or the colour
 // profile change — and view only lays them out. A chart whose inputs did not
 // change is kept, not drawn again. The drawn charts are the pane's own: a
 // redraw makes a new slice, so copies of the pane never see each other's.
 type kpiPane struct {
-	set    int             // the set shown, among the phase's sets (taken modulo their number)
-	phase  telemetry.Phase // last non-eval phase seen
-	charts []kpiChart      // the shown set's charts, in grid order
+	set    int // the set shown, among the screen's sets (taken modulo their number)
+	window chartView
+	charts []kpiChart // the shown set's charts, in grid order
+	win    xrange     // the window drawn
+	zoomed bool       // win is not the whole phase
 }
 
-// kpiChart is one drawn chart: the range it spans and its sparkline.
+// kpiChart is one drawn chart: its series' latest value and label, the
+// range of the values in the window, and its lines.
 type kpiChart struct {
-	key    uint64   // the inputs it was drawn from (chartKey)
-	lo, hi float64  // the range of the downsampled series
-	spark  []string // nil without a series, room or finite values
+	key    uint64
+	label  string
+	latest float64
+	have   bool    // a series is held
+	lo, hi float64 // the raw values' range in the window
+	lines  []string
 }
 
-// nextSetMsg asks the KPI pane for its next chart set: k or m where the
-// focused pane has no use for them.
+// nextSetMsg asks the KPI pane for its next chart set (m).
 type nextSetMsg struct{}
 
 func (p kpiPane) update(msg tea.Msg, e env) pane {
 	switch msg := msg.(type) {
-	case resizeMsg:
-	case feedMsg:
-		for _, pt := range msg.Points {
-			p.phase = trainingPhase(pt.Phase, p.phase)
-		}
-		if msg.Snapshot != nil {
-			p.phase = trainingPhase(msg.Snapshot.Phase, p.phase)
-		}
+	case resizeMsg, feedMsg, tea.ColorProfileMsg:
 	case nextSetMsg:
-		p.set = wrap(p.set+1, len(kpiSetsFor(p.phase)))
-	case tea.ColorProfileMsg:
-		// env has the new styles: the charts are drawn in them below.
+		p.set = wrap(p.set+1, len(kpiSetsFor(e.kind)))
+	case chartMsg:
+		p.window = p.window.apply(msg)
 	default:
 		return p
 	}
 	return p.draw(e)
-}
-
-// trainingPhase is phase when it is a training phase (SFT or RFT), else last.
-func trainingPhase(phase, last telemetry.Phase) telemetry.Phase {
-	if phase == telemetry.PhaseSFT || phase == telemetry.PhaseRFT {
-		return phase
-	}
-	return last
 }
 
 func (p kpiPane) key(msg tea.KeyPressMsg, e env) (pane, bool) {
@@ -124,7 +203,7 @@ func (p kpiPane) key(msg tea.KeyPressMsg, e env) (pane, bool) {
 	if !ok {
 		return p, false
 	}
-	p.set = wrap(p.set+d, len(kpiSetsFor(p.phase)))
+	p.set = wrap(p.set+d, len(kpiSetsFor(e.kind)))
 	return p.draw(e), true
 }
 
@@ -133,7 +212,7 @@ func (kpiPane) nav() (string, string) { return "kpi set", "" }
 // kpiGrid is how the shown set fills the pane.
 type kpiGrid struct {
 	set        kpiSet
-	index, n   int // the set's place among the phase's n sets
+	index, n   int // the set's place among the screen's n sets
 	cols       int
 	shown      int // charts that fit
 	cw, chartH int // each chart's width and height (the last row may be lower)
@@ -142,12 +221,16 @@ type kpiGrid struct {
 const kpiGap = 2 // columns between two charts side by side
 
 // grid lays the shown set out in a pane of size a.
-func (p kpiPane) grid(a area) kpiGrid {
-	sets := kpiSetsFor(p.phase)
+func (p kpiPane) grid(e env) kpiGrid {
+	a := e.area
+	sets := kpiSetsFor(e.kind)
 	g := kpiGrid{index: p.set % len(sets), n: len(sets), cols: 1}
-	g.set = sets[g.index]
+	g.set = sets[g.index].resolve(e.metrics)
 	if a.w >= 56 && len(g.set.items) > 1 {
 		g.cols = 2
+	}
+	if a.w >= 150 && len(g.set.items) > 4 && len(g.set.items)%3 == 0 {
+		g.cols = 3
 	}
 	rows := (len(g.set.items) + g.cols - 1) / g.cols
 	g.shown = len(g.set.items)
@@ -184,21 +267,36 @@ func (p kpiPane) draw(e env) kpiPane {
 	if e.h <= 0 || e.w <= 0 {
 		return p
 	}
-	g := p.grid(e.area)
+	g := p.grid(e)
+	p.win, p.zoomed = p.window.window(e.metrics, e.phase)
+	var buf []float64
 	for i := range g.shown {
 		ch, ok := g.height(i, e.h)
 		if !ok {
 			break
 		}
-		var c kpiChart
+		s, label := g.set.items[i].find(e.metrics)
+		c := kpiChart{label: label}
 		sparkW := g.cw - kpiTextW(ch) - 1
-		if s := e.metrics.first(g.set.items[i].metrics); s != nil && sparkW >= 4 {
-			vals, lo, hi := s.downsample(sparkW)
-			c = kpiChart{key: chartKey(vals, lo, hi, sparkW, ch, e.st.color), lo: lo, hi: hi}
-			if i < len(old) && old[i].key == c.key {
-				c.spark = old[i].spark
-			} else {
-				c.spark = drawSparkline(e.st, vals, lo, hi, sparkW, ch)
+		if s != nil {
+			c.have, c.latest = true, s.latest
+		}
+		if s != nil && sparkW >= 4 {
+			buf = resize(buf, 2*sparkW)
+			win := p.win
+			if !p.zoomed {
+				win = heldWindow(win, s)
+			}
+			lo, hi, n := s.buckets(win, buf)
+			if n > 0 {
+				c.lo, c.hi = lo, hi
+				line := []plotLine{{ys: buf, style: e.st.spark}}
+				c.key = chartKey(line, lo, hi, sparkW, ch, e.st.color)
+				if i < len(old) && old[i].key == c.key && old[i].lines != nil {
+					c.lines = old[i].lines
+				} else {
+					c.lines = drawChart(e.st, line, lo, hi, sparkW, ch)
+				}
 			}
 		}
 		p.charts = append(p.charts, c)
@@ -206,11 +304,22 @@ func (p kpiPane) draw(e env) kpiPane {
 	return p
 }
 
+// resize returns buf with length n, reusing its array when it is big enough.
+func resize(buf []float64, n int) []float64 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]float64, n)
+}
+
 func (p kpiPane) view(e env) (string, []string) {
-	g := p.grid(e.area)
+	g := p.grid(e)
 	title := fmt.Sprintf("KPIs · %s %d/%d", g.set.name, g.index+1, g.n)
 	if g.shown < len(g.set.items) {
 		title += fmt.Sprintf(" · %d of %d shown", g.shown, len(g.set.items))
+	}
+	if p.zoomed {
+		title += " · steps " + fmtInt(p.win.lo) + "–" + fmtInt(p.win.hi)
 	}
 	if e.h <= 0 || e.w <= 0 {
 		return title, nil
@@ -218,8 +327,7 @@ func (p kpiPane) view(e env) (string, []string) {
 	out := make([]string, e.h)
 	for i, c := range p.charts {
 		ch, _ := g.height(i, e.h)
-		k := g.set.items[i]
-		for j, line := range kpiCell(e.st, k, e.metrics.first(k.metrics), c, g.cw, ch) {
+		for j, line := range kpiCell(e.st, c, g.cw, ch) {
 			y := i/g.cols*g.chartH + j
 			if i%g.cols > 0 {
 				out[y] += strings.Repeat(" ", kpiGap)
@@ -230,21 +338,21 @@ func (p kpiPane) view(e env) (string, []string) {
 	return title, out
 }
 
-// kpiCell is one chart, cw×ch cells: text on the left, sparkline on the right.
-func kpiCell(st *styles, k kpi, s *series, c kpiChart, cw, ch int) []string {
+// kpiCell is one chart, cw×ch cells: text on the left, the chart on the right.
+func kpiCell(st *styles, c kpiChart, cw, ch int) []string {
 	val := "—"
-	if s != nil {
-		val = fmtVal(s.latest)
+	if c.have {
+		val = fmtVal(c.latest)
 	}
 	textW := kpiTextW(ch)
 	var text []string
 	if ch == 1 {
-		text = []string{fit(k.label, 14, true) + padLeft(val, 7)}
+		text = []string{fit(c.label, 14, true) + padLeft(val, 7)}
 	} else {
-		text = []string{fit(k.label, textW, false), st.render(st.label, val)}
+		text = []string{fit(c.label, textW, false), st.render(st.label, val)}
 	}
-	if ch >= 3 && c.spark != nil {
-		text = append(text, st.render(st.dim, fit(fmtVal(c.lo)+"–"+fmtVal(c.hi), textW, false)))
+	if ch >= 3 && c.lines != nil {
+		text = append(text, st.render(st.dim, fit(fmtRange(c.lo, c.hi), textW, false)))
 	}
 	out := make([]string, ch)
 	for i := range ch {
@@ -253,57 +361,95 @@ func kpiCell(st *styles, k kpi, s *series, c kpiChart, cw, ch int) []string {
 			t = text[i]
 		}
 		out[i] = fit(t, textW, true) + " "
-		if i < len(c.spark) {
-			out[i] += c.spark[i]
+		if i < len(c.lines) {
+			out[i] += c.lines[i]
 		}
 	}
 	return out
 }
 
-// drawSparkline draws vals (already downsampled to at most w) as an ntcharts
-// braille line chart of w×h cells, scaled so lo is the bottom and hi the top,
-// the newest value at the right edge.
-func drawSparkline(st *styles, vals []float64, lo, hi float64, w, h int) []string {
-	if len(vals) == 0 || h < 1 || w < 1 {
-		return nil
+// fmtRange writes a chart's range: "0.502–2.29", or the one value of a flat one.
+func fmtRange(lo, hi float64) string {
+	if lo == hi {
+		return "flat " + fmtVal(lo)
 	}
-	span := hi - lo
-	if span <= 0 {
-		// a flat series is drawn at mid-height
-		span, lo = 1, lo-0.5
-	}
-	sl := sparkline.New(w, h, sparkline.WithMaxValue(span), sparkline.WithNoAutoMaxValue())
-	for _, v := range vals {
-		sl.Push(v - lo)
-	}
-	sl.DrawBraille()
-	lines := strings.Split(sl.View(), "\n")
-	for i, l := range lines {
-		lines[i] = st.render(st.spark, l)
-	}
-	return lines
+	return fmtVal(lo) + "–" + fmtVal(hi)
 }
 
-// chartKey hashes a chart's inputs (FNV-1a over the float bits, the sizes and
-// whether it is drawn in colour: a chart drawn before the terminal's colour
-// profile was known must not be reused after).
-func chartKey(vals []float64, lo, hi float64, w, h int, color bool) uint64 {
-	k := uint64(14695981039346656037)
-	mix := func(x uint64) {
-		for i := 0; i < 8; i++ {
-			k ^= x & 0xff
-			k *= 1099511628211
-			x >>= 8
+// chartView is how far the charts are zoomed into the history and panned
+// back from its newest step. The zero value shows the whole current phase.
+type chartView struct {
+	zoom int // the window is the phase's length / 2^zoom
+	back int // quarter windows the right edge is behind the newest step
+}
+
+// chartMsg zooms or pans the charts: + − [ ] 0.
+type chartMsg int
+
+const (
+	chartZoomIn chartMsg = iota
+	chartZoomOut
+	chartBack
+	chartForward
+	chartReset
+)
+
+// maxZoom keeps a window at least a few steps wide.
+const maxZoom = 12
+
+func (v chartView) apply(m chartMsg) chartView {
+	switch m {
+	case chartZoomIn:
+		v.zoom = min(v.zoom+1, maxZoom)
+		v.back *= 2 // the right edge stays where it was
+	case chartZoomOut:
+		v.zoom = max(v.zoom-1, 0)
+		v.back /= 2
+		if v.zoom == 0 {
+			v.back = 0
 		}
+	case chartBack:
+		if v.zoom == 0 {
+			v.zoom = 1 // panning needs a window narrower than the history
+		}
+		v.back++
+	case chartForward:
+		v.back = max(0, v.back-1)
+	case chartReset:
+		v = chartView{}
 	}
-	mix(uint64(w)<<32 | uint64(h))
-	if color {
-		mix(1)
+	return v
+}
+
+// window is the steps the charts show: the current phase, zoomed and panned
+// within everything the store holds. It reports whether that is not simply
+// the whole phase.
+func (v chartView) window(st *store, phase telemetry.Phase) (xrange, bool) {
+	if st.latest == math.MinInt {
+		return xrange{0, 0}, false
 	}
-	mix(math.Float64bits(lo))
-	mix(math.Float64bits(hi))
-	for _, v := range vals {
-		mix(math.Float64bits(v))
+	oldest := st.oldest()
+	full, ok := st.phaseRange(phase)
+	if !ok {
+		full = xrange{oldest, st.latest}
 	}
-	return k
+	if v.zoom == 0 && v.back == 0 {
+		return full, false
+	}
+	width := max(8, (full.hi-full.lo+1)>>v.zoom)
+	hi := min(st.latest, max(st.latest-v.back*width/4, oldest+width-1))
+	return xrange{max(oldest, hi-width+1), hi}, true
+}
+
+// heldWindow narrows a chart's window to the steps its series still holds
+// when it has let its oldest values go (each keeps its newest History), so
+// that no chart of a long run is drawn squeezed into the right of its box.
+func heldWindow(w xrange, s *series) xrange {
+	if s.vals.len() < s.vals.max {
+		return w // it holds all it was given: a late start is real
+	}
+	if first, _, ok := s.bounds(); ok && first > w.lo && first <= w.hi {
+		w.lo = first
+	}
+	return w
 }

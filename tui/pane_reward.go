@@ -8,45 +8,60 @@ import (
 )
 
 // rewardComponents are the parts of the reward, in the order the reward
-// curriculum introduces them (penalty is always on).
-var rewardComponents = []string{"final", "coherence", "curiosity", "penalty"}
+// curriculum introduces them; penalty and cost (the price of the visual
+// operations) are added unnormalised and always on.
+var rewardComponents = []string{"final", "coherence", "curiosity", "penalty", "cost"}
 
 // viewReward shows each reward component's latest batch value and its moving
 // average as a bar that grows right of the axis when positive and left when
 // negative. A component weighted 0 in the current stage is dimmed: it is
 // computed but does not count yet. Components are raw batch means; the last
-// row is what GRPO receives, Σ w·z + penalty over the z-scored components,
-// labelled so: it centres near zero by construction and reads negative when
-// dynamic sampling dropped the groups that all succeeded. It draws from the
+// row is what GRPO receives, Σ w·z + penalty + cost over the z-scored
+// components, labelled so: it centres near zero by construction and reads
+// negative when dynamic sampling dropped the groups that all succeeded. For a
+// watched run the components are its reward functions (TRL's
+// rewards/<name>/mean) and the last row its mean reward. It draws from the
 // metric store (env.metrics): the pane has no state of its own.
 func viewReward(e env) (string, []string) {
 	st, metrics, w, h := e.st, e.metrics, e.w, e.h
-	title := "Reward (batch · MA100)"
-	if metrics.get("reward/final/raw") == nil && metrics.get("reward/total") == nil {
-		return title, []string{st.render(st.dim, "no rewards until RFT starts")}
+	title, totalName := "Reward (batch · MA100)", "Σ w·z"
+	if e.kind == screenWatch {
+		title, totalName = "Reward (step · MA100)", "reward"
 	}
 	rows, scale := rewardRows(metrics)
-	total := rewardRow{name: "Σ w·z"}
+	if len(rows) == 0 && metrics.get("reward/total") == nil {
+		msg := "no rewards until RFT starts"
+		if e.kind == screenWatch {
+			msg = "no reward metrics (see --map)"
+		}
+		return title, []string{st.render(st.dim, msg)}
+	}
+	total := rewardRow{name: totalName}
 	if s := metrics.get("reward/total"); s != nil {
 		total.v, total.ok = s.latest, true
 		total.ma, _ = s.mean(maWindow)
 	}
-	cols := newRewardColumns(st, w)
+	nameW, weights := rewardNameW, false
+	for _, r := range rows {
+		nameW = max(nameW, len([]rune(r.name))+1)
+		weights = weights || r.haveWeight
+	}
+	cols := newRewardColumns(st, w, nameW, weights)
 	var out []string
 	for _, r := range rows {
 		out = append(out, cols.line(r, scale))
 	}
-	if h >= 6 && total.ok {
+	if h >= len(rows)+2 && total.ok {
 		out = append(out, "", cols.line(total, math.Max(scale, math.Abs(total.v))))
 	}
-	if h >= 8 {
+	if h >= len(rows)+3 {
 		if s := metrics.get("reward/total"); s != nil && s.vals.len() > 0 {
 			lo, hi := math.Inf(1), math.Inf(-1)
 			n := s.vals.len()
 			for i := max(0, n-maWindow); i < n; i++ {
 				lo, hi = math.Min(lo, s.vals.at(i)), math.Max(hi, s.vals.at(i))
 			}
-			out = append(out, st.render(st.dim, fit("Σ w·z over last 100: "+fmtSigned(lo)+" … "+fmtSigned(hi), w, false)))
+			out = append(out, st.render(st.dim, fit(totalName+" over last 100: "+fmtSigned(lo)+" … "+fmtSigned(hi), w, false)))
 		}
 	}
 	if len(out) > h {
@@ -65,19 +80,28 @@ type rewardRow struct {
 	haveWeight bool
 }
 
-// rewardRows reads the components from the store, with the scale their bars
-// share: the largest finite |value|, at least 1.
+// rewardRows reads the components from the store — pixelis's in their
+// order, then any other reward/<name>/raw (a watched run's reward functions)
+// by name — with the scale their bars share: the largest finite |value|, at
+// least 1.
 func rewardRows(metrics *store) ([]rewardRow, float64) {
+	var names []string
+	for name := range metrics.series {
+		if c, ok := strings.CutPrefix(name, "reward/"); ok {
+			if c, ok := strings.CutSuffix(c, "/raw"); ok {
+				names = append(names, c)
+			}
+		}
+	}
+	sortInOrder(names, rewardComponents)
 	var rows []rewardRow
 	scale := 1.0
-	for _, c := range rewardComponents {
-		r := rewardRow{name: c}
-		if s := metrics.get("reward/" + c + "/raw"); s != nil {
-			r.v, r.ok = s.latest, true
-			r.ma, _ = s.mean(maWindow)
-		}
-		r.weight, r.haveWeight = metrics.latest("curriculum/weight/" + c)
-		if r.ok && !math.IsNaN(r.v) && !math.IsInf(r.v, 0) {
+	for _, c := range names {
+		s := metrics.get("reward/" + c + "/raw")
+		r := rewardRow{name: c, v: s.latest, ok: true}
+		r.ma, _ = s.mean(maWindow)
+		r.weight, r.haveWeight = metrics.latestValue("curriculum/weight/" + c)
+		if !math.IsNaN(r.v) && !math.IsInf(r.v, 0) {
 			scale = math.Max(scale, math.Abs(r.v))
 		}
 		rows = append(rows, r)
@@ -88,19 +112,23 @@ func rewardRows(metrics *store) ([]rewardRow, float64) {
 // rewardColumns lays a reward row out in a pane w cells wide: name, bar,
 // value · MA, and the weight when there is room.
 type rewardColumns struct {
-	st         *styles
-	showW      bool
-	wcol, half int
+	st                *styles
+	showW             bool
+	nameW, wcol, half int
 }
 
 const rewardNameW, rewardNumW = 11, 13
 
-func newRewardColumns(st *styles, w int) rewardColumns {
-	c := rewardColumns{st: st, showW: w >= 52}
+// newRewardColumns fits the columns in w cells: names as wide as the longest
+// (a watched run's reward functions have long names) while the bar keeps 9
+// cells, and the weights only when the run has them and there is room.
+func newRewardColumns(st *styles, w, nameW int, weights bool) rewardColumns {
+	c := rewardColumns{st: st, showW: weights && w >= 52}
 	if c.showW {
 		c.wcol = 6
 	}
-	barW := max(3, w-rewardNameW-rewardNumW-c.wcol-1)
+	c.nameW = max(rewardNameW, min(nameW, w-rewardNumW-c.wcol-1-9))
+	barW := max(3, w-c.nameW-rewardNumW-c.wcol-1)
 	c.half = (barW - 1) / 2
 	return c
 }
@@ -108,7 +136,7 @@ func newRewardColumns(st *styles, w int) rewardColumns {
 func (c rewardColumns) line(r rewardRow, scale float64) string {
 	st := c.st
 	var b strings.Builder
-	b.WriteString(fit(r.name, rewardNameW-1, true) + " ")
+	b.WriteString(fit(r.name, c.nameW-1, true) + " ")
 	if !r.ok {
 		b.WriteString(strings.Repeat(" ", c.half) + st.render(st.dim, "│") + strings.Repeat(" ", c.half))
 		b.WriteString(padLeft("—", rewardNumW))

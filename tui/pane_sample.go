@@ -54,6 +54,9 @@ func (samplePane) nav() (string, string) { return "sample", "steps" }
 func (p samplePane) view(e env) (string, []string) {
 	st, w, h := e.st, e.w, e.h
 	if len(p.samples) == 0 {
+		if e.kind == screenSFT {
+			return "Validation trajectory", []string{st.render(st.dim, "validation episodes show here after the first validation")}
+		}
 		return "Sample trajectory", []string{st.render(st.dim, "no sample trajectories yet")}
 	}
 	i := min(p.index, len(p.samples)-1)
@@ -64,6 +67,11 @@ func (p samplePane) view(e env) (string, []string) {
 	}
 	title := fmt.Sprintf("Sample trajectory %d/%d · %s · %s · step %s · R %s",
 		i+1, len(p.samples), clean(s.Family), mark, fmtInt(s.Step), strings.TrimSpace(fmtSigned(s.Reward)))
+	if e.kind == screenSFT {
+		// SFT shows greedy validation episodes: no reward is computed.
+		title = fmt.Sprintf("Validation trajectory %d/%d · %s · %s · step %s",
+			i+1, len(p.samples), clean(s.Family), mark, fmtInt(s.Step))
+	}
 
 	thumb := thumbnail(st, s.Thumb, w/3, h)
 	thumbW := 0
@@ -110,6 +118,11 @@ func sampleText(st *styles, s telemetry.Sample, scrolled, w, h int) []string {
 	out := []string{q}
 	out = append(out, steps...)
 	out = append(out, ans)
+	if s.ViewSize > 0 && s.SourceSize > 0 && len(out) < h {
+		// Points are the agent's, in its view; boxes are measured in the frame.
+		out = append(out, st.render(st.dim, fmt.Sprintf("view (x,y): a point in the agent's %d×%d view · source …: pixels of the %d×%d frame",
+			s.ViewSize, s.ViewSize, s.SourceSize, s.SourceSize)))
+	}
 	if scroll > 0 && h > 0 {
 		out[0] = q + st.render(st.dim, fmt.Sprintf("  (steps from %d)", scroll+1))
 	}

@@ -5,125 +5,252 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// Plain returns the headless printer used with --no-tui (and whenever
-// stdout is not a terminal): one line per published snapshot, one line per
-// event prefixed with its step, no escape codes. Record does nothing: the
-// per-step points go to the JSONL recorder, not the console. It is safe for
-// concurrent use.
-func Plain(w io.Writer) telemetry.Sink { return &plainSink{w: w} }
+// plainWidth is the longest line the headless printer writes: a status line
+// is packed to fit, an event's message wraps under its label.
+const plainWidth = 120
+
+// Plain returns the headless printer used with --no-tui (and whenever stdout is
+// not a terminal), printing a status line every `every` steps: Plain(w, 10)
+// prints steps 10, 20, … and the last step of each phase. A trainer publishes
+// after every step; Plain prints each step at most once, a line whenever the
+// run's state changes (paused, stopped, done …), and every event on its own
+// line prefixed with where it happened. Lines hold no escape codes and at most
+// 120 characters. Record does nothing: the per-step points go to the JSONL
+// recorder. It is safe for concurrent use.
+func Plain(w io.Writer, every int) telemetry.Sink {
+	return &plainSink{w: w, every: max(1, every)}
+}
 
 type plainSink struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu        sync.Mutex
+	w         io.Writer
+	every     int
+	printed   bool // a status line was printed, for lastPhase and lastStep
+	lastPhase telemetry.Phase
+	lastStep  int
+	lastState telemetry.State // the last state worth a line
 }
 
 func (p *plainSink) Record(telemetry.Point) {}
 
-func (p *plainSink) Publish(s telemetry.Snapshot) { p.write(plainLine(s)) }
+func (p *plainSink) Publish(s telemetry.Snapshot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := s.State
+	if st == "" {
+		st = telemetry.StateRunning
+	}
+	switch st {
+	case telemetry.StateStarting, telemetry.StateCheckpointing, telemetry.StateEvaluating:
+		// Passing states: the events that end them say what happened.
+	default:
+		if st != p.lastState {
+			// Running is news only after a pause.
+			if st != telemetry.StateRunning || p.lastState == telemetry.StatePaused {
+				p.write(plainStateLine(s))
+			}
+			p.lastState = st
+		}
+	}
+	due := s.Step%p.every == 0 || (s.TotalSteps > 0 && s.Step == s.TotalSteps)
+	fresh := !p.printed || s.Phase != p.lastPhase || s.Step != p.lastStep
+	if st == telemetry.StateRunning && due && fresh {
+		p.write(plainLine(s))
+		p.printed, p.lastPhase, p.lastStep = true, s.Phase, s.Step
+	}
+}
 
 func (p *plainSink) Emit(e telemetry.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	msg := clean(e.Message)
 	if msg == "" {
 		msg = e.Kind
 	}
-	p.write(fmt.Sprintf("[%s] %s: %s", eventStep(e), e.Kind, msg))
+	label := "[" + eventStep(e) + "] " + e.Kind + ": "
+	for i, line := range wrapWords(msg, plainWidth-len(label)) {
+		if i == 0 {
+			p.write(label + line)
+		} else {
+			p.write(strings.Repeat(" ", len(label)) + line)
+		}
+	}
 }
 
 func (p *plainSink) write(line string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	// A console that went away must not stop training: errors are dropped.
 	_, _ = io.WriteString(p.w, line+"\n")
 }
 
-// plainLine is one snapshot as text:
+// plainField is one value of the status line: a label and the metrics to try,
+// first found wins, and how to write the value (a fixed width, so lines of a
+// phase line up and the fields that fit are the same on every line).
+type plainField struct {
+	label   string
+	metrics []string
+	format  string
+	// weight, when set, names the component's weight in the current reward
+	// stage: a component weighted 0 does not count yet and is left out.
+	weight string
+}
+
+var (
+	plainFieldsSFT = []plainField{
+		{label: "loss", metrics: []string{"sft/loss", "policy/loss"}, format: "%.3f"},
+		{label: "acc", metrics: []string{"sft/accuracy", "policy/accuracy"}, format: "%.3f"},
+		{label: "lr", metrics: []string{"policy/lr"}, format: "%.1e"},
+		{label: "grad", metrics: []string{"policy/grad_norm"}, format: "%.2f"},
+		{label: "val_greedy", metrics: []string{"val/all/greedy"}, format: "%.3f"},
+	}
+	// In order of priority: the fields that do not fit in the line are left out.
+	plainFieldsRFT = []plainField{
+		{label: "success", metrics: []string{"kpi/success_rate_ma100"}, format: "%.3f"},
+		{label: "final", metrics: []string{"reward/final/raw"}, format: "%+.2f"},
+		{label: "kl", metrics: []string{"policy/kl"}, format: "%.4f"},
+		{label: "pen", metrics: []string{"reward/penalty/raw"}, format: "%+.2f"},
+		{label: "cost", metrics: []string{"reward/cost/raw"}, format: "%+.2f"},
+		{label: "coh", metrics: []string{"reward/coherence/raw"}, format: "%+.2f", weight: "curriculum/weight/coherence"},
+		{label: "cur", metrics: []string{"reward/curiosity/raw"}, format: "%+.2f", weight: "curriculum/weight/curiosity"},
+		{label: "filter", metrics: []string{"grpo/filter_rate"}, format: "%.2f"},
+		{label: "len", metrics: []string{"behavior/traj_len_mean"}, format: "%.2f"},
+		{label: "rapr", metrics: []string{"behavior/rapr"}, format: "%.3f"},
+		// Only on the steps that validate: last, so it never pushes another out.
+		{label: "val_pass@1", metrics: []string{"val/all/pass@1"}, format: "%.3f"},
+	}
+)
+
+// plainTailW is the room kept for the rate and ETA ("12.3 it/s eta 59m"),
+// so that the fields that fit do not depend on them (a longer ETA, early in
+// a long run, can push the last field out).
+const plainTailW = len(" | 12.3 it/s eta 59m")
+
+// plainLine is one snapshot as text, at most plainWidth characters:
 //
-//	step 1240/3000 rft stage 2/3 Phase2_Learn_Coherence | reward final +0.71 coh +0.12 … | success_ma100 0.740 kl 0.0120 … | 4.1 it/s eta 7m
+//	rft 1240/3000 stage 2/3 | success 0.734 final +0.20 kl 0.0130 coh +0.06 … | 4.1 it/s eta 7m
+//
+// The fields that fit are the same on every line of a run: the room is
+// counted with the step at its widest and the tail at its longest.
 func plainLine(s telemetry.Snapshot) string {
+	head := plainHead(s)
+	var tail []string
+	if s.StepsPerS > 0 {
+		tail = append(tail, fmt.Sprintf("%.1f it/s", s.StepsPerS))
+		if s.TotalSteps > s.Step && !s.State.Ended() {
+			tail = append(tail, "eta "+fmtDuration(float64(s.TotalSteps-s.Step)/s.StepsPerS))
+		}
+	}
+	fields := plainFieldsRFT
+	if s.Phase == telemetry.PhaseSFT {
+		fields = plainFieldsSFT
+	}
+	widest := s
+	widest.Step = max(s.Step, s.TotalSteps)
+	end := ""
+	if len(tail) > 0 {
+		end = " | " + strings.Join(tail, " ")
+	}
+	room := plainWidth - utf8.RuneCountInString(plainHead(widest)) - max(plainTailW, utf8.RuneCountInString(end))
 	var b strings.Builder
-	fmt.Fprintf(&b, "step %d/%d %s", s.Step, s.TotalSteps, s.Phase)
+	b.WriteString(head)
+	sep := " | "
+	for _, f := range fields {
+		if w, ok := s.Metrics[f.weight]; ok && w == 0 {
+			continue
+		}
+		for _, name := range f.metrics {
+			v, ok := s.Metrics[name]
+			if !ok {
+				continue
+			}
+			part := sep + f.label + " " + plainNumber(f.format, v)
+			if n := utf8.RuneCountInString(part); n <= room {
+				b.WriteString(part)
+				room -= n
+				sep = " "
+			} else {
+				room = 0 // a field that does not fit ends the line: later ones would come and go
+			}
+			break
+		}
+	}
+	b.WriteString(end)
+	return b.String()
+}
+
+// plainStateLine says the run changed state: "rft 130/200 stage 2/3 paused".
+func plainStateLine(s telemetry.Snapshot) string {
+	state := string(s.State)
+	if state == "" {
+		state = "unknown"
+	}
+	return plainHead(s) + " " + state
+}
+
+// plainHead is where the run is: "rft 1240/3000 stage 2/3".
+func plainHead(s telemetry.Snapshot) string {
+	head := fmt.Sprintf("%s %d/%d", phaseLabel(s.Phase), s.Step, s.TotalSteps)
 	cur := s.Curriculum
 	if n := len(cur.Stages); n > 0 && cur.Current >= 0 && cur.Current < n {
 		word := "stage"
 		if cur.Kind == "data" {
 			word = "data"
 		}
-		fmt.Fprintf(&b, " %s %d/%d %s", word, cur.Current+1, n, strings.ReplaceAll(clean(cur.Stages[cur.Current].Name), " ", "_"))
+		head += fmt.Sprintf(" %s %d/%d", word, cur.Current+1, n)
 	}
-	if s.State != "" && s.State != telemetry.StateRunning {
-		fmt.Fprintf(&b, " state %s", s.State)
-	}
-	// Each field is a label and the metric names to try, first found wins.
-	group := func(fields ...[2]string) {
-		var parts []string
-		seen := map[string]bool{}
-		for _, f := range fields {
-			if v, ok := s.Metrics[f[1]]; ok && !seen[f[0]] {
-				seen[f[0]] = true
-				parts = append(parts, f[0]+" "+plainVal(f[1], v))
-			}
-		}
-		if len(parts) > 0 {
-			b.WriteString(" | " + strings.Join(parts, " "))
-		}
-	}
-	if s.Phase == telemetry.PhaseSFT {
-		group(
-			[2]string{"loss", "sft/loss"}, [2]string{"loss", "policy/loss"},
-			[2]string{"acc", "sft/accuracy"}, [2]string{"acc", "policy/accuracy"},
-			[2]string{"val_pass@1", "val/all/pass@1"}, [2]string{"val_greedy", "val/all/greedy"},
-			[2]string{"lr", "policy/lr"},
-		)
-	} else {
-		group(
-			[2]string{"final", "reward/final/raw"},
-			[2]string{"coh", "reward/coherence/raw"},
-			[2]string{"cur", "reward/curiosity/raw"},
-			[2]string{"pen", "reward/penalty/raw"},
-		)
-		group(
-			[2]string{"success_ma100", "kpi/success_rate_ma100"},
-			[2]string{"kl", "policy/kl"},
-			[2]string{"filter", "grpo/filter_rate"},
-			[2]string{"traj_len", "behavior/traj_len_mean"},
-			[2]string{"rapr", "behavior/rapr"},
-			[2]string{"val_pass@1", "val/all/pass@1"},
-		)
-	}
-	var tail []string
-	if s.StepsPerS > 0 {
-		tail = append(tail, fmt.Sprintf("%.1f it/s", s.StepsPerS))
-		if s.TotalSteps > s.Step && runActive(&s) {
-			tail = append(tail, "eta "+fmtDuration(float64(s.TotalSteps-s.Step)/s.StepsPerS))
-		}
-	}
-	if len(tail) > 0 {
-		b.WriteString(" | " + strings.Join(tail, " "))
-	}
-	return b.String()
+	return head
 }
 
-// plainVal formats a value for the plain line: rewards signed, learning
-// rates in exponent form, the rest with fmtVal.
-func plainVal(name string, v float64) string {
-	switch {
-	case strings.HasPrefix(name, "reward/"):
-		return strings.TrimSpace(fmtSigned(v))
-	case name == "policy/lr":
-		return fmt.Sprintf("%.1e", v)
+// plainNumber writes v with format, or NaN and ±Inf as they are.
+func plainNumber(format string, v float64) string {
+	if s := fmtVal(v); s == "NaN" || s == "+Inf" || s == "-Inf" {
+		return s
 	}
-	return fmtVal(v)
+	return fmt.Sprintf(format, v)
 }
 
-// eventStep is where an event happened as the header counts steps: "rft 120"
-// within a phase, the run-wide step otherwise.
+// phaseLabel names a phase as the console and the printer show it: the
+// test evaluation records its results under the "eval" phase.
+func phaseLabel(p telemetry.Phase) string {
+	switch p {
+	case "":
+		return "run"
+	case telemetry.PhaseEval:
+		return "test"
+	}
+	return string(p)
+}
+
+// eventStep is where an event happened: its phase and the step within it, as
+// the header counts ("rft 120"); "test" for the test evaluation and "run" for
+// the run's own start and end.
 func eventStep(e telemetry.Event) string {
-	if e.Phase != "" {
+	switch e.Phase {
+	case telemetry.PhaseSFT, telemetry.PhaseRFT:
 		return fmt.Sprintf("%s %d", e.Phase, e.PhaseStep)
 	}
-	return fmt.Sprintf("step %d", e.Step)
+	return phaseLabel(e.Phase)
+}
+
+// wrapWords breaks s into lines of at most n runes at spaces (a word longer
+// than n is cut).
+func wrapWords(s string, n int) []string {
+	n = max(n, 10)
+	var out []string
+	for len([]rune(s)) > n {
+		r := []rune(s)
+		cut := strings.LastIndex(string(r[:n+1]), " ")
+		if cut <= 0 {
+			out = append(out, string(r[:n]))
+			s = string(r[n:])
+			continue
+		}
+		out = append(out, strings.TrimRight(string(r[:n+1])[:cut], " "))
+		s = strings.TrimLeft(string(r[:n+1])[cut:]+string(r[n+1:]), " ")
+	}
+	return append(out, s)
 }

@@ -22,25 +22,54 @@ func TestRingBounded(t *testing.T) {
 	}
 }
 
-func TestDownsample(t *testing.T) {
-	s := &series{vals: newRing[float64](6)}
-	for _, v := range []float64{100, 100, 1, 2, 3, 4, 5, 6} { // the 100s are evicted
-		s.vals.push(v)
+func near(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	got, lo, hi := s.downsample(3)
-	if !slices.Equal(got, []float64{1.5, 3.5, 5.5}) || lo != 1.5 || hi != 5.5 {
-		t.Fatalf("downsample(3) = %v [%v, %v]", got, lo, hi)
+	for i := range a {
+		if math.IsNaN(a[i]) != math.IsNaN(b[i]) || (!math.IsNaN(a[i]) && math.Abs(a[i]-b[i]) > 1e-12) {
+			return false
+		}
 	}
-	got, _, _ = s.downsample(10)
-	if !slices.Equal(got, []float64{1, 2, 3, 4, 5, 6}) {
-		t.Fatalf("downsample(10) = %v", got)
+	return true
+}
+
+// Buckets split the window by step, whatever the series' density, and the
+// range is the raw values' (the newest and the extremes inside it).
+func TestBuckets(t *testing.T) {
+	st := newStore(6)
+	for i, v := range []float64{100, 100, 1, 2, 3, 4, 5, 6} { // the 100s are evicted
+		st.add("x", i+1, telemetry.PhaseRFT, v)
 	}
-	got, _, _ = s.downsample(4) // uneven buckets: 1 | 2 3 | 4 | 5 6
-	if !slices.Equal(got, []float64{1, 2.5, 4, 5.5}) {
-		t.Fatalf("downsample(4) = %v", got)
+	s := st.get("x")
+	out := make([]float64, 3)
+	lo, hi, n := s.buckets(xrange{3, 8}, out)
+	if !near(out, []float64{1.5, 3.5, 5.5}) || lo != 1 || hi != 6 || n != 6 {
+		t.Fatalf("buckets(3) = %v [%v, %v] of %d", out, lo, hi, n)
+	}
+	out = make([]float64, 12)
+	s.buckets(xrange{3, 8}, out)
+	if !near(out, []float64{1, math.NaN(), 2, math.NaN(), 3, math.NaN(), 4, math.NaN(), 5, math.NaN(), 6, math.NaN()}) {
+		t.Fatalf("buckets(12) = %v", out)
+	}
+	// A window past the values held, and one inside them.
+	out = make([]float64, 2)
+	if _, _, n := s.buckets(xrange{20, 30}, out); n != 0 || !math.IsNaN(out[0]) {
+		t.Fatalf("empty window: %v, %d", out, n)
+	}
+	if lo, hi, n := s.buckets(xrange{5, 6}, out); !near(out, []float64{3, 4}) || lo != 3 || hi != 4 || n != 2 {
+		t.Fatalf("inner window: %v [%v, %v] %d", out, lo, hi, n)
 	}
 	if m, _ := s.mean(2); m != 5.5 {
 		t.Fatalf("mean(2) = %v", m)
+	}
+	// Sparse values (a validation every 200 steps) land at their steps.
+	st.add("val", 200, telemetry.PhaseRFT, 0.5)
+	st.add("val", 400, telemetry.PhaseRFT, 0.7)
+	out = make([]float64, 4)
+	st.get("val").buckets(xrange{1, 400}, out)
+	if !near(out, []float64{math.NaN(), 0.5, math.NaN(), 0.7}) {
+		t.Fatalf("sparse buckets %v", out)
 	}
 }
 
@@ -60,11 +89,11 @@ func TestMemoryBounded(t *testing.T) {
 		hs.send(feedMsg(u))
 	}
 	s := hs.m.metrics.get("policy/kl")
-	if s.vals.len() != 500 || s.vals.at(0) != 4501 || s.latest != 5000 {
+	if s.vals.len() != 500 || s.vals.at(0) != 4501 || s.steps.at(0) != 4501 || s.latest != 5000 {
 		t.Fatalf("series holds %d points from %v to %v", s.vals.len(), s.vals.at(0), s.latest)
 	}
-	if hs.events().log.len() != eventsCap || hs.events().log.at(eventsCap-1).Step != 5000 {
-		t.Fatalf("event log holds %d", hs.events().log.len())
+	if hs.m.events.len() != eventsCap || hs.m.events.at(eventsCap-1).Step != 5000 {
+		t.Fatalf("event log holds %d", hs.m.events.len())
 	}
 	st := newStore(10)
 	for i := range maxSeries + 50 {
@@ -84,12 +113,79 @@ func TestStoreSteps(t *testing.T) {
 	if s.vals.len() != 1 || !math.IsNaN(s.latest) {
 		t.Fatalf("duplicate or NaN handling: %d points, latest %v", s.vals.len(), s.latest)
 	}
-	st.add("policy/loss", 1, telemetry.PhaseRFT, 5) // RFT counts from zero again
+	st.add("policy/loss", 1, telemetry.PhaseRFT, 5) // a source that counts RFT from zero again
 	if s.vals.len() != 1 || s.vals.at(0) != 5 {
 		t.Fatalf("new phase did not restart the series: %d points", s.vals.len())
 	}
 	st.add("policy/loss", 1, telemetry.PhaseEval, 7) // an eval point at a seen step is not a restart
 	if s.vals.len() != 1 {
 		t.Fatalf("eval point restarted the series")
+	}
+}
+
+// Each training phase's steps are known, so charts show the current phase and
+// can be panned back into the one before.
+func TestStorePhases(t *testing.T) {
+	st := newStore(100)
+	for i := 1; i <= 20; i++ {
+		st.addAll(map[string]float64{"policy/grad_norm": float64(i)}, i, telemetry.PhaseSFT)
+	}
+	for i := 21; i <= 30; i++ {
+		st.addAll(map[string]float64{"policy/grad_norm": float64(i)}, i, telemetry.PhaseRFT)
+	}
+	if r, _ := st.phaseRange(telemetry.PhaseRFT); r != (xrange{21, 30}) {
+		t.Fatalf("rft range %v", r)
+	}
+	if r, _ := st.phaseRange(telemetry.PhaseSFT); r != (xrange{1, 20}) {
+		t.Fatalf("sft range %v", r)
+	}
+	if st.phase != telemetry.PhaseRFT || st.latest != 30 || st.oldest() != 1 {
+		t.Fatalf("phase %s latest %d oldest %d", st.phase, st.latest, st.oldest())
+	}
+	var v chartView
+	if w, zoomed := v.window(st, telemetry.PhaseRFT); w != (xrange{21, 30}) || zoomed {
+		t.Fatalf("live window %v %v", w, zoomed)
+	}
+	v = v.apply(chartBack)
+	if w, zoomed := v.window(st, telemetry.PhaseRFT); w != (xrange{21, 28}) || !zoomed {
+		t.Fatalf("window panned once %v", w)
+	}
+	for range 20 {
+		v = v.apply(chartBack)
+	}
+	if w, zoomed := v.window(st, telemetry.PhaseRFT); w != (xrange{1, 8}) || !zoomed {
+		t.Fatalf("window panned into SFT %v", w)
+	}
+	if w, _ := v.apply(chartReset).window(st, telemetry.PhaseRFT); w != (xrange{21, 30}) {
+		t.Fatalf("reset window %v", w)
+	}
+}
+
+// The largest pass@n above 1 is found by its number, whatever it is.
+func TestHighestPass(t *testing.T) {
+	st := newStore(10)
+	for _, n := range []string{"val/all/pass@1", "val/all/pass@4", "val/all/pass@16", "val/all/pass@n", "val/spatial/pass@32"} {
+		st.add(n, 1, telemetry.PhaseRFT, 0.5)
+	}
+	if name, n := st.highestPass("val/all/"); name != "val/all/pass@16" || n != 16 {
+		t.Fatalf("highestPass = %s %d", name, n)
+	}
+	if s, label := kpiValPn.find(st); s == nil || label != "val pass@16" {
+		t.Fatalf("val pass@n chart finds %v %q", s, label)
+	}
+}
+
+// Events take their place by run-wide step, whatever order they arrive in.
+func TestEventLogOrder(t *testing.T) {
+	l := newEventLog(4)
+	ev := func(step int, msg string) telemetry.Event { return telemetry.Event{Step: step, Message: msg} }
+	l.add([]telemetry.Event{ev(10, "a"), ev(30, "c")}, 0)
+	l.add([]telemetry.Event{ev(20, "b"), ev(30, "d"), ev(5, "z")}, 2)
+	var got []string
+	for i := range l.len() {
+		got = append(got, l.at(i).Message)
+	}
+	if !slices.Equal(got, []string{"a", "b", "c", "d"}) || l.dropped != 3 {
+		t.Fatalf("log %v, dropped %d", got, l.dropped)
 	}
 }

@@ -35,15 +35,50 @@ func Run(ctx context.Context, feed telemetry.Feed, opts Options) error {
 	return run(ctx, feed, opts)
 }
 
+// RunCompare shows the compare view until the user quits, the terminal
+// hangs up or ctx is cancelled (then it returns nil). It returns ErrUserQuit
+// when the user stopped an experiment that was still running (the caller
+// stops its runs).
+func RunCompare(ctx context.Context, opts CompareOptions) error {
+	return runCompare(ctx, opts)
+}
+
+func runCompare(parent context.Context, opts CompareOptions, extra ...tea.ProgramOption) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	c := NewCompare(opts)
+	c.done = ctx.Done()
+	final, err := program(ctx, parent, c, c.opts.Options, extra...)
+	if err == nil {
+		if fc, ok := final.(Compare); ok && fc.StopRequested() {
+			return ErrUserQuit
+		}
+	}
+	return err
+}
+
 // run is Run with extra program options, for tests (input, output, size).
 func run(parent context.Context, feed telemetry.Feed, opts Options, extra ...tea.ProgramOption) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-
 	m := New(feed, opts)
 	m.done = ctx.Done() // stops the feed waiter when the program ends
-	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(m.opts.FPS)}
-	switch m.opts.Color {
+	final, err := program(ctx, parent, m, m.opts, extra...)
+	if err == nil {
+		if fm, ok := final.(Model); ok && fm.StopRequested() {
+			return ErrUserQuit
+		}
+	}
+	return err
+}
+
+// program runs a console model until it quits, the terminal hangs up or ctx
+// ends: alternate screen, frames capped at opts.FPS, colours as opts.Color
+// says, and a clean end on SIGHUP (a dropped SSH session) that leaves the
+// run alone.
+func program(ctx, parent context.Context, m tea.Model, opts Options, extra ...tea.ProgramOption) (tea.Model, error) {
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(opts.FPS)}
+	switch opts.Color {
 	case "never":
 		popts = append(popts, tea.WithColorProfile(colorprofile.ASCII))
 	case "always":
@@ -69,17 +104,13 @@ func run(parent context.Context, feed telemetry.Feed, opts Options, extra ...tea
 	}()
 
 	final, err := p.Run()
-	cancel()
 	switch {
 	case hungUp.Load():
-		return ErrHangup
+		return final, ErrHangup
 	case err != nil && parent.Err() != nil:
-		return nil
+		return final, nil
 	case err != nil:
-		return fmt.Errorf("tui: %w", err)
+		return final, fmt.Errorf("tui: %w", err)
 	}
-	if fm, ok := final.(Model); ok && fm.StopRequested() {
-		return ErrUserQuit
-	}
-	return nil
+	return final, nil
 }

@@ -25,6 +25,14 @@ var (
 	colMagenta = lipgloss.Color("#D2A8FF")
 )
 
+// seriesColors tell overlaid runs apart: distinct in hue and brightness on a
+// dark or light background (the Okabe–Ito palette, which also stays apart
+// for the common colour-vision deficiencies), then a few more.
+var seriesColors = []color.Color{
+	lipgloss.Color("#E69F00"), lipgloss.Color("#56B4E9"), lipgloss.Color("#009E73"), lipgloss.Color("#F0E442"),
+	lipgloss.Color("#0072B2"), lipgloss.Color("#D55E00"), lipgloss.Color("#CC79A7"), lipgloss.Color("#BBBBBB"),
+}
+
 // styles is every style the console draws with, in one place. With colour
 // off every style is empty, so the frame holds no escape codes at all and
 // stays readable through its markers (✓ ▶ ✗ ▲ ▼) and the heavy border of
@@ -40,6 +48,8 @@ type styles struct {
 	event                         map[string]lipgloss.Style
 	help                          help.Styles
 	prompt, statusOK, statusError lipgloss.Style
+	match                         lipgloss.Style   // a search match
+	series                        []lipgloss.Style // the lines of overlaid runs, in run order
 }
 
 func newStyles(p colorprofile.Profile) styles {
@@ -52,6 +62,7 @@ func newStyles(p colorprofile.Profile) styles {
 			title: plain, dim: plain, label: plain, accent: plain, good: plain, bad: plain,
 			warn: plain, info: plain, border: plain, borderFocus: plain, barPos: plain,
 			barNeg: plain, bar: plain, spark: plain, prompt: plain, statusOK: plain, statusError: plain,
+			match: plain, series: []lipgloss.Style{plain},
 		}
 	}
 	fg := func(c color.Color) lipgloss.Style { return lipgloss.NewStyle().Foreground(c) }
@@ -74,6 +85,10 @@ func newStyles(p colorprofile.Profile) styles {
 		prompt:      fg(colWarn).Bold(true),
 		statusOK:    fg(colInfo),
 		statusError: fg(colBad),
+		match:       lipgloss.NewStyle().Reverse(true),
+	}
+	for _, c := range seriesColors {
+		s.series = append(s.series, fg(c))
 	}
 	s.state = map[telemetry.State]lipgloss.Style{
 		telemetry.StateStarting:      fg(colDim),
@@ -151,3 +166,6 @@ func eventMarker(kind string) string {
 	}
 	return "·"
 }
+
+// seriesStyle is the style of the i-th overlaid run.
+func (s styles) seriesStyle(i int) lipgloss.Style { return s.series[i%len(s.series)] }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -227,6 +228,15 @@ func fmtVal(v float64) string {
 	return strconv.FormatFloat(v, 'f', 4, 64)
 }
 
+// fmtNum writes a whole number with thousands separators, anything else as
+// fmtVal does: step 640 ≥ 1,000, success 0.62 > 0.70.
+func fmtNum(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e12 {
+		return fmtInt(int(v))
+	}
+	return fmtVal(v)
+}
+
 // fmtSigned writes a reward-like value with its sign: +0.71, -0.04, 0.00.
 func fmtSigned(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -303,7 +313,14 @@ func (m Model) statusText() string {
 		parts = append(parts, m.st.render(m.st.statusOK, label))
 	}
 	if m.quitAfterAck {
-		parts = append(parts, m.st.render(m.st.prompt, "quitting once the checkpoint is saved (ctrl+c: now)"))
+		what := "stopping: quitting once the run has saved its checkpoint (ctrl+c: now)"
+		if m.pending[commandIndex(telemetry.CmdResume)] {
+			what = "resuming the run, then leaving"
+		}
+		parts = append(parts, m.st.render(m.st.prompt, what))
+	}
+	if s := m.snap; s != nil && s.State == telemetry.StateStopped && m.opts.RunDir != "" && len(parts) == 0 && m.status == "" {
+		parts = append(parts, m.st.render(m.st.warn, "stopped before its end: pixelis resume "+clean(m.opts.RunDir)+" continues it"))
 	}
 	if m.status != "" {
 		st := m.st.statusOK
@@ -316,16 +333,14 @@ func (m Model) statusText() string {
 }
 
 // viewFooter is the help bar (or the full help) with the status and the run
-// directory; while quitting is being confirmed it is the question.
+// directory; while a question is asked it is the question.
 func (m Model) viewFooter(w int) []string {
 	st := m.st
-	if m.confirmQuit {
-		q := " " + st.render(st.prompt, "checkpoint before quitting? (y/n/esc)") +
-			st.render(st.dim, "  y checkpoint, then quit · n quit now · esc stay")
-		return []string{fit(q, w, true)}
+	if q, answers := m.questionText(); q != "" {
+		line := " " + st.render(st.prompt, q) + st.render(st.dim, "  "+answers)
+		return []string{fit(line, w, true)}
 	}
-	hk := helpKeys{k: m.keys, paused: isPaused(m.snap), overlay: m.overlay != nil}
-	hk.horiz, hk.vert = m.navTarget().nav()
+	hk := m.helpKeys()
 	right := ""
 	if m.opts.RunDir != "" {
 		right = st.render(st.dim, clean(m.opts.RunDir)) + " "
@@ -336,13 +351,35 @@ func (m Model) viewFooter(w int) []string {
 	return []string{m.helpBar(hk, right, w)}
 }
 
+// helpKeys is the key map as the footer shows it now.
+func (m Model) helpKeys() helpKeys {
+	target := m.navTarget()
+	hk := helpKeys{k: m.keys, commands: m.commandable(), paused: isPaused(m.snap), typing: isTyping(target),
+		stages: m.snap != nil && len(m.snap.Curriculum.Stages) > 0}
+	switch {
+	case !m.commandable():
+		hk.quit = "quit"
+	case m.opts.Role == RoleOwner:
+		hk.quit = "stop"
+	default:
+		hk.quit = "leave"
+	}
+	if h, ok := m.overlay.(interface{ help(*keyMap) []key.Binding }); ok && m.overlay != nil {
+		hk.overlay = h.help(&hk.k)
+	} else if m.overlay != nil {
+		closeKey := hk.k.Close
+		closeKey.SetHelp("esc", "close")
+		hk.overlay = []key.Binding{closeKey}
+	}
+	hk.horiz, hk.vert = target.nav()
+	return hk
+}
+
 // fullHelp is the footer with the help open: the full help, then the status
 // and the run directory.
 func (m Model) fullHelp(hk helpKeys, right string, w int) []string {
 	st := m.st
-	h := m.help
-	h.SetWidth(w - 1)
-	full := strings.Split(h.FullHelpView(hk.FullHelp()), "\n")
+	full := fullHelpLines(m.help, hk.FullHelp(), w-1)
 	out := make([]string, 0, m.lay.footerH)
 	for i := range m.lay.footerH - 1 {
 		line := ""
@@ -378,7 +415,7 @@ func (m Model) helpBar(hk helpKeys, right string, w int) string {
 	if !fits(right) {
 		right = ""
 	}
-	for _, drop := range []string{"↑/↓", "←/→", "shift+tab", "k/m", "s", "e", "tab", "p", "esc"} {
+	for _, drop := range []string{"↑/↓", "←/→", "shift+tab", "f", "n/N", "+", "[", "i", "v", "m", "s", "e", "tab", "p", "/", "esc"} {
 		if fits(right) {
 			break
 		}
@@ -386,4 +423,28 @@ func (m Model) helpBar(hk helpKeys, right string, w int) string {
 	}
 	h.SetWidth(max(1, w-ansi.StringWidth(left)-1))
 	return spread(left+h.ShortHelpView(bindings), right, w)
+}
+
+// fullHelpLines lays the full help's columns out in w cells: side by side
+// as far as they fit, the rest in further bands below (at 80 or 120 columns
+// the seven columns would be cut).
+func fullHelpLines(h help.Model, cols [][]key.Binding, w int) []string {
+	h.SetWidth(0)
+	width := func(cs [][]key.Binding) int {
+		n := 0
+		for _, l := range strings.Split(h.FullHelpView(cs), "\n") {
+			n = max(n, ansi.StringWidth(l))
+		}
+		return n
+	}
+	var out []string
+	for i := 0; i < len(cols); {
+		j := i + 1
+		for j < len(cols) && width(cols[i:j+1]) <= w {
+			j++
+		}
+		out = append(out, strings.Split(h.FullHelpView(cols[i:j]), "\n")...)
+		i = j
+	}
+	return out
 }

@@ -44,40 +44,58 @@ func TestFullScreenGolden(t *testing.T) {
 func TestPaneGolden(t *testing.T) {
 	for _, sz := range goldenSizes {
 		w, h := sz[0], sz[1]
-		hs := rftHarness(t, w, h, "always", true)
-		for p := range numPanes {
-			r := hs.m.lay.rects[p]
-			if !hs.m.lay.visible[p] {
-				if p != paneTools || w >= 100 {
-					t.Errorf("%d×%d: pane %s hidden", w, h, p)
-				}
-				continue
+		for _, screen := range []string{"rft", "sft"} {
+			hs := rftHarness(t, w, h, "always", true)
+			if screen == "sft" {
+				hs = sftHarness(t, w, h)
 			}
-			t.Run(fmt.Sprintf("%s_%dx%d", p, w, h), func(t *testing.T) {
-				lines := hs.m.pane(p)
-				checkGeometry(t, strings.Join(lines, "\n"), r.w, r.h)
-				golden(t, fmt.Sprintf("pane_%s_%dx%d", p, w, h), plainFrame(strings.Join(lines, "\n")))
-			})
+			for p := range numPanes {
+				r := hs.m.lay.rects[p]
+				if !hs.m.lay.visible[p] {
+					continue
+				}
+				name := fmt.Sprintf("pane_%s_%dx%d", p, w, h)
+				if screen == "sft" {
+					if p == paneKPI || p == paneEvents || p == paneCurriculum || p == paneSample {
+						name = fmt.Sprintf("pane_sft_%s_%dx%d", p, w, h)
+					}
+				}
+				t.Run(name, func(t *testing.T) {
+					lines := hs.m.pane(p)
+					checkGeometry(t, strings.Join(lines, "\n"), r.w, r.h)
+					golden(t, name, plainFrame(strings.Join(lines, "\n")))
+				})
+			}
 		}
 	}
 }
 
 func TestSFTScreenGolden(t *testing.T) {
-	hs := sftHarness(t, 120, 40)
-	frame := hs.frame()
-	checkGeometry(t, frame, 120, 40)
-	golden(t, "screen_sft_120x40", plainFrame(frame))
-	for _, want := range []string{"KPIs · training", "accuracy", "val pass@1", "Data curriculum", "▶ 2 medium"} {
-		if !strings.Contains(ansi.Strip(frame), want) {
+	for _, sz := range goldenSizes {
+		w, h := sz[0], sz[1]
+		hs := sftHarness(t, w, h)
+		frame := hs.frame()
+		checkGeometry(t, frame, w, h)
+		golden(t, fmt.Sprintf("screen_sft_%dx%d", w, h), plainFrame(frame))
+	}
+	frame := ansi.Strip(sftHarness(t, 120, 40).frame())
+	for _, want := range []string{"KPIs · training", "accuracy", "val greedy", "Data curriculum", "▶ 2 simple+medium",
+		"Validation · greedy · step 600", "geometric_compar", "current mix", "Imitation accuracy (MA50)", "SEGMENT",
+		"pool simple 6,120 · medium 5,083", "passing validations 1 ≥ 2", "Validation trajectory 1/1",
+		"view (x,y): a point in the agent's 64×64 view · source …: pixels of the 128×128 frame"} {
+		if !strings.Contains(frame, want) {
 			t.Errorf("SFT frame lacks %q", want)
 		}
+	}
+	if strings.Contains(frame, "no rewards until RFT") || strings.Contains(frame, "no tool calls") {
+		t.Error("the SFT screen waits for RFT")
 	}
 }
 
 // Without colour the frame must hold no escape code at all, and still show
 // the markers that carry the meaning colour would.
 func TestNoColor(t *testing.T) {
-	hs := rftHarness(t, 120, 40, "never", false)
+	hs := rftHarnessWith(t, 120, 40, Options{Color: "never", Role: RoleAttached, RunDir: "runs/2026-11-22-1042"}, false)
 	frame := hs.frame()
 	if strings.Contains(frame, "\x1b") {
 		i := strings.Index(frame, "\x1b")
@@ -182,17 +200,32 @@ func FuzzView(f *testing.F) {
 }
 
 func TestLayoutDegrades(t *testing.T) {
-	small := computeLayout(80, 24, 1)
+	small := computeLayout(80, 24, 1, screenRFT)
 	if small.visible[paneTools] {
 		t.Error("80×24 shows the tools pane")
 	}
 	if !small.visible[paneSample] || !small.visible[paneEvents] {
 		t.Error("80×24 hides the sample or events pane")
 	}
-	big := computeLayout(120, 40, 1)
-	for p := range numPanes {
+	big := computeLayout(120, 40, 1, screenRFT)
+	for _, p := range []paneID{paneReward, paneKPI, paneCurriculum, paneTools, paneEvents, paneSample} {
 		if !big.visible[p] {
 			t.Errorf("120×40 hides %s", p)
+		}
+	}
+	sft := computeLayout(120, 40, 1, screenSFT)
+	for _, p := range []paneID{paneValidation, paneKPI, paneCurriculum, paneImitation, paneEvents, paneSample} {
+		if !sft.visible[p] {
+			t.Errorf("SFT at 120×40 hides %s", p)
+		}
+	}
+	if sft.visible[paneReward] || sft.visible[paneTools] {
+		t.Error("SFT shows the reward or tools pane")
+	}
+	watch := computeLayout(120, 40, 1, screenWatch)
+	for _, p := range []paneID{paneReward, paneKPI, paneMetrics, paneEvents} {
+		if !watch.visible[p] {
+			t.Errorf("a watched run at 120×40 hides %s", p)
 		}
 	}
 	if big.rects[paneKPI].h <= small.rects[paneKPI].h {
@@ -200,32 +233,37 @@ func TestLayoutDegrades(t *testing.T) {
 	}
 	// Full help at the minimum size takes its rows from the sample pane,
 	// and with a few rows less the sample pane goes.
-	withHelp := computeLayout(80, 24, fullHelpRows()+1)
+	hs := rftHarness(t, 80, 24, "never", true)
+	withHelp := computeLayout(80, 24, len(fullHelpLines(hs.m.help, hs.m.helpKeys().FullHelp(), 79))+1, screenRFT)
 	if withHelp.rects[paneSample].h >= small.rects[paneSample].h {
 		t.Error("80×24 with full help does not shrink the sample pane")
 	}
-	if tight := computeLayout(80, 24, 8); tight.visible[paneSample] {
+	if tight := computeLayout(80, 24, 8, screenRFT); tight.visible[paneSample] {
 		t.Error("a 15-row body still shows the sample pane")
 	}
 }
 
 func TestHeaderTags(t *testing.T) {
 	cases := []struct {
+		role  Role
 		live  bool
 		state telemetry.State
 		want  string
 	}{
-		{true, telemetry.StateRunning, "[live]"},
-		{false, telemetry.StateRunning, "[attached · read-only]"},
-		{false, telemetry.StateDone, "[finished]"},
-		{true, telemetry.StatePaused, "● paused"},
+		{RoleOwner, true, telemetry.StateRunning, "[owner]"},
+		{RoleAttached, true, telemetry.StateRunning, "[attached]"},
+		{RoleAttached, false, telemetry.StateRunning, "[attached · read-only]"},
+		{RoleWatch, false, telemetry.StateRunning, "[watch · read-only]"},
+		{RoleOwner, true, telemetry.StatePaused, "● paused"},
+		{RoleOwner, false, telemetry.StateDone, "● done"},
+		{RoleOwner, false, telemetry.StateStopped, "● stopped"},
 	}
 	for _, c := range cases {
-		hs := rftHarness(t, 200, 60, "never", c.live)
+		hs := rftHarnessWith(t, 200, 60, Options{Color: "never", Role: c.role}, c.live)
 		hs.setState(c.state)
 		header := strings.SplitN(hs.frame(), "\n", 2)[0]
 		if !strings.Contains(header, c.want) {
-			t.Errorf("live=%v state=%s: header %q lacks %q", c.live, c.state, header, c.want)
+			t.Errorf("role %d live=%v state=%s: header %q lacks %q", c.role, c.live, c.state, header, c.want)
 		}
 	}
 	// At 80 columns the header still says where the run is and its state.
@@ -285,7 +323,7 @@ func TestKPIChartsFollowTheirInputs(t *testing.T) {
 	for _, s := range steps {
 		hs.send(s.msg)
 		kp := hs.kpi()
-		fresh := kpiPane{set: kp.set, phase: kp.phase}.draw(hs.m.paneEnv(paneKPI))
+		fresh := kpiPane{set: kp.set, window: kp.window}.draw(hs.m.paneEnv(paneKPI))
 		if len(kp.charts) == 0 || !reflect.DeepEqual(kp.charts, fresh.charts) {
 			t.Fatalf("after %s the KPI pane's charts are not those it would draw now (%d held, %d drawn)", s.name, len(kp.charts), len(fresh.charts))
 		}
@@ -314,6 +352,7 @@ func BenchmarkView(b *testing.B) {
 				hs.send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
 				m := hs.m
 				b.ReportAllocs()
+				cpu0 := processCPU()
 				for b.Loop() {
 					if cold {
 						// Every chart drawn again, as after new points in every series.
@@ -323,7 +362,7 @@ func BenchmarkView(b *testing.B) {
 					}
 					_ = m.render() // the frame Update draws after a change
 				}
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/frame")
+				reportFrame(b, cpu0)
 			})
 		}
 	}

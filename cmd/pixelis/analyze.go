@@ -19,7 +19,8 @@ func cmdAnalyze(ctx context.Context, args []string, std stdio) error {
 	cf.register(fs)
 	var models listFlag
 	fs.Var(&models, "model", "a model to compare, `NAME=PATH` (a checkpoint or adapter directory; repeatable)")
-	run := fs.String("run", "", "plot the training curves of run `DIR` instead")
+	var runs listFlag
+	fs.Var(&runs, "run", "plot the training curves of run `DIR` instead (repeatable: several runs are overlaid and tabulated)")
 	out := fs.String("out", "", "output `DIR` for report.md, JSON, CSV and figures")
 	split := fs.String("split", "test", "split: val or test")
 	tasks := fs.Int("tasks", 0, "number of tasks (default: eval.tasks)")
@@ -36,13 +37,21 @@ func cmdAnalyze(ctx context.Context, args []string, std stdio) error {
 		return usagef("--out DIR is required")
 	}
 	switch {
-	case *run != "" && len(models) > 0:
+	case len(runs) > 0 && len(models) > 0:
 		return usagef("give --model or --run, not both (use one output directory for each)")
-	case *run != "":
-		if err := analysis.AnalyzeRunContext(ctx, *run, *out); err != nil {
+	case len(runs) == 1:
+		if err := analysis.AnalyzeRunContext(ctx, runs[0], *out); err != nil {
 			return err
 		}
 		printf(std.out, "run analysis written to %s (%s, %s, %s/)\n", *out, analysis.ReportFile, analysis.RunSummaryFile, analysis.FiguresDir)
+		return nil
+	case len(runs) > 1:
+		c, err := analysis.AnalyzeRuns(runs, *out)
+		if err != nil {
+			return err
+		}
+		printf(std.out, "%d runs compared in %s (%s, %s, %s/)\n\n%s", len(c.Runs), *out, analysis.ReportFile, analysis.CompareFile, analysis.FiguresDir,
+			analysis.CompareMarkdown(c))
 		return nil
 	case len(models) == 0:
 		return usagef("give at least one --model NAME=PATH, or --run RUN_DIR")

@@ -9,10 +9,25 @@ import (
 
 // cmdCkpt: ckpt inspect PATH | ckpt verify PATH.
 func cmdCkpt(ctx context.Context, args []string, std stdio) error {
-	if len(args) != 2 || (args[0] != "inspect" && args[0] != "verify") {
-		return usagef("usage: pixelis ckpt inspect|verify PATH")
+	switch {
+	case len(args) == 0:
+		subcommandUsage(std.err, "ckpt")
+		return usagef("ckpt needs a subcommand: inspect or verify")
+	case wantsHelp(args[:1]):
+		subcommandUsage(std.out, "ckpt")
+		return nil
+	case args[0] != "inspect" && args[0] != "verify":
+		return usagef("unknown ckpt subcommand %q (want inspect or verify)", args[0])
 	}
-	path := args[1]
+	fs := newFlagSet("ckpt "+args[0], std)
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 1, "PATH"); err != nil {
+		return err
+	}
+	path := pos[0]
 	switch args[0] {
 	case "inspect":
 		m, err := ckpt.Inspect(path)

@@ -7,11 +7,18 @@ import (
 )
 
 // cmdConfig: pixelis config print [--config F] [--set k=v]
-func cmdConfig(ctx context.Context, args []string, io stdio) error {
-	if len(args) == 0 || args[0] != "print" {
-		return usagef("usage: pixelis config print [--config FILE] [--set key=value]")
+func cmdConfig(ctx context.Context, args []string, std stdio) error {
+	switch {
+	case len(args) == 0:
+		subcommandUsage(std.err, "config")
+		return usagef("config needs a subcommand: print")
+	case wantsHelp(args[:1]):
+		subcommandUsage(std.out, "config")
+		return nil
+	case args[0] != "print":
+		return usagef("unknown config subcommand %q (want print)", args[0])
 	}
-	fs := newFlagSet("config print", io)
+	fs := newFlagSet("config print", std)
 	var cf configFlags
 	cf.register(fs)
 	pos, err := parse(fs, args[1:])
@@ -25,5 +32,5 @@ func cmdConfig(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	return configs.Encode(io.out, cfg)
+	return configs.Encode(std.out, cfg)
 }

@@ -13,7 +13,12 @@ import (
 // cmdData: data gen | data show | data probe.
 func cmdData(ctx context.Context, args []string, std stdio) error {
 	if len(args) == 0 {
-		return usagef("usage: pixelis data gen --n N --out FILE [--split train|val|test] | pixelis data show FILE --index K | pixelis data probe")
+		subcommandUsage(std.err, "data")
+		return usagef("data needs a subcommand: gen, show or probe")
+	}
+	if wantsHelp(args[:1]) {
+		subcommandUsage(std.out, "data")
+		return nil
 	}
 	switch args[0] {
 	case "gen":

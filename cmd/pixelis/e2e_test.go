@@ -163,8 +163,14 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 	s.keys("p")
 	waitFile(t, "resume key", events, `"message":"resumed"`)
 
+	// k is "up" wherever it goes; m alone cycles the KPI sets.
+	s.keys("k")
+	s.waitScreen("k keeps the set", "KPIs · overview 1/6")
+	s.keys("m")
+	s.waitScreen("m cycles the set", "KPIs · learning 2/6")
+
 	s.keys("q")
-	s.waitScreen("quit confirmation", "checkpoint before quitting?")
+	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)", "n stop without a checkpoint")
 	s.keys("n")
 	if !waitFor(60*time.Second, func() bool { return fileContains(exit, "\n") }) {
 		t.Fatalf("pixelis did not exit after q, n:\n%s", s.screen())
@@ -172,9 +178,41 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 	if b, _ := os.ReadFile(exit); strings.TrimSpace(string(b)) != "0" {
 		t.Fatalf("exit code %q, want 0", b)
 	}
-	// quitting a live run stops it with a checkpoint it can resume from
-	if !fileContains(events, `"kind":"signal"`) {
-		t.Fatal("no checkpoint was saved when the run stopped")
+	// n stops the run without saving: it resumes from its last checkpoint.
+	if fileContains(events, `"kind":"signal"`) {
+		t.Fatal("n (stop without a checkpoint) saved one")
+	}
+	if !fileContains(events, "stopped on request without a checkpoint") {
+		t.Fatal("the run did not say it stopped")
+	}
+	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
+		t.Fatal("status.json does not say stopped")
+	}
+}
+
+// q, y: the run stops with exactly one checkpoint, the stop's own.
+func TestConsoleStopWithCheckpoint(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	exit := filepath.Join(t.TempDir(), "exit")
+	s := newTmux(t, fmt.Sprintf("%s; echo $? > %s; sleep 60", killOnCleanup(t, append([]string{bin, "run", "--run-dir", dir}, longSmoke...)), exit))
+	events := filepath.Join(dir, "events.jsonl")
+	s.waitScreen("rft phase", "pixelis · rft")
+	s.keys("q")
+	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)")
+	s.keys("y")
+	if !waitFor(60*time.Second, func() bool { return fileContains(exit, "\n") }) {
+		t.Fatalf("pixelis did not exit after q, y:\n%s", s.screen())
+	}
+	b, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"kind":"signal"`); n != 1 || strings.Contains(string(b), `"kind":"manual"`) {
+		t.Fatalf("%d stop checkpoints (and manual ones: %v), want exactly one", n, strings.Contains(string(b), `"kind":"manual"`))
+	}
+	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
+		t.Fatal("status.json does not say stopped")
 	}
 }
 
@@ -202,10 +240,17 @@ func TestAttachToHeadlessRun(t *testing.T) {
 	}
 
 	s := newTmux(t, killOnCleanup(t, []string{bin, "attach", dir})+"; sleep 60")
-	s.waitScreen("attached panes", "Reward", "Curriculum", "live")
+	s.waitScreen("attached panes", "Reward", "Curriculum", "[attached]", "q leave")
 	s.keys("c")
 	waitFile(t, "checkpoint over the control socket", events, `"kind":"manual"`)
+	// Leaving a paused run asks whether to resume it; y resumes, then leaves.
+	s.keys("p")
+	waitFile(t, "pause over the control socket", events, `"message":"paused"`)
+	s.waitScreen("paused", "● paused")
 	s.keys("q")
+	s.waitScreen("leave question", "the run is paused: resume it before leaving?")
+	s.keys("y")
+	waitFile(t, "resume before leaving", events, `"message":"resumed"`)
 	s.waitScreen("attach quits", "")
 
 	// the run goes on after the console quit, and stops cleanly on SIGTERM

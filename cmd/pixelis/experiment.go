@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/train/experiment"
+	"github.com/pixelis/pixelis/tui"
 )
 
 // cmdExperiment: pixelis experiment FILE [--out DIR] [--parallel N] [--results]
@@ -20,7 +22,7 @@ func cmdExperiment(ctx context.Context, args []string, std stdio) error {
 	out := fs.String("out", "", "the experiment's `DIR` (default experiments/<name>)")
 	parallel := fs.Int("parallel", 0, "runs at once (default: the file's parallel, else one per core)")
 	resultsOnly := fs.Bool("results", false, "only collect the results of the runs already in DIR")
-	fs.Bool("no-tui", true, "plain progress lines (the only progress display)")
+	noTUI := fs.Bool("no-tui", false, "plain progress lines instead of the console (automatic when stdout is not a terminal)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -43,7 +45,7 @@ func cmdExperiment(ctx context.Context, args []string, std stdio) error {
 		if _, err := os.Stat(filepath.Join(dir, "runs")); err != nil {
 			return usagef("--results: %s holds no runs of the experiment (run it first, or pass --out DIR)", dir)
 		}
-	} else if err := runExperiment(ctx, std, f, pos[0], dir, *parallel); err != nil {
+	} else if err := runExperiment(ctx, std, f, pos[0], dir, *parallel, !*noTUI && isTerminal(std.out)); err != nil {
 		return err
 	}
 	res, err := experiment.Collect(f, dir)
@@ -57,7 +59,7 @@ func cmdExperiment(ctx context.Context, args []string, std stdio) error {
 	return nil
 }
 
-func runExperiment(ctx context.Context, std stdio, f *experiment.File, path, dir string, parallel int) error {
+func runExperiment(ctx context.Context, std stdio, f *experiment.File, path, dir string, parallel int, console bool) error {
 	bin, err := os.Executable()
 	if err != nil {
 		return err
@@ -66,13 +68,93 @@ func runExperiment(ctx context.Context, std stdio, f *experiment.File, path, dir
 	defer stop()
 	p := &progressPrinter{w: std.out, watch: f.Series}
 	r := &experiment.Runner{File: f, Out: dir, Binary: bin, Parallel: parallel, Watch: f.Series, OnProgress: p.print}
-	fmt.Fprintf(std.out, "experiment %s: %d arms × %d seeds in %s\n", f.Name, len(f.Arms), len(f.Seeds), dir)
-	err = r.Run(ctx)
-	if ctx.Err() != nil {
+	if console {
+		err = experimentConsole(ctx, f, r, dir)
+	} else {
+		fmt.Fprintf(std.out, "experiment %s: %d arms × %d seeds in %s\n", f.Name, len(f.Arms), len(f.Seeds), dir)
+		err = r.Run(ctx)
+	}
+	if ctx.Err() != nil || errors.Is(err, errExperimentStopped) {
 		fmt.Fprintf(std.out, "stopped; run `pixelis experiment %s --out %s` again to continue\n", path, dir)
-		return ctx.Err()
+		if err == nil || errors.Is(err, errExperimentStopped) {
+			err = context.Canceled
+		}
+		return err
 	}
 	return err
+}
+
+// errExperimentStopped: the user stopped the experiment from its console.
+var errExperimentStopped = errors.New("experiment stopped from the console")
+
+// experimentConsole runs the experiment under the compare view: its jobs'
+// states and their runs side by side, live. Quitting while it runs (after
+// the console asks) stops its runs, which checkpoint; a hang-up leaves it
+// running without a display.
+func experimentConsole(ctx context.Context, f *experiment.File, r *experiment.Runner, dir string) error {
+	dirs := map[string]string{}
+	for _, j := range experiment.Plan(f, dir) {
+		dirs[j.Name()] = j.Dir
+	}
+	jobs := make(chan []tui.Job, 1)
+	r.OnProgress = func(p experiment.Progress) {
+		js := make([]tui.Job, len(p.Jobs))
+		for i, j := range p.Jobs {
+			js[i] = tui.Job{Name: j.Name, Arm: j.Arm, Seed: j.Seed, Dir: dirs[j.Name], State: string(j.State),
+				Phase: j.Phase, Step: j.Step, Total: j.Total, Metrics: j.Metrics, Err: j.Err}
+		}
+		// The newest progress replaces any the console has not taken yet.
+		select {
+		case <-jobs:
+		default:
+		}
+		jobs <- js
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	result := make(chan error, 1)
+	ended := make(chan struct{})
+	go func() {
+		result <- r.Run(runCtx)
+		close(ended)
+	}()
+	// A relay hands the console the progress and closes its channel once the
+	// runner has ended (after its last progress).
+	relay := make(chan []tui.Job)
+	consoleDone := make(chan struct{})
+	go func() {
+		defer close(relay)
+		for {
+			select {
+			case js := <-jobs:
+				select {
+				case relay <- js:
+				case <-consoleDone:
+					return
+				}
+			case <-ended:
+				select {
+				case js := <-jobs:
+					select {
+					case relay <- js:
+					case <-consoleDone:
+					}
+				default:
+				}
+				return
+			case <-consoleDone:
+				return
+			}
+		}
+	}()
+	terr := compareRuns(ctx, tui.Options{RunDir: dir}, "experiment "+f.Name, nil, nil, relay)
+	close(consoleDone)
+	if errors.Is(terr, tui.ErrUserQuit) {
+		cancel() // each run saves a checkpoint and exits
+		<-result
+		return errExperimentStopped
+	}
+	return <-result
 }
 
 // progressPrinter prints a line when a run changes state, and every minute

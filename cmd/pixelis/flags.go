@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,23 +55,22 @@ func (c *configFlags) load() (*configs.Config, error) {
 	return cfg, nil
 }
 
-// newFlagSet returns a FlagSet whose errors are returned, not printed and exited on.
-func newFlagSet(name string, io stdio) *flag.FlagSet {
-	fs := flag.NewFlagSet("pixelis "+name, flag.ContinueOnError)
-	fs.SetOutput(io.err)
-	return fs
-}
-
 // parse parses flags and positional arguments in any order (flag stops at the
-// first positional argument; users type `resume RUN_DIR --from X`).
+// first positional argument; users type `resume RUN_DIR --from X`). -h prints
+// the usage and returns flag.ErrHelp (exit 0); a bad flag is a usage error
+// that names it and points to -h, printed once by report.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage := fs.Usage
+	if wantsHelp(args) {
+		usage()
+		return nil, flag.ErrHelp
+	}
+	fs.Usage = func() {} // an error is reported once, without the usage
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageError{err}
+			return nil, usagef("%v (see '%s -h')", err, fs.Name())
 		}
 		args = fs.Args()
 		if len(args) == 0 {

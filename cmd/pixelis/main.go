@@ -48,13 +48,14 @@ func init() {
 		"resume":     {"continue a run from its last checkpoint: resume RUN_DIR", cmdResume},
 		"eval":       {"pass@1 / pass@n of a checkpoint on a split", cmdEval},
 		"data":       {"data gen | show | probe: write or read CoTA JSONL, or measure the no-tool baseline", cmdData},
-		"attach":     {"the console on a running or finished run: attach RUN_DIR", cmdAttach},
+		"attach":     {"the console on a running or finished run, or several side by side: attach RUN_DIR…", cmdAttach},
 		"export":     {"export a run's metrics: export RUN_DIR --csv FILE", cmdExport},
 		"ckpt":       {"ckpt inspect|verify PATH", cmdCkpt},
 		"config":     {"config print: the effective config as TOML", cmdConfig},
 		"analyze":    {"compare checkpoints' trajectories; plots and a report", cmdAnalyze},
 		"experiment": {"arms × seeds of runs from an experiment file, with results: experiment FILE", cmdExperiment},
 		"serve":      {"the pixel world and its reward over HTTP for external trainers", cmdServe},
+		"watch":      {"the console, read-only, on a TRL, verl or TensorBoard run: watch DIR", cmdWatch},
 	}
 }
 
@@ -74,11 +75,23 @@ func Main(ctx context.Context, args []string, io stdio) (code int) {
 			code = reportPanic(io.err, args, v)
 		}
 	}()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(io.out)
-		if len(args) == 0 {
+	switch {
+	case len(args) == 0:
+		usage(io.err)
+		return exitBadUsage
+	case args[0] == "--version" || args[0] == "-version" || args[0] == "version":
+		fmt.Fprintln(io.out, version())
+		return exitOK
+	case args[0] == "help" && len(args) > 1:
+		// `pixelis help run` is `pixelis run -h`.
+		if _, ok := commands[args[1]]; !ok {
+			fmt.Fprintf(io.err, "pixelis help: unknown command %q\n\n", args[1])
+			usage(io.err)
 			return exitBadUsage
 		}
+		return Main(ctx, append(append([]string{}, args[1:]...), "-h"), io)
+	case args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
+		usage(io.out)
 		return exitOK
 	}
 	cmd, ok := commands[args[0]]
@@ -197,8 +210,8 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nCommon flags: --config FILE, --set key=value (repeatable), --run-dir DIR, --no-tui, --seed N")
-	fmt.Fprintln(w, "Run 'pixelis COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "Run 'pixelis help COMMAND' (or 'pixelis COMMAND -h') for a command's flags; 'pixelis --version' for the build.")
 }

@@ -107,12 +107,107 @@ func TestDataGenAndShow(t *testing.T) {
 	}
 }
 
-// -h on a command prints its flags and exits 0, like help.
+// -h on a command prints how it is called, what it does and its flags, and
+// exits 0, like help.
 func TestCommandHelpExitsZero(t *testing.T) {
-	for _, cmd := range []string{"run", "resume", "eval", "analyze"} {
+	for _, cmd := range []string{"run", "sft", "rft", "resume", "eval", "analyze", "attach", "watch", "export", "experiment", "serve"} {
 		code, out, errOut := run(t, cmd, "-h")
-		if code != exitOK || !strings.Contains(out+errOut, "Usage of pixelis "+cmd) {
+		u := usages[cmd]
+		if code != exitOK || !strings.Contains(out, "Usage: "+u.synopsis) || !strings.Contains(out, strings.SplitN(u.about, "\n", 2)[0]) || errOut != "" {
 			t.Errorf("%s -h: exit %d\n%s%s", cmd, code, out, errOut)
 		}
+	}
+}
+
+// The CLI's exit codes and messages: help for every command and subcommand,
+// a bad flag reported once, --set errors blamed on the --set, the version.
+func TestCLIMessages(t *testing.T) {
+	finishedRun := t.TempDir()
+	if err := os.WriteFile(filepath.Join(finishedRun, "run.json"), []byte(`{"phases":["sft","rft","test"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var conf bytes.Buffer
+	if err := configs.Encode(&conf, configs.Default()); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"config.toml": conf.Bytes(), "final_eval.json": []byte("{}")} {
+		if err := os.WriteFile(filepath.Join(finishedRun, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		out    []string // in stdout
+		errOut []string // in stderr
+		never  []string // in neither
+	}{
+		{"attach -h names RUN_DIR", []string{"attach", "-h"}, 0, []string{"Usage: pixelis attach RUN_DIR", "leaving the console never stops the run"}, nil, nil},
+		{"ckpt inspect -h", []string{"ckpt", "inspect", "-h"}, 0, []string{"Usage: pixelis ckpt inspect PATH", "manifest"}, nil, []string{"no such file"}},
+		{"ckpt verify --help", []string{"ckpt", "verify", "--help"}, 0, []string{"Usage: pixelis ckpt verify PATH"}, nil, nil},
+		{"data -h", []string{"data", "-h"}, 0, []string{"Usage: pixelis data SUBCOMMAND", "gen", "show", "probe"}, nil, nil},
+		{"data gen -h", []string{"data", "gen", "-h"}, 0, []string{"Usage: pixelis data gen --out FILE", "-split"}, nil, nil},
+		{"ckpt -h", []string{"ckpt", "-h"}, 0, []string{"Usage: pixelis ckpt SUBCOMMAND", "inspect", "verify"}, nil, nil},
+		{"config -h", []string{"config", "-h"}, 0, []string{"Usage: pixelis config SUBCOMMAND", "print"}, nil, nil},
+		{"config print -h", []string{"config", "print", "-h"}, 0, []string{"Usage: pixelis config print", "-set"}, nil, nil},
+		{"data alone", []string{"data"}, 2, nil, []string{"data needs a subcommand"}, nil},
+		{"ckpt alone", []string{"ckpt"}, 2, nil, []string{"ckpt needs a subcommand"}, nil},
+		{"ckpt bad subcommand", []string{"ckpt", "show", "x"}, 2, nil, []string{`unknown ckpt subcommand "show"`}, nil},
+		{"help run", []string{"help", "run"}, 0, []string{"Usage: pixelis run [flags]", "-phases"}, nil, []string{"Commands:"}},
+		{"help data", []string{"help", "data"}, 0, []string{"Usage: pixelis data SUBCOMMAND"}, nil, nil},
+		{"help unknown", []string{"help", "bogus"}, 2, nil, []string{`unknown command "bogus"`}, nil},
+		{"help", []string{"help"}, 0, []string{"Commands:", "watch"}, nil, nil},
+		{"version", []string{"--version"}, 0, []string{"pixelis "}, nil, nil},
+		{"version word", []string{"version"}, 0, []string{"pixelis "}, nil, nil},
+		{"--set at fault", []string{"config", "print", "--set", "rft.lr=fast"}, 2, nil, []string{`--set rft.lr=fast: must be a number, got string "fast"`}, []string{"default (embedded)"}},
+		{"--set breaking a rule", []string{"config", "print", "--set", "rft.group_size=1"}, 2, nil,
+			[]string{"with --set rft.group_size=1:", "rft.group_size: must be >= 2, got 1"}, nil},
+		{"resume a finished run", []string{"resume", finishedRun, "--no-tui"}, 2, nil,
+			[]string{"finished: its last phase is done (final_eval.json), so there is nothing to resume", "--from"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := run(t, c.args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", code, c.code, out, errOut)
+			}
+			for _, w := range c.out {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range c.errOut {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+			for _, w := range c.never {
+				if strings.Contains(out+errOut, w) {
+					t.Errorf("output has %q:\n%s%s", w, out, errOut)
+				}
+			}
+		})
+	}
+	// A resume of a finished run changed nothing but the run lock it took to
+	// read the run safely.
+	ents, _ := os.ReadDir(finishedRun)
+	var names []string
+	for _, e := range ents {
+		if e.Name() != LockFile {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) != 3 {
+		t.Errorf("the finished run's directory holds %v after the refused resume", names)
+	}
+}
+
+// An unknown flag is reported once, with where to look.
+func TestUnknownFlagOnce(t *testing.T) {
+	code, out, errOut := run(t, "sft", "--bogus")
+	if code != exitBadUsage || strings.Count(out+errOut, "flag provided but not defined: -bogus") != 1 ||
+		!strings.Contains(errOut, "see 'pixelis sft -h'") || strings.Contains(out+errOut, "Usage:") {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
 }

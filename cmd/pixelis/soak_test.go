@@ -194,7 +194,7 @@ func soak(b *testing.B) {
 		}
 	}
 	soakTime := time.Since(start)
-	diffs := compareRuns(b, whole, dir)
+	diffs := countRunDiffs(b, whole, dir)
 	b.ReportMetric(float64(counts["kill"]), "kills")
 	b.ReportMetric(float64(terms), "sigterms")
 	b.ReportMetric(float64(attempts), "attempts")
@@ -253,11 +253,11 @@ func saving(root string) bool {
 	return false
 }
 
-// compareRuns counts the differences between two run directories that must be
+// countRunDiffs counts the differences between two run directories that must be
 // bit-exact: metrics of every step (wall-clock ones aside), the steps of the
 // sampled trajectories, final_eval.json's scores and the final checkpoints'
 // weights. It logs the first few.
-func compareRuns(b *testing.B, want, got string) int {
+func countRunDiffs(b *testing.B, want, got string) int {
 	diffs := 0
 	report := func(format string, args ...any) {
 		if diffs < 10 {

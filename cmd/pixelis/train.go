@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -192,6 +193,10 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 		}
 	}
 	if path == "" {
+		if mark, done := finished(runDir, info.Phases); done {
+			return usagef("%s finished: its last phase is done (%s), so there is nothing to resume\n(to train again from one of its checkpoints, pass --from %s)",
+				runDir, mark, filepath.Join(runDir, "checkpoints", "DIR"))
+		}
 		root := filepath.Join(runDir, "checkpoints")
 		if path, err = ckpt.Latest(root); err != nil {
 			if infos, lerr := ckpt.List(root); errors.Is(err, ckpt.ErrNoCheckpoint) && (lerr != nil || len(infos) == 0) {
@@ -282,7 +287,7 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 	if !useTUI {
 		plainOut = io.MultiWriter(std.out, consoleLog)
 	}
-	others = append(others, tui.Plain(plainOut))
+	others = append(others, tui.Plain(plainOut, cfg.Run.LogEvery))
 	if useTUI {
 		others = append(others, bus)
 	}
@@ -386,10 +391,27 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 	}()
 
 	if useTUI {
-		terr := tui.Run(runCtx, bus, tui.Options{FPS: cfg.UI.FPS, History: cfg.UI.History, Mouse: cfg.UI.Mouse, Color: cfg.UI.Color, RunDir: opt.RunDir})
+		var conf bytes.Buffer
+		_ = configs.Encode(&conf, cfg) // shown by the console's i; the run writes the same to config.toml
+		topts := tui.Options{FPS: cfg.UI.FPS, History: cfg.UI.History, Mouse: cfg.UI.Mouse, Color: cfg.UI.Color,
+			RunDir: opt.RunDir, Config: conf.String()}
+		if resumeStep >= 0 {
+			// A resumed run's console starts from its history up to the checkpoint.
+			if f, err := telemetry.OpenRunContext(runCtx, opt.RunDir, telemetry.RunFeedOptions{MaxPoints: cfg.UI.History}); err == nil {
+				u := f.Take()
+				f.Close()
+				u.Snapshot = nil // the run publishes its own as it starts
+				topts.Backlog = &u
+			}
+		}
+		terr := tui.Run(runCtx, bus, topts)
 		switch {
 		case errors.Is(terr, tui.ErrUserQuit):
-			requestStop()
+			// The console asked the run to stop as the user chose (with or
+			// without a checkpoint); should that request not have reached it,
+			// stop it without one rather than leave it training unseen.
+			trySend(cmds, telemetry.Command{Kind: telemetry.CmdStop, NoCheckpoint: true})
+			requestStop() // and end a long step at once, as a signal does
 		case errors.Is(terr, tui.ErrHangup):
 			signal.Ignore(syscall.SIGHUP)
 			fmt.Fprintln(consoleLog, "terminal hung up: continuing headless")
@@ -496,4 +518,23 @@ func refuseLive(runDir string) error {
 		return usagef("%s is being trained by a live process (its control socket answers); watch it with `pixelis attach %s`", runDir, runDir)
 	}
 	return nil
+}
+
+// finished reports whether a run directory's last phase left its mark (the
+// test phase's final_eval.json, RFT's or SFT's final checkpoint), and names it.
+func finished(runDir string, phases []string) (string, bool) {
+	if len(phases) == 0 {
+		return "", false
+	}
+	var mark string
+	switch phases[len(phases)-1] {
+	case train.PhaseTest:
+		mark = "final_eval.json"
+	case train.PhaseRFT:
+		mark = filepath.Join("checkpoints", train.RFTFinal)
+	default:
+		mark = filepath.Join("checkpoints", train.SFTFinal)
+	}
+	_, err := os.Stat(filepath.Join(runDir, mark))
+	return mark, err == nil
 }

@@ -7,10 +7,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -71,14 +73,61 @@ type mark struct {
 	color color.Color
 }
 
-// lines draws y over x for every series present (a NaN y is a gap).
-func lines(title, xlabel, ylabel string, xs []float64, ss []series, marks []mark) (*plot.Plot, error) {
+// legendEntry is one line of a panel's legend: what it names and how it is drawn.
+type legendEntry struct {
+	text  string
+	thumb plot.Thumbnailer
+}
+
+// panel is one plot of a figure, with its legend drawn below it rather than
+// over the data (where it hid curves, and long names ran off the right edge).
+type panel struct {
+	p      *plot.Plot
+	legend []legendEntry
+}
+
+// lineStyle says how a line is drawn beyond its colour.
+type lineStyle struct {
+	dashed bool
+	width  float64 // points; 0 is 1.2
+	step   bool    // a step function (a stage index): the value holds until the next
+}
+
+// sparseBelow: a series with fewer points than this gets a marker at each
+// (a validation every few hundred steps is two or three points, which a bare
+// line barely shows).
+const sparseBelow = 40
+
+// lines draws y over x for every series present (a NaN y is a gap). A series
+// whose values equal an earlier one's is drawn dashed over it and says so in
+// the legend, so neither hides the other.
+func lines(title, xlabel, ylabel string, xs []float64, ss []series, marks []mark) (*panel, error) {
+	styles := make([]lineStyle, len(ss))
+	names := make([]string, len(ss))
+	for i := range ss {
+		names[i] = ss[i].name
+		for j := range i {
+			if sameValues(ss[i].values, ss[j].values) {
+				styles[i] = lineStyle{dashed: true, width: 1}
+				styles[j].width = 2.6
+				names[i] = fmt.Sprintf("%s (= %s)", ss[i].name, ss[j].name)
+				break
+			}
+		}
+	}
+	return linesStyled(title, xlabel, ylabel, xs, ss, names, styles, marks)
+}
+
+func linesStyled(title, xlabel, ylabel string, xs []float64, ss []series, names []string, styles []lineStyle, marks []mark) (*panel, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xlabel
 	p.Y.Label.Text = ylabel
+	p.X.Tick.Marker = intTicks{}
 	p.Add(plotter.NewGrid())
+	pn := &panel{p: p}
 	lo, hi := math.Inf(1), math.Inf(-1)
+	xlo, xhi := math.Inf(1), math.Inf(-1)
 	for i, s := range ss {
 		var pts plotter.XYs
 		for j, v := range s.values {
@@ -87,6 +136,7 @@ func lines(title, xlabel, ylabel string, xs []float64, ss []series, marks []mark
 			}
 			pts = append(pts, plotter.XY{X: xs[j], Y: v})
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
+			xlo, xhi = math.Min(xlo, xs[j]), math.Max(xhi, xs[j])
 		}
 		if len(pts) == 0 {
 			continue
@@ -97,8 +147,29 @@ func lines(title, xlabel, ylabel string, xs []float64, ss []series, marks []mark
 		}
 		l.Color = plotutil.Color(i)
 		l.Width = vg.Points(1.2)
+		if styles[i].width > 0 {
+			l.Width = vg.Points(styles[i].width)
+		}
+		if styles[i].dashed {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		if styles[i].step {
+			l.StepStyle = plotter.PreStep
+		}
 		p.Add(l)
-		p.Legend.Add(s.name, l)
+		thumbs := []plot.Thumbnailer{l}
+		if len(pts) < sparseBelow && !styles[i].step {
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, err
+			}
+			sc.GlyphStyle.Color = l.Color
+			sc.GlyphStyle.Radius = vg.Points(2.5)
+			sc.GlyphStyle.Shape = plotutil.Shape(i)
+			p.Add(sc)
+			thumbs = append(thumbs, sc)
+		}
+		pn.legend = append(pn.legend, legendEntry{names[i], thumbsOf(thumbs)})
 	}
 	if lo > hi {
 		lo, hi = 0, 1
@@ -106,6 +177,8 @@ func lines(title, xlabel, ylabel string, xs []float64, ss []series, marks []mark
 	if lo == hi {
 		lo, hi = lo-0.5, hi+0.5
 	}
+	pad := (hi - lo) * 0.05
+	lo, hi = lo-pad, hi+pad
 	legend := map[string]bool{}
 	for _, m := range marks {
 		l, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: lo}, {X: m.x, Y: hi}})
@@ -116,20 +189,136 @@ func lines(title, xlabel, ylabel string, xs []float64, ss []series, marks []mark
 		l.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
 		p.Add(l)
 		if !legend[m.label] {
-			p.Legend.Add(m.label, l)
+			pn.legend = append(pn.legend, legendEntry{m.label, l})
 			legend[m.label] = true
 		}
 	}
-	// Headroom above the data keeps the legend (one row per entry) off the curves.
-	entries := len(ss) + len(legend)
-	p.Y.Min, p.Y.Max = lo, hi+(hi-lo)*0.09*float64(entries)
-	p.Legend.Top = true
-	p.Legend.Left = true
-	return p, nil
+	p.Y.Min, p.Y.Max = lo, hi
+	if xlo < xhi {
+		p.X.Min, p.X.Max = xlo, xhi
+	} else if xlo == xhi {
+		p.X.Min, p.X.Max = xlo-1, xhi+1
+	}
+	return pn, nil
 }
 
-// save writes a column of plots (one panel each) to base.png and base.svg.
-func save(base string, w, panelH vg.Length, panels ...*plot.Plot) error {
+// thumbsOf draws several thumbnails as one (a line with its marker).
+type thumbsOf []plot.Thumbnailer
+
+func (t thumbsOf) Thumbnail(c *draw.Canvas) {
+	for _, th := range t {
+		th.Thumbnail(c)
+	}
+}
+
+// sameValues reports whether two series hold the same values (NaNs alike).
+func sameValues(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	n := 0
+	for i := range a {
+		switch {
+		case math.IsNaN(a[i]) != math.IsNaN(b[i]):
+			return false
+		case math.IsNaN(a[i]):
+		case math.Abs(a[i]-b[i]) > 1e-9*math.Max(1, math.Abs(a[i])):
+			return false
+		default:
+			n++
+		}
+	}
+	return n > 0
+}
+
+// intTicks marks whole steps only: a short range of steps read 325.00 327.50
+// with gonum's default ticks.
+type intTicks struct{}
+
+func (intTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, t := range (plot.DefaultTicks{}).Ticks(lo, hi) {
+		if t.Label != "" && t.Value != math.Trunc(t.Value) {
+			continue
+		}
+		if t.Label != "" {
+			t.Label = strconv.FormatFloat(t.Value, 'f', 0, 64)
+		}
+		out = append(out, t)
+	}
+	if len(out) < 2 {
+		// A range of a few steps: every step.
+		out = out[:0]
+		for v := math.Ceil(lo); v <= hi; v++ {
+			out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+		}
+	}
+	return out
+}
+
+// namedTicks labels the whole values of an axis with names (curriculum stages).
+type namedTicks []string
+
+func (n namedTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for i, name := range n {
+		if v := float64(i); v >= lo-1e-9 && v <= hi+1e-9 {
+			out = append(out, plot.Tick{Value: v, Label: fmt.Sprintf("%d %s", i+1, name)})
+		}
+	}
+	return out
+}
+
+// legendH is the height of a legend of entries laid out in rows across w.
+func legendRows(entries []legendEntry, sty text.Style, w vg.Length) [][]legendEntry {
+	const thumbW, gap = vg.Length(18), vg.Length(10)
+	var rows [][]legendEntry
+	var row []legendEntry
+	x := vg.Length(0)
+	for _, e := range entries {
+		ew := thumbW + 3 + sty.Width(e.text) + gap
+		if len(row) > 0 && x+ew > w {
+			rows = append(rows, row)
+			row, x = nil, 0
+		}
+		row = append(row, e)
+		x += ew
+	}
+	if len(row) > 0 {
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// drawPanel draws a panel in c: the plot, then its legend in rows below it.
+func drawPanel(pn *panel, c draw.Canvas) {
+	if len(pn.legend) == 0 {
+		pn.p.Draw(c)
+		return
+	}
+	sty := pn.p.Legend.TextStyle
+	sty.Font.Size = vg.Points(9)
+	left := c.Min.X + vg.Points(40) // under the data area, past the y axis labels
+	rows := legendRows(pn.legend, sty, c.Max.X-left)
+	lineH := sty.Height("Xg") + vg.Points(3)
+	legendH := lineH*vg.Length(len(rows)) + vg.Points(4)
+	plotC := draw.Crop(c, 0, 0, legendH, 0)
+	pn.p.Draw(plotC)
+	y := c.Min.Y + legendH - lineH
+	for _, row := range rows {
+		x := left
+		for _, e := range row {
+			icon := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x, Y: y}, Max: vg.Point{X: x + 18, Y: y + lineH - 3}}}
+			e.thumb.Thumbnail(&icon)
+			c.FillText(sty, vg.Point{X: x + 21, Y: y + 1}, e.text)
+			x += 18 + 3 + sty.Width(e.text) + 10
+		}
+		y -= lineH
+	}
+}
+
+// save writes a column of panels to base.png and base.svg.
+func save(base string, w, panelH vg.Length, panels ...*panel) error {
 	if len(panels) == 0 {
 		return nil
 	}
@@ -145,17 +334,9 @@ func save(base string, w, panelH vg.Length, panels ...*plot.Plot) error {
 			s := vgsvg.New(w, h)
 			dc, wt = draw.New(s), s
 		}
-		if len(panels) == 1 {
-			panels[0].Draw(dc)
-		} else {
-			grid := make([][]*plot.Plot, len(panels))
-			for i, p := range panels {
-				grid[i] = []*plot.Plot{p}
-			}
-			cs := plot.Align(grid, draw.Tiles{Rows: len(panels), Cols: 1, PadY: vg.Points(6)}, dc)
-			for i, p := range panels {
-				p.Draw(cs[i][0])
-			}
+		tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(2), PadBottom: vg.Points(2), PadLeft: vg.Points(2), PadRight: vg.Points(8)}
+		for i, pn := range panels {
+			drawPanel(pn, tiles.At(dc, 0, i))
 		}
 		path := base + "." + format
 		if err := writeTo(path, wt); err != nil {

@@ -15,9 +15,9 @@ import (
 	"slices"
 	"strings"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -73,7 +73,8 @@ type StageChange struct {
 type runData struct {
 	points  []telemetry.Point
 	events  []telemetry.Event
-	skipped int // lines of metrics.jsonl that are not points
+	skipped int             // lines of metrics.jsonl that are not points
+	config  *configs.Config // nil when config.toml is missing or does not load
 }
 
 // passAtN is the run's pass@n metric under prefix ("val/all/pass@8"): the
@@ -155,6 +156,9 @@ func readRun(ctx context.Context, dir string) (*runData, error) {
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
+	}
+	if cfg, err := configs.Load(filepath.Join(dir, "config.toml")); err == nil {
+		d.config = cfg
 	}
 	return &d, nil
 }
@@ -343,36 +347,56 @@ func stageMarks(s *RunSummary) []mark {
 	return ms
 }
 
+// figSpec is one panel of a run figure: the metrics of a phase it draws.
+type figSpec struct {
+	title, ylabel string
+	phase         telemetry.Phase
+	names         []string
+	marks         bool
+	stages        []string // names for the y axis's whole values (a curriculum's stages)
+}
+
 func writeRunFigures(ctx context.Context, dir string, d *runData, s *RunSummary) ([]string, error) {
 	var figs []string
-	const w, h = 7 * vg.Inch, 3.4 * vg.Inch
+	const w, h = 7 * vg.Inch, 3.6 * vg.Inch
 	marks := stageMarks(s)
-	// panel builds one panel per metric group; a group with no data is left out.
-	type panel struct {
-		title, ylabel string
-		phase         telemetry.Phase
-		names         []string
-		marks         bool
-	}
-	emit := func(base string, panels ...panel) error {
+	// emit draws one panel per spec; a spec with no data is left out.
+	emit := func(base string, specs ...figSpec) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var ps []*plot.Plot
-		for _, pn := range panels {
-			xs, ss, ok := phaseSeries(d.points, pn.phase, pn.names)
+		var ps []*panel
+		for _, sp := range specs {
+			xs, ss, ok := phaseSeries(d.points, sp.phase, sp.names)
 			if !ok {
 				continue
 			}
 			var ms []mark
-			if pn.marks {
+			if sp.marks {
 				ms = marks
 			}
-			p, err := lines(pn.title, "step", pn.ylabel, xs, ss, ms)
+			var pn *panel
+			var err error
+			if sp.stages != nil {
+				st := make([]lineStyle, len(ss))
+				for i := range st {
+					st[i].step = true
+				}
+				pn, err = linesStyled(sp.title, "step", sp.ylabel, xs, ss, seriesNames(ss), st, ms)
+			} else {
+				pn, err = lines(sp.title, "step", sp.ylabel, xs, ss, ms)
+			}
 			if err != nil {
 				return fmt.Errorf("figure %s: %w", base, err)
 			}
-			ps = append(ps, p)
+			if sp.stages != nil {
+				// Stages as a step function over their names: a run that
+				// never left its first stage reads so, not as a flat 0.
+				pn.p.Y.Tick.Marker = namedTicks(sp.stages)
+				pn.p.Y.Min, pn.p.Y.Max = -0.3, float64(len(sp.stages)-1)+0.3
+				pn.legend = slices.DeleteFunc(pn.legend, func(e legendEntry) bool { return e.text == sp.names[0] })
+			}
+			ps = append(ps, pn)
 		}
 		if len(ps) == 0 {
 			return nil
@@ -383,37 +407,74 @@ func writeRunFigures(ctx context.Context, dir string, d *runData, s *RunSummary)
 		figs = append(figs, base)
 		return nil
 	}
-	rewards := []string{"reward/total"}
-	for _, c := range []string{"final", "coherence", "curiosity", "penalty"} {
-		rewards = append(rewards, "reward/"+c+"/raw")
+	var parts []string
+	for _, c := range []string{"final", "coherence", "curiosity", "penalty", "cost"} {
+		parts = append(parts, "reward/"+c+"/raw")
 	}
-	if err := emit(FigRunRewards, panel{"Reward parts (batch mean, raw)", "reward", telemetry.PhaseRFT, rewards, true}); err != nil {
+	// The components as computed, then what GRPO receives: the z-scored
+	// components weighted by the stage, plus penalty and cost (another scale).
+	if err := emit(FigRunRewards,
+		figSpec{title: "Reward parts (batch mean, raw)", ylabel: "reward", phase: telemetry.PhaseRFT, names: parts, marks: true},
+		figSpec{title: "Reward GRPO receives (Σ w·z + penalty + cost, batch mean)", ylabel: "reward", phase: telemetry.PhaseRFT, names: []string{"reward/total"}, marks: true},
+	); err != nil {
 		return nil, err
 	}
-	if err := emit(FigRunKPIs, panel{"KPIs (moving averages)", "value", telemetry.PhaseRFT, metricNames(d.points, telemetry.PhaseRFT, isKPI), true}); err != nil {
+	if err := emit(FigRunKPIs, figSpec{title: "KPIs (moving averages)", ylabel: "value", phase: telemetry.PhaseRFT, names: metricNames(d.points, telemetry.PhaseRFT, isKPI), marks: true}); err != nil {
 		return nil, err
 	}
 	if err := emit(FigRunDynamics,
-		panel{"KL to the reference policy", "KL", telemetry.PhaseRFT, []string{"policy/kl"}, true},
-		panel{"GRPO filter rate (share of samples kept)", "share", telemetry.PhaseRFT, []string{"grpo/filter_rate"}, true},
-		panel{"Trajectory length", "actions", telemetry.PhaseRFT, []string{"behavior/traj_len_mean"}, true},
+		figSpec{title: "KL to the reference policy", ylabel: "KL", phase: telemetry.PhaseRFT, names: []string{"policy/kl"}, marks: true},
+		figSpec{title: "GRPO filter rate (share of samples kept)", ylabel: "share", phase: telemetry.PhaseRFT, names: []string{"grpo/filter_rate"}, marks: true},
+		figSpec{title: "Trajectory length", ylabel: "actions", phase: telemetry.PhaseRFT, names: []string{"behavior/traj_len_mean"}, marks: true},
 	); err != nil {
 		return nil, err
 	}
-	if err := emit(FigRunCurriculum, panel{"Reward curriculum stage (0 = first)", "stage", telemetry.PhaseRFT, []string{"curriculum/stage"}, true}); err != nil {
+	if err := emit(FigRunCurriculum, figSpec{title: "Reward curriculum stage", ylabel: "stage", phase: telemetry.PhaseRFT,
+		names: []string{"curriculum/stage"}, marks: true, stages: stageNames(d.config, false, d.points, "curriculum/stage")}); err != nil {
 		return nil, err
 	}
 	if err := emit(FigRunSFT,
-		panel{"SFT loss", "cross-entropy", telemetry.PhaseSFT, []string{"sft/loss"}, false},
-		panel{"SFT accuracy and validation", "share", telemetry.PhaseSFT, []string{"sft/accuracy", "val/all/greedy"}, false},
-		panel{"Data curriculum stage", "stage", telemetry.PhaseSFT, []string{"data_curriculum/stage"}, false},
+		figSpec{title: "SFT loss", ylabel: "cross-entropy", phase: telemetry.PhaseSFT, names: []string{"sft/loss"}},
+		figSpec{title: "SFT accuracy and validation", ylabel: "share", phase: telemetry.PhaseSFT, names: []string{"sft/accuracy", "val/all/greedy"}},
+		figSpec{title: "Data curriculum stage", ylabel: "mix", phase: telemetry.PhaseSFT, names: []string{"data_curriculum/stage"},
+			stages: stageNames(d.config, true, d.points, "data_curriculum/stage")},
 	); err != nil {
 		return nil, err
 	}
-	if err := emit(FigRunVal, panel{"RFT validation", "share of tasks", telemetry.PhaseRFT, []string{"val/all/greedy", "val/all/pass@1", d.passAtN("val/all/")}, true}); err != nil {
+	if err := emit(FigRunVal, figSpec{title: "RFT validation", ylabel: "share of tasks", phase: telemetry.PhaseRFT,
+		names: []string{"val/all/greedy", "val/all/pass@1", d.passAtN("val/all/")}, marks: true}); err != nil {
 		return nil, err
 	}
 	return figs, nil
+}
+
+// stageNames are a curriculum's stage names from the run's config (the data
+// curriculum's mixes, or the reward curriculum's stages); without a config,
+// numbers up to the highest stage recorded.
+func stageNames(cfg *configs.Config, data bool, ps []telemetry.Point, metric string) []string {
+	if cfg != nil {
+		if data && cfg.SFT.Curriculum.Enabled {
+			return slices.Clone(cfg.SFT.Curriculum.Stages)
+		}
+		if !data {
+			out := make([]string, len(cfg.Curriculum.Stages))
+			for i, st := range cfg.Curriculum.Stages {
+				out[i] = st.Name
+			}
+			return out
+		}
+	}
+	top := 0.0
+	for _, p := range ps {
+		if v, ok := p.Metrics[metric]; ok && !math.IsNaN(v) {
+			top = math.Max(top, v)
+		}
+	}
+	out := make([]string, int(top)+1)
+	for i := range out {
+		out[i] = fmt.Sprintf("stage %d", i+1)
+	}
+	return out
 }
 
 // RunMarkdown is the run section of report.md.

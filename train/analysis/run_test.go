@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -80,5 +82,87 @@ func TestSummarizeRefusesGarbageMetrics(t *testing.T) {
 	s, err := SummarizeRun(dir)
 	if err != nil || s.SkippedLines != 4 || !strings.Contains(RunMarkdown(s), "4 lines of `metrics.jsonl`") {
 		t.Fatalf("summary %+v, %v", s, err)
+	}
+}
+
+// Several runs: their curves overlaid per phase-local step, a table of their
+// results, names that tell them apart.
+func TestAnalyzeRuns(t *testing.T) {
+	root := t.TempDir()
+	var dirs []string
+	for i, arm := range []string{"baseline", "curiosity"} {
+		dir := filepath.Join(root, "runs", arm, "seed-1")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for s := 1; s <= 30; s++ {
+			fmt.Fprintf(&b, `{"step":%d,"phase":"sft","time":"t","m":{"sft/loss":%g}}`+"\n", s, 2.0/float64(s))
+		}
+		for s := 31; s <= 60; s++ {
+			fmt.Fprintf(&b, `{"step":%d,"phase":"rft","time":"t","m":{"kpi/success_rate_ma100":%g,"policy/kl":0.01,"val/all/pass@8":0.5}}`+"\n", s, 0.3+0.01*float64(i*s))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	out := t.TempDir()
+	c, err := AnalyzeRuns(dirs, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Runs) != 2 || c.Runs[0].Name != "baseline/seed-1" || c.Runs[1].Name != "curiosity/seed-1" {
+		t.Fatalf("runs %+v", c.Runs)
+	}
+	report, err := os.ReadFile(filepath.Join(out, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| curiosity/seed-1 | running or stopped | 30 | 30 | 0.900 |", "compare_rft.png", "compare_sft.png"} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	decodePNG(t, filepath.Join(out, FiguresDir, FigCompareRFT+".png"))
+	checkSVG(t, filepath.Join(out, FiguresDir, FigCompareSFT+".svg"))
+	// Phase-local steps: both runs' RFT starts at step 1.
+	xs, ss := overlay([]string{"a", "b"}, []*runData{mustRead(t, dirs[0]), mustRead(t, dirs[1])}, compareSpec{metric: "policy/kl", phase: "rft"})
+	if len(xs) != 30 || xs[0] != 1 || len(ss) != 2 {
+		t.Fatalf("overlay x %v…, %d series", xs[:1], len(ss))
+	}
+}
+
+func mustRead(t *testing.T, dir string) *runData {
+	t.Helper()
+	d, err := readRun(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A series that equals another is drawn dashed over it and named so; a
+// sparse one gets markers; step ticks are whole numbers.
+func TestLinesReadably(t *testing.T) {
+	xs := []float64{325, 326, 327, 328}
+	same := []float64{0.5, 0.6, 0.7, 0.8}
+	pn, err := lines("t", "step", "y", xs, []series{{"success", same}, {"final", append([]float64{}, same...)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pn.legend) != 2 || pn.legend[1].text != "final (= success)" {
+		t.Fatalf("legend %+v", pn.legend)
+	}
+	for _, tk := range (intTicks{}).Ticks(325, 328) {
+		if tk.Label != "" && strings.Contains(tk.Label, ".") {
+			t.Fatalf("tick %q", tk.Label)
+		}
+	}
+	if ticks := (namedTicks{"Goal", "Coherence"}).Ticks(-0.3, 1.3); len(ticks) != 2 || ticks[1].Label != "2 Coherence" {
+		t.Fatalf("named ticks %+v", ticks)
+	}
+	if got := shortNames([]string{"x/runs/a/seed-1", "x/runs/b/seed-1", "y/c"}); got[0] != "a/seed-1" || got[2] != "runs/c" && got[2] != "y/c" {
+		t.Fatalf("short names %v", got)
 	}
 }

@@ -136,7 +136,7 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 		p, err := groupedBars("Greedy trajectory length", "trajectories", cats, ss)
 		if err == nil {
 			p.X.Label.Text = "actions (ANSWER included)"
-			err = save(filepath.Join(dir, FigLength), w, h, p)
+			err = save(filepath.Join(dir, FigLength), w, h, &panel{p: p})
 		}
 		if err := add(FigLength, "Trajectory length distribution (greedy)", err); err != nil {
 			return nil, err
@@ -159,7 +159,7 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 	short := []string{"SEGMENT", "PROPERTIES", "ZOOM", "READ", "TRACK"}
 	p, err := groupedBars("Tool use (greedy)", "calls per episode", short, ss)
 	if err == nil {
-		err = save(filepath.Join(dir, FigTools), w, h, p)
+		err = save(filepath.Join(dir, FigTools), w, h, &panel{p: p})
 	}
 	if err := add(FigTools, "Tool usage", err); err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 	p, err = groupedBars("Greedy success per task family", "share of tasks solved", shortFam, famSeries(func(g *GroupReport) float64 { return g.Greedy.Success }))
 	if err == nil {
 		p.Y.Max = 1
-		err = save(filepath.Join(dir, FigSuccess), w, h, p)
+		err = save(filepath.Join(dir, FigSuccess), w, h, &panel{p: p})
 	}
 	if err := add(FigSuccess, "Greedy success per family", err); err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 		p, err = groupedBars(fmt.Sprintf("pass@1 per task family (n = %d)", r.Samples), "pass@1", shortFam, famSeries(func(g *GroupReport) float64 { return g.Pass1 }))
 		if err == nil {
 			p.Y.Max = 1
-			err = save(filepath.Join(dir, FigPass1), w, h, p)
+			err = save(filepath.Join(dir, FigPass1), w, h, &panel{p: p})
 		}
 		if err := add(FigPass1, "pass@1 per family", err); err != nil {
 			return nil, err
@@ -216,7 +216,7 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 		}
 		p, err = groupedBars("Tool misuse by kind (greedy)", "share of actions", kinds, ss)
 		if err == nil {
-			err = save(filepath.Join(dir, FigMisuse), w, h, p)
+			err = save(filepath.Join(dir, FigMisuse), w, h, &panel{p: p})
 		}
 		if err := add(FigMisuse, "Misuse by kind", err); err != nil {
 			return nil, err

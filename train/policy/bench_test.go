@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/internal/cputime"
-	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/internal/optim"
+	"github.com/pixelis/pixelis/train/env"
 	G "gorgonia.org/gorgonia"
 )
 

@@ -40,6 +40,20 @@ type Stats struct {
 	Accuracy float64 // share of imitated rows whose argmax is the demonstrated action
 	GradNorm float64
 	Skipped  bool // the gradient was non-finite; the weights were not changed
+	// OpRows and OpHits split Accuracy by the demonstrated action's operation:
+	// imitated rows, and those whose argmax is the demonstrated action.
+	OpRows, OpHits [env.NumOps]int
+}
+
+// OpOf is the operation of an action index of the discrete action space.
+func OpOf(action int) env.Op {
+	switch {
+	case action < env.FirstToolAction:
+		return env.OpSegment
+	case action < env.FirstAnswerAction:
+		return env.OpProperties + env.Op(action-env.FirstToolAction)
+	}
+	return env.OpAnswer
 }
 
 // unlikelihoodEps keeps log(1 − π + ε) finite when π reaches 1.
@@ -147,8 +161,11 @@ func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
 			continue
 		}
 		imitated++
+		op := OpOf(pr.Action)
+		st.OpRows[op]++
 		if policy.Greedy(logits[i*nA:(i+1)*nA]) == pr.Action {
 			hits++
+			st.OpHits[op]++
 		}
 	}
 	if imitated > 0 {

@@ -168,3 +168,18 @@ func TestAvoidedActionLosesProbability(t *testing.T) {
 		t.Fatalf("π(avoided) %v → %v", before, after)
 	}
 }
+
+// OpOf follows the action space's layout: cells, the four tools, answers.
+func TestOpOf(t *testing.T) {
+	cases := map[int]env.Op{
+		0: env.OpSegment, env.NumCells - 1: env.OpSegment,
+		env.FirstToolAction: env.OpProperties, env.FirstToolAction + 1: env.OpZoom,
+		env.FirstToolAction + 2: env.OpReadText, env.FirstToolAction + 3: env.OpTrack,
+		env.FirstAnswerAction: env.OpAnswer, env.NumActions() - 1: env.OpAnswer,
+	}
+	for a, want := range cases {
+		if got := OpOf(a); got != want {
+			t.Errorf("OpOf(%d) = %s, want %s", a, got, want)
+		}
+	}
+}

@@ -10,6 +10,10 @@ import (
 func (s Snapshot) Clone() Snapshot {
 	s.Metrics = maps.Clone(s.Metrics)
 	s.Curriculum = s.Curriculum.Clone()
+	if s.Process != nil {
+		p := *s.Process
+		s.Process = &p
+	}
 	if s.Samples != nil {
 		samples := make([]Sample, len(s.Samples))
 		for i, x := range s.Samples {
@@ -27,6 +31,7 @@ func (c Curriculum) Clone() Curriculum {
 		for i, st := range c.Stages {
 			st.Weights = maps.Clone(st.Weights)
 			st.Exit = slices.Clone(st.Exit)
+			st.Pool = maps.Clone(st.Pool)
 			stages[i] = st
 		}
 		c.Stages = stages

@@ -34,6 +34,11 @@ type SampleLine struct {
 // publishes rarely: a crash loses at most this much of metrics.jsonl.
 const flushEvery = time.Second
 
+// statusEvery bounds how often status.json is replaced while the run's state
+// and phase stay the same: a trainer publishes after every step, and an
+// attached viewer reads the file a few times a second at most.
+const statusEvery = 200 * time.Millisecond
+
 // Recorder is the Sink that keeps a run on disk: every point in metrics.jsonl, every
 // event in events.jsonl, the sampled trajectories in samples.jsonl and the newest
 // snapshot in status.json. Writes are buffered and flushed on every Publish and Emit,
@@ -49,6 +54,9 @@ type Recorder struct {
 	buf       []byte
 	lastFlush time.Time
 	last      sampleMark // the newest sample batch written
+	status    *Snapshot  // published but not yet in status.json (throttled)
+	statusAt  time.Time  // when status.json was last replaced
+	statusKey [2]string  // the state and phase it holds
 	err       error
 	closed    bool
 
@@ -204,6 +212,9 @@ func (r *Recorder) Record(p Point) {
 	if now.Sub(r.lastFlush) >= flushEvery {
 		r.flushLocked()
 	}
+	if r.status != nil && r.err == nil && now.Sub(r.statusAt) >= statusEvery {
+		r.writeStatus(*r.status) // a throttled snapshot, before the run moves on
+	}
 }
 
 // Emit appends e to events.jsonl and flushes it: events are rare, and the last ones
@@ -270,6 +281,20 @@ func (r *Recorder) Publish(s Snapshot) {
 	if r.err != nil {
 		return
 	}
+	// A change of state or phase is written at once (a pause, the end of the
+	// run); a run of steps in the same state at most every statusEvery.
+	key := [2]string{string(s.State), string(s.Phase)}
+	if key == r.statusKey && time.Since(r.statusAt) < statusEvery {
+		c := s.Clone()
+		r.status = &c
+		return
+	}
+	r.writeStatus(s)
+}
+
+// writeStatus replaces status.json with s.
+func (r *Recorder) writeStatus(s Snapshot) {
+	r.status = nil
 	b, err := json.Marshal(s)
 	if err != nil {
 		r.fail(err)
@@ -277,7 +302,9 @@ func (r *Recorder) Publish(s Snapshot) {
 	}
 	if err := writeFileAtomic(filepath.Join(r.dir, StatusFile), b, false); err != nil {
 		r.fail(err)
+		return
 	}
+	r.statusAt, r.statusKey = time.Now(), [2]string{string(s.State), string(s.Phase)}
 }
 
 // Flush writes buffered lines to the files.
@@ -286,6 +313,9 @@ func (r *Recorder) Flush() error {
 	defer r.unlockNotify()
 	if r.active() {
 		r.flushLocked()
+		if r.status != nil && r.err == nil {
+			r.writeStatus(*r.status)
+		}
 	}
 	return r.err
 }
@@ -311,6 +341,9 @@ func (r *Recorder) Close() error {
 	}
 	if r.err == nil {
 		r.flushLocked()
+		if r.status != nil && r.err == nil {
+			r.writeStatus(*r.status)
+		}
 	}
 	for _, af := range []*appendFile{r.metrics, r.events, r.samples} {
 		if err := af.f.Close(); err != nil {

@@ -80,16 +80,23 @@ func TestRecorderWritesRunFiles(t *testing.T) {
 		t.Errorf("samples.jsonl holds %v, want [2a 2b 4c]", qs)
 	}
 
-	b, err := os.ReadFile(filepath.Join(dir, StatusFile))
-	if err != nil {
+	// status.json is replaced at most every statusEvery while the state holds:
+	// the first snapshot is there, the later ones wait for the next write.
+	if st := readStatus(t, dir); st.Step != 2 {
+		t.Errorf("status.json right after three publications holds step %d, want 2", st.Step)
+	}
+	if err := r.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	var st Snapshot
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	if st.Step != 4 || st.State != StateRunning || len(st.Samples) != 2 || st.Samples[1].Question != "c" {
+	if st := readStatus(t, dir); st.Step != 4 || st.State != StateRunning || len(st.Samples) != 2 || st.Samples[1].Question != "c" {
 		t.Errorf("status.json = %+v", st)
+	}
+	// A change of state is written at once.
+	paused := snap
+	paused.State = StatePaused
+	r.Publish(paused)
+	if st := readStatus(t, dir); st.State != StatePaused {
+		t.Errorf("status.json after a pause holds state %s", st.State)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
@@ -318,4 +325,17 @@ func TestRecorderReportsFirstFailure(t *testing.T) {
 	if err := r.Close(); err == nil {
 		t.Error("Close hid the failure")
 	}
+}
+
+func readStatus(t *testing.T, dir string) Snapshot {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, StatusFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st Snapshot
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

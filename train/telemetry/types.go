@@ -27,7 +27,16 @@ const (
 	StateEvaluating    State = "evaluating"
 	StateDone          State = "done"
 	StateFailed        State = "failed"
+	// StateStopped: ended on request (q, SIGINT, SIGTERM, a stop command)
+	// before its last step; `pixelis resume` continues it.
+	StateStopped State = "stopped"
 )
+
+// Ended reports whether a run in state s has ended (done, stopped or failed):
+// it takes no more commands.
+func (s State) Ended() bool {
+	return s == StateDone || s == StateStopped || s == StateFailed
+}
 
 // Snapshot is everything a viewer needs to draw one frame, published after a step.
 // Metrics uses the slash-namespaced names of DESIGN.md ("reward/total", "kpi/success_rate_ma100",
@@ -43,6 +52,22 @@ type Snapshot struct {
 	Metrics    map[string]float64 `json:"m"`
 	Curriculum Curriculum         `json:"curriculum"`
 	Samples    []Sample           `json:"samples,omitempty"`
+	// RunStep is Step on the run-wide axis of metrics.jsonl (Step counts
+	// within the phase): points and snapshots meet on it.
+	RunStep int `json:"run_step,omitempty"`
+	// Started is when the process training the run started it (or resumed it).
+	Started time.Time `json:"started,omitzero"`
+	// Process is the training process's resource use, nil when not measured.
+	Process *Process `json:"process,omitempty"`
+}
+
+// Process is what the process training a run uses, measured when a snapshot is
+// published.
+type Process struct {
+	PID        int     `json:"pid"`
+	CPUSeconds float64 `json:"cpu_s"`       // user + system CPU time since the process started
+	CPUPercent float64 `json:"cpu_percent"` // over the last second or so: 200 is two cores busy
+	RSSBytes   uint64  `json:"rss_bytes"`   // resident memory
 }
 
 // Curriculum describes the active curriculum: the reward-stage curriculum in RFT,
@@ -62,14 +87,18 @@ type Stage struct {
 	Weights   map[string]float64 `json:"weights,omitempty"` // reward component weights
 	Exit      []string           `json:"exit,omitempty"`    // exit conditions, human-readable
 	EnteredAt int                `json:"entered_at"`        // step, -1 when never entered
+	// Pool is a data-curriculum stage's training pool: pairs per difficulty bucket.
+	Pool map[string]int `json:"pool,omitempty"`
 }
 
 // Condition is the live state of one exit condition.
 type Condition struct {
-	Desc   string  `json:"desc"` // "success_rate_ma100 > 0.70"
-	Value  float64 `json:"value"`
-	Target float64 `json:"target"`
-	Met    bool    `json:"met"`
+	Desc    string  `json:"desc"`              // "success_rate_ma100 0.62 / > 0.7"
+	Subject string  `json:"subject,omitempty"` // what is measured: "success_rate_ma100", "slope(coherence_ma100, last 5)"
+	Op      string  `json:"op,omitempty"`      // how Value meets Target: ">", "<", "≥"
+	Value   float64 `json:"value"`
+	Target  float64 `json:"target"`
+	Met     bool    `json:"met"`
 }
 
 // Transition is a curriculum advance or rollback.
@@ -93,6 +122,10 @@ type Sample struct {
 	Reward      float64      `json:"reward"`
 	Steps       []SampleStep `json:"steps"`
 	Thumb       Thumbnail    `json:"thumb"`
+	// ViewSize and SourceSize say which space the steps' coordinates are in:
+	// points in the agent's ViewSize² view, boxes in the SourceSize² frame.
+	ViewSize   int `json:"view_size,omitempty"`
+	SourceSize int `json:"source_size,omitempty"`
 }
 
 // SampleStep is one operation of a Sample with its per-step reward attribution.
@@ -151,4 +184,7 @@ const (
 // Command is sent to the run; it is applied between steps and acknowledged by an Event.
 type Command struct {
 	Kind CommandKind `json:"kind"`
+	// NoCheckpoint makes a stop end the run without saving first: it resumes
+	// from its last checkpoint.
+	NoCheckpoint bool `json:"no_checkpoint,omitempty"`
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The views drawn over the panes, driven as a person would in a 120×40 tmux
+// pane: the event log with its search, the run and its config, every metric,
+// the charts zoomed into history; then NO_COLOR at 80×24.
+func TestConsoleViewsEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	s := newTmux(t, killOnCleanup(t, append([]string{bin, "run", "--run-dir", dir}, longSmoke...))+"; sleep 60")
+	s.waitScreen("rft phase", "pixelis · rft", "Sample trajectory")
+
+	s.keys("v")
+	s.waitScreen("event log", "Event log · ", "f kind")
+	s.keys("/")
+	s.keys("-l", "checkpoint")
+	s.keys("Enter")
+	s.waitScreen("search", `"checkpoint":`, "matches")
+	s.keys("f")
+	s.waitScreen("kind filter", "· curriculum")
+	s.keys("Escape")
+	time.Sleep(300 * time.Millisecond)
+	s.keys("Escape")
+	s.waitScreen("log closed", "Tools", "Reward")
+
+	s.keys("i")
+	s.waitScreen("run and config", "Run and config", "Effective config", "[run]", "Process    pid")
+	s.keys("Escape")
+	s.waitScreen("info closed", "Tools")
+
+	s.keys("a")
+	s.waitScreen("all metrics", "All metrics · ")
+	s.keys("/")
+	s.keys("-l", "timing")
+	s.waitScreen("metrics filter", `matching "timing"`, "timing_s/rollout")
+	s.keys("Enter")
+	time.Sleep(300 * time.Millisecond)
+	s.keys("Escape")
+	time.Sleep(300 * time.Millisecond)
+	s.keys("Escape")
+	s.waitScreen("metrics closed", "Tools")
+
+	s.keys("+")
+	s.waitScreen("zoomed", "KPIs · overview 1/6 · steps ")
+	s.keys("0")
+
+	s.run("resize-window", "-t", "e2e", "-x", "80", "-y", "24")
+	s.waitScreen("80×24", "KPIs", "Events", "q stop")
+	s.keys("q")
+	s.waitScreen("stop question", "stop the run? (y/n/esc)")
+	s.keys("n")
+	waitFile(t, "stopped", filepath.Join(dir, "status.json"), `"state":"stopped"`)
+}
+
+// NO_COLOR: no escape code reaches the terminal, and the frame still says
+// everything (markers, the focused pane's heavy border).
+func TestConsoleNoColorEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	raw := filepath.Join(t.TempDir(), "raw")
+	s := newTmux(t, "NO_COLOR=1 "+killOnCleanup(t, append([]string{bin, "run", "--run-dir", dir}, longSmoke...))+"; sleep 60")
+	s.run("pipe-pane", "-t", "e2e", "-o", "cat >> "+raw)
+	s.waitScreen("rft phase", "pixelis · rft", "┏ Sample trajectory")
+	time.Sleep(time.Second)
+	b, _ := os.ReadFile(raw)
+	// A colour is an SGR sequence (…m) setting a foreground or background.
+	colour := regexp.MustCompile(`\x1b\[(?:[0-9]*;)*(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9]*)*m`)
+	if loc := colour.FindIndex(b); loc != nil {
+		t.Fatalf("NO_COLOR output has a colour code: %q", b[max(0, loc[0]-20):min(len(b), loc[1]+20)])
+	}
+	if len(b) < 1000 {
+		t.Fatalf("the console wrote %d bytes", len(b))
+	}
+}
+
+// pixelis attach on several runs (and on an experiment's directory) compares
+// them; enter shows one alone, q there comes back, q again leaves.
+func TestAttachCompareEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	root := t.TempDir()
+	for i, seed := range []string{"1", "2"} {
+		dir := filepath.Join(root, "runs", "arm", "seed-"+seed)
+		out, err := exec.Command(bin, "run", "--no-tui", "--config", "smoke", "--run-dir", dir, "--seed", fmt.Sprint(i+3),
+			"--set", "rft.steps=12").CombinedOutput()
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, out)
+		}
+	}
+	s := newTmux(t, killOnCleanup(t, []string{bin, "attach", root})+"; echo EXIT $?; sleep 60")
+	s.waitScreen("compare", "pixelis · compare · 2 runs", "arm/seed-1", "arm/seed-2", "Results", "2 done")
+	s.keys("t")
+	s.waitScreen("arms × seeds", "Arms × seeds", "seed 1", "seed 2", "mean (n)")
+	s.keys("Enter")
+	s.waitScreen("run alone", "Reward (batch · MA100)", "[attached · read-only]")
+	s.keys("q")
+	s.waitScreen("back to compare", "pixelis · compare")
+	s.keys("q")
+	s.waitScreen("quit", "EXIT 0")
+}
+
+// pixelis experiment on a terminal: the compare view of its jobs, arms ×
+// seeds filling in as they run; q after the end writes the results.
+func TestExperimentConsoleEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "smoke.toml")
+	if err := os.WriteFile(file, []byte(smokeExperiment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	s := newTmux(t, killOnCleanup(t, []string{bin, "experiment", file, "--out", out})+"; echo EXIT $?; sleep 60")
+	s.waitScreen("experiment console", "pixelis · compare · experiment smoke", "jobs done")
+	s.keys("t")
+	s.waitScreen("arms × seeds", "Arms × seeds", "sft (shared)", "none", "rapr")
+	if !waitFor(120*time.Second, func() bool { return strings.Contains(s.screen(), "experiment ended") }) {
+		t.Fatalf("the experiment did not end:\n%s", s.screen())
+	}
+	s.waitScreen("all done", "6/6 jobs done")
+	s.keys("q")
+	s.waitScreen("results", "results: ", "EXIT 0")
+	if _, err := os.Stat(filepath.Join(out, "results.md")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pixelis watch on the TRL fixture: the reward functions and KPIs, the grid
+// of other metrics, read-only.
+func TestWatchEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	s := newTmux(t, killOnCleanup(t, []string{bin, "watch", "../../train/telemetry/watch/testdata/trl"})+"; echo EXIT $?; sleep 60")
+	s.waitScreen("watch", "[watch · read-only]", "accuracy_reward", "format_reward", "KPIs · overview", "Other metrics")
+	s.keys("c")
+	s.waitScreen("read-only", "a watched run is read-only")
+	s.keys("q")
+	s.waitScreen("quit", "EXIT 0")
+}

@@ -1,0 +1,608 @@
+package tui
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// The compare view shows several runs side by side — the arms and seeds of
+// an experiment, or any runs given to `pixelis attach` — as W&B's workspace
+// and TensorBoard's run selector do: a run list to pick and filter them, the
+// KPI charts of the shown runs overlaid (one colour a run), and a results
+// table, or for an experiment its arms × seeds with each job's state, step
+// and live KPI. Enter opens the selected run's own console; leaving it comes
+// back here. Like Model, it reads only telemetry: each run is a Feed.
+
+// Job is one job of an experiment as the compare view shows it.
+type Job struct {
+	Name        string // "arm/seed-N", "sft/seed-N" for a shared SFT
+	Arm         string // "" for a shared SFT
+	Seed        uint64
+	Dir         string // its run directory
+	State       string // waiting, running, partial, done, failed
+	Phase       string
+	Step, Total int
+	Metrics     map[string]float64 // the experiment's watched metrics, latest
+	Err         string
+}
+
+// CompareRun is one run of the compare view.
+type CompareRun struct {
+	Name string         // as the run list shows it: "arm/seed-1"
+	Dir  string         // its run directory
+	Feed telemetry.Feed // nil: opened with CompareOptions.Open when the directory is there
+}
+
+// CompareOptions configure the compare view.
+type CompareOptions struct {
+	Options        // FPS, History, Color, Mouse, Now; RunDir is shown in the footer
+	Title   string // what is compared: "experiment pixel_reasoner", "3 runs"
+	Runs    []CompareRun
+	// Open opens a run directory's feed: for runs given without one, for the
+	// runs of jobs as they start, and to show a run alone (enter).
+	Open func(dir string) (telemetry.Feed, error)
+	// Config, when set, returns a run directory's config.toml for its own
+	// console's i.
+	Config func(dir string) string
+	// Jobs, when set, delivers an experiment's progress, every job each time;
+	// closed when the experiment ends.
+	Jobs <-chan []Job
+}
+
+// cmpRun is one run: its feed, its metrics (those the view shows), its
+// latest snapshot.
+type cmpRun struct {
+	name, dir string
+	feed      telemetry.Feed
+	metrics   *store
+	snap      *telemetry.Snapshot
+	shown     bool   // drawn in the charts
+	opening   bool   // its feed is being opened
+	err       string // why its feed did not open
+}
+
+// Compare is the compare view's root model.
+type Compare struct {
+	opts    CompareOptions
+	keys    keyMap
+	help    help.Model
+	st      styles
+	profile colorprofile.Profile
+
+	width, height int
+	now           time.Time
+
+	runs     []*cmpRun
+	jobs     []Job
+	jobsOpen bool // an experiment is running: its jobs channel is open
+
+	cursor  int // the selected run, among those the filter lets through
+	input   lineInput
+	filter  string
+	set     int // the KPI set, among the charted phase's sets
+	window  chartView
+	table   int // 0: results; 1: arms × seeds
+	sortCol int // the results table's sort column; 0: as listed
+	focus   int // 0: run list (↑/↓ select), 1: table (↑/↓ scroll)
+	tscroll int
+
+	charts []cmpChart // the shown set's charts, drawn in update
+	win    xrange
+	zoomed bool
+	phase  telemetry.Phase
+
+	detail    *Model // a run shown alone (enter); nil when none
+	detailRun int
+	detailEnd chan struct{}
+
+	ask      bool // the question before stopping an experiment
+	quitting bool
+	userQuit bool
+	status   string
+
+	dirty, scheduled bool
+	done             <-chan struct{}
+	frameGap         time.Duration
+	tick             func(time.Duration, tea.Msg) tea.Cmd
+	frame            string
+}
+
+// cmpChart is one overlaid chart: its label, the range of the values drawn
+// and its lines.
+type cmpChart struct {
+	key    uint64
+	label  string
+	lo, hi float64
+	lines  []string
+	have   bool
+}
+
+type (
+	cmpFeedMsg struct {
+		run int
+		u   telemetry.Update
+	}
+	cmpOpenedMsg struct {
+		run  int
+		feed telemetry.Feed
+		err  error
+	}
+	jobsMsg struct {
+		jobs   []Job
+		closed bool
+	}
+	detailMsg struct {
+		run  int
+		feed telemetry.Feed
+		err  error
+	}
+	detailDoneMsg struct{}
+	cmpFrameMsg   struct{}
+)
+
+// NewCompare returns the compare view. RunCompare starts it; tests drive
+// Update and View.
+func NewCompare(opts CompareOptions) Compare {
+	opts.Options = opts.Options.withDefaults()
+	p := profileFor(opts.Color)
+	st := newStyles(p)
+	h := help.New()
+	h.Styles = st.help
+	h.ShortSeparator = " · "
+	c := Compare{
+		opts: opts, keys: defaultKeys(), help: h, st: st, profile: p,
+		now:      opts.Now(),
+		jobsOpen: opts.Jobs != nil,
+		frameGap: time.Second / time.Duration(opts.FPS),
+		tick: func(d time.Duration, msg tea.Msg) tea.Cmd {
+			return tea.Tick(d, func(time.Time) tea.Msg { return msg })
+		},
+	}
+	for _, r := range opts.Runs {
+		c.addRun(r.Name, r.Dir, r.Feed)
+	}
+	return c
+}
+
+// compareNames are the metrics the view keeps of each run: its charts' and
+// its tables'. A run's other metrics are read again when it is shown alone.
+func compareNames(name string) bool {
+	switch {
+	case strings.HasPrefix(name, "test/") && strings.Contains(name, "/all/"):
+		return true
+	case strings.HasPrefix(name, "val/all/"):
+		return true
+	}
+	for _, sets := range [][]kpiSet{kpiSetsRFT, kpiSetsSFT} {
+		for _, s := range sets {
+			for _, k := range s.items {
+				if slices.Contains(k.metrics, name) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func (c *Compare) addRun(name, dir string, feed telemetry.Feed) int {
+	st := newStore(c.opts.History)
+	st.keep = compareNames
+	c.runs = append(c.runs, &cmpRun{name: name, dir: dir, feed: feed, metrics: st, shown: true})
+	return len(c.runs) - 1
+}
+
+// StopRequested reports whether the user stopped a running experiment.
+func (c Compare) StopRequested() bool { return c.userQuit }
+
+// Init starts waiting on every feed, the jobs and the clock, and opens the
+// runs given without a feed.
+func (c Compare) Init() tea.Cmd {
+	cmds := []tea.Cmd{c.tick(time.Second, clockMsg{}), c.waitJobs()}
+	for i, r := range c.runs {
+		if r.feed != nil {
+			cmds = append(cmds, c.wait(i))
+		}
+	}
+	return tea.Batch(append(cmds, c.openMissing()...)...)
+}
+
+// wait turns run i's next feed update into a message, a frame after it is
+// ready, like Model.wait.
+func (c *Compare) wait(i int) tea.Cmd {
+	feed, done, gap := c.runs[i].feed, c.done, c.frameGap
+	return func() tea.Msg {
+		select {
+		case <-feed.Ready():
+		case <-done:
+			return nil
+		}
+		t := time.NewTimer(gap)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-done:
+			return nil
+		}
+		return cmpFeedMsg{run: i, u: feed.Take()}
+	}
+}
+
+func (c *Compare) waitJobs() tea.Cmd {
+	jobs, done := c.opts.Jobs, c.done
+	if jobs == nil || !c.jobsOpen {
+		return nil
+	}
+	return func() tea.Msg {
+		select {
+		case j, ok := <-jobs:
+			return jobsMsg{jobs: j, closed: !ok}
+		case <-done:
+			return nil
+		}
+	}
+}
+
+// openMissing opens the feeds of runs that have none yet.
+func (c *Compare) openMissing() []tea.Cmd {
+	var cmds []tea.Cmd
+	for i, r := range c.runs {
+		if r.feed != nil || r.opening || c.opts.Open == nil {
+			continue
+		}
+		r.opening = true
+		open, dir := c.opts.Open, r.dir
+		cmds = append(cmds, func() tea.Msg {
+			f, err := open(dir)
+			return cmpOpenedMsg{run: i, feed: f, err: err}
+		})
+	}
+	return cmds
+}
+
+// Update folds a message and, when the state changed, draws the frame. Feed
+// updates are drawn at most once a frame.
+func (c Compare) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd, redraw := c.update(msg)
+	if redraw {
+		c.redraw()
+	}
+	return c, cmd
+}
+
+func (c *Compare) redraw() {
+	c.drawCharts()
+	c.frame = c.render()
+	c.dirty = false
+}
+
+// update routes msg and reports whether to draw now.
+func (c *Compare) update(msg tea.Msg) (tea.Cmd, bool) {
+	c.now = c.opts.Now()
+	// The compare view's own messages, whether or not a run is shown alone.
+	switch msg := msg.(type) {
+	case cmpFeedMsg:
+		c.fold(msg.run, msg.u)
+		return tea.Batch(c.wait(msg.run), c.schedule()), false
+	case cmpOpenedMsg:
+		r := c.runs[msg.run]
+		r.opening = false
+		if msg.err != nil {
+			r.err = msg.err.Error()
+			return nil, c.detail == nil
+		}
+		r.feed, r.err = msg.feed, ""
+		return c.wait(msg.run), false
+	case jobsMsg:
+		cmds := []tea.Cmd{c.schedule()}
+		if msg.closed {
+			c.jobsOpen = false
+		} else {
+			c.jobs = msg.jobs
+			c.syncJobs()
+			cmds = append(cmds, c.waitJobs())
+		}
+		return tea.Batch(append(cmds, c.openMissing()...)...), false
+	case cmpFrameMsg:
+		c.scheduled = false
+		if c.detail != nil || !c.dirty {
+			return nil, false
+		}
+		return nil, true
+	case detailMsg:
+		return c.openDetail(msg), true
+	case detailDoneMsg:
+		c.closeDetail()
+		return nil, true
+	case tea.WindowSizeMsg:
+		c.width, c.height = msg.Width, msg.Height
+		if c.detail != nil {
+			return c.toDetail(msg), false
+		}
+		return nil, true
+	}
+	if c.detail != nil {
+		return c.toDetail(msg), false
+	}
+	switch msg := msg.(type) {
+	case tea.ColorProfileMsg:
+		if c.opts.Color != "auto" || msg.Profile == c.profile {
+			return nil, false
+		}
+		c.profile = msg.Profile
+		c.st = newStyles(msg.Profile)
+		c.help.Styles = c.st.help
+		c.charts = nil
+		return nil, true
+	case clockMsg:
+		return c.tick(time.Second, clockMsg{}), !c.quitting
+	case tea.KeyPressMsg:
+		return c.key(msg), true
+	}
+	return nil, false
+}
+
+// schedule asks for a frame once the current one is due.
+func (c *Compare) schedule() tea.Cmd {
+	c.dirty = true
+	if c.scheduled {
+		return nil
+	}
+	c.scheduled = true
+	return c.tick(c.frameGap, cmpFrameMsg{})
+}
+
+// fold merges one update of run i.
+func (c *Compare) fold(i int, u telemetry.Update) {
+	r := c.runs[i]
+	if u.Reset {
+		r.metrics = newStore(c.opts.History)
+		r.metrics.keep = compareNames
+	}
+	for _, p := range u.Points {
+		r.metrics.addAll(p.Metrics, p.Step, p.Phase)
+	}
+	if s := u.Snapshot; s != nil {
+		snap := *s
+		snap.Samples = nil // the view shows none; a run shown alone reads its own
+		step := snap.Step
+		if snap.RunStep > 0 {
+			step = snap.RunStep
+		}
+		r.metrics.addAll(snap.Metrics, step, snap.Phase)
+		r.snap = &snap
+	}
+}
+
+// syncJobs adds a run for every job whose directory the jobs name and the
+// view does not show yet: an experiment's runs appear as they start.
+func (c *Compare) syncJobs() {
+	for _, j := range c.jobs {
+		if j.Dir == "" || j.State == "waiting" {
+			continue
+		}
+		if slices.ContainsFunc(c.runs, func(r *cmpRun) bool { return r.dir == j.Dir }) {
+			continue
+		}
+		c.addRun(j.Name, j.Dir, nil)
+	}
+}
+
+// visible is the indices of the runs the filter lets through, in order.
+func (c *Compare) visible() []int {
+	var out []int
+	for i, r := range c.runs {
+		if c.filter == "" || containsFold(r.name, c.filter) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// selected is the selected run's index, -1 when the list is empty.
+func (c *Compare) selected() int {
+	vis := c.visible()
+	if len(vis) == 0 {
+		return -1
+	}
+	return vis[clamp(c.cursor, 0, len(vis)-1)]
+}
+
+func (c *Compare) key(msg tea.KeyPressMsg) tea.Cmd {
+	k := c.keys
+	if c.input.on {
+		var r inputResult
+		c.input, r = c.input.key(msg)
+		if r == inputCancelled {
+			c.filter = ""
+		} else {
+			c.filter = c.input.String()
+		}
+		c.cursor = 0
+		return nil
+	}
+	if c.ask {
+		switch {
+		case key.Matches(msg, k.Yes), msg.String() == "ctrl+c":
+			c.quitting, c.userQuit = true, true
+			return tea.Quit
+		case key.Matches(msg, k.No), key.Matches(msg, k.Close):
+			c.ask = false
+		}
+		return nil
+	}
+	switch {
+	case key.Matches(msg, k.Quit):
+		if c.jobsOpen && msg.String() != "ctrl+c" {
+			c.ask = true
+			return nil
+		}
+		c.quitting, c.userQuit = true, c.jobsOpen
+		return tea.Quit
+	case key.Matches(msg, k.Help):
+		c.help.ShowAll = !c.help.ShowAll
+	case key.Matches(msg, k.Search):
+		c.input = lineInput{on: true, text: []rune(c.filter)}
+	case key.Matches(msg, k.Close):
+		c.filter = ""
+	case key.Matches(msg, k.KPISet), key.Matches(msg, k.Right) && c.focus == 0:
+		c.set++
+	case key.Matches(msg, k.Left) && c.focus == 0:
+		c.set--
+	case key.Matches(msg, k.Table):
+		c.table = 1 - c.table
+		c.tscroll = 0
+	case key.Matches(msg, k.Sort):
+		c.sortCol = (c.sortCol + 1) % (len(resultColumns) + 1)
+	case key.Matches(msg, k.NextPane), key.Matches(msg, k.PrevPane):
+		c.focus = 1 - c.focus
+	case key.Matches(msg, k.Toggle):
+		if i := c.selected(); i >= 0 {
+			c.runs[i].shown = !c.runs[i].shown
+		}
+	case key.Matches(msg, k.Open):
+		return c.open()
+	default:
+		if m, ok := chartKey2msg(&k, msg); ok {
+			c.window = c.window.apply(m)
+			return nil
+		}
+		if c.focus == 0 {
+			c.cursor, _ = scrollKey(&k, msg, c.cursor, len(c.visible())-1, 5, false)
+		} else {
+			c.tscroll, _ = scrollKey(&k, msg, c.tscroll, 1<<20, 5, false)
+		}
+	}
+	return nil
+}
+
+// open shows the selected run alone: its own console, over a feed of its
+// own, back here when it quits.
+func (c *Compare) open() tea.Cmd {
+	i := c.selected()
+	if i < 0 || c.opts.Open == nil {
+		return nil
+	}
+	open, dir := c.opts.Open, c.runs[i].dir
+	c.status = "opening " + c.runs[i].name + "…"
+	return func() tea.Msg {
+		f, err := open(dir)
+		return detailMsg{run: i, feed: f, err: err}
+	}
+}
+
+func (c *Compare) openDetail(msg detailMsg) tea.Cmd {
+	c.status = ""
+	if msg.err != nil {
+		c.status = "cannot open " + c.runs[msg.run].name + ": " + msg.err.Error()
+		return nil
+	}
+	r := c.runs[msg.run]
+	opts := c.opts.Options
+	opts.Role, opts.RunDir, opts.Config = RoleAttached, r.dir, ""
+	if c.opts.Config != nil {
+		opts.Config = c.opts.Config(r.dir)
+	}
+	m := New(msg.feed, opts)
+	c.detailEnd = make(chan struct{})
+	m.done = c.detailEnd
+	select {
+	case <-c.done:
+		m.done = c.done // the program is ending (or a test drives it): no waiting
+	default:
+	}
+	m.tick = c.tick
+	c.detail, c.detailRun = &m, msg.run
+	return tea.Batch(c.toDetail(tea.WindowSizeMsg{Width: c.width, Height: c.height}), c.wrap(m.Init()))
+}
+
+func (c *Compare) closeDetail() {
+	if c.detail == nil {
+		return
+	}
+	close(c.detailEnd)
+	if cl, ok := c.detail.feed.(io.Closer); ok {
+		cl.Close()
+	}
+	c.detail = nil
+}
+
+// toDetail gives msg to the run shown alone.
+func (c *Compare) toDetail(msg tea.Msg) tea.Cmd {
+	next, cmd := c.detail.Update(msg)
+	m := next.(Model)
+	c.detail = &m
+	return c.wrap(cmd)
+}
+
+// wrap turns the shown run's quit into a return to the compare view.
+func (c *Compare) wrap(cmd tea.Cmd) tea.Cmd {
+	if cmd == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		switch msg := cmd().(type) {
+		case tea.QuitMsg:
+			return detailDoneMsg{}
+		case tea.BatchMsg:
+			out := make(tea.BatchMsg, len(msg))
+			for i, cm := range msg {
+				out[i] = c.wrap(cm)
+			}
+			return out
+		default:
+			return msg
+		}
+	}
+}
+
+// View returns the frame the latest Update drew.
+func (c Compare) View() tea.View {
+	if c.detail != nil {
+		return c.detail.View()
+	}
+	v := tea.NewView(c.frame)
+	v.AltScreen = true
+	v.WindowTitle = "pixelis · " + c.opts.Title
+	return v
+}
+
+// summary counts runs by state for the header.
+func (c *Compare) summary() string {
+	if len(c.jobs) > 0 {
+		n := map[string]int{}
+		for _, j := range c.jobs {
+			n[j.State]++
+		}
+		parts := []string{fmt.Sprintf("%d/%d jobs done", n["done"], len(c.jobs))}
+		for _, s := range []string{"running", "waiting", "partial", "failed"} {
+			if n[s] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
+			}
+		}
+		return strings.Join(parts, " · ")
+	}
+	n := map[telemetry.State]int{}
+	for _, r := range c.runs {
+		if r.snap != nil {
+			n[r.snap.State]++
+		}
+	}
+	parts := []string{fmt.Sprintf("%d runs", len(c.runs))}
+	for _, s := range []telemetry.State{telemetry.StateRunning, telemetry.StatePaused, telemetry.StateDone, telemetry.StateStopped, telemetry.StateFailed} {
+		if n[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
+		}
+	}
+	return strings.Join(parts, " · ")
+}

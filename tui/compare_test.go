@@ -1,0 +1,320 @@
+package tui
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// cmpHarness drives a Compare as harness drives a Model: synchronously,
+// timers recorded, feed updates sent by the test.
+type cmpHarness struct {
+	t      testing.TB
+	c      Compare
+	timers []tea.Msg
+	quit   bool
+	opened []string
+}
+
+func newCmpHarness(t testing.TB, opts CompareOptions, w, h int) *cmpHarness {
+	t.Helper()
+	hs := &cmpHarness{t: t}
+	if opts.Now == nil {
+		opts.Now = func() time.Time { return fixtureNow }
+	}
+	if opts.Open == nil {
+		opts.Open = func(dir string) (telemetry.Feed, error) {
+			hs.opened = append(hs.opened, dir)
+			return newFakeFeed(true), nil
+		}
+	}
+	c := NewCompare(opts)
+	done := make(chan struct{})
+	close(done)
+	c.done = done
+	c.tick = func(_ time.Duration, msg tea.Msg) tea.Cmd {
+		hs.timers = append(hs.timers, msg)
+		return nil
+	}
+	hs.c = c
+	hs.send(tea.WindowSizeMsg{Width: w, Height: h})
+	return hs
+}
+
+func (hs *cmpHarness) send(msg tea.Msg) {
+	hs.t.Helper()
+	next, cmd := hs.c.Update(msg)
+	hs.c = next.(Compare)
+	hs.run(cmd)
+}
+
+func (hs *cmpHarness) run(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	switch msg := cmd().(type) {
+	case nil:
+	case tea.BatchMsg:
+		for _, c := range msg {
+			hs.run(c)
+		}
+	case tea.QuitMsg:
+		hs.quit = true
+	default:
+		hs.send(msg)
+	}
+}
+
+func (hs *cmpHarness) press(keys ...string) {
+	hs.t.Helper()
+	for _, k := range keys {
+		hs.send(keyMsg(k))
+	}
+}
+
+func (hs *cmpHarness) frame() string { return hs.c.View().Content }
+
+// armRun is run k of the compare fixture: the RFT fixture run to step last,
+// its KPIs shifted by k so that the runs' lines part.
+func armRun(k, last int) []telemetry.Update {
+	ups := rftUpdates(last, 3000)
+	shift := func(m map[string]float64) map[string]float64 {
+		out := make(map[string]float64, len(m))
+		for name, v := range m {
+			switch name {
+			case "kpi/success_rate_ma100", "kpi/reward_final_ma100", "behavior/rapr":
+				v -= 0.06 * float64(k)
+			case "policy/kl":
+				v *= 1 + 0.4*float64(k)
+			}
+			out[name] = v
+		}
+		return out
+	}
+	for i := range ups {
+		for j := range ups[i].Points {
+			ups[i].Points[j].Metrics = shift(ups[i].Points[j].Metrics)
+		}
+		s := *ups[i].Snapshot
+		s.Metrics = shift(s.Metrics)
+		s.Samples = nil
+		ups[i].Snapshot = &s
+	}
+	return ups
+}
+
+// compareFixture is four runs, two arms × two seeds, at different steps.
+func compareFixture(t testing.TB, w, h int, color string) *cmpHarness {
+	t.Helper()
+	names := []string{"baseline/seed-1", "baseline/seed-2", "curiosity/seed-1", "curiosity/seed-2"}
+	var runs []CompareRun
+	for _, n := range names {
+		runs = append(runs, CompareRun{Name: n, Dir: "exp/runs/" + n, Feed: newFakeFeed(true)})
+	}
+	hs := newCmpHarness(t, CompareOptions{Options: Options{Color: color, RunDir: "exp"}, Title: "4 runs", Runs: runs}, w, h)
+	for k := range names {
+		for _, u := range armRun(k, 1240-100*k) {
+			hs.send(cmpFeedMsg{run: k, u: u})
+		}
+	}
+	hs.send(cmpFrameMsg{})
+	return hs
+}
+
+func TestCompareGolden(t *testing.T) {
+	for _, sz := range goldenSizes {
+		w, h := sz[0], sz[1]
+		t.Run(fmt.Sprintf("%dx%d", w, h), func(t *testing.T) {
+			hs := compareFixture(t, w, h, "always")
+			frame := hs.frame()
+			checkGeometry(t, frame, w, h)
+			golden(t, fmt.Sprintf("compare_%dx%d", w, h), plainFrame(frame))
+		})
+	}
+	hs := compareFixture(t, 120, 40, "never")
+	frame := hs.frame()
+	if strings.Contains(frame, "\x1b") {
+		t.Fatal("NO_COLOR compare frame has escape codes")
+	}
+	// Without colour, each line ends in its run's mark, which the list shows.
+	for _, want := range []string{"1■ baseline/seed-1", "4■ curiosity/seed", "KPIs · overview 1/6 · rft steps", "Results"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("NO_COLOR frame lacks %q", want)
+		}
+	}
+	golden(t, "compare_nocolor_120x40", frame)
+}
+
+// The run list: ↓ selects, space hides a run from the charts, / filters.
+func TestCompareKeys(t *testing.T) {
+	hs := compareFixture(t, 120, 40, "never")
+	before := hs.c.charts[0].lines
+	hs.press("down", "space")
+	if hs.c.runs[1].shown || hs.c.selected() != 1 {
+		t.Fatalf("space did not hide the selected run (selected %d)", hs.c.selected())
+	}
+	if reflect.DeepEqual(hs.c.charts[0].lines, before) {
+		t.Fatal("the charts still draw the hidden run")
+	}
+	hs.press("space")
+	hs.press("/")
+	for _, r := range "curio" {
+		hs.press(string(r))
+	}
+	if got := hs.c.visible(); len(got) != 2 || hs.c.runs[got[0]].name != "curiosity/seed-1" {
+		t.Fatalf("filter kept %v", got)
+	}
+	if !strings.Contains(hs.frame(), `2 of 4 match "curio"`) {
+		t.Fatalf("filter not shown:\n%s", hs.frame())
+	}
+	hs.press("enter", "esc")
+	if len(hs.c.visible()) != 4 {
+		t.Fatal("esc did not clear the filter")
+	}
+	// m cycles the overlaid set; o sorts the results; t shows arms × seeds.
+	hs.press("m")
+	if !strings.Contains(hs.frame(), "KPIs · learning 2/6") {
+		t.Fatal("m did not cycle the set")
+	}
+	hs.press("o")
+	if !strings.Contains(hs.frame(), "sorted by success") {
+		t.Fatal("o did not sort")
+	}
+	hs.press("t")
+	f := hs.frame()
+	for _, want := range []string{"Arms × seeds", "baseline", "curiosity", "seed 1", "seed 2", "mean (n)", "(2)"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("arms × seeds lacks %q:\n%s", want, f)
+		}
+	}
+	golden(t, "compare_arms_120x40", f)
+	// + zooms the overlaid charts.
+	hs.press("+")
+	if !strings.Contains(hs.frame(), "rft steps 621–1,240") {
+		t.Fatalf("zoom title:\n%s", strings.Split(hs.frame(), "\n")[1])
+	}
+}
+
+// enter shows the selected run alone, in its own console over a feed of its
+// own; q there comes back to the compare view.
+func TestCompareOpensRun(t *testing.T) {
+	hs := compareFixture(t, 120, 40, "never")
+	hs.press("down", "down", "enter")
+	if len(hs.opened) != 1 || hs.opened[0] != "exp/runs/curiosity/seed-1" || hs.c.detail == nil {
+		t.Fatalf("opened %v, detail %v", hs.opened, hs.c.detail != nil)
+	}
+	for _, u := range armRun(2, 1040) {
+		hs.send(feedMsg(u))
+	}
+	f := hs.frame()
+	if !strings.Contains(f, "Reward (batch · MA100)") || !strings.Contains(f, "[attached]") {
+		t.Fatalf("the run's console:\n%s", f)
+	}
+	hs.press("q")
+	if hs.quit || hs.c.detail != nil {
+		t.Fatalf("q in the run's console: quit %v, detail %v", hs.quit, hs.c.detail != nil)
+	}
+	if !strings.Contains(hs.frame(), "Runs · 4 ") {
+		t.Fatal("not back to the compare view")
+	}
+	hs.press("q")
+	if !hs.quit || hs.c.StopRequested() {
+		t.Fatal("q did not quit the compare view")
+	}
+}
+
+// An experiment: jobs arrive, their runs appear and are opened as they
+// start; quitting while it runs asks first.
+func TestCompareExperiment(t *testing.T) {
+	jobs := make(chan []Job, 4)
+	hs := newCmpHarness(t, CompareOptions{Options: Options{Color: "never"}, Title: "experiment pixel_reasoner", Jobs: jobs}, 120, 40)
+	js := []Job{
+		{Name: "sft/seed-1", Seed: 1, Dir: "x/sft/seed-1", State: "done", Phase: "sft", Step: 2000, Total: 2000},
+		{Name: "no_curiosity/seed-1", Arm: "no_curiosity", Seed: 1, Dir: "x/runs/no_curiosity/seed-1", State: "running", Phase: "rft", Step: 40, Total: 200,
+			Metrics: map[string]float64{"behavior/rapr": 0.4, "kpi/success_rate_ma100": 0.61}},
+		{Name: "rapr_bonus/seed-1", Arm: "rapr_bonus", Seed: 1, Dir: "x/runs/rapr_bonus/seed-1", State: "waiting"},
+		{Name: "rapr_bonus/seed-2", Arm: "rapr_bonus", Seed: 2, Dir: "x/runs/rapr_bonus/seed-2", State: "failed", Err: "exit status 1"},
+	}
+	hs.send(jobsMsg{jobs: js})
+	hs.send(cmpFrameMsg{})
+	if len(hs.c.runs) != 3 || len(hs.opened) != 3 {
+		t.Fatalf("%d runs, opened %v", len(hs.c.runs), hs.opened)
+	}
+	hs.press("t")
+	f := hs.frame()
+	for _, want := range []string{"experiment pixel_reasoner", "1/4 jobs done · 1 running · 1 waiting · 1 failed",
+		"no_curiosity", "▶ 40/200 0.610", "✗", "sft (shared)", "✓ 2,000/2,000"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("frame lacks %q:\n%s", want, f)
+		}
+	}
+	golden(t, "compare_experiment_120x40", f)
+	hs.press("q")
+	if hs.quit || !strings.Contains(hs.frame(), "stop the experiment? (y/n)") {
+		t.Fatalf("q while the experiment runs: quit %v", hs.quit)
+	}
+	hs.press("n")
+	hs.send(jobsMsg{closed: true})
+	hs.send(cmpFrameMsg{})
+	if !strings.Contains(hs.frame(), "experiment ended") {
+		t.Fatal("the end of the experiment is not shown")
+	}
+	hs.press("q")
+	if !hs.quit || hs.c.StopRequested() {
+		t.Fatal("q after the end did not simply quit")
+	}
+	// While it runs, y stops it.
+	running := newCmpHarness(t, CompareOptions{Options: Options{Color: "never"}, Jobs: make(chan []Job)}, 120, 40)
+	running.press("q", "y")
+	if !running.quit || !running.c.StopRequested() {
+		t.Fatal("y did not stop the experiment")
+	}
+}
+
+// BenchmarkCompare draws the compare view of 8 runs with 10,000 points in
+// every series at 200×60: a frame whose charts are all drawn again (new
+// points in every run) and one that only lays them out.
+func BenchmarkCompare(b *testing.B) {
+	var runs []CompareRun
+	for k := range 8 {
+		runs = append(runs, CompareRun{Name: fmt.Sprintf("arm%d/seed-%d", k/2, k%2+1), Dir: fmt.Sprint(k), Feed: newFakeFeed(true)})
+	}
+	hs := newCmpHarness(b, CompareOptions{Options: Options{Color: "always", History: 10000}, Runs: runs}, 200, 60)
+	for k := range 8 {
+		for _, u := range armRun(k, 10000) {
+			hs.send(cmpFeedMsg{run: k, u: u})
+		}
+	}
+	hs.send(cmpFrameMsg{})
+	if s := hs.c.runs[7].metrics.get("policy/kl"); s.vals.len() != 10000 {
+		b.Fatalf("%d points", s.vals.len())
+	}
+	for _, cold := range []bool{false, true} {
+		name := "200x60"
+		if cold {
+			name += "/charts-changed"
+		}
+		b.Run(name, func(b *testing.B) {
+			c := hs.c
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for b.Loop() {
+				if cold {
+					c.charts = nil
+				}
+				c.drawCharts()
+				_ = c.render()
+			}
+			reportFrame(b, cpu0)
+		})
+	}
+}
+
+var _ = ansi.Strip
