@@ -266,9 +266,10 @@ type RFT struct {
 // the policy with a clipped value loss over the same epochs and minibatches (rft.epochs,
 // rft.minibatches), on every action of the step's fresh rollouts.
 type Critic struct {
-	// Network is "trunk" (the SFT policy's frozen cell encoder and trunk with adapters of the
-	// critic's own and a linear value head) or "mlp" (a small network of its own, trained from
-	// scratch). Default "trunk".
+	// Network is "mlp" (a small network of its own, trained from scratch) or "trunk" (the SFT
+	// policy's frozen cell encoder and trunk with adapters of the critic's own and a linear value
+	// head). The two explained the returns alike and the mlp costs half the time
+	// (docs/estimators.md). Default "mlp".
 	Network string `toml:"network"`
 	// Hidden are the widths of the "mlp" network's ReLU layers. Default [64, 64].
 	Hidden []int `toml:"hidden"`
@@ -278,7 +279,7 @@ type Critic struct {
 	LoRARank int `toml:"lora_rank"`
 	// LoRAAlpha sets the "trunk" adapters' scale alpha/rank, > 0. Default 16.
 	LoRAAlpha float64 `toml:"lora_alpha"`
-	// LR is the critic's Adam learning rate (constant), > 0. Default 0.001.
+	// LR is the critic's Adam learning rate (constant), > 0. Default 0.003.
 	LR float64 `toml:"lr"`
 	// ClipValue is ε_v of the clipped value loss, 0.5·max((V − R)², (clip(V, V_old ± ε_v) − R)²);
 	// 0 trains on (V − R)² alone. Default 0.5.

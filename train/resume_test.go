@@ -58,7 +58,8 @@ func TestResumeIsExact(t *testing.T) {
 		testResumeIsExact(t, cfg, []int{7, cfg.SFT.Steps, cfg.SFT.Steps + 2, cfg.SFT.Steps + 4})
 	})
 	t.Run("ppo", func(t *testing.T) {
-		cfg := smoke(t, "run.workers=2", "rft.estimator=ppo", "rft.critic.warmup_steps=2")
+		// the trunk network here, the default one in cmd/pixelis's kill test
+		cfg := smoke(t, "run.workers=2", "rft.estimator=ppo", "rft.critic.network=trunk", "rft.critic.warmup_steps=2")
 		testResumeIsExact(t, cfg, []int{cfg.SFT.Steps + 1, cfg.SFT.Steps + 2, cfg.SFT.Steps + 4})
 	})
 }
