@@ -223,9 +223,11 @@ type RFT struct {
 	// LossAgg is how token losses are aggregated: "token-mean", "seq-mean-token-mean",
 	// "seq-mean-token-sum" or "dr-grpo". Default "token-mean".
 	LossAgg string `toml:"loss_agg"`
-	// ScaleRewards divides advantages by the reward std of the "group", the "batch", or "none". Default "group".
+	// ScaleRewards divides the advantages of estimator "grpo" by the reward std of the "group", the
+	// "batch", or "none" (reinforce++ and ppo whiten theirs over the batch). Default "group".
 	ScaleRewards string `toml:"scale_rewards"`
-	// Advantage is the baseline: "grpo" (group mean) or "rloo" (leave-one-out mean). Default "grpo".
+	// Advantage is the baseline of estimator "grpo": "grpo" (group mean) or "rloo" (leave-one-out
+	// mean); "rloo" with another estimator is an error. Default "grpo".
 	Advantage string `toml:"advantage"`
 	// FilterThreshold drops samples whose |advantage| is at most this from the update, >= 0. Default 0.001.
 	FilterThreshold float64 `toml:"filter_threshold"`
@@ -255,6 +257,48 @@ type RFT struct {
 	ValSamples int `toml:"val_samples"`
 	// Init is the checkpoint RFT starts from; "" uses the run's own SFT checkpoint. Default "".
 	Init string `toml:"init"`
+	// Estimator is how a step's rewards become advantages: "grpo" (group-relative, with the
+	// baseline rft.advantage and the scale rft.scale_rewards; RLOO is advantage = "rloo"),
+	// "reinforce++" (discounted returns whitened over the batch: a batch-mean baseline) or "ppo"
+	// (GAE over the value function of [rft.critic]). Default "grpo".
+	Estimator string `toml:"estimator"`
+	// Gamma is the discount γ per action of the reinforce++ and ppo returns, in (0, 1]. Default 1.
+	Gamma float64 `toml:"gamma"`
+	// GAELambda is λ of ppo's generalised advantage estimation, in [0, 1]: 1 is the Monte Carlo
+	// return minus V(s), 0 the one-step TD error. Default 0.95.
+	GAELambda float64 `toml:"gae_lambda"`
+	// Critic is [rft.critic]: the value function of estimator "ppo".
+	Critic Critic `toml:"critic"`
+}
+
+// Critic is the [rft.critic] section: the value function V(s) of estimator "ppo", trained beside
+// the policy with a clipped value loss over the same epochs and minibatches (rft.epochs,
+// rft.minibatches), on every action of the step's fresh rollouts.
+type Critic struct {
+	// Network is "mlp" (a small network of its own, trained from scratch) or "trunk" (the SFT
+	// policy's frozen cell encoder and trunk with adapters of the critic's own and a linear value
+	// head). The two explained the returns alike and the mlp costs half the time
+	// (docs/estimators.md). Default "mlp".
+	Network string `toml:"network"`
+	// Hidden are the widths of the "mlp" network's ReLU layers. Default [64, 64].
+	Hidden []int `toml:"hidden"`
+	// CellEmbed is the width of the "mlp" network's cell encoder, pooled as the policy's is. Default 16.
+	CellEmbed int `toml:"cell_embed"`
+	// LoRARank is the rank of the "trunk" network's adapters, >= 1. Default 8.
+	LoRARank int `toml:"lora_rank"`
+	// LoRAAlpha sets the "trunk" adapters' scale alpha/rank, > 0. Default 16.
+	LoRAAlpha float64 `toml:"lora_alpha"`
+	// LR is the critic's Adam learning rate (constant), > 0. Default 0.003.
+	LR float64 `toml:"lr"`
+	// ClipValue is ε_v of the clipped value loss, 0.5·max((V − R)², (clip(V, V_old ± ε_v) − R)²);
+	// 0 trains on (V − R)² alone. Default 0.5.
+	ClipValue float64 `toml:"clip_value"`
+	// WarmupSteps is the number of first RFT steps that train only the critic, >= 0: the policy
+	// takes no step until its advantages come from a value function that has seen some returns.
+	// Default 5.
+	WarmupSteps int `toml:"warmup_steps"`
+	// GradClip is the critic's global gradient-norm clip; 0 disables clipping. Default 1.
+	GradClip float64 `toml:"grad_clip"`
 }
 
 // Reward is the [reward] section: the multi-part reward and its normalization.

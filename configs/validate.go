@@ -39,6 +39,7 @@ func (cfg *Config) Validate() error {
 	c.policy(&cfg.Policy)
 	c.sft(&cfg.SFT, &cfg.Data)
 	c.rft(&cfg.RFT, &cfg.Data)
+	c.estimator(&cfg.RFT)
 	c.reward(&cfg.Reward)
 	c.curriculum(&cfg.Curriculum)
 	c.eval(&cfg.Eval, &cfg.Data)

@@ -14,7 +14,8 @@
 // the reward curriculum sets, and the clip. Compute returns a Breakdown with
 // every component's raw and normalised value and a per-step attribution, which
 // Metrics condenses into the logged metric names (reward/total,
-// reward/<component>/raw, reward/<component>/norm, curiosity/…).
+// reward/<component>/raw, reward/<component>/norm, curiosity/…), and the total
+// spread over the steps for estimators that discount per step (step_reward.go).
 //
 // Every Component returns a Score per trajectory: Value is the trajectory-level
 // raw reward and PerStep attributes it to steps so that Σ PerStep = Value.

@@ -146,6 +146,20 @@ func (nz *Normalizer) Z(name string, x float64) float64 {
 	return (x - mean) / (math.Sqrt(v) + normEps)
 }
 
+// Affine is the map Z applies to name's values under the current statistics,
+// as z = scale·x + shift.
+func (nz *Normalizer) Affine(name string) (scale, shift float64) {
+	if nz.cfg.Disabled {
+		return 1, 0
+	}
+	n, mean, v := nz.Stats(name)
+	if n < nz.cfg.WarmUp || n == 0 {
+		return 1, -mean
+	}
+	scale = 1 / (math.Sqrt(v) + normEps)
+	return scale, -mean * scale
+}
+
 // Normalize adds a batch's raw values to name's window, then returns their
 // z-scores under the updated statistics (so a batch is measured against
 // statistics that include it, and the first batch is not divided by zero).

@@ -108,6 +108,9 @@ type TrajReward struct {
 	// ("coh +0.20"); the normaliser's shift and scale are trajectory-level and
 	// are not attributed to steps.
 	Steps []map[string]float64
+	// StepReward is Total spread over the steps, Σ_t StepReward[t] = Total,
+	// for estimators that discount per step (step_reward.go).
+	StepReward []float64
 }
 
 // BeginStep starts a training step: statistics that components report per
@@ -125,9 +128,10 @@ func (o *Orchestrator) Compute(trajs []*Trajectory) Breakdown {
 	b := Breakdown{Names: slices.Clone(o.names), Trajs: make([]TrajReward, len(trajs))}
 	for i, t := range trajs {
 		tr := TrajReward{
-			Raw:   make(map[string]float64, len(o.comps)),
-			Norm:  make(map[string]float64, len(o.comps)),
-			Steps: make([]map[string]float64, len(t.Steps)),
+			Raw:        make(map[string]float64, len(o.comps)),
+			Norm:       make(map[string]float64, len(o.comps)),
+			Steps:      make([]map[string]float64, len(t.Steps)),
+			StepReward: make([]float64, len(t.Steps)),
 		}
 		for k := range tr.Steps {
 			tr.Steps[k] = make(map[string]float64, len(o.comps))
@@ -143,11 +147,13 @@ func (o *Orchestrator) Compute(trajs []*Trajectory) Breakdown {
 		}
 		w := 1.0
 		var z []float64
+		scale, shift := 1.0, 0.0 // z = scale·raw + shift
 		if priced(name) {
 			z = raw // added as it is
 		} else {
 			w = o.weights[name]
 			z = o.norm.Normalize(name, raw)
+			scale, shift = o.norm.Affine(name)
 		}
 		for i, s := range scores {
 			tr := &b.Trajs[i]
@@ -159,10 +165,12 @@ func (o *Orchestrator) Compute(trajs []*Trajectory) Breakdown {
 					tr.Steps[k][name] = w * v
 				}
 			}
+			tr.attribute(w, scale, shift, s.PerStep)
 		}
 	}
 	for i := range b.Trajs {
 		b.Trajs[i].Total = max(-o.clip, min(o.clip, b.Trajs[i].Total))
+		b.Trajs[i].settle()
 	}
 	return b
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -49,10 +50,22 @@ func byStep(ps []telemetry.Point) map[int]map[string]float64 {
 }
 
 // A run stopped at step k and resumed from its checkpoint produces, for every step
-// after k, exactly the metrics of a run that was never interrupted.
+// after k, exactly the metrics of a run that was never interrupted; with PPO's
+// critic too, stopped while it warms up, as it ends and after.
 func TestResumeIsExact(t *testing.T) {
+	t.Run("grpo", func(t *testing.T) {
+		cfg := smoke(t, "run.workers=2")
+		testResumeIsExact(t, cfg, []int{7, cfg.SFT.Steps, cfg.SFT.Steps + 2, cfg.SFT.Steps + 4})
+	})
+	t.Run("ppo", func(t *testing.T) {
+		// the trunk network here, the default one in cmd/pixelis's kill test
+		cfg := smoke(t, "run.workers=2", "rft.estimator=ppo", "rft.critic.network=trunk", "rft.critic.warmup_steps=2")
+		testResumeIsExact(t, cfg, []int{cfg.SFT.Steps + 1, cfg.SFT.Steps + 2, cfg.SFT.Steps + 4})
+	})
+}
+
+func testResumeIsExact(t *testing.T, cfg *configs.Config, stops []int) {
 	phases := []string{PhaseSFT, PhaseRFT}
-	cfg := smoke(t, "run.workers=2")
 	full := &memSink{}
 	r, err := New(cfg, Options{RunDir: t.TempDir(), Phases: phases, Sink: full})
 	if err != nil {
@@ -63,7 +76,12 @@ func TestResumeIsExact(t *testing.T) {
 	}
 	want := byStep(full.points)
 	total := cfg.SFT.Steps + cfg.RFT.Steps
-	for _, k := range []int{7, cfg.SFT.Steps, cfg.SFT.Steps + 2, cfg.SFT.Steps + 4} {
+	// the comparison covers the critic/ family, and the critic's own metrics with one
+	_, values := want[total]["critic/values/mean"]
+	if _, ok := want[total]["critic/score/mean"]; !ok || values != (cfg.RFT.Estimator == estimatorPPO) {
+		t.Fatalf("the last step records critic/score/mean %v and critic/values/mean %v under estimator %s", ok, values, cfg.RFT.Estimator)
+	}
+	for _, k := range stops {
 		dir := t.TempDir()
 		cmds := make(chan telemetry.Command, 4)
 		first := &stopAt{k: k, cmds: cmds}

@@ -41,6 +41,7 @@ type rftRun struct {
 	cur     *curriculum.Manager
 	kpi     *curriculum.Tracker
 	replay  *grpo.Replay
+	value   *valueFn // PPO's critic; nil for the other estimators
 	sched   optim.Schedule
 	init    string
 	val     []*env.Task
@@ -117,7 +118,7 @@ func (s *rftRun) build() error {
 		return fmt.Errorf("rft: %w", err)
 	}
 	s.sched = optim.Schedule{Kind: rf.LRSchedule, Base: rf.LR, Warmup: rf.WarmupSteps, Total: rf.Steps}
-	return nil
+	return s.buildCritic()
 }
 
 func (s *rftRun) restore(res *resumePoint) error {
@@ -149,6 +150,11 @@ func (s *rftRun) restore(res *resumePoint) error {
 		return err
 	}
 	s.replay = replay
+	if s.value != nil {
+		if err := s.value.restore(l.Tensors[fileCritic]); err != nil {
+			return err
+		}
+	}
 	s.samples, s.step = st.Samples, res.step
 	for k, v := range st.Exported {
 		s.exported[k] = v
@@ -194,7 +200,8 @@ func (s *rftRun) loop(ctx context.Context) error {
 }
 
 // stepOnce is one GRPO step (Shao et al. 2024), top to bottom: roll out and
-// score, advantages, filter, update, record.
+// score, advantages, filter, update, record. Under rft.estimator = "ppo" the
+// advantages come from a critic (rft_estimator.go), which is updated too.
 func (s *rftRun) stepOnce(ctx context.Context) error {
 	rf := s.r.cfg.RFT
 	step := s.step + 1
@@ -209,29 +216,38 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	}
 	s.samples += len(b.rolls)
 
-	// 2. Group-relative advantages Â_i = (R_i − mean_g R) / std_g R, and the
-	//    samples whose |Â| is large enough to carry a gradient.
-	adv, advStats, err := grpo.Advantages(b.totals(), rf.GroupSize, grpo.Baseline(rf.Advantage), grpo.Scale(rf.ScaleRewards))
+	// 2. Group-relative advantages Â_i = (R_i − mean_g R) / std_g R (or per
+	//    action: GAE over the critic's values, REINFORCE++'s whitened returns),
+	//    and the samples whose |Â| is large enough to carry a gradient.
+	est, err := s.advantages(b)
 	if err != nil {
 		return err
 	}
-	kept, keepRate := grpo.Keep(adv, rf.FilterThreshold)
+	kept, keepRate := grpo.Keep(est.traj, rf.FilterThreshold)
 
-	// 3. PPO-clip with a KL anchor on the kept samples and replayed high-|Â| ones.
+	// 3. The critic's clipped value loss (ppo), then PPO-clip with a KL anchor
+	//    on the kept samples and replayed high-|Â| ones, once the critic has
+	//    warmed up.
+	if err := s.updateCritic(step, b, est); err != nil {
+		return err
+	}
 	tu := time.Now()
 	lr := s.sched.At(step - 1)
 	if s.r.beforeUpdate != nil {
 		s.r.beforeUpdate(PhaseRFT, step, &lr)
 	}
-	u, err := s.update(step, b, adv, kept, lr)
-	if err != nil {
-		return err
+	var u updateResult
+	if !s.warmingUp(step) {
+		if u, err = s.update(step, b, est, kept, lr); err != nil {
+			return err
+		}
 	}
 	b.timeUpdate = time.Since(tu)
 	s.step = step
 
 	// 4. Metrics and KPIs, the reward curriculum, validation, telemetry.
-	m := s.stepMetrics(b, u, advStats, keepRate, lr)
+	m := s.stepMetrics(b, u, est.stats, keepRate, lr)
+	s.criticMetrics(b, est, s.warmingUp(step), m)
 	if err := s.kpi.Observe(b.sampled.kpis()); err != nil {
 		return err
 	}
@@ -385,6 +401,9 @@ func (s *rftRun) saveAs(name string, kind ckpt.Kind) (string, error) {
 	}
 	if ct := curiosityTensors(&rs); ct != nil {
 		files[fileCuriosity] = ct
+	}
+	if s.value != nil {
+		files[fileCritic] = s.value.tensors()
 	}
 	st := runState{Phase: PhaseRFT, Step: s.step, RFT: &rftState{
 		Curriculum: s.cur.State(), KPI: s.kpi.State(), Reward: rs, ReplayCap: s.replay.Cap,

@@ -89,11 +89,17 @@ type updateResult struct {
 // update trains the adapters on the kept samples (their behaviour and
 // reference log-probs at the sampling temperature) plus replayed ones, and
 // refreshes the rollout policy.
-func (s *rftRun) update(step int, b *stepBatch, adv []float64, kept []int, lr float64) (updateResult, error) {
+func (s *rftRun) update(step int, b *stepBatch, est *estimate, kept []int, lr float64) (updateResult, error) {
 	rf, seed := s.r.cfg.RFT, s.r.cfg.Run.Seed
 	fresh := make([]*grpo.Sample, 0, len(kept))
 	for _, i := range kept {
-		fresh = append(fresh, s.sampleOf(b.rolls[i], adv[i], step))
+		smp := s.sampleOf(b.rolls[i], est.traj[i], step)
+		if est.perAction {
+			for _, a := range est.steps[i] {
+				smp.StepAdvantages = append(smp.StepAdvantages, float32(a))
+			}
+		}
+		fresh = append(fresh, smp)
 	}
 	s.fillLogProbs(fresh)
 	s.replay.Expire(step)
@@ -201,7 +207,11 @@ func (s *rftRun) rows(batch []*grpo.Sample) ([]grpo.Row, error) {
 	rows := make([]grpo.Row, 0, len(w))
 	for _, smp := range batch {
 		for i, o := range smp.Obs {
-			rows = append(rows, grpo.Row{Obs: o, Action: smp.Actions[i], Adv: float32(smp.Advantage),
+			adv := float32(smp.Advantage)
+			if smp.StepAdvantages != nil {
+				adv = smp.StepAdvantages[i]
+			}
+			rows = append(rows, grpo.Row{Obs: o, Action: smp.Actions[i], Adv: adv,
 				Old: smp.OldLogP[i], Ref: smp.RefLogP[i], W: w[len(rows)]})
 		}
 	}

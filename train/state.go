@@ -245,9 +245,10 @@ const fileReplay = "replay.safetensors"
 
 // replayTensors stores a replay buffer as flat tensors: the rows of every sample
 // one after the other, sample lengths, and each advantage's float64 bits (the
-// buffer orders samples by |A|, so the value must come back exactly).
+// buffer orders samples by |A|, so the value must come back exactly); with
+// per-action advantages (GAE, REINFORCE++) those too, one per row.
 func replayTensors(r *grpo.Replay) []ckpt.Tensor {
-	var obs, old, ref []float32
+	var obs, old, ref, stepAdv []float32
 	var acts, lengths, adv, steps []int64
 	for _, s := range r.Items {
 		for i, o := range s.Obs {
@@ -256,12 +257,13 @@ func replayTensors(r *grpo.Replay) []ckpt.Tensor {
 			old = append(old, s.OldLogP[i])
 			ref = append(ref, s.RefLogP[i])
 		}
+		stepAdv = append(stepAdv, s.StepAdvantages...)
 		lengths = append(lengths, int64(len(s.Obs)))
 		adv = append(adv, int64(math.Float64bits(s.Advantage)))
 		steps = append(steps, int64(s.Step))
 	}
 	rows := len(acts)
-	return []ckpt.Tensor{
+	ts := []ckpt.Tensor{
 		{Name: "obs", DType: ckpt.F32, Shape: []int{rows, env.ObsDim}, Data: obs},
 		{Name: "old_logp", DType: ckpt.F32, Shape: []int{rows}, Data: old},
 		{Name: "ref_logp", DType: ckpt.F32, Shape: []int{rows}, Data: ref},
@@ -270,6 +272,10 @@ func replayTensors(r *grpo.Replay) []ckpt.Tensor {
 		ckpt.Int64Tensor("advantage_bits", []int{len(adv)}, adv),
 		ckpt.Int64Tensor("step", []int{len(steps)}, steps),
 	}
+	if len(stepAdv) > 0 {
+		ts = append(ts, ckpt.Tensor{Name: "step_advantage", DType: ckpt.F32, Shape: []int{len(stepAdv)}, Data: stepAdv})
+	}
+	return ts
 }
 
 // restoreReplay rebuilds a replay buffer of capacity cap from replayTensors' output.
@@ -302,8 +308,10 @@ func restoreReplay(capacity, maxAge int, ts []ckpt.Tensor) (*grpo.Replay, error)
 		return nil, err
 	}
 	obs, old, ref := by["obs"].Data, by["old_logp"].Data, by["ref_logp"].Data
+	stepAdv, perAction := by["step_advantage"]
 	rows := len(acts)
-	if len(obs) != rows*env.ObsDim || len(old) != rows || len(ref) != rows || len(adv) != len(lengths) || len(steps) != len(lengths) {
+	if len(obs) != rows*env.ObsDim || len(old) != rows || len(ref) != rows || len(adv) != len(lengths) || len(steps) != len(lengths) ||
+		perAction && len(stepAdv.Data) != rows {
 		return nil, fmt.Errorf("%s: tensor sizes disagree", fileReplay)
 	}
 	r := grpo.NewReplay(capacity, maxAge)
@@ -318,6 +326,9 @@ func restoreReplay(capacity, maxAge int, ts []ckpt.Tensor) (*grpo.Replay, error)
 			s.Actions = append(s.Actions, int(acts[j]))
 			s.OldLogP = append(s.OldLogP, old[j])
 			s.RefLogP = append(s.RefLogP, ref[j])
+		}
+		if perAction {
+			s.StepAdvantages = stepAdv.Data[k : k+int(n)]
 		}
 		r.Items = append(r.Items, s)
 		k += int(n)

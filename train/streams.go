@@ -17,6 +17,7 @@ const (
 	streamShuffle                      // minibatch order within an update
 	streamEval                         // validation / test sampling
 	streamCuriosity                    // curiosity model initialisation
+	streamCritic                       // PPO's value function: initialisation (step 0), minibatch order
 )
 
 // stream returns the generator for one purpose at one step and index.

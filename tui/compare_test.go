@@ -144,7 +144,7 @@ func TestCompareGolden(t *testing.T) {
 		t.Fatal("NO_COLOR compare frame has escape codes")
 	}
 	// Without colour, each line ends in its run's mark, which the list shows.
-	for _, want := range []string{"1■ baseline/seed-1", "4■ curiosity/seed", "KPIs · overview 1/6 · rft steps", "Results"} {
+	for _, want := range []string{"1■ baseline/seed-1", "4■ curiosity/seed", "KPIs · overview 1/7 · rft steps", "Results"} {
 		if !strings.Contains(frame, want) {
 			t.Errorf("NO_COLOR frame lacks %q", want)
 		}
@@ -180,7 +180,7 @@ func TestCompareKeys(t *testing.T) {
 	}
 	// m cycles the overlaid set; o sorts the results; t shows arms × seeds.
 	hs.press("m")
-	if !strings.Contains(hs.frame(), "KPIs · learning 2/6") {
+	if !strings.Contains(hs.frame(), "KPIs · learning 2/7") {
 		t.Fatal("m did not cycle the set")
 	}
 	hs.press("o")

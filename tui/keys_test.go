@@ -385,7 +385,7 @@ func TestPaneNavigation(t *testing.T) {
 	}
 	hs.press("tab", "tab") // sample, then reward
 	hs.press("k", "k")
-	if hs.kpi().set != set+1 || !strings.Contains(hs.frame(), "KPIs · learning 2/6") {
+	if hs.kpi().set != set+1 || !strings.Contains(hs.frame(), "KPIs · learning 2/7") {
 		t.Fatalf("k in the reward pane changed the kpi set to %d", hs.kpi().set)
 	}
 	hs.press("tab", "left")
@@ -519,10 +519,28 @@ func TestThroughputSet(t *testing.T) {
 		hs.press("m")
 	}
 	f := hs.frame()
-	for _, want := range []string{"KPIs · throughput 6/6", "episodes/s", "actions/s", "step time s", "rollout s", "update s"} {
+	for _, want := range []string{"KPIs · throughput 6/7", "episodes/s", "actions/s", "step time s", "rollout s", "update s"} {
 		if !strings.Contains(f, want) {
 			t.Errorf("throughput set lacks %q", want)
 		}
+	}
+}
+
+// The critic set charts what the estimator logged: a group-baseline run has
+// no value function, so its score, advantages and returns come first.
+func TestCriticSet(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	for range 6 {
+		hs.press("m")
+	}
+	f := hs.frame()
+	for _, want := range []string{"KPIs · critic 7/7", "score mean", "advantage max", "returns mean", "explained var"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("critic set lacks %q:\n%s", want, f)
+		}
+	}
+	if strings.Contains(f, "vf loss") {
+		t.Errorf("critic set shows an empty vf loss chart before the charts with data:\n%s", f)
 	}
 }
 

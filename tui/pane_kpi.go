@@ -114,6 +114,16 @@ var (
 	kpiRewardStd = kpi{label: "reward std", metrics: []string{"reward/std"}}
 	kpiValAny    = kpi{label: "val pass@1", metrics: []string{"val/all/pass@1"}, anyGroup: "/pass@1"}
 	kpiValPnAny  = kpi{label: "val", passAt: "val/all/", passAny: true}
+	// The estimator's view (verl's names): every estimator logs the score
+	// and the advantages; a learned critic (ppo) its values and its fit.
+	kpiScore     = kpi{label: "score mean", metrics: []string{"critic/score/mean"}}
+	kpiAdvMax    = kpi{label: "advantage max", metrics: []string{"critic/advantages/max"}}
+	kpiValues    = kpi{label: "V(s) mean", metrics: []string{"critic/values/mean"}}
+	kpiExplVar   = kpi{label: "explained var", metrics: []string{"critic/vf_explained_var"}}
+	kpiVfLoss    = kpi{label: "vf loss", metrics: []string{"critic/vf_loss"}}
+	kpiVfClip    = kpi{label: "vf clipfrac", metrics: []string{"critic/vf_clipfrac"}}
+	kpiReturns   = kpi{label: "returns mean", metrics: []string{"critic/returns/mean"}}
+	kpiCriticSet = kpiSet{name: "critic", pick: 4, items: []kpi{kpiExplVar, kpiVfLoss, kpiValues, kpiScore, kpiVfClip, kpiAdvMax, kpiReturns}}
 )
 
 // The chart sets m and ←/→ cycle through, per kind of screen.
@@ -125,6 +135,7 @@ var (
 		{name: "stability", items: []kpi{kpiKL, kpiGrad, kpiClip, kpiZeroStd}},
 		{name: "validation", items: []kpi{kpiValG, kpiValP1, kpiValPn, kpiValRaPR}},
 		{name: "throughput", items: []kpi{kpiEps, kpiActs, kpiStepT, kpiRollout, kpiRewardT, kpiUpdate}},
+		kpiCriticSet,
 	}
 	kpiSetsSFT = []kpiSet{
 		{name: "training", items: []kpi{kpiSFTLoss, kpiAcc, kpiValG, kpiLR}},
@@ -138,6 +149,7 @@ var (
 		{name: "optimisation", items: []kpi{kpiLoss, kpiGrad, kpiLR, kpiKL}},
 		{name: "validation", items: []kpi{kpiValAny, kpiValPnAny, kpiValG, kpiValRaPR}},
 		{name: "throughput", items: []kpi{kpiStepT, kpiRollout, kpiUpdate, kpiRewardT}},
+		kpiCriticSet,
 	}
 )
 

@@ -340,7 +340,16 @@ func readMetrics(t *testing.T, runDir string) map[int]map[string]any {
 // comes while the run is starting, before any checkpoint exists; the others
 // come a few recorded steps into each resumed attempt, so they land at the
 // same points of the run on a fast machine and on a slow one.
-func TestKilledRunResumesExactly(t *testing.T) {
+func TestKilledRunResumesExactly(t *testing.T) { testKilledRunResumesExactly(t) }
+
+// The same with PPO's critic, with a short SFT so that the kills land in RFT,
+// before the critic's warm-up ends and after.
+func TestKilledCriticRunResumesExactly(t *testing.T) {
+	testKilledRunResumesExactly(t, "--set", "rft.estimator=ppo", "--set", "rft.critic.warmup_steps=3",
+		"--set", "sft.steps=4", "--set", "rft.steps=10")
+}
+
+func testKilledRunResumesExactly(t *testing.T, sets ...string) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
@@ -348,7 +357,7 @@ func TestKilledRunResumesExactly(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	args := []string{"--no-tui", "--config", "smoke", "--set", "checkpoint.every=1", "--set", "run.workers=2"}
+	args := append([]string{"--no-tui", "--config", "smoke", "--set", "checkpoint.every=1", "--set", "run.workers=2"}, sets...)
 	whole := filepath.Join(t.TempDir(), "whole")
 	if out, err := exec.Command(bin, append([]string{"run", "--run-dir", whole}, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)

@@ -16,7 +16,10 @@ type Sample struct {
 	OldLogP   []float32   `json:"old_logp"`
 	RefLogP   []float32   `json:"ref_logp"`
 	Advantage float64     `json:"advantage"`
-	Step      int         `json:"step"` // training step it was collected at
+	// StepAdvantages are per-action advantages (GAE, REINFORCE++); nil when
+	// every action has the trajectory's Advantage (GRPO).
+	StepAdvantages []float32 `json:"step_advantages,omitempty"`
+	Step           int       `json:"step"` // training step it was collected at
 }
 
 // Replay keeps the samples with the largest |A| seen so far (up to Cap), to be mixed

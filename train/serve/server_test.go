@@ -423,6 +423,7 @@ func TestScoresMatchInProcess(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			cfg := smoke(t)
 			cfg.Reward.Curiosity.Mode = mode
+			cfg.Env.MaxSteps = 8 // trajectory 3's eight actions are a cut-off
 			ec, _ := train.EnvConfig(cfg)
 			ts := newTestServer(t, cfg, Options{})
 			idx := []int{0, 1, 2, 3, 4, 5, 6, 7}
