@@ -544,6 +544,23 @@ func TestCriticSet(t *testing.T) {
 	}
 }
 
+// The test phase's metrics, recorded a step after training's last, leave the
+// header's step where training ended.
+func TestHeaderStepIgnoresTestMetrics(t *testing.T) {
+	hs := rftHarness(t, 120, 40, "never", true)
+	before := strings.SplitN(hs.frame(), "\n", 2)[0]
+	if !strings.Contains(before, "step 1,240/3,000") {
+		t.Fatalf("header before the test metrics: %q", before)
+	}
+	snap := hs.m.snap
+	hs.send(feedMsg(telemetry.Update{Points: []telemetry.Point{{
+		Step: snap.RunStep + 1, Phase: telemetry.PhaseEval, Metrics: map[string]float64{"test/rft/all/greedy": 0.9},
+	}}}))
+	if after := strings.SplitN(hs.frame(), "\n", 2)[0]; !strings.Contains(after, "step 1,240/3,000") {
+		t.Errorf("header after the test metrics: %q", after)
+	}
+}
+
 // A resumed run's console starts from the history before the resume.
 func TestBacklog(t *testing.T) {
 	ups := rftUpdates(1240, 3000)

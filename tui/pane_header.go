@@ -65,15 +65,16 @@ func (m Model) viewHeader(w int) string {
 // where is the phase and step the header shows: the newest data's. Points
 // can be a step or two ahead of the snapshot (a feed takes them as they
 // come), and at a change of phase the first points of the new phase come
-// before its first snapshot; the snapshot's run-wide step places them.
+// before its first snapshot; the snapshot's run-wide step places them. The
+// test phase's points, a step after training's last, move nothing.
 func (m Model) where() (phase telemetry.Phase, step, total int) {
 	s := m.snap
 	phase, step, total = s.Phase, s.Step, s.TotalSteps
-	if s.RunStep <= 0 || m.metrics.latest < 0 {
+	if s.RunStep <= 0 || m.metrics.trained < 0 {
 		return phase, step, total
 	}
 	offset := s.RunStep - s.Step
-	switch latest := m.metrics.latest; {
+	switch latest := m.metrics.trained; {
 	case m.metrics.phase == s.Phase:
 		step = max(step, latest-offset)
 	case m.metrics.phase != "" && latest > s.RunStep && s.TotalSteps > 0:

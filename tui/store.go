@@ -141,12 +141,13 @@ type store struct {
 	keep     func(name string) bool // nil keeps every name
 
 	latest     int             // the newest step of any value
+	trained    int             // the newest step of a training phase's value (not the test's)
 	phase      telemetry.Phase // the training phase of the newest point
 	phaseFirst map[telemetry.Phase]int
 }
 
 func newStore(capacity int) *store {
-	return &store{capacity: capacity, series: make(map[string]*series), latest: math.MinInt, phaseFirst: map[telemetry.Phase]int{}}
+	return &store{capacity: capacity, series: make(map[string]*series), latest: math.MinInt, trained: math.MinInt, phaseFirst: map[telemetry.Phase]int{}}
 }
 
 // add records one value. Steps increase across the run; a value for a step a
@@ -194,6 +195,7 @@ func (st *store) addAll(metrics map[string]float64, step int, phase telemetry.Ph
 		if step >= st.latest {
 			st.phase = phase
 		}
+		st.trained = max(st.trained, step)
 	}
 	st.latest = max(st.latest, step)
 }
