@@ -29,12 +29,13 @@ type series struct {
 }
 
 // groupedBars draws one bar per (category, series), the series side by side
-// within each category.
-func groupedBars(title, ylabel string, categories []string, ss []series) (*plot.Plot, error) {
+// within each category, with the legend below the plot.
+func groupedBars(title, ylabel string, categories []string, ss []series) (*panel, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = ylabel
 	p.Y.Min = 0
+	pn := &panel{p: p}
 	n := max(len(ss), 1)
 	// A category is 1 unit wide on the nominal axis, drawn ~ 60 points wide.
 	width := vg.Points(math.Min(18, 48/float64(n)))
@@ -47,23 +48,10 @@ func groupedBars(title, ylabel string, categories []string, ss []series) (*plot.
 		bc.Color = plotutil.Color(i)
 		bc.Offset = vg.Length(float64(i)-float64(n-1)/2) * width
 		p.Add(bc)
-		p.Legend.Add(s.name, bc)
+		pn.legend = append(pn.legend, legendEntry{s.name, bc})
 	}
-	// Headroom above the tallest bar keeps the legend off the data.
-	top := 0.0
-	for _, s := range ss {
-		for _, v := range s.values {
-			if !math.IsNaN(v) {
-				top = math.Max(top, v)
-			}
-		}
-	}
-	if top > 0 {
-		p.Y.Max = top * (1 + 0.09*float64(n))
-	}
-	p.Legend.Top = true
 	p.NominalX(categories...)
-	return p, nil
+	return pn, nil
 }
 
 // mark is a vertical line at x, such as a curriculum stage change.

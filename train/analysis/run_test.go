@@ -166,3 +166,15 @@ func TestLinesReadably(t *testing.T) {
 		t.Fatalf("short names %v", got)
 	}
 }
+
+// Bar charts name their series below the plot, never over the bars (long
+// model names covered the tallest families' bars).
+func TestBarLegendBelow(t *testing.T) {
+	pn, err := groupedBars("t", "y", []string{"a", "b"}, []series{{"rft_adapters_coherence", []float64{0.9, 1}}, {"sft", []float64{0.8, 0.95}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pn.legend) != 2 || pn.legend[0].text != "rft_adapters_coherence" {
+		t.Fatalf("legend below the plot: %+v", pn.legend)
+	}
+}

@@ -133,10 +133,10 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 		ss = append(ss, series{m.Name, v})
 	}
 	if maxLen > 0 {
-		p, err := groupedBars("Greedy trajectory length", "trajectories", cats, ss)
+		pn, err := groupedBars("Greedy trajectory length", "trajectories", cats, ss)
 		if err == nil {
-			p.X.Label.Text = "actions (ANSWER included)"
-			err = save(filepath.Join(dir, FigLength), w, h, &panel{p: p})
+			pn.p.X.Label.Text = "actions (ANSWER included)"
+			err = save(filepath.Join(dir, FigLength), w, h, pn)
 		}
 		if err := add(FigLength, "Trajectory length distribution (greedy)", err); err != nil {
 			return nil, err
@@ -157,9 +157,9 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 		ss = append(ss, series{m.Name, v})
 	}
 	short := []string{"SEGMENT", "PROPERTIES", "ZOOM", "READ", "TRACK"}
-	p, err := groupedBars("Tool use (greedy)", "calls per episode", short, ss)
+	pn, err := groupedBars("Tool use (greedy)", "calls per episode", short, ss)
 	if err == nil {
-		err = save(filepath.Join(dir, FigTools), w, h, &panel{p: p})
+		err = save(filepath.Join(dir, FigTools), w, h, pn)
 	}
 	if err := add(FigTools, "Tool usage", err); err != nil {
 		return nil, err
@@ -184,19 +184,19 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 	for i, g := range groups {
 		shortFam[i] = strings.ReplaceAll(g, "_", "\n")
 	}
-	p, err = groupedBars("Greedy success per task family", "share of tasks solved", shortFam, famSeries(func(g *GroupReport) float64 { return g.Greedy.Success }))
+	pn, err = groupedBars("Greedy success per task family", "share of tasks solved", shortFam, famSeries(func(g *GroupReport) float64 { return g.Greedy.Success }))
 	if err == nil {
-		p.Y.Max = 1
-		err = save(filepath.Join(dir, FigSuccess), w, h, &panel{p: p})
+		pn.p.Y.Max = 1
+		err = save(filepath.Join(dir, FigSuccess), w, h, pn)
 	}
 	if err := add(FigSuccess, "Greedy success per family", err); err != nil {
 		return nil, err
 	}
 	if r.Samples > 0 {
-		p, err = groupedBars(fmt.Sprintf("pass@1 per task family (n = %d)", r.Samples), "pass@1", shortFam, famSeries(func(g *GroupReport) float64 { return g.Pass1 }))
+		pn, err = groupedBars(fmt.Sprintf("pass@1 per task family (n = %d)", r.Samples), "pass@1", shortFam, famSeries(func(g *GroupReport) float64 { return g.Pass1 }))
 		if err == nil {
-			p.Y.Max = 1
-			err = save(filepath.Join(dir, FigPass1), w, h, &panel{p: p})
+			pn.p.Y.Max = 1
+			err = save(filepath.Join(dir, FigPass1), w, h, pn)
 		}
 		if err := add(FigPass1, "pass@1 per family", err); err != nil {
 			return nil, err
@@ -214,9 +214,9 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 			}
 			ss = append(ss, series{m.Name, v})
 		}
-		p, err = groupedBars("Tool misuse by kind (greedy)", "share of actions", kinds, ss)
+		pn, err = groupedBars("Tool misuse by kind (greedy)", "share of actions", kinds, ss)
 		if err == nil {
-			err = save(filepath.Join(dir, FigMisuse), w, h, &panel{p: p})
+			err = save(filepath.Join(dir, FigMisuse), w, h, pn)
 		}
 		if err := add(FigMisuse, "Misuse by kind", err); err != nil {
 			return nil, err
