@@ -51,7 +51,7 @@ func TestConsoleViewsEndToEnd(t *testing.T) {
 	s.waitScreen("metrics closed", "Tools")
 
 	s.keys("+")
-	s.waitScreen("zoomed", "KPIs · overview 1/6 · steps ")
+	s.waitScreen("zoomed", "KPIs · overview 1/7 · steps ")
 	s.keys("0")
 
 	s.run("resize-window", "-t", "e2e", "-x", "80", "-y", "24")

@@ -165,9 +165,9 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 
 	// k is "up" wherever it goes; m alone cycles the KPI sets.
 	s.keys("k")
-	s.waitScreen("k keeps the set", "KPIs · overview 1/6")
+	s.waitScreen("k keeps the set", "KPIs · overview 1/7")
 	s.keys("m")
-	s.waitScreen("m cycles the set", "KPIs · learning 2/6")
+	s.waitScreen("m cycles the set", "KPIs · learning 2/7")
 
 	s.keys("q")
 	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)", "n stop without a checkpoint")
