@@ -388,10 +388,14 @@ func measureWorld(ec env.Config, mix env.Mix) worldSize {
 		tasks[i] = env.Generate(ec, env.Test, i)
 	}
 	h1 := liveHeap()
+	// An episode observed once: its buffers, and the analysis of its view the
+	// task keeps for its other episodes.
 	eps := make([]*env.Episode, n)
+	obs := make([]float32, env.ObsDim)
 	for i := range eps {
 		eps[i] = env.NewEpisode(ec)
 		eps[i].Reset(tasks[i])
+		eps[i].Observe(obs)
 	}
 	h2 := liveHeap()
 	samples, err := env.GenerateDataset(ec, env.Train, n, mix)
