@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The policy's two training steps in PyTorch, for a side-by-side comparison
-with pixelis's own (train/policy BenchmarkSFTStep, train/grpo
+with pixelis's own (train/sft BenchmarkTrainerStep, train/grpo
 BenchmarkUpdateStep; bench/side_by_side.sh alternates the two).
 
 The network is the one of train/policy/doc.go at the shapes of
