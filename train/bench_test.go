@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/cputime"
@@ -24,7 +25,7 @@ func newBenchRFT(b *testing.B) *rftRun {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &rftRun{r: r, params: params, exported: map[string]bool{}}
+	s := &rftRun{r: r, params: params, exported: map[string]bool{}, guard: divergenceGuard{cfg: cfg}}
 	s.refInf = policy.NewInference(params.Clone())
 	if err := s.build(); err != nil {
 		b.Fatal(err)
@@ -66,9 +67,10 @@ func BenchmarkRFTStep(b *testing.B) {
 	b.ReportMetric(flops/upd/1e9, "update-GFLOP/s")
 }
 
-// BenchmarkRollout plays 128 episodes of the default config with one batched
-// policy forward per step.
-func BenchmarkRollout(b *testing.B) {
+// benchPolicy is the default config's world and a freshly initialised
+// policy of its network.
+func benchPolicy(b *testing.B) (*configs.Config, env.Config, *policy.Params) {
+	b.Helper()
 	cfg := configs.Default()
 	envCfg, err := EnvConfig(cfg)
 	if err != nil {
@@ -78,23 +80,102 @@ func BenchmarkRollout(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return cfg, envCfg, params
+}
+
+// freshTasks is the k-th set of n training tasks: a new set per iteration, so
+// the episodes analyse their views afresh as a real step's do.
+func freshTasks(envCfg env.Config, k, n int) []*env.Task {
+	out := make([]*env.Task, n)
+	for i := range out {
+		out[i] = env.Generate(envCfg, env.Train, k*n+i)
+	}
+	return out
+}
+
+// BenchmarkRollout plays 128 episodes of the default config (16 new tasks ×
+// 8 samples, as an RFT step does) with one batched policy forward per step.
+// Generating the tasks is left out of both clocks.
+func BenchmarkRollout(b *testing.B) {
+	_, envCfg, params := benchPolicy(b)
 	rl := newRoller(policy.NewInference(params), envCfg, 2)
-	tasks := generateTasks(envCfg, env.Train, 16)
 	var actions int
-	cpu0 := cputime.Process()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	var cpu time.Duration
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		tasks := freshTasks(envCfg, i, 16)
+		b.StartTimer()
+		cpu0 := cputime.Process()
 		rs, err := rl.run(context.Background(), tasks, 8, sampling{temperature: 1}, func(k int) *rand.Rand { return stream(1, streamEpisode, i, k) })
 		if err != nil {
 			b.Fatal(err)
 		}
+		cpu += cputime.Process() - cpu0
 		for _, r := range rs {
 			actions += len(r.Steps)
 		}
 	}
 	b.ReportMetric(float64(b.N*128)/b.Elapsed().Seconds(), "episodes/s")
 	b.ReportMetric(float64(actions)/b.Elapsed().Seconds(), "actions/s")
-	if cpu := cputime.Process() - cpu0; cpu > 0 {
+	if cpu > 0 {
 		b.ReportMetric(float64(actions)/cpu.Seconds(), "actions/cpu-s")
+	}
+}
+
+// BenchmarkLogProbs is the reference policy's log-probabilities of one RFT
+// step's actions (fillLogProbs: 128 episodes of the default config, their
+// observations batched and split over the workers), reporting rows per
+// CPU-second and GFLOP per CPU-second of the forward pass.
+func BenchmarkLogProbs(b *testing.B) {
+	cfg, envCfg, params := benchPolicy(b)
+	inf := policy.NewInference(params)
+	rs, err := newRoller(inf, envCfg, 2).run(context.Background(), freshTasks(envCfg, 0, 16), 8,
+		sampling{temperature: 1}, func(k int) *rand.Rand { return stream(1, streamEpisode, 0, k) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	var obs []float32
+	var acts []int
+	for _, r := range rs {
+		for _, st := range r.Steps {
+			obs, acts = append(obs, st.Obs...), append(acts, st.Index)
+		}
+	}
+	b.ReportAllocs()
+	cpu0 := cputime.Process()
+	for b.Loop() {
+		logProbs(inf, obs, acts, cfg.RFT.Temperature, 2)
+	}
+	cpu := cputime.Process() - cpu0
+	rows := float64(len(acts) * b.N)
+	b.ReportMetric(float64(len(acts)), "rows/op")
+	if cpu > 0 {
+		b.ReportMetric(rows/cpu.Seconds(), "rows/cpu-s")
+		b.ReportMetric(float64(params.ForwardFLOPs())*rows/cpu.Seconds()/1e9, "GFLOP/cpu-s")
+	}
+}
+
+// BenchmarkEvaluate is a small test evaluation of the default config: 64
+// tasks of the validation split, generated chunk by chunk as the test's are
+// (their generation is counted), greedy and 8 samples each, on 2 workers.
+// It reports episodes per CPU-second.
+func BenchmarkEvaluate(b *testing.B) {
+	cfg, envCfg, params := benchPolicy(b)
+	const tasks = 64
+	spec := evalSpec{samples: cfg.Eval.Samples, temperature: cfg.Eval.Temperature, seed: 1}
+	r := newRoller(policy.NewInference(params), envCfg, 2)
+	b.ReportAllocs()
+	var cpu time.Duration
+	for b.Loop() {
+		cpu0 := cputime.Process()
+		if _, err := evaluate(context.Background(), r, splitTasks(envCfg, env.Val, tasks), spec); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cputime.Process() - cpu0
+	}
+	eps := float64(tasks * (1 + spec.samples) * b.N)
+	if cpu > 0 {
+		b.ReportMetric(eps/cpu.Seconds(), "episodes/cpu-s")
 	}
 }

@@ -36,49 +36,72 @@ type evalSpec struct {
 	seed        uint64
 	step        int
 	groups      func(t *env.Task) []string // groups a task belongs to besides "all"
+	// each, when set, is given every task's episodes in task order as they
+	// finish: the greedy one and the sampled ones. They are not kept after.
+	each func(i int, greedy *Rollout, sampled []*Rollout) error
+}
+
+// evalChunk is how many tasks an evaluation plays at once: enough episodes
+// to keep every worker busy (with 8 samples, 288 per chunk), few enough that
+// their buffers and rollouts stay small whatever the number of tasks.
+const evalChunk = 32
+
+// taskList is n tasks, the i-th made (or looked up) by at(i) when its chunk
+// starts: an evaluation of thousands of tasks never holds them all.
+type taskList struct {
+	n  int
+	at func(i int) *env.Task
+}
+
+func tasksOf(ts []*env.Task) taskList {
+	return taskList{n: len(ts), at: func(i int) *env.Task { return ts[i] }}
+}
+
+// splitTasks are the first n tasks of a split, generated when needed.
+func splitTasks(cfg env.Config, split env.Split, n int) taskList {
+	return taskList{n: n, at: func(i int) *env.Task { return env.Generate(cfg, split, i) }}
 }
 
 // evaluate runs the greedy policy once per task and, when spec.samples > 0, n
-// sampled attempts per task. It returns the scores and the episodes (greedy first,
-// then sampled, task-major) so callers can save or show them.
-func evaluate(ctx context.Context, r *roller, tasks []*env.Task, spec evalSpec) (EvalResult, []*Rollout, []*Rollout, error) {
-	res := EvalResult{Tasks: len(tasks), Samples: spec.samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{}}
-	greedy, err := r.run(ctx, tasks, 1, sampling{greedy: true}, func(i int) *rand.Rand { return nil })
-	if err != nil {
-		return res, nil, nil, err
-	}
-	var sampled []*Rollout
+// sampled attempts per task, evalChunk tasks at a time, and scores them as
+// they finish. Episode i of the sampled ones (task i/n) draws from its own
+// stream whatever the chunking, and the scores are summed in task order, so
+// the result does not depend on evalChunk or on the number of workers.
+func evaluate(ctx context.Context, r *roller, tasks taskList, spec evalSpec) (EvalResult, error) {
+	res := EvalResult{Tasks: tasks.n, Samples: spec.samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{}}
 	if spec.samples > 0 {
-		sampled, err = r.run(ctx, tasks, spec.samples, sampling{temperature: spec.temperature}, func(i int) *rand.Rand {
-			return stream(spec.seed, streamEval, spec.step, i)
-		})
-		if err != nil {
-			return res, nil, nil, err
-		}
 		res.Pass1, res.PassN = map[string]float64{}, map[string]float64{}
 	}
-	for ti, t := range tasks {
-		keys := append([]string{"all"}, spec.groupsOf(t)...)
-		var correct, any float64
-		for k := 0; k < spec.samples; k++ {
-			if sampled[ti*spec.samples+k].Correct {
-				correct++
-				any = 1
-			}
+	chunk := make([]*env.Task, 0, evalChunk)
+	for lo := 0; lo < tasks.n; lo += evalChunk {
+		chunk = chunk[:0]
+		for i := lo; i < min(lo+evalChunk, tasks.n); i++ {
+			chunk = append(chunk, tasks.at(i))
 		}
-		rapr := usesOps(greedy[ti : ti+1])
+		greedy, err := r.run(ctx, chunk, 1, sampling{greedy: true, noObs: true}, func(i int) *rand.Rand { return nil })
+		if err != nil {
+			return res, err
+		}
+		var sampled []*Rollout
 		if spec.samples > 0 {
-			rapr = usesOps(sampled[ti*spec.samples : (ti+1)*spec.samples])
-		}
-		for _, key := range keys {
-			res.Count[key]++
-			res.RaPR[key] += rapr
-			if greedy[ti].Correct {
-				res.Greedy[key]++
+			base := lo * spec.samples
+			sampled, err = r.run(ctx, chunk, spec.samples, sampling{temperature: spec.temperature, noObs: true}, func(i int) *rand.Rand {
+				return stream(spec.seed, streamEval, spec.step, base+i)
+			})
+			if err != nil {
+				return res, err
 			}
+		}
+		for k, t := range chunk {
+			var own []*Rollout
 			if spec.samples > 0 {
-				res.Pass1[key] += correct / float64(spec.samples)
-				res.PassN[key] += any
+				own = sampled[k*spec.samples : (k+1)*spec.samples]
+			}
+			res.add(t, spec, greedy[k], own)
+			if spec.each != nil {
+				if err := spec.each(lo+k, greedy[k], own); err != nil {
+					return res, err
+				}
 			}
 		}
 	}
@@ -90,7 +113,34 @@ func evaluate(ctx context.Context, r *roller, tasks []*env.Task, spec evalSpec) 
 			res.PassN[key] /= float64(c)
 		}
 	}
-	return res, greedy, sampled, nil
+	return res, nil
+}
+
+// add counts one task's episodes into the sums of every group it belongs to.
+func (res *EvalResult) add(t *env.Task, spec evalSpec, greedy *Rollout, sampled []*Rollout) {
+	keys := append([]string{"all"}, spec.groupsOf(t)...)
+	var correct, any float64
+	for _, ro := range sampled {
+		if ro.Correct {
+			correct++
+			any = 1
+		}
+	}
+	rapr := usesOps([]*Rollout{greedy})
+	if spec.samples > 0 {
+		rapr = usesOps(sampled)
+	}
+	for _, key := range keys {
+		res.Count[key]++
+		res.RaPR[key] += rapr
+		if greedy.Correct {
+			res.Greedy[key]++
+		}
+		if spec.samples > 0 {
+			res.Pass1[key] += correct / float64(spec.samples)
+			res.PassN[key] += any
+		}
+	}
 }
 
 // usesOps is the share of rollouts that use a visual operation.
@@ -154,10 +204,9 @@ func Evaluate(ctx context.Context, cfg *configs.Config, params *policy.Params, s
 		return EvalResult{}, err
 	}
 	workers := workerCount(cfg)
-	res, _, _, err := evaluate(ctx, newRoller(policy.NewInference(params), envCfg, workers), generateTasks(envCfg, split, n), evalSpec{
+	return evaluate(ctx, newRoller(policy.NewInference(params), envCfg, workers), splitTasks(envCfg, split, n), evalSpec{
 		samples: samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
 	})
-	return res, err
 }
 
 // Rollouts plays copies episodes of every task with params: greedy when

@@ -29,8 +29,7 @@ import (
 // step, a validation or the test evaluation, the replay buffer. Sizes of the
 // world's objects (a task's images, an episode's buffers, a stored trajectory)
 // are measured once per world config on a few of them. It aims to be within a
-// factor of two of the peak live heap, on the high side (the default run
-// measures 3.5 GB resident at the test evaluation; it is estimated at about 5 GB).
+// factor of two of the peak live heap, on the high side.
 
 // MemoryTerm is one part of a phase's peak.
 type MemoryTerm struct {
@@ -78,7 +77,7 @@ func EstimateMemory(cfg *configs.Config, phases []string) ([]MemoryPhase, error)
 		case PhaseRFT:
 			out = append(out, m.rft())
 		case PhaseTest:
-			out = append(out, m.evaluation("the test evaluation", cfg.Eval.Tasks, cfg.Eval.Samples, 2, 1, []string{"eval.tasks", "eval.samples"}))
+			out = append(out, m.evaluation("the test evaluation", cfg.Eval.Tasks, cfg.Eval.Samples, 2, 0, []string{"eval.tasks", "eval.samples"}))
 		}
 	}
 	return out, nil
@@ -86,13 +85,14 @@ func EstimateMemory(cfg *configs.Config, phases []string) ([]MemoryPhase, error)
 
 // EstimateEvalMemory is the peak of evaluating models models on tasks tasks with
 // samples attempts each (pixelis eval, pixelis analyze); keep says the
-// rollouts of every model are kept to the end (analyze compares them).
+// rollouts of every model are kept to the end (analyze compares them), else
+// the evaluation streams them (Evaluate).
 func EstimateEvalMemory(cfg *configs.Config, tasks, samples, models int, keep bool) (MemoryPhase, error) {
 	ec, err := EnvConfig(cfg)
 	if err != nil {
 		return MemoryPhase{}, err
 	}
-	kept := 1
+	kept := 0
 	if keep {
 		kept = models
 	}
@@ -288,10 +288,10 @@ func (m *memModel) sft() (MemoryPhase, error) {
 		{What: "the runtime", Bytes: baseBytes},
 		m.policy(10),
 		{What: fmt.Sprintf("the training set, %.0f trajectories × %s", n, FormatBytes(m.world.sample)), Keys: []string{nKey}, Bytes: n * m.world.sample},
-		{What: fmt.Sprintf("the SFT pairs, about %.0f × %s", pairs, FormatBytes(m.obs+80)), Keys: []string{nKey}, Bytes: pairs * (m.obs + 80)},
+		{What: fmt.Sprintf("the SFT pairs, about %.0f × %s", pairs, FormatBytes(m.world.pair)), Keys: []string{nKey}, Bytes: pairs * m.world.pair},
 		m.graph("the SFT training graph", float64(c.SFT.BatchSize), "sft.batch_size"),
 		{What: fmt.Sprintf("validation on %.0f tasks", v), Keys: []string{"sft.eval_tasks"},
-			Bytes: v*(m.world.task+m.world.episode+m.rollout+m.row) + m.workers*m.world.episode},
+			Bytes: v*(m.world.task+m.rollout) + min(v, evalChunk)*(m.world.episode+m.row) + m.workers*m.world.episode},
 	}}, nil
 }
 
@@ -306,7 +306,9 @@ func (m *memModel) rft() MemoryPhase {
 	group := float64(rf.TasksPerStep) * float64(rf.GroupSize)
 	v, s := float64(rf.ValTasks), float64(rf.ValSamples)
 	stepRolls := rounds*group*m.rollout + rounds*float64(rf.TasksPerStep)*m.world.task + group*m.row
-	valRolls := v*(1+s)*m.rollout + v*s*m.row
+	// A validation streams: a chunk of tasks' episodes at a time.
+	vc := min(v, evalChunk)
+	valRolls := vc*(1+s)*m.rollout + vc*s*m.row
 	rolls := MemoryTerm{What: fmt.Sprintf("the rollouts of a step, up to %.0f rounds × %.0f episodes", rounds, group),
 		Keys: []string{"rft.group_size", "rft.tasks_per_step", "rft.max_resample"}, Bytes: stepRolls}
 	if valRolls > stepRolls {
@@ -314,9 +316,9 @@ func (m *memModel) rft() MemoryPhase {
 			Keys: []string{"rft.val_samples", "rft.val_tasks"}, Bytes: valRolls}
 	}
 	// The roller keeps its episodes between calls: as many as its largest call.
-	pool := math.Max(group, v*s)
+	pool := math.Max(group, vc*s)
 	poolKeys := []string{"rft.group_size", "rft.tasks_per_step"}
-	if v*s > group {
+	if vc*s > group {
 		poolKeys = []string{"rft.val_samples", "rft.val_tasks"}
 	}
 	cu := c.Reward.Curiosity
@@ -339,9 +341,14 @@ func (m *memModel) rft() MemoryPhase {
 
 // evaluation is the peak of evaluating models on tasks tasks: their images, the
 // roller's episodes (tasks × samples for the sampled attempts), the rollouts
-// (of kept models at once) and the inference buffers.
+// and the inference buffers. With kept 0 the evaluation streams (evaluate):
+// a chunk of tasks at a time, nothing kept after; else every task's rollouts
+// of kept models are held at once.
 func (m *memModel) evaluation(name string, tasks, samples, models, kept int, keys []string) MemoryPhase {
 	t, s := float64(tasks), float64(samples)
+	if kept == 0 {
+		t = min(t, evalChunk)
+	}
 	eps := t * max(s, 1)
 	return MemoryPhase{Name: name, Terms: []MemoryTerm{
 		{What: "the runtime", Bytes: baseBytes},
@@ -349,7 +356,7 @@ func (m *memModel) evaluation(name string, tasks, samples, models, kept int, key
 		{What: fmt.Sprintf("the tasks, %.0f × %s", t, FormatBytes(m.world.task)), Keys: keys[:1], Bytes: t * m.world.task},
 		{What: fmt.Sprintf("the episodes, %.0f tasks × %.0f attempts × %s", t, max(s, 1), FormatBytes(m.world.episode)), Keys: []string{keys[1], keys[0]}, Bytes: eps * m.world.episode},
 		{What: fmt.Sprintf("the rollouts, %.0f tasks × %.0f attempts", t, 1+s), Keys: []string{keys[1], keys[0]},
-			Bytes: float64(kept)*t*(1+s)*m.rollout + eps*m.row},
+			Bytes: float64(max(kept, 1))*t*(1+s)*m.rollout + eps*m.row},
 	}}
 }
 
@@ -357,9 +364,14 @@ func (m *memModel) evaluation(name string, tasks, samples, models, kept int, key
 type worldSize struct {
 	task, episode, sample float64 // bytes of a task, a reset episode, a stored trajectory
 	pairsPerSample        float64 // SFT pairs a trajectory gives
+	pair                  float64 // bytes of an SFT pair, its packed observation included
 }
 
 var worldSizes sync.Map // world key → worldSize
+
+// pairOverhead is an SFT pair's bytes beside its observation's data: the
+// struct, its pointer in the set and the slices' allocation rounding.
+const pairOverhead = 160
 
 // measureWorld measures the live heap a few tasks, episodes and trajectories of
 // this world hold (once per world config and process). The world's sizes are
@@ -376,15 +388,20 @@ func measureWorld(ec env.Config, mix env.Mix) worldSize {
 		tasks[i] = env.Generate(ec, env.Test, i)
 	}
 	h1 := liveHeap()
+	// An episode observed once: its buffers, and the analysis of its view the
+	// task keeps for its other episodes.
 	eps := make([]*env.Episode, n)
+	obs := make([]float32, env.ObsDim)
 	for i := range eps {
 		eps[i] = env.NewEpisode(ec)
 		eps[i].Reset(tasks[i])
+		eps[i].Observe(obs)
 	}
 	h2 := liveHeap()
 	samples, err := env.GenerateDataset(ec, env.Train, n, mix)
 	h3 := liveHeap()
-	w := worldSize{task: per(h1, h0, n), episode: per(h2, h1, n), sample: per(h3, h2, n), pairsPerSample: float64(ec.MaxSteps)}
+	w := worldSize{task: per(h1, h0, n), episode: per(h2, h1, n), sample: per(h3, h2, n), pairsPerSample: float64(ec.MaxSteps),
+		pair: 4*float64(env.ObsDim) + pairOverhead}
 	if err == nil {
 		pairs, perr := sft.Pairs(context.Background(), ec, len(samples), func(i int) (*env.Task, []env.Action, []env.Role, error) {
 			t, err := samples[i].Task(ec)
@@ -398,9 +415,14 @@ func measureWorld(ec env.Config, mix env.Mix) worldSize {
 			roles, err := samples[i].Roles()
 			return t, acts, roles, err
 		}, 1)
-		if perr == nil {
+		if perr == nil && len(pairs) > 0 {
 			// A little above the mean: the mix of a larger set varies.
 			w.pairsPerSample = 1.25 * float64(len(pairs)) / float64(n)
+			var b float64
+			for _, p := range pairs {
+				b += float64(p.Bytes())
+			}
+			w.pair = 1.25*b/float64(len(pairs)) + pairOverhead
 		}
 	}
 	runtime.KeepAlive(tasks)

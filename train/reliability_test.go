@@ -375,8 +375,9 @@ func TestMemoryEstimate(t *testing.T) {
 		return m
 	}
 	const GiB = 1 << 30
-	// The default run measures 3.5 GB resident at its test evaluation.
-	if p := peak(configs.Default()); p < 3*GiB || p > 8*GiB {
+	// The default run measures 500 MiB resident at its peak, while SFT builds
+	// its training set; its live heap is about half of that.
+	if p := peak(configs.Default()); p < 0.15*GiB || p > 1*GiB {
 		t.Errorf("default: %s", FormatBytes(p))
 	}
 	if p := peak(smoke(t)); p > 0.5*GiB {

@@ -358,17 +358,24 @@ func transpose(m []float32, rows, cols int) []float32 {
 // validate runs the validation split: greedy, pass@1 and pass@n per family.
 func (s *rftRun) validate(ctx context.Context) (map[string]float64, error) {
 	cfg := s.r.cfg
-	res, greedy, sampled, err := evaluate(ctx, s.roller, s.val, evalSpec{
-		samples: cfg.RFT.ValSamples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed, step: s.step,
-	})
+	spec := evalSpec{samples: cfg.RFT.ValSamples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed, step: s.step}
+	var saveErr error
+	if cfg.Eval.SaveEpisodes {
+		dir := filepath.Join(s.r.opt.RunDir, "episodes", fmt.Sprintf("val_step_%06d", s.step))
+		saveErr = os.MkdirAll(dir, 0o755)
+		spec.each = func(_ int, greedy *Rollout, sampled []*Rollout) error {
+			if saveErr == nil {
+				saveErr = saveTaskEpisodes(dir, greedy, sampled)
+			}
+			return nil
+		}
+	}
+	res, err := evaluate(ctx, s.roller, tasksOf(s.val), spec)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Eval.SaveEpisodes {
-		dir := filepath.Join(s.r.opt.RunDir, "episodes", fmt.Sprintf("val_step_%06d", s.step))
-		if err := saveEpisodes(dir, greedy, sampled); err != nil {
-			s.r.emit(s.step, telemetry.EventWarning, "saving validation episodes: "+err.Error(), nil)
-		}
+	if saveErr != nil {
+		s.r.emit(s.step, telemetry.EventWarning, "saving validation episodes: "+saveErr.Error(), nil)
 	}
 	s.r.emit(s.step, telemetry.EventEval, fmt.Sprintf("val greedy %.3f pass@1 %.3f pass@%d %.3f",
 		res.Greedy["all"], res.Pass1["all"], res.Samples, res.PassN["all"]), nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/pixelis/pixelis/configs"
@@ -146,51 +147,69 @@ func (s *rftRun) sampleTasks(step, round, n int) []*env.Task {
 	return tasks
 }
 
+// sampleOf is a rollout as an update sample. Its behaviour log-probabilities
+// log π_old are the ones its sampler recorded: the rollout policy is the one
+// being updated (it is refreshed only after the update), and policy.Sample
+// computes log π from the same logits exactly as logProbs does, so
+// recomputing them gave the same bits (TestRolloutLogProbsAreRecomputedOnes).
 func (s *rftRun) sampleOf(ro *Rollout, adv float64, step int) *grpo.Sample {
 	smp := &grpo.Sample{Advantage: adv, Step: step}
 	for _, st := range ro.Steps {
 		smp.Obs = append(smp.Obs, st.Obs)
 		smp.Actions = append(smp.Actions, st.Index)
 	}
+	if s.r.cfg.RFT.Temperature > 0 && len(ro.LogP) == len(ro.Steps) {
+		smp.OldLogP = slices.Clone(ro.LogP)
+	}
 	return smp
 }
 
-// fillLogProbs computes log π_old and log π_ref of every action of the samples in
-// one batched forward each.
+// fillLogProbs computes log π_ref of every action of the samples, and log
+// π_old of those without one, in batched forwards split over the workers.
 func (s *rftRun) fillLogProbs(samples []*grpo.Sample) {
 	var obs []float32
 	var acts []int
+	needOld := false
 	for _, smp := range samples {
 		for i, o := range smp.Obs {
 			obs = append(obs, o...)
 			acts = append(acts, smp.Actions[i])
 		}
+		needOld = needOld || len(smp.OldLogP) != len(smp.Actions)
 	}
 	n := len(acts)
 	if n == 0 {
 		return
 	}
-	nA := env.NumActions()
-	logits := make([]float32, n*nA)
 	T := s.r.cfg.RFT.Temperature
-	old := logProbs(s.inf, obs, acts, logits, nA, T)
-	ref := logProbs(s.refInf, obs, acts, logits, nA, T)
+	ref := logProbs(s.refInf, obs, acts, T, s.r.workers)
+	var old []float32
+	if needOld {
+		old = logProbs(s.inf, obs, acts, T, s.r.workers)
+	}
 	k := 0
 	for _, smp := range samples {
-		smp.OldLogP = old[k : k+len(smp.Actions)]
+		if len(smp.OldLogP) != len(smp.Actions) {
+			smp.OldLogP = old[k : k+len(smp.Actions)]
+		}
 		smp.RefLogP = ref[k : k+len(smp.Actions)]
 		k += len(smp.Actions)
 	}
 }
 
 // logProbs is log π(a|s) at the sampling temperature, as the update's graph
-// computes it, for each row.
-func logProbs(inf *policy.Inference, obs []float32, acts []int, logits []float32, nA int, temperature float64) []float32 {
-	inf.Logits(obs, len(acts), logits)
+// computes it, for each row, the rows split over workers (a row's logits do
+// not depend on the others).
+func logProbs(inf *policy.Inference, obs []float32, acts []int, temperature float64, workers int) []float32 {
+	nA, od := env.NumActions(), env.ObsDim
 	out := make([]float32, len(acts))
-	for i, a := range acts {
-		out[i] = float32(policy.TemperedLogSoftmax(logits[i*nA:(i+1)*nA], temperature)[a])
-	}
+	(&roller{workers: workers}).parallel(len(acts), func(lo, hi int) {
+		logits := make([]float32, (hi-lo)*nA)
+		inf.Logits(obs[lo*od:hi*od], hi-lo, logits)
+		for i, a := range acts[lo:hi] {
+			out[lo+i] = float32(policy.TemperedLogSoftmax(logits[i*nA:(i+1)*nA], temperature)[a])
+		}
+	})
 	return out
 }
 

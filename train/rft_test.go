@@ -1,12 +1,17 @@
 package train
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/policy"
 )
 
 // RFT draws its tasks after the SFT set unless task_pool is 0, and every task
@@ -71,5 +76,41 @@ func TestResaveKeepsKeptKind(t *testing.T) {
 	}
 	if m, _ := ckpt.Inspect(filepath.Join(r.ckptRoot, "step_000008")); m.Kind != ckpt.KindSignal {
 		t.Errorf("kind %q, want signal", m.Kind)
+	}
+}
+
+// The behaviour log-probabilities a rollout's sampler records are the ones
+// the update's forward pass computes for the same actions with the same
+// weights, bit for bit, so the update reuses them instead of recomputing.
+func TestRolloutLogProbsAreRecomputedOnes(t *testing.T) {
+	cfg := configs.Default()
+	envCfg, err := EnvConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := policy.NewInference(params)
+	for _, temp := range []float64{1, 0.7} {
+		rs, err := newRoller(inf, envCfg, 2).run(context.Background(), generateTasks(envCfg, env.Train, 4), 3,
+			sampling{temperature: temp}, func(i int) *rand.Rand { return stream(1, streamEpisode, 0, i) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obs []float32
+		var acts []int
+		var recorded []float32
+		for _, ro := range rs {
+			for i, st := range ro.Steps {
+				obs, acts, recorded = append(obs, st.Obs...), append(acts, st.Index), append(recorded, ro.LogP[i])
+			}
+		}
+		for _, workers := range []int{1, 3} {
+			if got := logProbs(inf, obs, acts, temp, workers); !slices.Equal(got, recorded) {
+				t.Fatalf("T=%v, %d workers: recomputed log-probabilities differ from the recorded ones", temp, workers)
+			}
+		}
 	}
 }

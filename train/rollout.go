@@ -37,6 +37,9 @@ func (r *Rollout) Ops() int {
 type sampling struct {
 	greedy      bool
 	temperature float64
+	// noObs keeps no observations in the rollouts (Steps[].Obs and FinalObs
+	// stay nil): an evaluation scores episodes and never trains on them.
+	noObs bool
 }
 
 // roller steps many episodes together: one batched policy forward per step for
@@ -110,7 +113,11 @@ func (r *roller) run(ctx context.Context, tasks []*env.Task, copies int, how sam
 				}
 				eps[i].Step(act)
 				o := outs[i]
-				o.Steps = append(o.Steps, env.Step{Index: a, Obs: append([]float32(nil), obs[k*obsDim:(k+1)*obsDim]...)})
+				st := env.Step{Index: a}
+				if !how.noObs {
+					st.Obs = append([]float32(nil), obs[k*obsDim:(k+1)*obsDim]...)
+				}
+				o.Steps = append(o.Steps, st)
 				o.LogP = append(o.LogP, float32(lp))
 			}
 		})
@@ -122,8 +129,10 @@ func (r *roller) run(ctx context.Context, tasks []*env.Task, copies int, how sam
 			for k := range o.Steps {
 				o.Steps[k].Action, o.Steps[k].Result = traj[k].Action, traj[k].Result
 			}
-			o.FinalObs = make([]float32, obsDim)
-			e.Observe(o.FinalObs)
+			if !how.noObs {
+				o.FinalObs = make([]float32, obsDim)
+				e.Observe(o.FinalObs)
+			}
 			o.Answer, o.Answered = e.Answer()
 			o.Correct = e.Correct()
 		}

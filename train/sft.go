@@ -225,8 +225,10 @@ func (s *sftRun) validate(ctx context.Context, decide bool) (map[string]float64,
 	for i, t := range s.val {
 		bucket[t] = s.valB[i]
 	}
-	res, greedy, _, err := evaluate(ctx, s.roller, s.val, evalSpec{
+	var greedy []*Rollout
+	res, err := evaluate(ctx, s.roller, tasksOf(s.val), evalSpec{
 		groups: func(t *env.Task) []string { return []string{t.Family.String(), bucket[t]} },
+		each:   func(_ int, g *Rollout, _ []*Rollout) error { greedy = append(greedy, g); return nil },
 	})
 	if err != nil {
 		return nil, err

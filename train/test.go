@@ -45,20 +45,20 @@ type PairedChange struct {
 // perTask is one model's greedy and pass@1 score on each task, in task order.
 type perTask struct{ greedy, pass1 []float64 }
 
-func perTaskScores(tasks int, greedy, sampled []*Rollout) perTask {
-	pt := perTask{greedy: make([]float64, tasks), pass1: make([]float64, tasks)}
-	n := len(sampled) / max(tasks, 1)
-	for t := range tasks {
-		if greedy[t].Correct {
-			pt.greedy[t] = 1
-		}
-		for _, ro := range sampled[t*n : (t+1)*n] {
-			if ro.Correct {
-				pt.pass1[t] += 1 / float64(n)
-			}
+func newPerTask(tasks int) perTask {
+	return perTask{greedy: make([]float64, tasks), pass1: make([]float64, tasks)}
+}
+
+// add scores task t from its episodes.
+func (pt perTask) add(t int, greedy *Rollout, sampled []*Rollout) {
+	if greedy.Correct {
+		pt.greedy[t] = 1
+	}
+	for _, ro := range sampled {
+		if ro.Correct {
+			pt.pass1[t] += 1 / float64(len(sampled))
 		}
 	}
-	return pt
 }
 
 // pairedDiff is the mean of b − a and its standard error.
@@ -94,8 +94,8 @@ func (r *Runner) testModels() map[string]string {
 func (r *Runner) runTest(ctx context.Context) error {
 	cfg := r.cfg
 	r.state = telemetry.StateEvaluating
-	tasks := generateTasks(r.envCfg, env.Test, cfg.Eval.Tasks)
-	out := FinalEval{Split: "test", Tasks: len(tasks), Samples: cfg.Eval.Samples, Models: map[string]EvalResult{}, Time: time.Now().UTC()}
+	tasks := splitTasks(r.envCfg, env.Test, cfg.Eval.Tasks) // generated chunk by chunk, for each model
+	out := FinalEval{Split: "test", Tasks: tasks.n, Samples: cfg.Eval.Samples, Models: map[string]EvalResult{}, Time: time.Now().UTC()}
 	m := map[string]float64{}
 	scores := map[string]perTask{}
 	paths := r.testModels()
@@ -108,14 +108,16 @@ func (r *Runner) runTest(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		res, greedy, sampled, err := evaluate(ctx, newRoller(policy.NewInference(params), r.envCfg, r.workers), tasks, evalSpec{
+		pt := newPerTask(tasks.n)
+		res, err := evaluate(ctx, newRoller(policy.NewInference(params), r.envCfg, r.workers), tasks, evalSpec{
 			samples: cfg.Eval.Samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
+			each: func(i int, greedy *Rollout, sampled []*Rollout) error { pt.add(i, greedy, sampled); return nil },
 		})
 		if err != nil {
 			return err
 		}
 		out.Models[model] = res
-		scores[model] = perTaskScores(len(tasks), greedy, sampled)
+		scores[model] = pt
 		for k, v := range res.Metrics("test/" + model) {
 			m[k] = v
 		}

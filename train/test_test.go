@@ -1,8 +1,15 @@
 package train
 
 import (
+	"context"
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"testing"
+
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/policy"
 )
 
 func TestPairedDiffByHand(t *testing.T) {
@@ -19,8 +26,63 @@ func TestPairedDiffByHand(t *testing.T) {
 func TestPerTaskScores(t *testing.T) {
 	g := []*Rollout{{Correct: true}, {Correct: false}}
 	s := []*Rollout{{Correct: true}, {Correct: false}, {Correct: true}, {Correct: true}, {Correct: false}, {Correct: false}}
-	pt := perTaskScores(2, g, s)
+	pt := newPerTask(2)
+	pt.add(0, g[0], s[:3])
+	pt.add(1, g[1], s[3:])
 	if pt.greedy[0] != 1 || pt.greedy[1] != 0 || math.Abs(pt.pass1[0]-2.0/3) > 1e-12 || math.Abs(pt.pass1[1]-1.0/3) > 1e-12 {
 		t.Errorf("got %+v", pt)
+	}
+}
+
+// An evaluation played chunk by chunk scores exactly what playing every
+// task's episodes at once scores: each sampled episode draws from the stream
+// of its index in the whole evaluation, and the sums run in task order.
+func TestEvaluateInChunksIsEvaluateAtOnce(t *testing.T) {
+	cfg := configs.Default()
+	envCfg, err := EnvConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, samples = evalChunk + 9, 3
+	tasks := generateTasks(envCfg, env.Val, n)
+	spec := evalSpec{samples: samples, temperature: 1, seed: 5, step: 7}
+	var seen []int
+	spec.each = func(i int, g *Rollout, s []*Rollout) error {
+		if g.Task != tasks[i] || len(s) != samples || s[0].Task != tasks[i] {
+			t.Fatalf("task %d: episodes of another task", i)
+		}
+		seen = append(seen, i)
+		return nil
+	}
+	got, err := evaluate(context.Background(), newRoller(policy.NewInference(params), envCfg, 2), tasksOf(tasks), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != n || seen[n-1] != n-1 {
+		t.Fatalf("each saw tasks %v", seen)
+	}
+	// At once, as evaluate did before it streamed.
+	r := newRoller(policy.NewInference(params), envCfg, 1)
+	greedy, _ := r.run(context.Background(), tasks, 1, sampling{greedy: true}, func(int) *rand.Rand { return nil })
+	sampled, _ := r.run(context.Background(), tasks, samples, sampling{temperature: 1}, func(i int) *rand.Rand {
+		return stream(5, streamEval, 7, i)
+	})
+	want := EvalResult{Tasks: n, Samples: samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{},
+		Pass1: map[string]float64{}, PassN: map[string]float64{}}
+	for i, tk := range tasks {
+		want.add(tk, spec, greedy[i], sampled[i*samples:(i+1)*samples])
+	}
+	for key, c := range want.Count {
+		want.Greedy[key] /= float64(c)
+		want.RaPR[key] /= float64(c)
+		want.Pass1[key] /= float64(c)
+		want.PassN[key] /= float64(c)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("in chunks %+v\nat once %+v", got, want)
 	}
 }

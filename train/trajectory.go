@@ -151,20 +151,15 @@ type episodeRecord struct {
 	Misuse      []string `json:"misuse"`
 }
 
-// saveEpisodes writes every episode as JSON: one file per task holding its greedy
-// and sampled attempts.
-func saveEpisodes(dir string, greedy, sampled []*Rollout) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	per := map[*env.Task][]episodeRecord{}
-	var order []*env.Task
+// saveTaskEpisodes writes one task's episodes as JSON to dir/<task id>.json:
+// its greedy attempt, then its sampled ones. An evaluation calls it as each
+// task's episodes finish, so none are held for the sake of saving them.
+func saveTaskEpisodes(dir string, greedy *Rollout, sampled []*Rollout) error {
+	t := greedy.Task
+	recs := make([]episodeRecord, 0, 1+len(sampled))
 	add := func(ro *Rollout, mode string) {
-		if _, ok := per[ro.Task]; !ok {
-			order = append(order, ro.Task)
-		}
-		rec := episodeRecord{Task: ro.Task.ID, Family: ro.Task.Family.String(), Question: ro.Task.Question,
-			GroundTruth: ro.Task.Answer, Mode: mode, Answer: ro.Answer, Correct: ro.Correct}
+		rec := episodeRecord{Task: t.ID, Family: t.Family.String(), Question: t.Question,
+			GroundTruth: t.Answer, Mode: mode, Answer: ro.Answer, Correct: ro.Correct}
 		for _, st := range ro.Steps {
 			rec.Actions = append(rec.Actions, strings.TrimSpace(st.Action.Op.String()+" "+actionArgs(st.Action)))
 			rec.Results = append(rec.Results, st.Result.Summary)
@@ -174,24 +169,17 @@ func saveEpisodes(dir string, greedy, sampled []*Rollout) error {
 			}
 			rec.Misuse = append(rec.Misuse, m)
 		}
-		per[ro.Task] = append(per[ro.Task], rec)
+		recs = append(recs, rec)
 	}
-	for _, ro := range greedy {
-		add(ro, "greedy")
-	}
+	add(greedy, "greedy")
 	for _, ro := range sampled {
 		add(ro, "sample")
 	}
-	for _, t := range order {
-		data, err := json.MarshalIndent(per[t], "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, t.ID+".json"), data, 0o644); err != nil {
-			return err
-		}
+	data, err := json.MarshalIndent(recs, "", "  ")
+	if err != nil {
+		return err
 	}
-	return nil
+	return os.WriteFile(filepath.Join(dir, t.ID+".json"), data, 0o644)
 }
 
 // misuseLabel names what a step did wrong: its own misuse and, at a step-limit

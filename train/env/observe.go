@@ -1,5 +1,10 @@
 package env
 
+import (
+	"image"
+	"sync"
+)
+
 // The observation is what a vision-language model would get: a coarse view
 // of the current view on a GridSize² grid, the question, and a summary of
 // what the operations returned so far, enough for the state to be Markov.
@@ -72,16 +77,70 @@ const (
 // obsCache keeps the parts of the observation that change only when the view
 // or the masks change.
 type obsCache struct {
-	static  bool
-	class   [ViewSize * ViewSize]uint8
-	cell    [NumCells][cellStatic]float32
-	fg      [NumCells]int
-	global  [1 + NumHues]float32
+	static bool
+	// staticView is the current view's analysis: the task's shared copy
+	// (Task.views), or spare when the task keeps no more views.
+	*staticView
+	spare   *staticView
 	other   []uint8 // view of the last frame, for motion
 	masks   bool
 	seg     [NumCells]float32
 	last    [NumCells]float32
 	askLeft int
+}
+
+// staticView is what the coarse view shows of one region of a task: each
+// pixel's class and the features that depend only on the view. It is a
+// function of the task and the region alone, so the episodes of a task (a
+// group of rollouts, the samples of an evaluation) share it through the
+// task's viewMemo instead of classifying the same pixels again; once shared
+// it is never written.
+type staticView struct {
+	region image.Rectangle
+	class  [ViewSize * ViewSize]uint8
+	cell   [NumCells][cellStatic]float32
+	fg     [NumCells]int
+	global [1 + NumHues]float32
+}
+
+// maxTaskViews bounds a task's shared views: the whole scene and a zoom on
+// each of a few objects (a zoom's region is a function of the segmented
+// object), about 6.4 KB each.
+const maxTaskViews = 8
+
+// viewMemo is a task's shared static views, by region. It is safe for
+// concurrent use.
+type viewMemo struct {
+	mu    sync.Mutex
+	views []*staticView
+}
+
+func (m *viewMemo) get(r image.Rectangle) *staticView {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, v := range m.views {
+		if v.region == r {
+			return v
+		}
+	}
+	return nil
+}
+
+// put shares v, unless the memo is full; two episodes that computed the
+// same region at once computed the same values, and the first is kept.
+func (m *viewMemo) put(v *staticView) (shared *staticView, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range m.views {
+		if w.region == v.region {
+			return w, true
+		}
+	}
+	if len(m.views) >= maxTaskViews {
+		return nil, false
+	}
+	m.views = append(m.views, v)
+	return v, true
 }
 
 func (c *obsCache) reset()      { c.static, c.masks = false, false }
@@ -115,6 +174,17 @@ func (e *Episode) ensureStatic() {
 		return
 	}
 	c.static = true
+	if sv := e.task.views.get(e.region); sv != nil {
+		c.staticView = sv
+		return
+	}
+	sv := c.spare
+	if sv == nil {
+		sv = new(staticView)
+	}
+	c.spare = nil
+	c.staticView = sv
+	sv.region = e.region
 	view := e.currentView()
 	for i := range c.class {
 		c.class[i] = classify(view, i, e.bg)
@@ -167,6 +237,11 @@ func (e *Episode) ensureStatic() {
 		for h := range NumHues {
 			c.global[1+h] /= float32(fgAll)
 		}
+	}
+	if shared, ok := e.task.views.put(sv); ok {
+		c.staticView = shared
+	} else {
+		c.spare = sv // the task keeps no more views: this episode reuses its own
 	}
 }
 

@@ -107,6 +107,8 @@ type Task struct {
 	// Confusable marks a task drawn confusable from the coarse view (see
 	// Config.Confusion). Hidden.
 	Confusable bool
+
+	views viewMemo // the coarse view's analyses, shared by the task's episodes
 }
 
 // Generate builds a split's index-th task deterministically: families cycle

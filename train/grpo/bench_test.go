@@ -7,6 +7,7 @@ import (
 
 	"github.com/pixelis/pixelis/internal/cputime"
 	"github.com/pixelis/pixelis/internal/optim"
+	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 )
 
@@ -32,6 +33,92 @@ func benchRows(p *policy.Params, n int, rng *rand.Rand) []Row {
 			Old: float32(lp - shift), Ref: float32(lp - 0.3*shift + 0.05), W: 1 / float32(n)}
 	}
 	return rows
+}
+
+// benchLoss is the default config's GRPO objective.
+var benchLoss = LossConfig{ClipLow: 0.2, ClipHigh: 0.28, KLCoef: 0.05, KLEstimator: "k3", EntropyCoef: 0.01}
+
+// updateChunk is the default RFT's chunk: 16 tasks × 8 samples × 12 steps
+// in 2 minibatches, halved (rft.go sizes the Updater so).
+const updateChunk = 384
+
+// benchPolicy is the default config's network (rank-8 adapters on every
+// layer) some updates in: its adapters' B away from zero.
+func benchPolicy(b *testing.B, rng *rand.Rand) *policy.Params {
+	p, err := policy.New(policy.Config{Hidden: []int{256, 256}, LocHidden: 32, CellEmbed: 32, LoRARank: 8, LoRAAlpha: 16}.WithEnvLayout(), rng)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range p.Layers() {
+		for i := range l.B {
+			l.B[i] = float32(rng.NormFloat64() * 0.01)
+		}
+	}
+	return p
+}
+
+// envRows is benchRows over n observations of real episodes of the default
+// world (uniformly random actions): one-hot blocks and sparse cells, as the
+// update's rows are.
+func envRows(p *policy.Params, n int, rng *rand.Rand) []Row {
+	cfg := env.Config{MaxSteps: 12, Frames: 4, MinObjects: 2, MaxObjects: 5, MinSize: 20, MaxSize: 30, MaxSpeed: 4,
+		LabelProb: 0.5, Noise: 0.02, OpCap: 5, Confusion: 0.5, Families: env.AllFamilies()}
+	obs := make([]float32, 0, n*env.ObsDim)
+	e := env.NewEpisode(cfg)
+	for t := 0; len(obs) < n*env.ObsDim; t++ {
+		e.Reset(env.Generate(cfg, env.Train, t))
+		for !e.Done() && len(obs) < n*env.ObsDim {
+			o := make([]float32, env.ObsDim)
+			e.Observe(o)
+			obs = append(obs, o...)
+			a, _ := env.DecodeAction(rng.IntN(env.NumActions()))
+			e.Step(a)
+		}
+	}
+	rows := benchRows(p, n, rng)
+	for i := range rows {
+		rows[i].Obs = obs[i*env.ObsDim : (i+1)*env.ObsDim]
+	}
+	return rows
+}
+
+// BenchmarkUpdateStep is one GRPO update of the default RFT's chunk on the
+// gorgonia graph, as Update runs it per minibatch: the forward and backward
+// pass over the adapters, the objective, and Adam with gradient clipping.
+// bench/torch_steps.py times the same step in PyTorch.
+func BenchmarkUpdateStep(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := benchPolicy(b, rng)
+	adam := optim.DefaultAdam()
+	adam.ClipNorm = 1
+	u, err := NewUpdater(p, updateChunk, p.Trainable(true), benchLoss, adam)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := envRows(p, updateChunk, rng)
+	idx := make([]int, len(rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	b.ReportAllocs()
+	cpu0 := cputime.Process()
+	for b.Loop() {
+		if _, err := u.chunk(rows, idx, 1); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := u.opt.Step(u.tg.Params(), 1e-4); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu := cputime.Process() - cpu0
+	n := float64(b.N)
+	flops := float64(p.StepFLOPs(true)) * updateChunk
+	b.ReportMetric(flops/1e6, "MFLOP/op")
+	b.ReportMetric(flops*n/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	if cpu > 0 {
+		b.ReportMetric(cpu.Seconds()/n*1e3, "cpu-ms/op")
+		b.ReportMetric(flops*n/cpu.Seconds()/1e9, "GFLOP/cpu-s")
+	}
 }
 
 // BenchmarkUpdateRatio alternates one gorgonia step (Updater.chunk and the

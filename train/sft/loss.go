@@ -130,7 +130,10 @@ func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
 	clear(t.wAvoid)
 	var total float64
 	for i, pr := range pairs {
-		copy(t.obs[i*obsDim:(i+1)*obsDim], pr.Obs)
+		if pr.ObsLen() != obsDim {
+			return Stats{}, fmt.Errorf("sft step: pair %d has %d features, want %d", i, pr.ObsLen(), obsDim)
+		}
+		pr.Observation(t.obs[i*obsDim : (i+1)*obsDim])
 		t.mask[i*nA+pr.Action] = 1
 		w := t.rowWeight(pr)
 		if pr.Role == env.RoleAvoid {
