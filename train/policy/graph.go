@@ -166,20 +166,30 @@ func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature
 	return tg, nil
 }
 
-// linear is y = x·W + b + (α/r)·(x·A)·B for the named layer.
+// linear is y = x·W + b + (α/r)·(x·A)·B for the named layer. An adapter
+// whose A and B the graph does not train and whose B is zero adds exactly
+// nothing, and stays so for the graph's life (the optimiser touches only the
+// trainable parameters): it is left out of the graph, as in SFT, where the
+// adapters wait at B = 0 for RFT.
 func (tg *TrainGraph) linear(x *G.Node, layer string) *G.Node {
 	l := tg.p.Layer(layer)
 	y := G.Must(G.Mul(x, tg.weights[layer+SuffixWeight]))
 	if l.Bias != nil {
 		y = G.Must(G.BroadcastAdd(y, tg.weights[layer+SuffixBias], nil, []byte{0}))
 	}
-	if l.Rank > 0 {
+	if l.Rank > 0 && !tg.inert(l) {
 		xa := G.Must(G.Mul(x, tg.weights[layer+SuffixLoRAA]))
 		ab := G.Must(G.Mul(xa, tg.weights[layer+SuffixLoRAB]))
 		scale := G.NewConstant(float32(l.Scale()), G.WithName(layer+".lora_scale"))
 		y = G.Must(G.Add(y, G.Must(G.Mul(ab, scale))))
 	}
 	return y
+}
+
+// inert reports whether a layer's adapter is frozen at B = 0 in this graph.
+func (tg *TrainGraph) inert(l *Layer) bool {
+	trained := slices.Contains(tg.trainable, l.Name+SuffixLoRAA) || slices.Contains(tg.trainable, l.Name+SuffixLoRAB)
+	return !trained && l.zeroAdapter()
 }
 
 // Graph is the expression graph, for building losses with gorgonia ops.

@@ -440,3 +440,43 @@ func TestStepFLOPsMatchCompiledGraph(t *testing.T) {
 		}
 	}
 }
+
+// A frozen adapter is left out of the graph only while it adds nothing:
+// frozen with B ≠ 0 (a base trained under fixed adapters) it is computed.
+func TestFrozenAdaptersStayInTheForward(t *testing.T) {
+	const batch = 4
+	rng := rand.New(rand.NewPCG(5, 6))
+	cfg := designConfig()
+	cfg.LoRARank = 4
+	p, err := New(cfg, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perturbAll(p, rng)
+	cfg = p.Config()
+	tg, err := NewTrainGraph(p, batch, p.Trainable(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, w := sftLoss(t, tg, 0)
+	if err := tg.SetLoss(loss); err != nil {
+		t.Fatal(err)
+	}
+	obs := randObs(cfg, batch, rng)
+	feeds := map[*G.Node][]float32{tg.Obs: obs, tg.ActionMask: oneHot(make([]int, batch), cfg.Actions), w: {1, 1, 1, 1}}
+	if err := tg.Run(feeds); err != nil {
+		t.Fatal(err)
+	}
+	logits, err := tg.Value(tg.Logits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRefNet(p)
+	for i := range batch {
+		for a, v := range r.logits(obs[i*cfg.ObsDim() : (i+1)*cfg.ObsDim()]) {
+			if d := math.Abs(float64(logits[i*cfg.Actions+a]) - v); d > 1e-4*math.Max(1, math.Abs(v)) {
+				t.Fatalf("graph logit [%d,%d] = %v, reference %v", i, a, logits[i*cfg.Actions+a], v)
+			}
+		}
+	}
+}

@@ -25,3 +25,13 @@ func addAdapter(w []float32, l *Layer) {
 	}
 	blas.Sgemm(blas.NoTrans, blas.NoTrans, l.In, l.Out, l.Rank, float32(l.Scale()), l.A, l.Rank, l.B, l.Out, 1, w, l.Out)
 }
+
+// zeroAdapter reports whether the layer's adapter adds nothing: B = 0.
+func (l *Layer) zeroAdapter() bool {
+	for _, v := range l.B {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}

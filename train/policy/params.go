@@ -242,6 +242,9 @@ func (p *Params) StepFLOPs(adaptersOnly bool) int64 {
 	f := 0
 	for _, l := range p.layers {
 		in, out, r := l.In, l.Out, l.Rank
+		if !adaptersOnly && l.zeroAdapter() {
+			r = 0 // frozen at B = 0: the graph leaves it out
+		}
 		m := in*out + r*(in+out) // forward
 		// Layers reading the observation (cell.enc, loc.cell) need no ∂L/∂x.
 		// trunk.0 needs it for its pooled-encoding columns, and the graph
