@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/pixelis/pixelis/internal/nn"
 	"github.com/pixelis/pixelis/internal/optim"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -126,24 +127,22 @@ func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature
 	tg.cells = G.NewMatrix(tg.g, G.Float32, G.WithShape(batch*cfg.Cells, cfg.CellFeatures), G.WithName("cells"), G.WithValue(cellVal))
 
 	// Cell encoder: e_c = ReLU(cell_c·E + b_e), pooled as the mean over the
-	// cells; the trunk reads [global, mean_c e_c].
-	enc := G.Must(G.Rectify(tg.linear(tg.cells, LayerCellEnc)))
-	enc3 := G.Must(G.Reshape(enc, tensor.Shape{batch, cfg.Cells, cfg.CellEmbed}))
-	pooled := G.Must(G.Mul(G.Must(G.Sum(enc3, 1)), G.NewConstant(float32(1/float64(cfg.Cells)), G.WithName("inv_cells"))))
+	// cells; the trunk reads [global, mean_c e_c]. The row-wise operations
+	// are internal/nn's fused forms of gorgonia's (the same bits, one pass).
+	enc := G.Must(nn.ReLU(tg.linear(tg.cells, LayerCellEnc)))
+	pooled := G.Must(G.Mul(G.Must(nn.SumGroups(enc, cfg.Cells)), G.NewConstant(float32(1/float64(cfg.Cells)), G.WithName("inv_cells"))))
 	h := G.Must(G.Concat(1, tg.global, pooled))
 	for i := range cfg.Hidden {
-		h = G.Must(G.Rectify(tg.linear(h, TrunkLayer(i))))
+		h = G.Must(nn.ReLU(tg.linear(h, TrunkLayer(i))))
 	}
 	base := tg.linear(h, LayerHead) // [B, A]
 
 	// Location head: z_c = ReLU(cell_c·U + h·P + b), s_c = z_c·v, added to the
 	// SEGMENT-at-cell-c logit. h·P + b is computed once per example and
-	// broadcast over the cells of that example.
+	// added to the rows of that example's cells.
 	zc := tg.linear(tg.cells, LayerLocCell) // [B·C, L]
 	hp := tg.linear(h, LayerLocTrunk)       // [B, L]
-	z3 := G.Must(G.Reshape(zc, tensor.Shape{batch, cfg.Cells, cfg.LocHidden}))
-	z3 = G.Must(G.BroadcastAdd(z3, hp, nil, []byte{1})) // hp viewed as [B, 1, L]
-	z := G.Must(G.Rectify(G.Must(G.Reshape(z3, tensor.Shape{batch * cfg.Cells, cfg.LocHidden}))))
+	z := G.Must(nn.ReLU(G.Must(nn.AddGroups(zc, hp, cfg.Cells))))
 	s := G.Must(G.Reshape(tg.linear(z, LayerLocScore), tensor.Shape{batch, cfg.Cells}))
 	if rest := cfg.Actions - cfg.Cells; rest > 0 {
 		zeros := G.NewConstant(tensor.New(tensor.WithShape(batch, rest), tensor.Of(tensor.Float32)), G.WithName("loc.pad"))
@@ -175,13 +174,12 @@ func (tg *TrainGraph) linear(x *G.Node, layer string) *G.Node {
 	l := tg.p.Layer(layer)
 	y := G.Must(G.Mul(x, tg.weights[layer+SuffixWeight]))
 	if l.Bias != nil {
-		y = G.Must(G.BroadcastAdd(y, tg.weights[layer+SuffixBias], nil, []byte{0}))
+		y = G.Must(nn.AddRows(y, tg.weights[layer+SuffixBias]))
 	}
 	if l.Rank > 0 && !tg.inert(l) {
 		xa := G.Must(G.Mul(x, tg.weights[layer+SuffixLoRAA]))
 		ab := G.Must(G.Mul(xa, tg.weights[layer+SuffixLoRAB]))
-		scale := G.NewConstant(float32(l.Scale()), G.WithName(layer+".lora_scale"))
-		y = G.Must(G.Add(y, G.Must(G.Mul(ab, scale))))
+		y = G.Must(nn.AddScaled(y, ab, float32(l.Scale())))
 	}
 	return y
 }

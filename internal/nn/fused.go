@@ -1,0 +1,474 @@
+package nn
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"math"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Fused forms of four operations the policy's graph runs on every row of a
+// batch, each one pass over its data where gorgonia's general forms take
+// two or three (a comparison and a product for ReLU; a repeated copy of the
+// smaller operand, then an add, for a broadcast add; an iterator-driven
+// reduction). Each computes exactly what gorgonia's form computes, in the
+// same order, so a graph built with them gives the same bits:
+//
+//	ReLU(x)            = x ⊙ [x ≥ 0]               ∂x = g ⊙ [x ≥ 0]
+//	AddRows(x, v)      = x + v on every row         ∂x = g, ∂v = Σ_rows g
+//	AddGroups(x, v, k) = x_{i·k+j} + v_i            ∂x = g, ∂v_i = Σ_j g_{i·k+j}
+//	SumGroups(x, k)    = Σ_j x_{i·k+j}              ∂x_{i·k+j} = g_i
+//	AddScaled(y, z, s) = y + z·s                    ∂y = g, ∂z = g·s
+//
+// (sums run from the first row to the last, as gorgonia's reductions do).
+// They are float32 matrices only, as the policy is.
+
+// ReLU is max(x, 0) as gorgonia's Rectify computes it, x ⊙ [x ≥ 0].
+func ReLU(x *G.Node) (*G.Node, error) { return G.ApplyOp(reluOp{newOp()}, x) }
+
+// AddRows adds the vector v [m] to every row of x [n, m].
+func AddRows(x, v *G.Node) (*G.Node, error) { return G.ApplyOp(addRowsOp{newOp()}, x, v) }
+
+// AddGroups adds row i of v [G, m] to rows i·k … i·k+k−1 of x [G·k, m].
+func AddGroups(x, v *G.Node, k int) (*G.Node, error) { return G.ApplyOp(addGroupsOp{newOp(), k}, x, v) }
+
+// SumGroups sums x [G·k, m] over each group of k consecutive rows: [G, m].
+func SumGroups(x *G.Node, k int) (*G.Node, error) { return G.ApplyOp(sumGroupsOp{newOp(), k}, x) }
+
+// AddScaled is y + z·s for a constant s, as a LoRA adapter's (α/r)·(x·A)·B
+// is added to its layer.
+func AddScaled(y, z *G.Node, s float32) (*G.Node, error) {
+	return G.ApplyOp(addScaledOp{newOp(), s}, y, z)
+}
+
+// --- the kernels ----------------------------------------------------------
+
+// relu is x ⊙ [x ≥ 0]. For a finite x it is computed on the bits, without
+// a branch on the sign (a coin toss that a branch predictor loses, twice
+// the time): x·1 is x, and x·0 for x < 0 is −0, x's bits with the
+// magnitude cleared. An infinite or NaN x takes the product itself.
+func relu(x, out []float32) {
+	out = out[:len(x)]
+	for i, v := range x {
+		b := math.Float32bits(v)
+		if b&magnitude >= infBits {
+			out[i] = v * mask(v)
+			continue
+		}
+		out[i] = math.Float32frombits(b &^ (magnitude * negative(b)))
+	}
+}
+
+// reluGrad is g ⊙ [x ≥ 0], likewise: g·0 for a finite g is a zero with g's
+// sign.
+func reluGrad(x, g, out []float32) {
+	out, g = out[:len(x)], g[:len(x)]
+	for i, v := range x {
+		b, gb := math.Float32bits(v), math.Float32bits(g[i])
+		if b&magnitude >= infBits || gb&magnitude >= infBits {
+			out[i] = g[i] * mask(v)
+			continue
+		}
+		out[i] = math.Float32frombits(gb &^ (magnitude * negative(b)))
+	}
+}
+
+const (
+	magnitude = 0x7fffffff // the bits of |x|
+	infBits   = 0x7f800000 // |x| of an infinity; above it, NaNs
+)
+
+// negative is 1 when the finite float of bits b is below 0 (−0 is not), as
+// an integer: where [x ≥ 0] is 0.
+func negative(b uint32) uint32 {
+	nonZero := uint32(-int32(b&magnitude)) >> 31
+	return b >> 31 & nonZero
+}
+
+// mask is [v ≥ 0] as gorgonia's comparison gives it: 1 or 0 (−0 counts as
+// ≥ 0, NaN does not).
+func mask(v float32) float32 {
+	if v >= 0 {
+		return 1
+	}
+	return 0
+}
+
+func addRows(x, v, out []float32) {
+	m := len(v)
+	for r := 0; r+m <= len(x); r += m {
+		row, o := x[r:r+m], out[r:r+m]
+		for j, b := range v {
+			o[j] = row[j] + b
+		}
+	}
+}
+
+func addScaled(y, z, out []float32, s float32) {
+	out, z = out[:len(y)], z[:len(y)]
+	for i, v := range y {
+		out[i] = v + z[i]*s
+	}
+}
+
+func scaled(x, out []float32, s float32) {
+	out = out[:len(x)]
+	for i, v := range x {
+		out[i] = v * s
+	}
+}
+
+// sumRows is Σ over the rows of x [n, m], first row first.
+func sumRows(x, out []float32) {
+	m := len(out)
+	copy(out, x[:m])
+	for r := m; r+m <= len(x); r += m {
+		row := x[r : r+m]
+		for j := range out {
+			out[j] += row[j]
+		}
+	}
+}
+
+func addGroups(x, v, out []float32, k, m int) {
+	for i := 0; i*m < len(v); i++ {
+		vi := v[i*m : (i+1)*m]
+		for j := range k {
+			r := (i*k + j) * m
+			row, o := x[r:r+m], out[r:r+m]
+			for c, b := range vi {
+				o[c] = row[c] + b
+			}
+		}
+	}
+}
+
+// sumGroups is out_i = Σ_j x_{i·k+j}, the group's first row first.
+func sumGroups(x, out []float32, k, m int) {
+	for i := 0; i*m < len(out); i++ {
+		o := out[i*m : (i+1)*m]
+		copy(o, x[i*k*m:(i*k+1)*m])
+		for j := 1; j < k; j++ {
+			row := x[(i*k+j)*m : (i*k+j+1)*m]
+			for c := range o {
+				o[c] += row[c]
+			}
+		}
+	}
+}
+
+// repeatGroups is out_{i·k+j} = g_i.
+func repeatGroups(g, out []float32, k, m int) {
+	for i := 0; i*m < len(g); i++ {
+		gi := g[i*m : (i+1)*m]
+		for j := range k {
+			copy(out[(i*k+j)*m:], gi)
+		}
+	}
+}
+
+// --- the ops --------------------------------------------------------------
+
+// fusedOp is what the ops share: float32 in, a float32 tensor out, no input
+// overwritten. Each op of a graph (one node) keeps its output tensor between
+// runs, as the tape machine keeps the values of its own operations, so a
+// training step allocates nothing for it after the first.
+type fusedOp struct{ out *slot }
+
+func (fusedOp) ReturnsPtr() bool     { return false }
+func (fusedOp) CallsExtern() bool    { return false }
+func (fusedOp) OverwritesInput() int { return -1 }
+
+func newOp() fusedOp { return fusedOp{out: new(slot)} }
+
+func (op fusedOp) slot() *slot { return op.out }
+
+// slot holds an op's output tensor.
+type slot struct{ t *tensor.Dense }
+
+func f32(v G.Value) ([]float32, tensor.Shape, error) {
+	t, ok := v.(tensor.Tensor)
+	if !ok {
+		return nil, nil, fmt.Errorf("nn: want a tensor, got %T", v)
+	}
+	data, ok := t.Data().([]float32)
+	if !ok {
+		return nil, nil, fmt.Errorf("nn: want float32 data, got %T", t.Data())
+	}
+	return data, t.Shape(), nil
+}
+
+func newLike(shape tensor.Shape) *tensor.Dense {
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.Of(tensor.Float32))
+}
+
+func hashOf(s fmt.Stringer) uint32 {
+	h := fnv.New32a()
+	fmt.Fprint(h, s.String())
+	return h.Sum32()
+}
+
+func matT() G.TensorType { return G.TensorType{Dims: 2, Of: hm.TypeVariable('a')} }
+func vecT() G.TensorType { return G.TensorType{Dims: 1, Of: hm.TypeVariable('a')} }
+
+// output is prealloc when the tape machine offers one of the shape
+// (UsePreallocDo), else the op's own tensor from its last run, else new.
+func (s *slot) output(prealloc G.Value, shape tensor.Shape) (G.Value, []float32) {
+	if t, ok := prealloc.(*tensor.Dense); ok && t.Shape().Eq(shape) {
+		if d, ok := t.Data().([]float32); ok {
+			return t, d
+		}
+	}
+	if s.t == nil || !s.t.Shape().Eq(shape) {
+		s.t = newLike(shape)
+	}
+	return s.t, s.t.Data().([]float32)
+}
+
+// unary runs a kernel of one input into an output of the shape InferShape gives.
+func unary(op interface {
+	InferShape(...G.DimSizer) (tensor.Shape, error)
+	slot() *slot
+}, kernel func(in, out []float32), prealloc G.Value, inputs []G.Value) (G.Value, error) {
+	x, sx, err := f32(inputs[0])
+	if err != nil {
+		return nil, err
+	}
+	shape, err := op.InferShape(sx)
+	if err != nil {
+		return nil, err
+	}
+	out, data := op.slot().output(prealloc, shape)
+	kernel(x, data)
+	return out, nil
+}
+
+// binary runs a kernel of two inputs into an output shaped as the first.
+func binary(s *slot, kernel func(a, b, out []float32), prealloc G.Value, inputs []G.Value) (G.Value, error) {
+	a, sa, err := f32(inputs[0])
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := f32(inputs[1])
+	if err != nil {
+		return nil, err
+	}
+	out, data := s.output(prealloc, sa)
+	kernel(a, b, data)
+	return out, nil
+}
+
+type reluOp struct{ fusedOp }
+
+func (reluOp) Arity() int    { return 1 }
+func (reluOp) Type() hm.Type { return hm.NewFnType(matT(), matT()) }
+func (reluOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return in[0].(tensor.Shape).Clone(), nil
+}
+func (op reluOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
+func (op reluOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
+	return unary(op, relu, p, in)
+}
+func (reluOp) String() string           { return "ReLU" }
+func (op reluOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op reluOp) Hashcode() uint32      { return hashOf(op) }
+func (reluOp) DiffWRT(int) []bool       { return []bool{true} }
+func (reluOp) SymDiff(in G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	d, err := G.ApplyOp(reluGradOp{newOp()}, in[0], grad)
+	return G.Nodes{d}, err
+}
+
+type reluGradOp struct{ fusedOp }
+
+func (reluGradOp) Arity() int    { return 2 }
+func (reluGradOp) Type() hm.Type { return hm.NewFnType(matT(), matT(), matT()) }
+func (reluGradOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return in[0].(tensor.Shape).Clone(), nil
+}
+func (op reluGradOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
+func (op reluGradOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
+	return binary(op.out, reluGrad, p, in)
+}
+func (reluGradOp) String() string           { return "ReLUGrad" }
+func (op reluGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op reluGradOp) Hashcode() uint32      { return hashOf(op) }
+
+type addRowsOp struct{ fusedOp }
+
+func (addRowsOp) Arity() int    { return 2 }
+func (addRowsOp) Type() hm.Type { return hm.NewFnType(matT(), vecT(), matT()) }
+func (addRowsOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	x, v := in[0].(tensor.Shape), in[1].(tensor.Shape)
+	if len(x) != 2 || v.TotalSize() != x[1] {
+		return nil, fmt.Errorf("nn: AddRows of %v and %v", x, v)
+	}
+	return x.Clone(), nil
+}
+func (op addRowsOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
+func (op addRowsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
+	return binary(op.out, addRows, p, in)
+}
+func (addRowsOp) String() string           { return "AddRows" }
+func (op addRowsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op addRowsOp) Hashcode() uint32      { return hashOf(op) }
+func (addRowsOp) DiffWRT(int) []bool       { return []bool{true, true} }
+func (addRowsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	dv, err := G.ApplyOp(sumRowsOp{newOp()}, grad)
+	return G.Nodes{grad, dv}, err
+}
+
+type sumRowsOp struct{ fusedOp }
+
+func (sumRowsOp) Arity() int    { return 1 }
+func (sumRowsOp) Type() hm.Type { return hm.NewFnType(matT(), vecT()) }
+func (sumRowsOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	x := in[0].(tensor.Shape)
+	if len(x) != 2 {
+		return nil, fmt.Errorf("nn: SumRows of %v", x)
+	}
+	return tensor.Shape{x[1]}, nil
+}
+func (op sumRowsOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
+func (op sumRowsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
+	return unary(op, sumRows, p, in)
+}
+func (sumRowsOp) String() string           { return "SumRows" }
+func (op sumRowsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op sumRowsOp) Hashcode() uint32      { return hashOf(op) }
+
+type addGroupsOp struct {
+	fusedOp
+	k int
+}
+
+func (addGroupsOp) Arity() int    { return 2 }
+func (addGroupsOp) Type() hm.Type { return hm.NewFnType(matT(), matT(), matT()) }
+func (op addGroupsOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	x, v := in[0].(tensor.Shape), in[1].(tensor.Shape)
+	if len(x) != 2 || len(v) != 2 || x[1] != v[1] || x[0] != v[0]*op.k {
+		return nil, fmt.Errorf("nn: AddGroups of %v and %v in groups of %d", x, v, op.k)
+	}
+	return x.Clone(), nil
+}
+func (op addGroupsOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
+func (op addGroupsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
+	_, sx, err := f32(in[0])
+	if err != nil {
+		return nil, err
+	}
+	return binary(op.out, func(x, v, out []float32) { addGroups(x, v, out, op.k, sx[1]) }, p, in)
+}
+func (op addGroupsOp) String() string        { return fmt.Sprintf("AddGroups{%d}", op.k) }
+func (op addGroupsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op addGroupsOp) Hashcode() uint32      { return hashOf(op) }
+func (addGroupsOp) DiffWRT(int) []bool       { return []bool{true, true} }
+func (op addGroupsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	dv, err := SumGroups(grad, op.k)
+	return G.Nodes{grad, dv}, err
+}
+
+type sumGroupsOp struct {
+	fusedOp
+	k int
+}
+
+func (sumGroupsOp) Arity() int    { return 1 }
+func (sumGroupsOp) Type() hm.Type { return hm.NewFnType(matT(), matT()) }
+func (op sumGroupsOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	x := in[0].(tensor.Shape)
+	if len(x) != 2 || op.k <= 0 || x[0]%op.k != 0 {
+		return nil, fmt.Errorf("nn: SumGroups of %v in groups of %d", x, op.k)
+	}
+	return tensor.Shape{x[0] / op.k, x[1]}, nil
+}
+func (op sumGroupsOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
+func (op sumGroupsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
+	_, sx, err := f32(in[0])
+	if err != nil {
+		return nil, err
+	}
+	return unary(op, func(x, out []float32) { sumGroups(x, out, op.k, sx[1]) }, p, in)
+}
+func (op sumGroupsOp) String() string        { return fmt.Sprintf("SumGroups{%d}", op.k) }
+func (op sumGroupsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op sumGroupsOp) Hashcode() uint32      { return hashOf(op) }
+func (sumGroupsOp) DiffWRT(int) []bool       { return []bool{true} }
+func (op sumGroupsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	d, err := G.ApplyOp(repeatGroupsOp{newOp(), op.k}, grad)
+	return G.Nodes{d}, err
+}
+
+type repeatGroupsOp struct {
+	fusedOp
+	k int
+}
+
+func (repeatGroupsOp) Arity() int    { return 1 }
+func (repeatGroupsOp) Type() hm.Type { return hm.NewFnType(matT(), matT()) }
+func (op repeatGroupsOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	g := in[0].(tensor.Shape)
+	if len(g) != 2 {
+		return nil, fmt.Errorf("nn: RepeatGroups of %v", g)
+	}
+	return tensor.Shape{g[0] * op.k, g[1]}, nil
+}
+func (op repeatGroupsOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
+func (op repeatGroupsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
+	_, sg, err := f32(in[0])
+	if err != nil {
+		return nil, err
+	}
+	return unary(op, func(g, out []float32) { repeatGroups(g, out, op.k, sg[1]) }, p, in)
+}
+func (op repeatGroupsOp) String() string        { return fmt.Sprintf("RepeatGroups{%d}", op.k) }
+func (op repeatGroupsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op repeatGroupsOp) Hashcode() uint32      { return hashOf(op) }
+
+type addScaledOp struct {
+	fusedOp
+	s float32
+}
+
+func (addScaledOp) Arity() int    { return 2 }
+func (addScaledOp) Type() hm.Type { return hm.NewFnType(matT(), matT(), matT()) }
+func (addScaledOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	y, z := in[0].(tensor.Shape), in[1].(tensor.Shape)
+	if !y.Eq(z) {
+		return nil, fmt.Errorf("nn: AddScaled of %v and %v", y, z)
+	}
+	return y.Clone(), nil
+}
+func (op addScaledOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
+func (op addScaledOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
+	return binary(op.out, func(y, z, out []float32) { addScaled(y, z, out, op.s) }, p, in)
+}
+func (op addScaledOp) String() string        { return fmt.Sprintf("AddScaled{%v}", op.s) }
+func (op addScaledOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op addScaledOp) Hashcode() uint32      { return hashOf(op) }
+func (addScaledOp) DiffWRT(int) []bool       { return []bool{true, true} }
+func (op addScaledOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	dz, err := G.ApplyOp(scaledOp{newOp(), op.s}, grad)
+	return G.Nodes{grad, dz}, err
+}
+
+type scaledOp struct {
+	fusedOp
+	s float32
+}
+
+func (scaledOp) Arity() int    { return 1 }
+func (scaledOp) Type() hm.Type { return hm.NewFnType(matT(), matT()) }
+func (scaledOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return in[0].(tensor.Shape).Clone(), nil
+}
+func (op scaledOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
+func (op scaledOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
+	return unary(op, func(x, out []float32) { scaled(x, out, op.s) }, p, in)
+}
+func (op scaledOp) String() string        { return fmt.Sprintf("Scaled{%v}", op.s) }
+func (op scaledOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op scaledOp) Hashcode() uint32      { return hashOf(op) }
