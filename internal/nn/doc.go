@@ -5,6 +5,10 @@
 //     overflows to ±Inf; this one shifts by the row maximum.
 //   - Min and Max of two nodes with (sub)gradients, which gorgonia offers only for
 //     same-shaped tensors (no scalar broadcasting).
+//   - Fused row-wise ops (fused.go): ReLU, AddRows, AddGroups, SumGroups and
+//     AddScaled, each one pass over its data with its own derivative, giving
+//     exactly the bits of gorgonia's general forms (which take two or three
+//     passes, a repeated copy of a broadcast operand and an allocation a run).
 //
 // Selecting log p[action] must be done by multiplying with a one-hot mask and
 // summing (gorgonia's ByIndices has wrong gradients); the policy graph does that.
