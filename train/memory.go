@@ -231,6 +231,7 @@ type memModel struct {
 	world    worldSize
 	obs      float64 // one observation row, bytes
 	row      float64 // one row of activations through the policy, bytes
+	cellRow  float64 // one row's values of the per-cell layers (encoder and location scorer), bytes
 	rollout  float64 // one rollout of at most env.max_steps actions, bytes
 	params   float64 // floats of the policy
 	workers  float64
@@ -250,6 +251,7 @@ func newMemModel(cfg *configs.Config, ec env.Config) *memModel {
 	// location scorer, the trunk, the logits. The training graph measures about
 	// 0.6 of this per row; inference less.
 	m.row = 4 * (float64(pc.ObsDim()) + float64(pc.Cells)*float64(pc.CellEmbed+pc.LocHidden) + hidden + float64(pc.Actions) + float64(pc.LocHidden))
+	m.cellRow = 4 * float64(pc.Cells) * float64(pc.CellEmbed+pc.LocHidden)
 	for _, s := range pc.Shapes() {
 		m.params += s.Params()
 	}
@@ -266,9 +268,18 @@ func (m *memModel) policy(copies float64) MemoryTerm {
 		Keys: m.policyKS, Bytes: 4 * m.params * copies}
 }
 
-// graph is a training graph's buffers for batch rows.
-func (m *memModel) graph(what string, batch float64, key string) MemoryTerm {
-	return MemoryTerm{What: fmt.Sprintf("%s for %.0f rows × %s", what, batch, FormatBytes(m.row)), Keys: []string{key}, Bytes: batch * m.row}
+// graph is a training graph's buffers for batch rows: the activations, and
+// what internal/nn's fused ops keep between steps. Those keep their outputs,
+// most of them the per-cell layers' values: the bias add, the ReLU and its
+// gradient, the broadcast's gradient, and with trained adapters also the
+// adapter's scaled add and its gradient — four or six per cell value.
+func (m *memModel) graph(what string, batch float64, key string, adapters bool) MemoryTerm {
+	kept := 4.0
+	if adapters {
+		kept = 6
+	}
+	row := m.row + kept*m.cellRow
+	return MemoryTerm{What: fmt.Sprintf("%s for %.0f rows × %s", what, batch, FormatBytes(row)), Keys: []string{key}, Bytes: batch * row}
 }
 
 func (m *memModel) sft() (MemoryPhase, error) {
@@ -289,7 +300,7 @@ func (m *memModel) sft() (MemoryPhase, error) {
 		m.policy(10),
 		{What: fmt.Sprintf("the training set, %.0f trajectories × %s", n, FormatBytes(m.world.sample)), Keys: []string{nKey}, Bytes: n * m.world.sample},
 		{What: fmt.Sprintf("the SFT pairs, about %.0f × %s", pairs, FormatBytes(m.world.pair)), Keys: []string{nKey}, Bytes: pairs * m.world.pair},
-		m.graph("the SFT training graph", float64(c.SFT.BatchSize), "sft.batch_size"),
+		m.graph("the SFT training graph", float64(c.SFT.BatchSize), "sft.batch_size", false),
 		{What: fmt.Sprintf("validation on %.0f tasks", v), Keys: []string{"sft.eval_tasks"},
 			Bytes: v*(m.world.task+m.rollout) + min(v, evalChunk)*(m.world.episode+m.row) + m.workers*m.world.episode},
 	}}, nil
@@ -328,7 +339,7 @@ func (m *memModel) rft() MemoryPhase {
 	return MemoryPhase{Name: "RFT", Terms: []MemoryTerm{
 		{What: "the runtime", Bytes: baseBytes},
 		m.policy(14),
-		m.graph("the GRPO training graph", batch, "rft.tasks_per_step"),
+		m.graph("the GRPO training graph", batch, "rft.tasks_per_step", true),
 		{What: fmt.Sprintf("the episodes the roller keeps, %.0f × %s", pool, FormatBytes(m.world.episode)), Keys: poolKeys, Bytes: pool * m.world.episode},
 		rolls,
 		{What: fmt.Sprintf("the validation tasks, %.0f × %s", v, FormatBytes(m.world.task)), Keys: []string{"rft.val_tasks"}, Bytes: v * m.world.task},
