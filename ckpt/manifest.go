@@ -162,7 +162,7 @@ func Inspect(dir string) (Manifest, error) {
 // Format renders the manifest for `pixelis ckpt inspect`: a header block, then one line per file.
 func (m Manifest) Format() string {
 	var b strings.Builder
-	stage := fmt.Sprintf("%d", m.StageIndex)
+	stage := fmt.Sprintf("%d", m.StageIndex+1) // counted from 1, as the console and the logs count stages
 	if m.Stage != "" {
 		stage += " " + m.Stage
 	}

@@ -51,7 +51,11 @@ type VerifyError struct {
 
 func (e *VerifyError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "checkpoint %s failed verification (%d problems)", e.Path, len(e.Problems))
+	noun := "problems"
+	if len(e.Problems) == 1 {
+		noun = "problem"
+	}
+	fmt.Fprintf(&b, "checkpoint %s failed verification (%d %s)", e.Path, len(e.Problems), noun)
 	for _, p := range e.Problems {
 		b.WriteString("\n  ")
 		b.WriteString(p.Error())

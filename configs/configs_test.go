@@ -468,6 +468,9 @@ func TestLoadErrors(t *testing.T) {
 		// A window of 0 is reported once, not once more for every KPI name derived from it.
 		{"kpi window 0", "[curriculum]\nkpi_window = 0\n",
 			[]string{"curriculum.kpi_window: must be >= 1, got 0"}},
+		// A bad step count is reported once, not again as the warmup's bound.
+		{"negative steps", "[rft]\nsteps = -3\n[sft]\nsteps = 0\n",
+			[]string{"sft.steps: must be >= 1, got 0", "rft.steps: must be >= 1, got -3"}},
 		{"rollback drop larger than the range", "[curriculum]\nrollback_drop = 1.5\n",
 			[]string{"curriculum.rollback_drop: must be <= 1 (the range of success_rate_ma100 is [0, 1]), got 1.5"}},
 		{"curiosity adapter wider than its layers", "[reward.curiosity]\nmode = \"icm\"\nembed_dim = 16\nhidden = 12\nlora_rank = 20\n",

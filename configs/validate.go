@@ -156,7 +156,7 @@ func (c *checker) sft(s *SFT, d *Data) {
 	c.atLeast("sft.eval_every", s.EvalEvery, 1)
 	c.between("sft.eval_tasks", s.EvalTasks, 1, d.ValTasks, "data.val_tasks")
 	c.oneOf("sft.lr_schedule", s.LRSchedule, "constant", "cosine")
-	c.between("sft.warmup_steps", s.WarmupSteps, 0, s.Steps, "sft.steps")
+	c.warmupSteps("sft.warmup_steps", s.WarmupSteps, s.Steps, "sft.steps")
 
 	dc := &s.Curriculum
 	if len(dc.Stages) == 0 {
@@ -205,7 +205,7 @@ func (c *checker) rft(r *RFT, d *Data) {
 	}
 	c.positive("rft.lr", r.LR)
 	c.oneOf("rft.lr_schedule", r.LRSchedule, "constant", "cosine")
-	c.between("rft.warmup_steps", r.WarmupSteps, 0, r.Steps, "rft.steps")
+	c.warmupSteps("rft.warmup_steps", r.WarmupSteps, r.Steps, "rft.steps")
 	if c.finite("rft.clip_low", r.ClipLow) && !(r.ClipLow > 0 && r.ClipLow < 1) {
 		c.add("rft.clip_low", "must be in (0, 1), got %s", formatFloat(r.ClipLow))
 	}
@@ -471,6 +471,16 @@ func (c *checker) between(path string, v, lo, hi int, hiName string) bool {
 		c.add(path, "must be <= %s (%d), got %d", hiName, hi, v)
 	}
 	return false
+}
+
+// warmupSteps checks warmup steps against the phase's steps, once those are
+// valid themselves (a bad steps value is reported once, not again here).
+func (c *checker) warmupSteps(path string, v, steps int, stepsName string) {
+	if steps < 1 {
+		c.atLeast(path, v, 0)
+		return
+	}
+	c.between(path, v, 0, steps, stepsName)
 }
 
 func (c *checker) finite(path string, v float64) bool {

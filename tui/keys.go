@@ -155,8 +155,12 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	pause, _, _, _ := h.bindings()
 	quit := h.k.Quit
 	quit.SetHelp("q/ctrl+c", h.quit)
+	run := []key.Binding{quit} // a run that takes no commands offers only quitting
+	if h.commands {
+		run = []key.Binding{h.k.Checkpoint, pause, h.k.Eval, quit}
+	}
 	return [][]key.Binding{
-		{h.k.Checkpoint, pause, h.k.Eval, quit},
+		run,
 		{h.k.Stages, h.k.Log, h.k.Info, h.k.Metrics},
 		{h.k.NextPane, h.k.PrevPane, h.k.KPISet, h.k.Close},
 		{h.k.Up, h.k.Down, h.k.Left, h.k.Right},

@@ -415,6 +415,20 @@ func TestHelpToggle(t *testing.T) {
 	if f := footer(wide); !strings.Contains(f, "p resume") || !strings.Contains(f, "←/→ sample") {
 		t.Fatalf("help bar %q", f)
 	}
+	// A finished run takes no commands: the full help does not offer them.
+	done := rftHarness(t, 120, 40, "never", true)
+	done.setState(telemetry.StateDone)
+	done.press("?")
+	help := done.frame()
+	help = help[strings.LastIndex(help, "┛"):] // the footer, below the last pane
+	for _, gone := range []string{"pause", "eval"} {
+		if strings.Contains(help, gone) {
+			t.Errorf("full help of a finished run offers %q:\n%s", gone, help)
+		}
+	}
+	if !strings.Contains(help, "q/ctrl+c") {
+		t.Errorf("full help of a finished run lacks quitting:\n%s", help)
+	}
 }
 
 func TestMouse(t *testing.T) {

@@ -108,7 +108,6 @@ var (
 	kpiRollout  = kpi{label: "rollout s", metrics: []string{"timing_s/rollout", "timing_s/gen"}}
 	kpiUpdate   = kpi{label: "update s", metrics: []string{"timing_s/update", "timing_s/update_actor"}}
 	kpiRewardT  = kpi{label: "reward s", metrics: []string{"timing_s/reward"}}
-	kpiCkptT    = kpi{label: "checkpoint s", metrics: []string{"timing_s/checkpoint"}}
 	// Runs watched through a mapping (TRL, verl) have their own reward scale.
 	kpiReward    = kpi{label: "reward", metrics: []string{"reward/total"}}
 	kpiRewardStd = kpi{label: "reward std", metrics: []string{"reward/std"}}
@@ -140,7 +139,7 @@ var (
 	kpiSetsSFT = []kpiSet{
 		{name: "training", items: []kpi{kpiSFTLoss, kpiAcc, kpiValG, kpiLR}},
 		{name: "validation", items: []kpi{kpiValG, kpiValMix, kpiValP1, kpiValPn}},
-		{name: "health", items: []kpi{kpiGrad, kpiLR, kpiStepT, kpiCkptT}},
+		{name: "health", items: []kpi{kpiGrad, kpiLR, kpiStepT, kpiPairs}},
 		{name: "throughput", items: []kpi{kpiPairs, kpiStepT}},
 	}
 	kpiSetsWatch = []kpiSet{

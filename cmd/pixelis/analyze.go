@@ -16,7 +16,7 @@ import (
 func cmdAnalyze(ctx context.Context, args []string, std stdio) error {
 	fs := newFlagSet("analyze", std)
 	var cf configFlags
-	cf.register(fs)
+	cf.registerReading(fs)
 	var models listFlag
 	fs.Var(&models, "model", "a model to compare, `NAME=PATH` (a checkpoint or adapter directory; repeatable)")
 	var runs listFlag

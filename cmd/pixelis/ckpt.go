@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/pixelis/pixelis/ckpt"
 )
@@ -37,11 +39,28 @@ func cmdCkpt(ctx context.Context, args []string, std stdio) error {
 		fmt.Fprint(std.out, m.Format())
 		return nil
 	default:
+		if isAdapterExport(path) {
+			if _, err := ckpt.ReadAdapter(path); err != nil {
+				return err
+			}
+			fmt.Fprintf(std.out, "%s: ok (an adapter export: its config and tensors read, every value finite)\n", path)
+			return nil
+		}
 		problems := ckpt.Verify(path)
 		if len(problems) == 0 {
-			fmt.Fprintf(std.out, "%s: ok (every file present, sizes, sha256 and tensor shapes match)\n", path)
+			fmt.Fprintf(std.out, "%s: ok (every file present, sizes, sha256 and tensor shapes match, every value finite)\n", path)
 			return nil
 		}
 		return &ckpt.VerifyError{Path: path, Problems: problems}
 	}
+}
+
+// isAdapterExport reports whether dir is an adapter export (adapters/…):
+// adapter_model.safetensors and no checkpoint manifest.
+func isAdapterExport(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, ckpt.ManifestFile)); err == nil {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(dir, ckpt.AdapterModelFile))
+	return err == nil
 }

@@ -20,7 +20,7 @@ func cmdConfig(ctx context.Context, args []string, std stdio) error {
 	}
 	fs := newFlagSet("config print", std)
 	var cf configFlags
-	cf.register(fs)
+	cf.registerReading(fs)
 	pos, err := parse(fs, args[1:])
 	if err != nil {
 		return err

@@ -35,7 +35,7 @@ func cmdData(ctx context.Context, args []string, std stdio) error {
 func dataProbe(ctx context.Context, args []string, std stdio) error {
 	fs := newFlagSet("data probe", std)
 	var cf configFlags
-	cf.register(fs)
+	cf.registerReading(fs)
 	tasks := fs.Int("tasks", 12000, "training tasks `N` the probe learns from")
 	test := fs.Int("test", 3000, "test tasks `N` it is scored on")
 	steps := fs.Int("steps", 1500, "imitation updates")
@@ -72,7 +72,7 @@ func dataProbe(ctx context.Context, args []string, std stdio) error {
 func dataGen(ctx context.Context, args []string, std stdio) error {
 	fs := newFlagSet("data gen", std)
 	var cf configFlags
-	cf.register(fs)
+	cf.registerReading(fs)
 	n := fs.Int("n", 1000, "number of samples `N`")
 	out := fs.String("out", "", "CoTA JSONL `FILE` to write")
 	split := fs.String("split", "train", "task split: train, val or test")

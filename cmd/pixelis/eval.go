@@ -14,7 +14,7 @@ import (
 func cmdEval(ctx context.Context, args []string, std stdio) error {
 	fs := newFlagSet("eval", std)
 	var cf configFlags
-	cf.register(fs)
+	cf.registerReading(fs)
 	path := fs.String("ckpt", "", "checkpoint `DIR` to evaluate")
 	split := fs.String("split", "test", "split: val or test")
 	tasks := fs.Int("tasks", 0, "number of tasks (default: eval.tasks)")

@@ -27,9 +27,15 @@ type configFlags struct {
 }
 
 func (c *configFlags) register(fs *flag.FlagSet) {
+	c.registerReading(fs)
+	fs.StringVar(&c.runDir, "run-dir", "", "run directory `DIR` (default: <run.dir>/<run.name or time>)")
+}
+
+// registerReading registers the flags of a command that reads a config but
+// writes no run (eval, analyze, data, config): all but --run-dir.
+func (c *configFlags) registerReading(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "config", "", "config `FILE` (default: the embedded default; \"smoke\" names the embedded smoke config)")
 	fs.Var(&c.sets, "set", "override a config value, `key=value` with a dotted TOML path (repeatable)")
-	fs.StringVar(&c.runDir, "run-dir", "", "run directory `DIR` (default: <run.dir>/<run.name or time>)")
 	fs.BoolVar(&c.noTUI, "no-tui", false, "plain text output instead of the console (automatic when stdout is not a terminal)")
 	fs.StringVar(&c.seed, "seed", "", "run seed `N` (overrides run.seed)")
 }

@@ -212,6 +212,6 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nCommon flags: --config FILE, --set key=value (repeatable), --run-dir DIR, --no-tui, --seed N")
+	fmt.Fprintln(w, "\nCommon flags: --config FILE, --set key=value (repeatable), --no-tui, --seed N; and --run-dir DIR for the commands that train")
 	fmt.Fprintln(w, "Run 'pixelis help COMMAND' (or 'pixelis COMMAND -h') for a command's flags; 'pixelis --version' for the build.")
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 )
 
@@ -163,6 +165,9 @@ func TestCLIMessages(t *testing.T) {
 		{"--set at fault", []string{"config", "print", "--set", "rft.lr=fast"}, 2, nil, []string{`--set rft.lr=fast: must be a number, got string "fast"`}, []string{"default (embedded)"}},
 		{"--set breaking a rule", []string{"config", "print", "--set", "rft.group_size=1"}, 2, nil,
 			[]string{"with --set rft.group_size=1:", "rft.group_size: must be >= 2, got 1"}, nil},
+		// Commands that write no run have no --run-dir to ignore.
+		{"eval has no run directory", []string{"eval", "--run-dir", "x"}, 2, nil, []string{"flag provided but not defined: -run-dir"}, nil},
+		{"eval -h", []string{"eval", "-h"}, 0, []string{"-ckpt"}, nil, []string{"-run-dir"}},
 		{"resume a finished run", []string{"resume", finishedRun, "--no-tui"}, 2, nil,
 			[]string{"finished: its last phase is done (final_eval.json), so there is nothing to resume", "--from"}, nil},
 	}
@@ -209,5 +214,30 @@ func TestUnknownFlagOnce(t *testing.T) {
 	if code != exitBadUsage || strings.Count(out+errOut, "flag provided but not defined: -bogus") != 1 ||
 		!strings.Contains(errOut, "see 'pixelis sft -h'") || strings.Contains(out+errOut, "Usage:") {
 		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}
+
+// `ckpt verify` checks an adapter export too: a run's is ok, one holding a
+// NaN is refused with the tensor named.
+func TestVerifyAdapterExport(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if code, _, errOut := run(t, "run", "--no-tui", "--config", "smoke", "--run-dir", dir); code != 0 {
+		t.Fatalf("smoke run: exit %d: %s", code, errOut)
+	}
+	good := filepath.Join(dir, "adapters", "rft_adapters_full")
+	if code, out, errOut := run(t, "ckpt", "verify", good); code != 0 || !strings.Contains(out, "ok (an adapter export") {
+		t.Fatalf("verify %s: exit %d\n%s%s", good, code, out, errOut)
+	}
+	a, err := ckpt.ReadAdapter(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Layers[0].A[0] = float32(math.NaN())
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := ckpt.ExportAdapter(bad, a); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "ckpt", "verify", bad); code != 1 || !strings.Contains(errOut, "lora_A.weight") {
+		t.Fatalf("verify of a NaN adapter: exit %d: %s", code, errOut)
 	}
 }

@@ -142,6 +142,10 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		// anything else would mix two runs' files.
 		own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.SFTFinal))
 		if !startsWithRFT || !slices.Equal(prev.Phases, []string{train.PhaseSFT}) || init != own {
+			if _, done := finished(runDir, prev.Phases); done {
+				return usagef("%s already holds a finished run (phases %v); choose another --run-dir (`pixelis rft --init %s --run-dir NEW` trains again from its SFT model)",
+					runDir, prev.Phases, filepath.Join(runDir, "checkpoints", train.SFTFinal))
+			}
 			return usagef("%s already holds a run (phases %v); continue it with `pixelis resume %s`, or choose another --run-dir", runDir, prev.Phases, runDir)
 		}
 		opt.Done = []string{train.PhaseSFT}
