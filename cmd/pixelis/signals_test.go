@@ -131,8 +131,12 @@ func TestSIGTERMDuringDataBuild(t *testing.T) {
 func TestSecondSIGTERMStopsAtOnce(t *testing.T) {
 	bin := binary(t)
 	dir := filepath.Join(t.TempDir(), "run")
+	// A wide trunk makes step 10's validation of 2000 tasks last about two
+	// seconds (the smoke network validates them in a fraction of one, less
+	// than the time between the two signals).
 	cmd, out, errOut, done := started(t, bin, "sft", "--no-tui", "--config", "smoke", "--run-dir", dir,
-		"--set", "data.val_tasks=2000", "--set", "sft.eval_tasks=2000", "--set", "sft.eval_every=10")
+		"--set", "data.val_tasks=2000", "--set", "sft.eval_tasks=2000", "--set", "sft.eval_every=10",
+		"--set", "policy.hidden=[2048,2048]")
 	// Step 10 validates 2000 tasks; step 9's record means it is about to start.
 	waitFile(t, "step 9", filepath.Join(dir, "metrics.jsonl"), `"step":9,`)
 	time.Sleep(100 * time.Millisecond)
