@@ -24,7 +24,7 @@ type Updater struct {
 	clip float64
 
 	obs, ret, lo, hi, w []float32
-	acc                 [][]float32
+	grads               *optim.GradSum // the minibatch's gradient, summed over its chunks
 }
 
 // Stats of one update, under verl's names: Loss (critic/vf_loss) is the
@@ -50,9 +50,7 @@ func NewUpdater(n *Net, batch int, clip float64, adam optim.AdamConfig) (*Update
 	u := &Updater{net: n, gr: gr, opt: optim.NewAdam(adam), clip: clip,
 		obs: make([]float32, batch*n.ObsDim()), ret: make([]float32, batch),
 		lo: make([]float32, batch), hi: make([]float32, batch), w: make([]float32, batch)}
-	for _, p := range gr.params() {
-		u.acc = append(u.acc, make([]float32, len(p.Grad)))
-	}
+	u.grads = optim.NewGradSum(gr.params())
 	return u, nil
 }
 
@@ -77,9 +75,7 @@ func (u *Updater) Update(rows []Row, epochs, minibatches int, lr float64, rng *r
 		order := rng.Perm(len(rows))
 		for mb := 0; mb < minibatches; mb++ {
 			idx := order[mb*len(rows)/minibatches : (mb+1)*len(rows)/minibatches]
-			for _, a := range u.acc {
-				clear(a)
-			}
+			u.grads.Clear()
 			for lo := 0; lo < len(idx); lo += B {
 				chunk := idx[lo:min(lo+B, len(idx))]
 				v, err := u.chunk(rows, chunk, w)
@@ -95,17 +91,9 @@ func (u *Updater) Update(rows []Row, epochs, minibatches int, lr float64, rng *r
 					vSum += float64(v[k])
 					seen++
 				}
-				for i, p := range u.gr.params() {
-					for j, g := range p.Grad {
-						u.acc[i][j] += g
-					}
-				}
+				u.grads.Add(u.gr.params())
 			}
-			ps := u.gr.params()
-			for i := range ps {
-				ps[i].Grad = u.acc[i]
-			}
-			res, err := u.opt.Step(ps, lr)
+			res, err := u.grads.Step(u.opt, u.gr.params(), lr)
 			if errors.Is(err, optim.ErrNonFinite) {
 				st.Skipped++
 				continue

@@ -31,7 +31,7 @@ type Updater struct {
 	cfg LossConfig
 
 	obs, mask, adv, old, ref, w []float32
-	acc                         [][]float32 // gradient accumulators, per trainable parameter
+	grads                       *optim.GradSum // the minibatch's gradient, summed over its chunks
 }
 
 // Stats of one update: means over the rows that carried weight, and GradNorm
@@ -67,9 +67,7 @@ func NewUpdater(p *policy.Params, batch int, trainable []string, c LossConfig, a
 		obs: make([]float32, batch*cfg.ObsDim()), mask: make([]float32, batch*cfg.Actions),
 		adv: make([]float32, batch), old: make([]float32, batch), ref: make([]float32, batch), w: make([]float32, batch),
 	}
-	for _, prm := range tg.Params() {
-		u.acc = append(u.acc, make([]float32, len(prm.Grad)))
-	}
+	u.grads = optim.NewGradSum(tg.Params())
 	return u, nil
 }
 
@@ -96,9 +94,7 @@ func (u *Updater) Update(rows []Row, epochs, minibatches int, lr float64, rng *r
 		order := rng.Perm(len(rows))
 		for mb := 0; mb < minibatches; mb++ {
 			idx := order[mb*len(rows)/minibatches : (mb+1)*len(rows)/minibatches]
-			for _, a := range u.acc {
-				clear(a)
-			}
+			u.grads.Clear()
 			B := u.tg.Batch()
 			for lo := 0; lo < len(idx); lo += B {
 				hi := min(lo+B, len(idx))
@@ -111,17 +107,9 @@ func (u *Updater) Update(rows []Row, epochs, minibatches int, lr float64, rng *r
 				entSum += cs.ent
 				clipSum += cs.clip
 				lossSum += cs.loss
-				for i, prm := range u.tg.Params() {
-					for j, g := range prm.Grad {
-						u.acc[i][j] += g
-					}
-				}
+				u.grads.Add(u.tg.Params())
 			}
-			ps := u.tg.Params()
-			for i := range ps {
-				ps[i].Grad = u.acc[i]
-			}
-			res, err := u.opt.Step(ps, lr)
+			res, err := u.grads.Step(u.opt, u.tg.Params(), lr)
 			if errors.Is(err, optim.ErrNonFinite) {
 				st.Skipped++
 				continue
