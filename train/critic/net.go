@@ -1,13 +1,11 @@
 package critic
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/pixelis/pixelis/train/policy"
 )
@@ -166,37 +164,7 @@ func (n *Net) Trainable() []string {
 // Assign copies ts into the weights; it requires exactly this network's
 // tensors with their shapes and changes nothing otherwise.
 func (n *Net) Assign(ts []policy.Tensor) error {
-	own := map[string]policy.Tensor{}
-	for _, t := range n.Tensors() {
-		own[t.Name] = t
-	}
-	var errs []error
-	seen := map[string]bool{}
-	for _, t := range ts {
-		o, ok := own[t.Name]
-		switch {
-		case seen[t.Name]:
-			errs = append(errs, fmt.Errorf("%s: given twice", t.Name))
-		case !ok:
-			errs = append(errs, fmt.Errorf("%s: no such weight", t.Name))
-		case len(t.Data) != len(o.Data) || !slices.Equal(t.Shape, o.Shape):
-			errs = append(errs, fmt.Errorf("%s: shape %v, want %v", t.Name, t.Shape, o.Shape))
-		}
-		seen[t.Name] = true
-	}
-	for name := range own {
-		if !seen[name] {
-			errs = append(errs, fmt.Errorf("%s: missing", name))
-		}
-	}
-	if len(errs) > 0 {
-		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-		return fmt.Errorf("assign critic weights: %w", errors.Join(errs...))
-	}
-	for _, t := range ts {
-		copy(own[t.Name].Data, t.Data)
-	}
-	return nil
+	return policy.AssignTensors("critic weights", n.Tensors(), ts)
 }
 
 // NumTrainable counts the floats the value loss updates.

@@ -145,14 +145,21 @@ func (p *Params) tensor(name string) (Tensor, bool) {
 // parameters with the same shapes and changes nothing unless all of them match;
 // the error lists every missing, unexpected and mis-shaped tensor.
 func (p *Params) Assign(ts []Tensor) error {
-	own := p.Tensors()
+	return AssignTensors("policy parameters", p.Tensors(), ts)
+}
+
+// AssignTensors copies given into own (tensors whose Data alias live
+// weights), matched by name. It requires exactly own's names with own's
+// shapes and changes nothing unless all match; the error, headed "assign
+// <what>", lists every missing, unexpected and mis-shaped tensor.
+func AssignTensors(what string, own, given []Tensor) error {
 	byName := make(map[string]Tensor, len(own))
 	for _, t := range own {
 		byName[t.Name] = t
 	}
 	var errs []error
 	seen := map[string]bool{}
-	for _, t := range ts {
+	for _, t := range given {
 		o, ok := byName[t.Name]
 		switch {
 		case seen[t.Name]:
@@ -172,9 +179,9 @@ func (p *Params) Assign(ts []Tensor) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("assign policy parameters: %w", errors.Join(errs...))
+		return fmt.Errorf("assign %s: %w", what, errors.Join(errs...))
 	}
-	for _, t := range ts {
+	for _, t := range given {
 		copy(byName[t.Name].Data, t.Data)
 	}
 	return nil
