@@ -263,21 +263,11 @@ func TestTrainGraphForwardAndUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRefNet(p)
 	inf := NewInference(p)
 	got := make([]float32, batch*cfg.Actions)
 	inf.Logits(obs, batch, got)
-	for i := 0; i < batch; i++ {
-		want := r.logits(obs[i*cfg.ObsDim() : (i+1)*cfg.ObsDim()])
-		for a, v := range want {
-			if d := math.Abs(float64(logits[i*cfg.Actions+a]) - v); d > 1e-4*math.Max(1, math.Abs(v)) {
-				t.Fatalf("graph logit [%d,%d] = %v, reference %v", i, a, logits[i*cfg.Actions+a], v)
-			}
-			if d := math.Abs(float64(got[i*cfg.Actions+a]) - v); d > 1e-4*math.Max(1, math.Abs(v)) {
-				t.Fatalf("inference logit [%d,%d] = %v, reference %v", i, a, got[i*cfg.Actions+a], v)
-			}
-		}
-	}
+	checkLogits(t, "graph", p, obs, logits)
+	checkLogits(t, "inference", p, obs, got)
 	// Rollouts record log π from Inference; the update recomputes it in the
 	// graph. They must agree or the first importance ratio is not 1.
 	chosen, err := tg.Value(tg.ChosenLogProb)
@@ -298,7 +288,7 @@ func TestTrainGraphForwardAndUpdates(t *testing.T) {
 	if err := tg.Run(feeds2); err != nil {
 		t.Fatal(err)
 	}
-	if want := refSFTLoss(r, obs2, actions, weights, 0); math.Abs(tg.LossValue()-want) > 1e-4*math.Max(1, math.Abs(want)) {
+	if want := refSFTLoss(newRefNet(p), obs2, actions, weights, 0); math.Abs(tg.LossValue()-want) > 1e-4*math.Max(1, math.Abs(want)) {
 		t.Fatalf("second batch loss %v, reference %v", tg.LossValue(), want)
 	}
 	if err := tg.Run(feeds); err != nil {
@@ -471,11 +461,18 @@ func TestFrozenAdaptersStayInTheForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkLogits(t, "graph", p, obs, logits)
+}
+
+// checkLogits compares a batch of logits with the float64 reference network's.
+func checkLogits(t *testing.T, what string, p *Params, obs, logits []float32) {
+	t.Helper()
+	cfg := p.Config()
 	r := newRefNet(p)
-	for i := range batch {
+	for i := range len(obs) / cfg.ObsDim() {
 		for a, v := range r.logits(obs[i*cfg.ObsDim() : (i+1)*cfg.ObsDim()]) {
 			if d := math.Abs(float64(logits[i*cfg.Actions+a]) - v); d > 1e-4*math.Max(1, math.Abs(v)) {
-				t.Fatalf("graph logit [%d,%d] = %v, reference %v", i, a, logits[i*cfg.Actions+a], v)
+				t.Fatalf("%s logit [%d,%d] = %v, reference %v", what, i, a, logits[i*cfg.Actions+a], v)
 			}
 		}
 	}
