@@ -301,7 +301,7 @@ func TestHangupContinuesHeadless(t *testing.T) {
 }
 
 // readMetrics returns metrics.jsonl by run-wide step, without wall-clock metrics.
-func readMetrics(t *testing.T, runDir string) map[int]map[string]any {
+func readMetrics(t testing.TB, runDir string) map[int]map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(runDir, "metrics.jsonl"))
 	if err != nil {

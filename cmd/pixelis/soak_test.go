@@ -265,7 +265,7 @@ func countRunDiffs(b *testing.B, want, got string) int {
 		}
 		diffs++
 	}
-	wm, gm := readMetricsB(b, want), readMetricsB(b, got)
+	wm, gm := readMetrics(b, want), readMetrics(b, got)
 	if len(wm) != len(gm) {
 		report("%d steps recorded, uninterrupted %d", len(gm), len(wm))
 	}
@@ -322,39 +322,6 @@ func sameBits(a, c []float32) bool {
 		}
 	}
 	return true
-}
-
-// readMetricsB is readMetrics for a benchmark.
-func readMetricsB(b *testing.B, runDir string) map[int]map[string]any {
-	data, err := os.ReadFile(filepath.Join(runDir, "metrics.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	out := map[int]map[string]any{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var p struct {
-			Step  int            `json:"step"`
-			Phase string         `json:"phase"`
-			M     map[string]any `json:"m"`
-		}
-		if err := json.Unmarshal([]byte(line), &p); err != nil {
-			b.Fatalf("%s: bad line %q: %v", runDir, line, err)
-		}
-		key := p.Step
-		if p.Phase == "eval" {
-			key = -1
-		}
-		if _, dup := out[key]; dup {
-			b.Fatalf("%s: step %d recorded twice", runDir, p.Step)
-		}
-		for k := range p.M {
-			if strings.HasPrefix(k, "perf/") || strings.HasPrefix(k, "timing_s/") {
-				delete(p.M, k)
-			}
-		}
-		out[key] = p.M
-	}
-	return out
 }
 
 // sampleLines is samples.jsonl without its wall-clock fields.
