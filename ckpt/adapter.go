@@ -370,3 +370,13 @@ func finiteFactors(file string, ts ...Tensor) error {
 	}
 	return nil
 }
+
+// IsAdapterExport reports whether dir is an adapter export (ExportAdapter's
+// directory): adapter_model.safetensors and no checkpoint manifest.
+func IsAdapterExport(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(dir, AdapterModelFile))
+	return err == nil
+}

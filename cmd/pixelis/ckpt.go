@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/pixelis/pixelis/ckpt"
 )
@@ -39,7 +37,7 @@ func cmdCkpt(ctx context.Context, args []string, std stdio) error {
 		fmt.Fprint(std.out, m.Format())
 		return nil
 	default:
-		if isAdapterExport(path) {
+		if ckpt.IsAdapterExport(path) {
 			if _, err := ckpt.ReadAdapter(path); err != nil {
 				return err
 			}
@@ -53,14 +51,4 @@ func cmdCkpt(ctx context.Context, args []string, std stdio) error {
 		}
 		return &ckpt.VerifyError{Path: path, Problems: problems}
 	}
-}
-
-// isAdapterExport reports whether dir is an adapter export (adapters/…):
-// adapter_model.safetensors and no checkpoint manifest.
-func isAdapterExport(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, ckpt.ManifestFile)); err == nil {
-		return false
-	}
-	_, err := os.Stat(filepath.Join(dir, ckpt.AdapterModelFile))
-	return err == nil
 }
