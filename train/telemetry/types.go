@@ -42,8 +42,12 @@ func (s State) Ended() bool {
 // Metrics uses the slash-namespaced names of DESIGN.md ("reward/total", "kpi/success_rate_ma100",
 // "tools/SEGMENT_OBJECT_AT" …). Snapshots are coalesced: a slow viewer only sees the newest.
 type Snapshot struct {
-	Run        string             `json:"run"`
-	Phase      Phase              `json:"phase"`
+	Run   string `json:"run"`
+	Phase Phase  `json:"phase"`
+	// Kind is what the run trains when its phase does not say: "rl", "sft" or
+	// "preference" for a run of another trainer (watched, or launched), as its
+	// metric names tell; "" for pixelis's own runs and while unknown.
+	Kind       string             `json:"kind,omitempty"`
 	State      State              `json:"state"`
 	Step       int                `json:"step"`
 	TotalSteps int                `json:"total_steps"`
