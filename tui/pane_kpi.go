@@ -294,11 +294,7 @@ func (p kpiPane) draw(e env) kpiPane {
 		}
 		if s != nil && sparkW >= 4 {
 			buf = resize(buf, 2*sparkW)
-			win := p.win
-			if !p.zoomed {
-				win = heldWindow(win, s)
-			}
-			lo, hi, n := s.buckets(win, buf)
+			lo, hi, n := s.buckets(p.win, buf)
 			if n > 0 {
 				c.lo, c.hi = lo, hi
 				line := []plotLine{{ys: buf, style: e.st.spark}}
@@ -450,17 +446,4 @@ func (v chartView) window(st *store, phase telemetry.Phase) (xrange, bool) {
 	width := max(8, (full.hi-full.lo+1)>>v.zoom)
 	hi := min(st.latest, max(st.latest-v.back*width/4, oldest+width-1))
 	return xrange{max(oldest, hi-width+1), hi}, true
-}
-
-// heldWindow narrows a chart's window to the steps its series still holds
-// when it has let its oldest values go (each keeps its newest History), so
-// that no chart of a long run is drawn squeezed into the right of its box.
-func heldWindow(w xrange, s *series) xrange {
-	if s.vals.len() < s.vals.max {
-		return w // it holds all it was given: a late start is real
-	}
-	if first, _, ok := s.bounds(); ok && first > w.lo && first <= w.hi {
-		w.lo = first
-	}
-	return w
 }

@@ -98,11 +98,7 @@ func (p metricsPane) draw(e env) metricsPane {
 		s := e.metrics.get(name)
 		c := metricCell{name: name, latest: s.latest}
 		buf = resize(buf, 2*chartW)
-		win := p.win
-		if !p.zoomed {
-			win = heldWindow(win, s)
-		}
-		if lo, hi, n := s.buckets(win, buf); n > 0 {
+		if lo, hi, n := s.buckets(p.win, buf); n > 0 {
 			c.lo, c.hi = lo, hi
 			line := []plotLine{{ys: buf, style: e.st.spark}}
 			c.key = chartKey(line, lo, hi, chartW, metricCellH-1, e.st.color)

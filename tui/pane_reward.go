@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -24,9 +25,9 @@ var rewardComponents = []string{"final", "coherence", "curiosity", "penalty", "c
 // metric store (env.metrics): the pane has no state of its own.
 func viewReward(e env) (string, []string) {
 	st, metrics, w, h := e.st, e.metrics, e.w, e.h
-	title, totalName := "Reward (batch · MA100)", "Σ w·z"
+	title, totalName := "Reward (batch · MA 100 steps)", "Σ w·z"
 	if e.kind == screenWatch {
-		title, totalName = "Reward (step · MA100)", "reward"
+		title, totalName = "Reward (step · MA 100 steps)", "reward"
 	}
 	rows, scale := rewardRows(metrics)
 	if len(rows) == 0 && metrics.get("reward/total") == nil {
@@ -39,7 +40,7 @@ func viewReward(e env) (string, []string) {
 	total := rewardRow{name: totalName}
 	if s := metrics.get("reward/total"); s != nil {
 		total.v, total.ok = s.latest, true
-		total.ma, _ = s.mean(maWindow)
+		total.ma, _ = s.meanSteps(maWindow)
 	}
 	nameW, weights := rewardNameW, false
 	for _, r := range rows {
@@ -55,13 +56,11 @@ func viewReward(e env) (string, []string) {
 		out = append(out, "", cols.line(total, math.Max(scale, math.Abs(total.v))))
 	}
 	if h >= len(rows)+3 {
-		if s := metrics.get("reward/total"); s != nil && s.vals.len() > 0 {
-			lo, hi := math.Inf(1), math.Inf(-1)
-			n := s.vals.len()
-			for i := max(0, n-maWindow); i < n; i++ {
-				lo, hi = math.Min(lo, s.vals.at(i)), math.Max(hi, s.vals.at(i))
+		if s := metrics.get("reward/total"); s != nil {
+			if lo, hi, n := s.rangeSteps(maWindow); n > 0 {
+				line := fmt.Sprintf("%s, last %d steps: %s … %s", totalName, maWindow, fmtSigned(lo), fmtSigned(hi))
+				out = append(out, st.render(st.dim, fit(line, w, false)))
 			}
-			out = append(out, st.render(st.dim, fit(totalName+" over last 100: "+fmtSigned(lo)+" … "+fmtSigned(hi), w, false)))
 		}
 	}
 	if len(out) > h {
@@ -99,7 +98,7 @@ func rewardRows(metrics *store) ([]rewardRow, float64) {
 	for _, c := range names {
 		s := metrics.get("reward/" + c + "/raw")
 		r := rewardRow{name: c, v: s.latest, ok: true}
-		r.ma, _ = s.mean(maWindow)
+		r.ma, _ = s.meanSteps(maWindow)
 		r.weight, r.haveWeight = metrics.latestValue("curriculum/weight/" + c)
 		if !math.IsNaN(r.v) && !math.IsInf(r.v, 0) {
 			scale = math.Max(scale, math.Abs(r.v))

@@ -37,8 +37,8 @@ func near(a, b []float64) bool {
 // Buckets split the window by step, whatever the series' density, and the
 // range is the raw values' (the newest and the extremes inside it).
 func TestBuckets(t *testing.T) {
-	st := newStore(6)
-	for i, v := range []float64{100, 100, 1, 2, 3, 4, 5, 6} { // the 100s are evicted
+	st := newStore(100)
+	for i, v := range []float64{100, 100, 1, 2, 3, 4, 5, 6} { // the 100s lie before the windows
 		st.add("x", i+1, telemetry.PhaseRFT, v)
 	}
 	s := st.get("x")
@@ -60,8 +60,8 @@ func TestBuckets(t *testing.T) {
 	if lo, hi, n := s.buckets(xrange{5, 6}, out); !near(out, []float64{3, 4}) || lo != 3 || hi != 4 || n != 2 {
 		t.Fatalf("inner window: %v [%v, %v] %d", out, lo, hi, n)
 	}
-	if m, _ := s.mean(2); m != 5.5 {
-		t.Fatalf("mean(2) = %v", m)
+	if m, n := s.meanSteps(2); m != 5.5 || n != 2 {
+		t.Fatalf("meanSteps(2) = %v of %d", m, n)
 	}
 	// Sparse values (a validation every 200 steps) land at their steps.
 	st.add("val", 200, telemetry.PhaseRFT, 0.5)
@@ -73,8 +73,8 @@ func TestBuckets(t *testing.T) {
 	}
 }
 
-// However long the run, the console holds at most History points per series
-// and eventsCap events.
+// However long the run, the console holds at most History points per series —
+// downsampled, from the run's first step to its last — and eventsCap events.
 func TestMemoryBounded(t *testing.T) {
 	feed := newFakeFeed(true)
 	hs := newHarness(t, feed, Options{Color: "never", History: 500}, 120, 40)
@@ -89,8 +89,8 @@ func TestMemoryBounded(t *testing.T) {
 		hs.send(feedMsg(u))
 	}
 	s := hs.m.metrics.get("policy/kl")
-	if s.vals.len() != 500 || s.vals.at(0) != 4501 || s.steps.at(0) != 4501 || s.latest != 5000 {
-		t.Fatalf("series holds %d points from %v to %v", s.vals.len(), s.vals.at(0), s.latest)
+	if first, last, _ := s.bounds(); s.held() > 500 || first != 1 || last != 5000 || s.latest != 5000 || s.width < 2 {
+		t.Fatalf("series holds %d points from %d to %d (width %d)", s.held(), first, last, s.width)
 	}
 	if hs.m.events.len() != eventsCap || hs.m.events.at(eventsCap-1).Step != 5000 {
 		t.Fatalf("event log holds %d", hs.m.events.len())
@@ -110,15 +110,15 @@ func TestStoreSteps(t *testing.T) {
 	st.add("policy/loss", 10, telemetry.PhaseSFT, 2) // the snapshot repeating the last point
 	st.add("policy/loss", 11, telemetry.PhaseSFT, math.NaN())
 	s := st.get("policy/loss")
-	if s.vals.len() != 1 || !math.IsNaN(s.latest) {
-		t.Fatalf("duplicate or NaN handling: %d points, latest %v", s.vals.len(), s.latest)
+	if s.held() != 1 || !math.IsNaN(s.latest) {
+		t.Fatalf("duplicate or NaN handling: %d points, latest %v", s.held(), s.latest)
 	}
 	st.add("policy/loss", 1, telemetry.PhaseRFT, 5) // a source that counts RFT from zero again
-	if s.vals.len() != 1 || s.vals.at(0) != 5 {
-		t.Fatalf("new phase did not restart the series: %d points", s.vals.len())
+	if s.held() != 1 || s.hist[0].v != 5 {
+		t.Fatalf("new phase did not restart the series: %d points", s.held())
 	}
 	st.add("policy/loss", 1, telemetry.PhaseEval, 7) // an eval point at a seen step is not a restart
-	if s.vals.len() != 1 {
+	if s.held() != 1 {
 		t.Fatalf("eval point restarted the series")
 	}
 }

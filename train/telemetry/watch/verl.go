@@ -106,7 +106,7 @@ func (s *verlJSONLSource) record(c *core, line []byte, n int) {
 		return
 	}
 	var rec struct {
-		Step *float64                  `json:"step"`
+		Step *float64                   `json:"step"`
 		Data map[string]json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(quoteNonFinite(line), &rec); err != nil || rec.Step == nil || rec.Data == nil {
