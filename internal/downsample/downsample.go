@@ -7,14 +7,19 @@
 // downsampled this way spans the whole run in bounded memory.
 package downsample
 
-// Keep thins pts (ascending steps) until at most limit points remain: it doubles
-// width (the bucket width already applied, 1 for raw points) and keeps the lowest
-// and highest point of each bucket of that many steps (buckets start at multiples
-// of width), until the points fit. It works in place and returns the points kept
-// and the width reached. step and value read a point.
+// Keep thins pts (ascending steps) to at most limit points: it keeps the lowest
+// and highest point of each bucket of width steps (buckets start at multiples of
+// width; width is what was applied before, 1 for raw points, so that points
+// appended since are thinned alike), and doubles width until the points fit. The
+// newest point is always kept: a chart ends where the series does. It works in
+// place and returns the points kept and the width reached. step and value read a
+// point; a NaN is kept only when it opens its bucket.
 func Keep[T any](pts []T, width, limit int, step func(T) int, value func(T) float64) ([]T, int) {
-	limit = max(limit, 2)
+	limit = max(limit, 3)
 	width = max(width, 1)
+	if width > 1 {
+		pts = thin(pts, width, step, value)
+	}
 	for len(pts) > limit {
 		width *= 2
 		pts = thin(pts, width, step, value)
@@ -23,7 +28,7 @@ func Keep[T any](pts []T, width, limit int, step func(T) int, value func(T) floa
 }
 
 // thin keeps the lowest and the highest point of each bucket of width steps, in
-// step order (one point when they are the same).
+// step order (one point when they are the same), and the newest point.
 func thin[T any](pts []T, width int, step func(T) int, value func(T) float64) []T {
 	out := pts[:0]
 	for i := 0; i < len(pts); {
@@ -42,6 +47,9 @@ func thin[T any](pts []T, width int, step func(T) int, value func(T) float64) []
 		out = append(out, pts[first]) // first <= i's index < j: never overwrites an unread point
 		if second != first {
 			out = append(out, pts[second])
+		}
+		if j == len(pts) && second != j-1 {
+			out = append(out, pts[j-1])
 		}
 		i = j
 	}

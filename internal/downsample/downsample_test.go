@@ -99,3 +99,23 @@ func BenchmarkKeepAppend(b *testing.B) {
 		}
 	}
 }
+
+// The newest point is kept whatever its value, and points appended after a
+// thinning are thinned at the width reached rather than doubling it again.
+func TestKeepNewestAndWidth(t *testing.T) {
+	var pts []pt
+	width := 1
+	for s := range 1000 {
+		pts = append(pts, pt{s, 0.5}) // flat: the newest is neither lowest nor highest
+		pts[len(pts)-1].v = 0.5 + float64(s%3-1)*0.1
+		if len(pts) > 100 {
+			pts, width = Keep(pts, width, 75, stepOf, valueOf)
+		}
+		if pts[len(pts)-1].step != s {
+			t.Fatalf("step %d: newest kept is %d", s, pts[len(pts)-1].step)
+		}
+	}
+	if width > 32 {
+		t.Fatalf("width %d for 1000 steps in 100 points", width)
+	}
+}
