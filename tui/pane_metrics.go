@@ -22,6 +22,7 @@ type metricsPane struct {
 	window      chartView
 	win         xrange
 	zoomed      bool
+	coarse      int      // the widest bucket of steps the charts drawn were downsampled to
 	names       []string // the metrics shown, filtered
 	cells       []metricCell
 }
@@ -68,7 +69,7 @@ func (p metricsPane) update(msg tea.Msg, e env) pane {
 func (p metricsPane) shown(e env) []string {
 	var out []string
 	for _, name := range e.metrics.names() {
-		if p.unknownOnly && paneKnows(e.kind, name) {
+		if p.unknownOnly && paneKnows(e.kind, e.runKind, name) {
 			continue
 		}
 		if p.filter != "" && !containsFold(name, p.filter) {
@@ -88,6 +89,7 @@ func (p metricsPane) draw(e env) metricsPane {
 		return p
 	}
 	p.win, p.zoomed = p.window.window(e.metrics, e.phase)
+	p.coarse = 1
 	cols, cw, rows := p.grid(e.area)
 	p.scroll = clamp(p.scroll, 0, max(0, (len(p.names)+cols-1)/cols-rows))
 	first := p.scroll * cols
@@ -96,6 +98,7 @@ func (p metricsPane) draw(e env) metricsPane {
 	var buf []float64
 	for _, name := range p.names[first:last] {
 		s := e.metrics.get(name)
+		p.coarse = max(p.coarse, s.width)
 		c := metricCell{name: name, latest: s.latest}
 		buf = resize(buf, 2*chartW)
 		if lo, hi, n := s.buckets(p.win, buf); n > 0 {
@@ -169,6 +172,7 @@ func (p metricsPane) view(e env) (string, []string) {
 	if p.zoomed {
 		title += " · steps " + fmtInt(p.win.lo) + "–" + fmtInt(p.win.hi)
 	}
+	title += coarseNote(p.coarse)
 	if e.h <= 0 {
 		return title, nil
 	}
@@ -234,13 +238,13 @@ func metricCellLines(st *styles, c metricCell, w int) []string {
 
 // paneKnows reports whether a pane of the screen shows the metric, so the
 // grid of other metrics can leave it out.
-func paneKnows(kind screenKind, name string) bool {
-	for _, prefix := range []string{"reward/", "curriculum/", "tools/", "data_curriculum/"} {
+func paneKnows(kind screenKind, runKind, name string) bool {
+	for _, prefix := range []string{"reward/", "curriculum/", "tools/", "data_curriculum/", "pref/", "val/pref/"} {
 		if strings.HasPrefix(name, prefix) {
 			return true
 		}
 	}
-	for _, set := range kpiSetsFor(kind) {
+	for _, set := range kpiSetsFor(kind, runKind) {
 		for _, k := range set.items {
 			if slices.Contains(k.metrics, name) {
 				return true

@@ -42,20 +42,38 @@ func viewReward(e env) (string, []string) {
 		total.v, total.ok = s.latest, true
 		total.ma, _ = s.meanSteps(maWindow)
 	}
-	nameW, weights := rewardNameW, false
+	nameW, weights, stds := rewardNameW, false, false
 	for _, r := range rows {
 		nameW = max(nameW, len([]rune(r.name))+1)
 		weights = weights || r.haveWeight
+		stds = stds || r.haveStd
 	}
-	cols := newRewardColumns(st, w, nameW, weights)
+	cols := newRewardColumns(st, w, nameW, weights, stds)
+	// The total keeps its row however many components there are (a blank line
+	// before it when there is room): the ones that do not fit are counted, and a
+	// lists them all.
+	room, gap := h, ""
+	if total.ok {
+		room--
+		if len(rows) < room {
+			room, gap = room-1, "gap"
+		}
+	}
 	var out []string
-	for _, r := range rows {
+	for i, r := range rows {
+		if len(rows) > room && i == room-1 {
+			out = append(out, st.render(st.dim, fit(fmt.Sprintf("… %d more · a lists every metric", len(rows)-i), w, false)))
+			break
+		}
 		out = append(out, cols.line(r, scale))
 	}
-	if h >= len(rows)+2 && total.ok {
-		out = append(out, "", cols.line(total, math.Max(scale, math.Abs(total.v))))
+	if total.ok && h > len(out) {
+		if gap != "" {
+			out = append(out, "")
+		}
+		out = append(out, cols.line(total, math.Max(scale, math.Abs(total.v))))
 	}
-	if h >= len(rows)+3 {
+	if h >= len(out)+1 {
 		if s := metrics.get("reward/total"); s != nil {
 			if lo, hi, n := s.rangeSteps(maWindow); n > 0 {
 				line := fmt.Sprintf("%s, last %d steps: %s … %s", totalName, maWindow, fmtSigned(lo), fmtSigned(hi))
@@ -77,6 +95,8 @@ type rewardRow struct {
 	ok         bool
 	weight     float64
 	haveWeight bool
+	std        float64 // the spread over the batch, when the run logs it (TRL's rewards/<f>/std)
+	haveStd    bool
 }
 
 // rewardRows reads the components from the store — pixelis's in their
@@ -100,6 +120,7 @@ func rewardRows(metrics *store) ([]rewardRow, float64) {
 		r := rewardRow{name: c, v: s.latest, ok: true}
 		r.ma, _ = s.meanSteps(maWindow)
 		r.weight, r.haveWeight = metrics.latestValue("curriculum/weight/" + c)
+		r.std, r.haveStd = metrics.latestValue("reward/" + c + "/std")
 		if !math.IsNaN(r.v) && !math.IsInf(r.v, 0) {
 			scale = math.Max(scale, math.Abs(r.v))
 		}
@@ -109,10 +130,11 @@ func rewardRows(metrics *store) ([]rewardRow, float64) {
 }
 
 // rewardColumns lays a reward row out in a pane w cells wide: name, bar,
-// value · MA, and the weight when there is room.
+// value · MA, and the weight (or a watched run's spread, ± its std) when there
+// is room.
 type rewardColumns struct {
 	st                *styles
-	showW             bool
+	showW, showStd    bool
 	nameW, wcol, half int
 }
 
@@ -121,12 +143,20 @@ const rewardNameW, rewardNumW = 11, 13
 // newRewardColumns fits the columns in w cells: names as wide as the longest
 // (a watched run's reward functions have long names) while the bar keeps 9
 // cells, and the weights only when the run has them and there is room.
-func newRewardColumns(st *styles, w, nameW int, weights bool) rewardColumns {
+func newRewardColumns(st *styles, w, nameW int, weights, stds bool) rewardColumns {
 	c := rewardColumns{st: st, showW: weights && w >= 52}
-	if c.showW {
+	c.showStd = stds && !c.showW && w >= 40
+	switch {
+	case c.showW:
+		c.wcol = 6
+	case c.showStd:
 		c.wcol = 6
 	}
-	c.nameW = max(rewardNameW, min(nameW, w-rewardNumW-c.wcol-1-9))
+	minBar := 9
+	if c.showStd {
+		minBar = 5 // the spread is worth more than a finer bar
+	}
+	c.nameW = max(rewardNameW, min(nameW, w-rewardNumW-c.wcol-1-minBar))
 	barW := max(3, w-c.nameW-rewardNumW-c.wcol-1)
 	c.half = (barW - 1) / 2
 	return c
@@ -135,7 +165,7 @@ func newRewardColumns(st *styles, w, nameW int, weights bool) rewardColumns {
 func (c rewardColumns) line(r rewardRow, scale float64) string {
 	st := c.st
 	var b strings.Builder
-	b.WriteString(fit(r.name, c.nameW-1, true) + " ")
+	b.WriteString(fitMiddle(r.name, c.nameW-1) + " ")
 	if !r.ok {
 		b.WriteString(strings.Repeat(" ", c.half) + st.render(st.dim, "│") + strings.Repeat(" ", c.half))
 		b.WriteString(padLeft("—", rewardNumW))
@@ -149,6 +179,13 @@ func (c rewardColumns) line(r rewardRow, scale float64) string {
 			ws = "×" + fmtShort(r.weight)
 		}
 		b.WriteString(" " + padLeft(ws, c.wcol-1))
+	}
+	if c.showStd {
+		sd := ""
+		if r.haveStd {
+			sd = "±" + fmtShort(r.std)
+		}
+		b.WriteString(" " + padLeft(sd, c.wcol-1))
 	}
 	s := b.String()
 	if r.haveWeight && r.weight == 0 {
@@ -180,4 +217,17 @@ func divergingBar(st *styles, v, scale float64, n int) string {
 		right = st.render(st.barPos, hbar(frac, n))
 	}
 	return left + st.render(st.dim, "│") + right
+}
+
+// fitMiddle fits a name in n cells, cutting from its middle: reward functions
+// often share a long prefix (mixed_correctness_a, mixed_correctness_b) and differ
+// at the end. a lists the full names.
+func fitMiddle(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n || n < 5 {
+		return fit(s, n, true)
+	}
+	head := (n - 1) / 2
+	tail := n - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
