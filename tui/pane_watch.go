@@ -27,10 +27,10 @@ func viewWatchFirst(e env) (string, []string) {
 // mean over the last maWindow steps, and a note (where the best was, the change
 // since the last evaluation).
 type statRow struct {
-	label string
-	names []string // the metrics to show, the first held wins
-	signed bool    // write the sign: rewards and margins
-	eval  []string // the same metric on the evaluation set, when logged
+	label  string
+	names  []string // the metrics to show, the first held wins
+	signed bool     // write the sign: rewards and margins
+	eval   []string // the same metric on the evaluation set, when logged
 }
 
 var (
