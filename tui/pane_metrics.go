@@ -214,7 +214,7 @@ func (p metricsPane) view(e env) (string, []string) {
 // with the value range beside it.
 func metricCellLines(st *styles, c metricCell, w int) []string {
 	val := fmtVal(c.latest)
-	name := fit(c.name, max(4, w-len(val)-1), false)
+	name := fitMiddle(c.name, max(4, w-len(val)-1)) // names differ at either end
 	out := []string{spread(st.render(st.label, name), val, w)}
 	for i := range metricCellH - 1 {
 		side := ""

@@ -27,7 +27,7 @@ func viewReward(e env) (string, []string) {
 	st, metrics, w, h := e.st, e.metrics, e.w, e.h
 	title, totalName := "Reward (batch · MA 100 steps)", "Σ w·z"
 	if e.kind == screenWatch {
-		title, totalName = "Reward (step · MA 100 steps)", "reward"
+		title, totalName = "Reward · MA 100 steps", "reward"
 	}
 	rows, scale := rewardRows(metrics)
 	if len(rows) == 0 && metrics.get("reward/total") == nil {
@@ -41,6 +41,14 @@ func viewReward(e env) (string, []string) {
 	if s := metrics.get("reward/total"); s != nil {
 		total.v, total.ok = s.latest, true
 		total.ma, _ = s.meanSteps(maWindow)
+	}
+	if suffix := commonSuffix(rows); suffix != "" {
+		// TRL's reward functions are often all named *_reward_func: what tells
+		// them apart is what comes before.
+		for i := range rows {
+			rows[i].name = strings.TrimSuffix(rows[i].name, suffix)
+		}
+		title += " · *" + suffix
 	}
 	nameW, weights, stds := rewardNameW, false, false
 	for _, r := range rows {
@@ -230,4 +238,34 @@ func fitMiddle(s string, n int) string {
 	head := (n - 1) / 2
 	tail := n - 1 - head
 	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// commonSuffix is the ending all components' names share from a "_" or "/" on
+// ("_reward_func"), when they are long enough to be cut and it is 4 characters or
+// more; "" otherwise.
+func commonSuffix(rows []rewardRow) string {
+	if len(rows) < 2 {
+		return ""
+	}
+	longest, suffix := 0, rows[0].name
+	for _, r := range rows {
+		longest = max(longest, len(r.name))
+		for !strings.HasSuffix(r.name, suffix) {
+			suffix = suffix[1:]
+		}
+	}
+	i := strings.IndexAny(suffix, "_/")
+	if i < 0 || longest <= rewardNameW+7 {
+		return ""
+	}
+	suffix = suffix[i:]
+	for _, r := range rows {
+		if len(r.name) <= len(suffix) {
+			return ""
+		}
+	}
+	if len(suffix) < 4 {
+		return ""
+	}
+	return suffix
 }

@@ -30,6 +30,7 @@ type statRow struct {
 	label  string
 	names  []string // the metrics to show, the first held wins
 	signed bool     // write the sign: rewards and margins
+	noMA   bool     // no moving average: a schedule (the learning rate, the epoch)
 	eval   []string // the same metric on the evaluation set, when logged
 }
 
@@ -38,8 +39,8 @@ var (
 		{label: "loss", names: []string{"sft/loss", "policy/loss"}},
 		{label: "token accuracy", names: []string{"sft/accuracy"}},
 		{label: "grad norm", names: []string{"policy/grad_norm"}},
-		{label: "learning rate", names: []string{"policy/lr", "train/lr(1e-3)"}},
-		{label: "epoch", names: []string{"train/epoch"}},
+		{label: "learning rate", names: []string{"policy/lr", "train/lr(1e-3)"}, noMA: true},
+		{label: "epoch", names: []string{"train/epoch"}, noMA: true},
 	}
 	preferenceRows = []statRow{
 		{label: "chosen", names: []string{"pref/chosen"}, signed: true, eval: []string{"val/pref/chosen"}},
@@ -75,11 +76,14 @@ func viewTraining(e env) (string, []string) {
 	out := []string{st.render(st.dim, cols.header("latest", fmt.Sprintf("MA %d", maWindow), ""))}
 	for _, r := range trainingRows {
 		if s := metrics.first(r.names); s != nil {
-			out = append(out, cols.row(r.label, s, r.signed, ""))
+			out = append(out, cols.row(r, s, ""))
 		}
 	}
 	if s := metrics.get("val/loss"); s != nil {
-		out = append(out, "", cols.row("eval loss", s, false, bestNote(s)))
+		out = append(out, "", cols.row(statRow{label: "eval loss"}, s, ""))
+		if best := bestNote(s); best != "" {
+			out = append(out, st.render(st.dim, fit("  "+best, w, false)))
+		}
 	}
 	if len(out) == 1 {
 		return title, []string{st.render(st.dim, "no loss logged yet")}
@@ -87,7 +91,7 @@ func viewTraining(e env) (string, []string) {
 	return title, clip(out, h)
 }
 
-// bestNote says where a loss was lowest: "best 1.987 @200".
+// bestNote says where a loss was lowest: "lowest 1.987 at step 200".
 func bestNote(s *series) string {
 	best, at := math.Inf(1), 0
 	for _, p := range s.hist {
@@ -98,7 +102,7 @@ func bestNote(s *series) string {
 	if math.IsInf(best, 1) {
 		return ""
 	}
-	return fmt.Sprintf("best %s @%s", fmtSig(best, false), fmtInt(at))
+	return fmt.Sprintf("lowest %s at step %s", fmtSig(best, false), fmtInt(at))
 }
 
 // viewPreference shows a preference run (DPO, ORPO, KTO, SimPO): the implicit
@@ -119,7 +123,7 @@ func viewPreference(e env) (string, []string) {
 		if ev := metrics.first(r.eval); ev != nil {
 			note = fmtSig(ev.latest, r.signed)
 		}
-		out = append(out, cols.row(r.label, s, r.signed, note))
+		out = append(out, cols.row(r, s, note))
 	}
 	if len(out) == 1 {
 		return title, []string{st.render(st.dim, "no chosen or rejected rewards logged yet")}
@@ -140,12 +144,12 @@ func (c statCols) header(a, b, note string) string {
 	return strings.Repeat(" ", c.labelW) + padLeft(a, c.numW) + padLeft(b, c.numW) + "  " + fit(note, c.noteW, false)
 }
 
-func (c statCols) row(label string, s *series, signed bool, note string) string {
-	ma := "—"
-	if m, n := s.meanSteps(maWindow); n > 0 {
-		ma = fmtSig(m, signed)
+func (c statCols) row(r statRow, s *series, note string) string {
+	ma := ""
+	if m, n := s.meanSteps(maWindow); n > 0 && !r.noMA {
+		ma = fmtSig(m, r.signed)
 	}
-	return fit(label, c.labelW, true) + padLeft(fmtSig(s.latest, signed), c.numW) + padLeft(ma, c.numW) + "  " + fit(note, c.noteW, false)
+	return fit(r.label, c.labelW, true) + padLeft(fmtSig(s.latest, r.signed), c.numW) + padLeft(ma, c.numW) + "  " + fit(note, c.noteW, false)
 }
 
 // clip keeps the first h lines.

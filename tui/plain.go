@@ -231,7 +231,7 @@ func phaseLabel(p telemetry.Phase) string {
 // the run's own start and end.
 func eventStep(e telemetry.Event) string {
 	switch e.Phase {
-	case telemetry.PhaseSFT, telemetry.PhaseRFT:
+	case telemetry.PhaseSFT, telemetry.PhaseRFT, telemetry.PhaseSteps:
 		return fmt.Sprintf("%s %d", e.Phase, e.PhaseStep)
 	}
 	return phaseLabel(e.Phase)

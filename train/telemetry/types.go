@@ -14,6 +14,9 @@ const (
 	PhaseSFT  Phase = "sft"
 	PhaseRFT  Phase = "rft"
 	PhaseEval Phase = "eval"
+	// PhaseSteps marks the events of a run of another trainer (watched, or
+	// launched), which has no phases of pixelis's: they are placed by step alone.
+	PhaseSteps Phase = "step"
 )
 
 // State of a run, as shown in the console header.

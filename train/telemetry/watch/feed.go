@@ -546,7 +546,7 @@ func (c *core) wroteFile(fi os.FileInfo) {
 
 // event records an event of the run.
 func (c *core) event(e telemetry.Event) {
-	e.Phase = telemetry.PhaseRFT
+	e.Phase = telemetry.PhaseSteps
 	e.PhaseStep = e.Step
 	c.st.event(e)
 }

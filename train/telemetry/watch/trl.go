@@ -305,14 +305,16 @@ func logValue(v any) (x float64, read bool, note string) {
 // ±Infinity: strings no JSON file holds unescaped (JSON text escapes a NUL).
 var nonFinite = map[string]float64{"\x00NaN": math.NaN(), "\x00Infinity": math.Inf(1), "\x00-Infinity": math.Inf(-1)}
 
-// reprNumber reads a number written as a string: "0.5", or NumPy's repr of a
-// scalar, "np.float64(0.5)".
+// reprNumber reads NumPy's repr of a scalar, "np.float64(0.5)": what a trainer
+// writes when it logs a NumPy number through str(). Any other string is text (verl
+// logs token texts such as "5" as strings): it is not read as a number.
 func reprNumber(s string) (float64, bool) {
 	t := strings.TrimSpace(s)
-	if i := strings.IndexByte(t, '('); i > 0 && strings.HasSuffix(t, ")") && strings.HasPrefix(t, "np.") {
-		t = t[i+1 : len(t)-1]
+	i := strings.IndexByte(t, '(')
+	if i < 0 || !strings.HasPrefix(t, "np.") || !strings.HasSuffix(t, ")") {
+		return 0, false
 	}
-	x, err := strconv.ParseFloat(t, 64)
+	x, err := strconv.ParseFloat(t[i+1:len(t)-1], 64)
 	return x, err == nil
 }
 

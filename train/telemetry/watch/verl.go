@@ -178,7 +178,11 @@ func (s *verlConsoleSource) line(c *core, line string, n int) {
 			continue
 		}
 		k, text := strings.TrimSpace(part[:i]), strings.TrimSpace(part[i+1:])
-		x, ok := reprNumber(text)
+		x, err := strconv.ParseFloat(text, 64)
+		ok := err == nil
+		if !ok {
+			x, ok = reprNumber(text)
+		}
 		if !ok {
 			if !s.warned[k] {
 				s.warned[k] = true
