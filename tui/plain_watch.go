@@ -65,8 +65,9 @@ func plainFields(s telemetry.Snapshot) []plainField {
 // --no-tui: what the feed says about how it reads the run, a status line for
 // every logged step, every event (at its step), and a line when the run's state
 // changes. It returns when the run has ended (done, stopped, failed, or idle:
-// nothing written for a long while) or ctx ends, having printed everything read.
-func PlainWatch(ctx context.Context, feed telemetry.Feed, w io.Writer) error {
+// nothing written for a long while) or ctx ends, having printed everything read;
+// without follow, once it has printed what the files held when it started.
+func PlainWatch(ctx context.Context, feed telemetry.Feed, w io.Writer, follow bool) error {
 	p := &plainSink{w: w, every: 1}
 	if n, ok := feed.(interface{ Note() string }); ok && n.Note() != "" {
 		p.write(n.Note())
@@ -81,7 +82,7 @@ func PlainWatch(ctx context.Context, feed telemetry.Feed, w io.Writer) error {
 			meta = *u.Snapshot
 		}
 		printUpdate(p, u, meta)
-		if meta.State.Ended() || meta.State == "idle" {
+		if !follow || meta.State.Ended() || meta.State == "idle" {
 			return nil
 		}
 		select {

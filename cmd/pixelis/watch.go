@@ -19,6 +19,7 @@ func cmdWatch(ctx context.Context, args []string, std stdio) error {
 	history := fs.Int("history", 10000, "points `N` kept of each metric's whole history (older ones are downsampled)")
 	color := fs.String("color", "auto", "colours: auto (honouring NO_COLOR), always or never")
 	noTUI := fs.Bool("no-tui", false, "plain lines instead of the console, until the run ends (automatic when stdout is not a terminal)")
+	once := fs.Bool("once", false, "with --no-tui: print what the files hold and exit, without following the run")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -46,7 +47,7 @@ func cmdWatch(ctx context.Context, args []string, std stdio) error {
 	}
 	defer feed.Close()
 	if *noTUI || !isTerminal(std.out) {
-		return tui.PlainWatch(ctx, feed, std.out)
+		return tui.PlainWatch(ctx, feed, std.out, !*once)
 	}
 	role := tui.RoleWatch
 	if f := feed.Format(); f == watch.FormatPixelis || f == watch.FormatPixelisTB {

@@ -46,6 +46,9 @@ type Options struct {
 	Interval time.Duration
 	// IdleAfter is how long without a write makes a run StateIdle. Default 10 minutes.
 	IdleAfter time.Duration
+	// Now is the feed's clock, against which it tells a running run from an
+	// idle one; nil is time.Now. Tests fix it.
+	Now func() time.Time
 }
 
 const (
@@ -106,7 +109,11 @@ type source interface {
 //     tensorboard_log/<project>/<experiment>/): one of its runs, Options.Run (or the
 //     one run whose name ends so) or the one written last.
 func Open(ctx context.Context, dir string, opts Options) (*Feed, error) {
-	return open(ctx, dir, opts, time.Now)
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return open(ctx, dir, opts, now)
 }
 
 func open(ctx context.Context, path string, opts Options, now func() time.Time) (*Feed, error) {
@@ -437,7 +444,11 @@ func (f *Feed) snapshotLocked() *telemetry.Snapshot {
 		State:      f.state,
 		Step:       f.c.step(),
 		TotalSteps: f.c.totalSteps,
-		Metrics:    st.metricsAt(st.latest),
+	}
+	if s.Step == st.latest {
+		// The newest values, at their step; when the trainer's own count is
+		// ahead of its last logging, the step has no values of its own.
+		s.Metrics = st.metricsAt(st.latest)
 	}
 	if st.latestWall > 0 {
 		s.Time = wallTime(st.latestWall)

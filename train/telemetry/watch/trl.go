@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -259,7 +260,8 @@ func (s *trlSource) readEntry(c *core, raw json.RawMessage) (step int, end bool)
 		return -1, false
 	}
 	step = int(st)
-	for k, v := range m {
+	for _, k := range slices.Sorted(maps.Keys(m)) { // warnings in a stable order
+		v := m[k]
 		if k == "step" {
 			continue
 		}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -114,7 +116,8 @@ func (s *verlJSONLSource) record(c *core, line []byte, n int) {
 		return
 	}
 	step := int(*rec.Step)
-	for k, raw := range rec.Data {
+	for _, k := range slices.Sorted(maps.Keys(rec.Data)) { // warnings in a stable order
+		raw := rec.Data[k]
 		var v any
 		if json.Unmarshal(raw, &v) != nil {
 			continue
