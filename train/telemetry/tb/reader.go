@@ -32,6 +32,12 @@ const headerLen, trailerLen = 12, 4
 // being sound.
 const MaxRecord = 64 << 20
 
+// maxPlausibleRecord bounds the length a sound header can hold: TensorBoard's
+// writers never write a record of a gigabyte. A header whose checksum holds but
+// whose length is beyond it (2^60, say) is corrupt, not a record still being
+// written, and is skipped like a bad checksum.
+const maxPlausibleRecord = 1 << 30
+
 // ErrRewritten is returned when an event file shrank, vanished or was replaced since
 // it was last read. Event files only grow, so the log directory was rewritten: the
 // caller starts over.
@@ -132,7 +138,14 @@ func (f *File) Read(fn func(*Event), warn func(*CorruptError)) (int, error) {
 			return n, readErr(f.path, err)
 		}
 		length := binary.LittleEndian.Uint64(hdr[:8])
-		if maskedCRC(hdr[:8]) != binary.LittleEndian.Uint32(hdr[8:]) {
+		reason := ""
+		switch {
+		case maskedCRC(hdr[:8]) != binary.LittleEndian.Uint32(hdr[8:]):
+			reason = "bad length checksum"
+		case length > maxPlausibleRecord:
+			reason = fmt.Sprintf("implausible record length %d", length)
+		}
+		if reason != "" {
 			next, found, err := f.resync(fh, size)
 			if err != nil {
 				return n, err
@@ -140,11 +153,11 @@ func (f *File) Read(fn func(*Event), warn func(*CorruptError)) (int, error) {
 			if !found {
 				if f.bad != f.off {
 					f.bad = f.off
-					report(&CorruptError{Path: f.path, Offset: f.off, Reason: "bad length checksum"})
+					report(&CorruptError{Path: f.path, Offset: f.off, Reason: reason})
 				}
 				break
 			}
-			report(&CorruptError{Path: f.path, Offset: f.off, Reason: "bad length checksum", Skipped: next - f.off})
+			report(&CorruptError{Path: f.path, Offset: f.off, Reason: reason, Skipped: next - f.off})
 			f.bad, f.scanned = -1, 0
 			seek(next)
 			continue

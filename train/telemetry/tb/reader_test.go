@@ -282,6 +282,30 @@ func TestBadLengthChecksumResyncs(t *testing.T) {
 	}
 }
 
+// A header whose checksum holds but whose length is absurd (2^60) is corrupt,
+// not a record still being written: it is reported and skipped, and the sound
+// records after it are read.
+func TestAbsurdLengthResyncs(t *testing.T) {
+	r0, r2 := tbtest.Record(tbtest.Version(1)), tbtest.Record(tbtest.Simple(3, 2, "a", 2.0))
+	var hdr [headerLen]byte
+	binary.LittleEndian.PutUint64(hdr[:8], 1<<60)
+	binary.LittleEndian.PutUint32(hdr[8:], maskedCRC(hdr[:8]))
+	bad := append(hdr[:], "junk"...)
+	path := filepath.Join(t.TempDir(), FilePrefix+"1.host")
+	writeFile(t, path, tbtest.Cat(r0, bad, r2))
+	var out []got
+	var warns []*CorruptError
+	if _, err := NewFile(path).Read(collect(&out), func(e *CorruptError) { warns = append(warns, e) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || out[1].Step != 2 {
+		t.Fatalf("events %+v, want the version and step 2", out)
+	}
+	if len(warns) != 1 || warns[0].Offset != int64(len(r0)) || !strings.Contains(warns[0].Reason, "implausible record length") || warns[0].Skipped != int64(len(bad)) {
+		t.Fatalf("warnings %+v", warns)
+	}
+}
+
 // Garbage at the end of a file is reported once, not at every poll; a sound record
 // written after it is found and read.
 func TestBadTailWaitsForASoundRecord(t *testing.T) {

@@ -516,7 +516,7 @@ func (c *core) resolve(name string) *series {
 		c.warn(0, fmt.Sprintf("more than %d metrics: %s and later names are not kept", maxSeries, name))
 	}
 	if took {
-		c.st.purge(s, math.MinInt)
+		c.st.drop(s)
 	}
 	return s
 }

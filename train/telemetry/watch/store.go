@@ -115,6 +115,20 @@ func (st *store) restart(from int) {
 	}
 }
 
+// drop forgets every value of s: another source name took its pixelis name over.
+func (st *store) drop(s *series) {
+	if s == nil || len(s.entries) == 0 {
+		return
+	}
+	if s.sent != math.MinInt {
+		st.reset = true // the viewer holds values that no longer stand
+	}
+	clear(s.entries)
+	s.entries, s.width, s.last, s.sent = s.entries[:0], 1, math.MinInt, math.MinInt
+	st.relatest()
+	st.changed = true
+}
+
 // clear drops every value: the run's files were rewritten.
 func (st *store) clear() {
 	for _, s := range st.series {
