@@ -46,8 +46,17 @@ const (
 
 // grid is how many cells a row holds and how wide each is, and how many rows
 // fit above the status line.
-func (metricsPane) grid(a area) (cols, cw, rows int) {
-	cols = max(1, (a.w+1)/(metricCellW+1))
+func (p metricsPane) grid(a area) (cols, cw, rows int) {
+	cellW := metricCellW
+	if !p.unknownOnly {
+		// The list of every metric is where full names are read (reward
+		// functions that share a long prefix): cells as wide as the longest
+		// name and its value, as far as the pane allows.
+		for _, n := range p.names {
+			cellW = max(cellW, min(a.w, len([]rune(n))+8))
+		}
+	}
+	cols = max(1, (a.w+1)/(cellW+1))
 	cw = (a.w - (cols - 1)) / cols
 	rows = max(0, (a.h-1)/metricCellH)
 	return cols, cw, rows

@@ -135,13 +135,14 @@ func viewPreference(e env) (string, []string) {
 type statCols struct{ labelW, numW, noteW int }
 
 func statColumns(w int) statCols {
-	c := statCols{labelW: 15, numW: 10}
-	c.noteW = max(0, w-c.labelW-2*c.numW-2)
+	c := statCols{numW: 9}
+	c.labelW = min(14, max(8, w-2*c.numW-1-7)) // the note keeps 7 cells when it can
+	c.noteW = max(0, w-c.labelW-2*c.numW-1)
 	return c
 }
 
 func (c statCols) header(a, b, note string) string {
-	return strings.Repeat(" ", c.labelW) + padLeft(a, c.numW) + padLeft(b, c.numW) + "  " + fit(note, c.noteW, false)
+	return strings.Repeat(" ", c.labelW) + padLeft(a, c.numW) + padLeft(b, c.numW) + " " + padLeft(note, c.noteW)
 }
 
 func (c statCols) row(r statRow, s *series, note string) string {
@@ -149,7 +150,7 @@ func (c statCols) row(r statRow, s *series, note string) string {
 	if m, n := s.meanSteps(maWindow); n > 0 && !r.noMA {
 		ma = fmtSig(m, r.signed)
 	}
-	return fit(r.label, c.labelW, true) + padLeft(fmtSig(s.latest, r.signed), c.numW) + padLeft(ma, c.numW) + "  " + fit(note, c.noteW, false)
+	return fit(r.label, c.labelW, true) + padLeft(fmtSig(s.latest, r.signed), c.numW) + padLeft(ma, c.numW) + " " + padLeft(fit(note, c.noteW, false), c.noteW)
 }
 
 // clip keeps the first h lines.
