@@ -288,6 +288,9 @@ func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
 		m.status = ""
 		return nil, true
 	case clockMsg:
+		if m.opts.Role == RoleWatch {
+			m.watch = readWatchInfo(m.feed) // a long history's reading progresses between updates
+		}
 		return m.tick(time.Second, clockMsg{}), !m.quitting
 	case tea.KeyPressMsg:
 		return m.key(msg), true

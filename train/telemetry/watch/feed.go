@@ -285,7 +285,39 @@ func (f *Feed) follow(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 			f.poll()
 		}
+		// A long history is read a slice a poll, one after the other, with
+		// the lock let go between them so that the viewer can take the glance.
+		for f.loadingMore() && ctx.Err() == nil {
+			f.poll()
+		}
 	}
+}
+
+// progresser is a source that reads a long history in slices.
+type progresser interface{ progress() (done, total int64) }
+
+// Loading is how much of a long history is read so far, in bytes of its files,
+// of how many: (0, 0) when there is none being read (a short one is read at once).
+// Until it is all read, the feed shows a glance at it (its newest steps and a
+// sample of the whole run); then the whole history, with Update.Reset.
+func (f *Feed) Loading() (done, total int64) {
+	if f.inner != nil {
+		return 0, 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.sources {
+		if p, ok := s.(progresser); ok {
+			d, t := p.progress()
+			done, total = done+d, total+t
+		}
+	}
+	return done, total
+}
+
+func (f *Feed) loadingMore() bool {
+	done, total := f.Loading()
+	return done < total
 }
 
 // poll reads what the sources wrote since the previous poll.
@@ -298,6 +330,7 @@ func (f *Feed) poll() {
 			// again; what they say now replaces what was read before.
 			f.c.warn(0, err.Error()+"; reading the run again")
 			f.c.st.clear()
+			f.c.fill = nil
 			for _, s := range f.sources {
 				s.rewind()
 			}
@@ -480,6 +513,8 @@ func (f *Feed) Live() bool { return false }
 // what the sources learnt about the run.
 type core struct {
 	st       *store
+	fill     *store // a long history being read in full, to replace st's glance at it; nil none
+	opts     Options
 	namer    *Namer
 	declared string         // the trainer the files were recognised as, "" unknown
 	errs     map[int]string // the last error of each source, reported once
@@ -495,6 +530,7 @@ type core struct {
 func newCore(opts Options, namer NamerOptions, declared string) *core {
 	return &core{
 		st:       newStore(opts.MaxPoints, opts.MaxEvents),
+		opts:     opts,
 		namer:    opts.Mapping.Namer(namer),
 		declared: declared,
 		errs:     map[int]string{},
@@ -510,27 +546,49 @@ func (c *core) resolve(name string) *series {
 	if !keep {
 		return nil
 	}
-	wasFull := c.st.full
-	s := c.st.get(to)
+	st := c.target()
+	wasFull := st.full
+	s := st.get(to)
 	if s == nil && !wasFull {
 		c.warn(0, fmt.Sprintf("more than %d metrics: %s and later names are not kept", maxSeries, name))
 	}
 	if took {
-		c.st.drop(s)
+		st.drop(s)
 	}
 	return s
 }
 
+// target is the store values go to: the fill store while a long history is read
+// in full, else the one the viewer takes from.
+func (c *core) target() *store {
+	if c.fill != nil {
+		return c.fill
+	}
+	return c.st
+}
+
+// beginFill starts reading a long history in full into a store of its own, while
+// the viewer keeps the glance at it.
+func (c *core) beginFill() { c.fill = newStore(c.opts.MaxPoints, c.opts.MaxEvents) }
+
+// endFill puts the history read in full in the glance's place.
+func (c *core) endFill() {
+	if c.fill != nil {
+		c.st.adopt(c.fill)
+		c.fill = nil
+	}
+}
+
 // value records one value of a metric under its source name.
 func (c *core) value(name string, step int, wall, v float64) {
-	c.st.add(c.resolve(name), step, wall, v)
+	c.target().add(c.resolve(name), step, wall, v)
 }
 
 // purge drops the values of one metric at step from and later.
-func (c *core) purge(name string, from int) { c.st.purge(c.resolve(name), from) }
+func (c *core) purge(name string, from int) { c.target().purge(c.resolve(name), from) }
 
 // restart drops every value at step from and later.
-func (c *core) restart(from int) { c.st.restart(from) }
+func (c *core) restart(from int) { c.target().restart(from) }
 
 // step is the run's newest step: the newest logged, or the trainer's own count when
 // it is ahead (a run ending between two logging steps).

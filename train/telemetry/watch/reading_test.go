@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/train/telemetry/tb"
+	"github.com/pixelis/pixelis/train/telemetry/tb/tbtest"
 )
 
 // state writes a trainer_state.json as the Hugging Face Trainer does, with the
@@ -250,5 +252,54 @@ func TestPixelisTensorBoardDir(t *testing.T) {
 	f := openTest(t, filepath.Join(run, "tb"), Options{}, time.Now())
 	if f.Trainer() != "pixelis" || !strings.Contains(f.Note(), "showing the run") {
 		t.Fatalf("trainer %s note %q", f.Trainer(), f.Note())
+	}
+}
+
+// A long TensorBoard history is shown before it is read: the first update holds
+// its newest step and a sample spanning the whole run, Loading says how far the
+// full read is, and the history read in full then replaces the glance.
+func TestLongHistoryGlanceThenFill(t *testing.T) {
+	defer func(a, n, s, tail, fill int64) {
+		glanceAbove, glanceSpans, glanceSpan, glanceTail, fillPerPoll = a, n, s, tail, fill
+	}(glanceAbove, glanceSpans, glanceSpan, glanceTail, fillPerPoll)
+	glanceAbove, glanceSpans, glanceSpan, glanceTail, fillPerPoll = 64<<10, 32, 1<<10, 2<<10, 64<<10
+	dir := t.TempDir()
+	var recs [][]byte
+	const steps = 20000
+	for s := range steps {
+		for _, tag := range []string{"actor/entropy", "critic/score/mean", "custom/x"} {
+			recs = append(recs, tbtest.Record(tbtest.Simple(1.7e9+float64(s), int64(s), tag, float64(s%97))))
+		}
+	}
+	put(t, filepath.Join(dir, tb.FilePrefix+"1.host"), tbtest.Cat(recs...))
+	f := openTest(t, dir, Options{MaxPoints: 1000}, time.Unix(1.7e9+steps, 0))
+	var h history
+	h.fold(f.Take())
+	got := h.steps("reward/final/raw")
+	if len(got) < 32 || got[0] > steps/16 || got[len(got)-1] != steps-1 || len(got) > steps/4 {
+		t.Fatalf("glance: %d steps from %d to %d", len(got), got[0], got[len(got)-1])
+	}
+	if h.snap == nil || h.snap.Step != steps-1 {
+		t.Fatalf("glance snapshot %+v", h.snap)
+	}
+	if done, total := f.Loading(); total == 0 || done >= total {
+		t.Fatalf("loading %d of %d after the glance", done, total)
+	}
+	for polls := 0; f.loadingMore(); polls++ {
+		if polls > 1000 {
+			t.Fatal("the full read does not end")
+		}
+		f.poll()
+	}
+	u := f.Take()
+	h.fold(u)
+	got = h.steps("reward/final/raw")
+	if !u.Reset || got[0] != 0 || got[len(got)-1] != steps-1 || len(got) > 1000 {
+		t.Fatalf("after the full read: reset %v, %d steps from %d to %d", u.Reset, len(got), got[0], got[len(got)-1])
+	}
+	for _, s := range got {
+		if h.values["reward/final/raw"][s] != float64(s%97) {
+			t.Fatalf("step %d holds %v", s, h.values["reward/final/raw"][s])
+		}
 	}
 }

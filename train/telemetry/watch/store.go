@@ -129,6 +129,17 @@ func (st *store) drop(s *series) {
 	st.changed = true
 }
 
+// adopt takes the series of fill (a long history read in full) in place of its
+// own (a glance at it): the viewer starts over with them.
+func (st *store) adopt(fill *store) {
+	st.series, st.full = fill.series, fill.full
+	st.latest, st.latestWall, st.clock = fill.latest, fill.latestWall, fill.clock
+	for _, s := range st.series {
+		s.sent = math.MinInt
+	}
+	st.reset, st.changed = true, true
+}
+
 // clear drops every value: the run's files were rewritten.
 func (st *store) clear() {
 	for _, s := range st.series {
