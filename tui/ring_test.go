@@ -3,6 +3,7 @@ package tui
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -187,5 +188,51 @@ func TestEventLogOrder(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"a", "b", "c", "d"}) || l.dropped != 3 {
 		t.Fatalf("log %v, dropped %d", got, l.dropped)
+	}
+}
+
+// Averages and ranges are over the last steps, not the last values: a metric
+// logged every 5 steps averages 20 values over 100 steps.
+func TestMovingAverageOverSteps(t *testing.T) {
+	st := newStore(1000)
+	for s := 5; s <= 1000; s += 5 {
+		st.add("reward/total", s, telemetry.PhaseRFT, float64(s))
+	}
+	s := st.get("reward/total")
+	if m, n := s.meanSteps(100); n != 20 || m != 952.5 {
+		t.Fatalf("meanSteps(100) = %v of %d values", m, n)
+	}
+	if lo, hi, n := s.rangeSteps(100); lo != 905 || hi != 1000 || n != 20 {
+		t.Fatalf("rangeSteps(100) = %v…%v of %d", lo, hi, n)
+	}
+}
+
+// Past History values a metric, the console keeps the whole run downsampled:
+// every chart of the KPI pane spans the same steps, from the run's first, and the
+// pane's title says detail was dropped.
+func TestChartsSpanTheWholeRun(t *testing.T) {
+	feed := newFakeFeed(true)
+	hs := newHarness(t, feed, Options{Color: "never", History: 100}, 120, 40)
+	var u telemetry.Update
+	for s := 1; s <= 5000; s++ {
+		m := map[string]float64{"policy/kl": float64(s % 7)}
+		if s%10 == 0 {
+			m["behavior/traj_len_mean"] = float64(s % 13)
+		}
+		u.Points = append(u.Points, telemetry.Point{Step: s, Phase: telemetry.PhaseRFT, Metrics: m})
+	}
+	hs.send(feedMsg(u))
+	k := hs.kpi()
+	if k.win.lo != 1 || k.win.hi != 5000 {
+		t.Fatalf("window %v", k.win)
+	}
+	for _, name := range []string{"policy/kl", "behavior/traj_len_mean"} {
+		s := hs.m.metrics.get(name)
+		if first, last, _ := s.bounds(); s.held() > 100 || (first != 1 && first != 10) || last != 5000 || s.width < 2 {
+			t.Errorf("%s holds %d points from %d to %d", name, s.held(), first, last)
+		}
+	}
+	if title := hs.m.pane(paneKPI)[0]; !strings.Contains(title, "min/max per") {
+		t.Errorf("KPI title does not say detail was dropped: %q", title)
 	}
 }

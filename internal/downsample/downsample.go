@@ -11,11 +11,11 @@ package downsample
 // and highest point of each bucket of width steps (buckets start at multiples of
 // width; width is what was applied before, 1 for raw points, so that points
 // appended since are thinned alike), and doubles width until the points fit. The
-// newest point is always kept: a chart ends where the series does. It works in
+// oldest and the newest point are always kept: a chart spans what the series does. It works in
 // place and returns the points kept and the width reached. step and value read a
 // point; a NaN is kept only when it opens its bucket.
 func Keep[T any](pts []T, width, limit int, step func(T) int, value func(T) float64) ([]T, int) {
-	limit = max(limit, 3)
+	limit = max(limit, 4)
 	width = max(width, 1)
 	if width > 1 {
 		pts = thin(pts, width, step, value)
@@ -28,7 +28,7 @@ func Keep[T any](pts []T, width, limit int, step func(T) int, value func(T) floa
 }
 
 // thin keeps the lowest and the highest point of each bucket of width steps, in
-// step order (one point when they are the same), and the newest point.
+// step order (one point when they are the same), and the oldest and newest points.
 func thin[T any](pts []T, width int, step func(T) int, value func(T) float64) []T {
 	out := pts[:0]
 	for i := 0; i < len(pts); {
@@ -44,6 +44,9 @@ func thin[T any](pts []T, width int, step func(T) int, value func(T) float64) []
 			}
 		}
 		first, second := min(lo, hi), max(lo, hi)
+		if i == 0 && first != 0 {
+			out = append(out, pts[0]) // the oldest point: a chart starts where the series does
+		}
 		out = append(out, pts[first]) // first <= i's index < j: never overwrites an unread point
 		if second != first {
 			out = append(out, pts[second])

@@ -100,7 +100,7 @@ func BenchmarkKeepAppend(b *testing.B) {
 	}
 }
 
-// The newest point is kept whatever its value, and points appended after a
+// The oldest and the newest point are kept whatever their values, and points appended after a
 // thinning are thinned at the width reached rather than doubling it again.
 func TestKeepNewestAndWidth(t *testing.T) {
 	var pts []pt
@@ -111,8 +111,8 @@ func TestKeepNewestAndWidth(t *testing.T) {
 		if len(pts) > 100 {
 			pts, width = Keep(pts, width, 75, stepOf, valueOf)
 		}
-		if pts[len(pts)-1].step != s {
-			t.Fatalf("step %d: newest kept is %d", s, pts[len(pts)-1].step)
+		if pts[len(pts)-1].step != s || pts[0].step != 0 {
+			t.Fatalf("step %d: kept %d to %d", s, pts[0].step, pts[len(pts)-1].step)
 		}
 	}
 	if width > 32 {

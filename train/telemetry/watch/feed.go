@@ -146,6 +146,7 @@ func open(ctx context.Context, path string, opts Options, now func() time.Time) 
 			f.note = "reading " + file
 		}
 		f.c = newCore(opts, NamerOptions{Trainer: "verl"}, "verl")
+		f.c.settings = configNear(file)
 		if format == FormatVerlJSONL {
 			f.sources = []source{newVerlJSONLSource(file)}
 		} else {

@@ -303,3 +303,28 @@ func TestLongHistoryGlanceThenFill(t *testing.T) {
 		}
 	}
 }
+
+// verl's settings reach the run view: the config its console log pretty-prints
+// as it starts, or Hydra's config.yaml beside a JSONL log.
+func TestVerlSettings(t *testing.T) {
+	dir := t.TempDir()
+	put(t, filepath.Join(dir, "train.log"), []byte("(TaskRunner pid=7) {'actor_rollout_ref': {'actor': {'clip_ratio': 0.2,\n"+
+		"(TaskRunner pid=7)                                  'ppo_epochs': 1}},\n"+
+		"(TaskRunner pid=7)  'trainer': {'total_epochs': 15}}\n"+
+		"(TaskRunner pid=7) step:1 - critic/score/mean:0.5\n"))
+	f, _ := openDir(t, dir, time.Now())
+	if s := f.Settings(); !strings.Contains(s, "'clip_ratio': 0.2,") || !strings.Contains(s, "'total_epochs': 15}}") || strings.Contains(s, "step:1") {
+		t.Fatalf("console settings %q", s)
+	}
+	dir = t.TempDir()
+	put(t, filepath.Join(dir, "logs", "metrics.jsonl"), []byte(`{"step": 1, "data": {"reward_extra_info/acc/mean": 0.5, "reward_extra_info/format": 1}}`+"\n"))
+	put(t, filepath.Join(dir, ".hydra", "config.yaml"), []byte("trainer:\n  total_epochs: 3\n"))
+	f, h := openDir(t, filepath.Join(dir, "logs", "metrics.jsonl"), time.Now())
+	if s := f.Settings(); !strings.Contains(s, "total_epochs: 3") {
+		t.Fatalf("hydra settings %q", s)
+	}
+	// reward_extra_info components fill the reward pane without a --map file.
+	if h.values["reward/acc/raw"][1] != 0.5 || h.values["reward/format/raw"][1] != 1 {
+		t.Fatalf("values %v", h.values)
+	}
+}

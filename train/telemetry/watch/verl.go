@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -140,13 +141,18 @@ func (s *verlJSONLSource) record(c *core, line []byte, n int) {
 type verlConsoleSource struct {
 	tail   lineTail
 	warned map[string]bool
+	config []string // the config verl pretty-prints when it starts, as read so far
+	depth  int      // the braces of config still open
+	done   bool     // the config was read (or is not printed)
 }
 
 func newVerlConsoleSource(path string) *verlConsoleSource {
 	return &verlConsoleSource{tail: lineTail{path: path}, warned: map[string]bool{}}
 }
 
-func (s *verlConsoleSource) rewind() { s.tail = lineTail{path: s.tail.path} }
+func (s *verlConsoleSource) rewind() {
+	*s = verlConsoleSource{tail: lineTail{path: s.tail.path}, warned: map[string]bool{}}
+}
 
 func (s *verlConsoleSource) poll(c *core) error {
 	wrote, err := s.tail.read(func(line []byte, n int) { s.line(c, string(line), n) })
@@ -163,6 +169,9 @@ var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 var consoleLineStart = regexp.MustCompile(`(^|[\s)])step:(\d+) - `)
 
 func (s *verlConsoleSource) line(c *core, line string, n int) {
+	if !s.done {
+		s.configLine(c, line)
+	}
 	if !strings.Contains(line, "step:") {
 		return
 	}
@@ -195,4 +204,49 @@ func (s *verlConsoleSource) line(c *core, line string, n int) {
 		}
 		c.value(k, step, 0, x)
 	}
+}
+
+// rayPrefix is what Ray puts before an actor's output: "(TaskRunner pid=7) ".
+var rayPrefix = regexp.MustCompile(`^\([A-Za-z_]+ pid=\d+(, ip=[^)]*)?\) ?`)
+
+// configLine collects the config verl pretty-prints as it starts (main_ppo's
+// pprint of the resolved config, "{'actor_rollout_ref': {…"), for the console's
+// run view: from its opening brace to the one that closes it.
+func (s *verlConsoleSource) configLine(c *core, line string) {
+	text := rayPrefix.ReplaceAllString(ansiEscape.ReplaceAllString(strings.TrimRight(line, "\r"), ""), "")
+	if len(s.config) == 0 {
+		if !strings.HasPrefix(text, "{'") {
+			if strings.Contains(line, "step:") {
+				s.done = true // the steps began: no config was printed before them
+			}
+			return
+		}
+	}
+	s.config = append(s.config, text)
+	s.depth += strings.Count(text, "{") - strings.Count(text, "}")
+	if s.depth <= 0 || len(s.config) >= 5000 {
+		s.done = true
+		c.settings = "[verl config, as the log printed it]\n" + strings.Join(s.config, "\n")
+	}
+}
+
+// configNear is the config a verl run left beside its log, as text for the
+// console's run view: Hydra's .hydra/config.yaml, or a config.yaml, in the log's
+// directory or the one above; "" when there is none.
+func configNear(path string) string {
+	dir := filepath.Dir(path)
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		for _, name := range []string{filepath.Join(".hydra", "config.yaml"), "config.yaml"} {
+			p := filepath.Join(d, name)
+			b, err := os.ReadFile(p)
+			if err != nil || len(b) == 0 {
+				continue
+			}
+			if len(b) > 256<<10 {
+				b = b[:256<<10]
+			}
+			return "[" + p + "]\n" + strings.TrimRight(string(b), "\n")
+		}
+	}
+	return ""
 }
