@@ -55,9 +55,11 @@ type NamerOptions struct {
 // logs both completion_length and completions/mean_length), the name whose rule
 // comes first in the mapping keeps it — a user file's rules before the embedded
 // mapping.toml's, each in the order written — and the other's values are dropped.
-// A name no rule matches ranks after every rule; between two such names (and only
-// then) the one seen first keeps it. A better-ranked name seen later takes the
-// pixelis name over from then on.
+// A name no rule matches is a pixelis name already (or one no pane knows): it
+// keeps its own name against any name a rule maps onto it — pixelis's own
+// TensorBoard log holds reward/final/raw and, for verl's dashboards, a
+// critic/score/mean that verl's rule would map there. A better-ranked name seen
+// later takes the pixelis name over from then on.
 //
 // A Namer is not safe for concurrent use.
 type Namer struct {
@@ -153,6 +155,9 @@ func (n *Namer) naming(source string) naming {
 		from = HFLogName(source)
 	}
 	to, by, rank := n.m.rename(n.opts.Trainer, from)
+	if by == "" {
+		rank = -1 // the name is its own: it wins over names mapped onto it
+	}
 	nm := naming{to: to, by: by, rank: rank}
 	if len(n.names) < maxNamed {
 		n.names[source] = nm

@@ -101,3 +101,21 @@ func BenchmarkNamerMap(b *testing.B) {
 		n.Map(rec)
 	}
 }
+
+// pixelis's own TensorBoard log holds reward/final/raw and, for verl's
+// dashboards, critic/score/mean, which verl's rule maps to reward/final/raw: the
+// run's own name keeps it, and the run reads as pixelis's.
+func TestNamerOwnNameWins(t *testing.T) {
+	for range 20 {
+		n := DefaultMapping().Namer(NamerOptions{})
+		got := n.Map(map[string]float64{"reward/final/raw": 0.883, "critic/score/mean": -0.16, "kpi/success_rate_ma100": 0.5,
+			"curriculum/weight/final": 1, "reward/total": -0.16, "critic/advantages/max": 1})
+		if got["reward/final/raw"] != 0.883 || n.Trainer() != "pixelis" {
+			t.Fatalf("final %v, trainer %s", got["reward/final/raw"], n.Trainer())
+		}
+	}
+	n := DefaultMapping().Namer(NamerOptions{})
+	if to, keep := n.Name("custom/metric"); to != "custom/metric" || !keep {
+		t.Fatalf("an unknown name: %q %v", to, keep)
+	}
+}
