@@ -200,4 +200,3 @@ func npyBool(b *testing.B, frame []byte, name string, id *string) []bool {
 	b.Fatalf("no array %s", name)
 	return nil
 }
-
