@@ -123,6 +123,8 @@ func TestOpenAPIDescribesTheAnswers(t *testing.T) {
 			v = m
 		} else if err := json.Unmarshal(body, &v); err != nil {
 			t.Fatalf("%s: %v", what, err)
+		} else if err := checkMembers(body); err != nil {
+			t.Errorf("%s: %s", what, err.Message) // a key twice, or a null
 		}
 		for _, p := range conform(doc.Components.Schemas, map[string]any{"$ref": "#/components/schemas/" + schema}, v, what) {
 			t.Error(p)

@@ -45,7 +45,7 @@ type vectorStepView struct {
 	// with same_step auto-reset, row k of final_obs is Finished[k]'s last
 	// observation.
 	Finished    []*finishedSlot `json:"finished"`
-	RewardTerms []string        `json:"reward_terms"` // the columns of the reward_terms array
+	RewardTerms []string        `json:"reward_term_names"` // the columns of the reward_terms array
 }
 
 func (s *Server) handleVectorStep(w http.ResponseWriter, r *http.Request) {
