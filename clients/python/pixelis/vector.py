@@ -125,14 +125,17 @@ class VectorEnv(_Base):
     # -- gymnasium's API ------------------------------------------------------
 
     def reset(self, *, seed=None, options=None):
-        """Start new episodes in every env: random tasks (their streams
-        reseeded with seed, when given), or options["tasks"]. Returns (obs,
-        info) with info["action_mask"], info["task"] and info["episode_id"]."""
+        """Start new episodes in every env: options["tasks"] (each played by
+        group envs), else the tasks the VectorEnv was made with, else random
+        tasks (of options["split"] and ["family"] when given; their streams
+        reseeded with seed when given). Returns (obs, info) with
+        info["action_mask"], info["task"] and info["episode_id"]."""
         options = options or {}
         unknown = set(options) - {"tasks", "split", "family"}
         if unknown:
             raise ValueError("reset options %s: want tasks, split or family" % sorted(unknown))
-        state = self.client.reset_vector(self._id, tasks=options.get("tasks"), split=options.get("split"),
+        tasks = options.get("tasks", self._create["tasks"])
+        state = self.client.reset_vector(self._id, tasks=tasks, split=options.get("split"),
                                          family=options.get("family"), seed=seed)
         self._state = state
         info = {"action_mask": state["action_mask"], "task": state["tasks"], "episode_id": state["episodes"], "seed": state["seed"]}
