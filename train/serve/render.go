@@ -35,29 +35,51 @@ func render(src *image.RGBA, reg image.Rectangle, size int) *image.RGBA {
 // the region.
 func resample(dst []uint8, channels int, src *image.RGBA, reg image.Rectangle, size int) {
 	w, h := reg.Dx(), reg.Dy()
+	pix, stride := src.Pix, src.Stride
 	var xsBuf [maxImageSize + 1]int
 	xs := xsBuf[:size+1]
 	for i := range xs {
-		xs[i] = reg.Min.X + i*w/size
+		xs[i] = (reg.Min.X - src.Rect.Min.X + i*w/size) * 4 // byte offset of the cell's first column
+	}
+	if w <= size && h <= size { // enlargement: every cell is one source pixel
+		d := 0
+		for dy := 0; dy < size; dy++ {
+			o := (reg.Min.Y - src.Rect.Min.Y + dy*h/size) * stride
+			for dx := 0; dx < size; dx++ {
+				p := pix[o+xs[dx] : o+xs[dx]+3 : o+xs[dx]+3]
+				dst[d], dst[d+1], dst[d+2] = p[0], p[1], p[2]
+				if channels == 4 {
+					dst[d+3] = 255
+				}
+				d += channels
+			}
+		}
+		return
 	}
 	d := 0
 	for dy := 0; dy < size; dy++ {
-		y0 := reg.Min.Y + dy*h/size
-		y1 := max(reg.Min.Y+(dy+1)*h/size, y0+1)
+		y0 := reg.Min.Y - src.Rect.Min.Y + dy*h/size
+		y1 := max(reg.Min.Y-src.Rect.Min.Y+(dy+1)*h/size, y0+1)
+		rows := y1 - y0
 		for dx := 0; dx < size; dx++ {
-			x0, x1 := xs[dx], max(xs[dx+1], xs[dx]+1)
-			var s0, s1, s2, n int
-			for y := y0; y < y1; y++ {
-				o := src.PixOffset(x0, y)
-				for x := x0; x < x1; x++ {
-					s0 += int(src.Pix[o])
-					s1 += int(src.Pix[o+1])
-					s2 += int(src.Pix[o+2])
-					o += 4
-					n++
+			x0, x1 := xs[dx], max(xs[dx+1], xs[dx]+4)
+			var s0, s1, s2 uint32
+			for o := y0*stride + x0; o < y1*stride; o += stride {
+				row := pix[o : o+x1-x0 : o+x1-x0]
+				for k := 0; k+2 < len(row); k += 4 {
+					s0 += uint32(row[k])
+					s1 += uint32(row[k+1])
+					s2 += uint32(row[k+2])
 				}
 			}
-			dst[d], dst[d+1], dst[d+2] = uint8(s0/n), uint8(s1/n), uint8(s2/n)
+			switch n := uint32(rows * (x1 - x0) / 4); n { // divisions dominate: spare the common ones
+			case 1:
+			case 4:
+				s0, s1, s2 = s0>>2, s1>>2, s2>>2
+			default:
+				s0, s1, s2 = s0/n, s1/n, s2/n
+			}
+			dst[d], dst[d+1], dst[d+2] = uint8(s0), uint8(s1), uint8(s2)
 			if channels == 4 {
 				dst[d+3] = 255
 			}
