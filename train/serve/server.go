@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -79,6 +80,7 @@ type Server struct {
 	tasks          *taskStream
 	pool           sync.Pool        // *env.Episode buffers of closed episodes and replays
 	difficultyCuts func() []float64 // the reference cut points of CoTA buckets
+	expired        int              // episodes expired since the janitor last released memory
 	stop           chan struct{}
 	done           chan struct{}
 	logMu          sync.Mutex
@@ -184,10 +186,32 @@ func (s *Server) expire() {
 	for _, v := range s.vectors.removeIdle(cut) {
 		s.closeVector(v)
 	}
-	for _, e := range s.episodes.removeIdle(cut) {
+	closed := s.episodes.removeIdle(cut)
+	for _, e := range closed {
 		s.closeEpisode(e)
 	}
 	s.scorers.removeIdle(cut)
+	s.expired += len(closed)
+	if s.expired >= max(releaseAfter, s.opt.MaxEpisodes/8) && len(closed) > 0 {
+		releaseMemory()
+		s.expired = 0
+	}
+}
+
+// releaseAfter is the least number of expired episodes after which the
+// janitor hands their memory back to the operating system (an eighth of
+// --max-episodes when that is more).
+const releaseAfter = 64
+
+// releaseMemory returns the freed heap to the operating system at once
+// (the runtime would keep it for minutes), so that the process's RSS
+// follows its live episodes, round after round of fill and expiry, instead
+// of settling at its highest. The first collection empties the episode
+// pool into its victim cache, the second (FreeOSMemory's) drops it; two
+// full collections, once per mass expiry.
+func releaseMemory() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 // route is one endpoint: a ServeMux pattern ("METHOD /path") and its handler.
