@@ -42,7 +42,7 @@ func cmdAttach(ctx context.Context, args []string, std stdio) error {
 	}
 	if len(runs) > 1 {
 		opts.RunDir = strings.Join(pos, " ")
-		return compareRuns(ctx, opts, fmt.Sprintf("%d runs", len(runs)), runs, names, nil)
+		return compareRuns(ctx, opts, fmt.Sprintf("%d runs", len(runs)), runs, names, nil, false)
 	}
 	opts.Config = readConfig(runs[0])
 	// The feed holds at most what the console keeps: the first view of a long run
@@ -121,14 +121,16 @@ func readConfig(dir string) string {
 }
 
 // compareRuns shows runs side by side; with jobs, an experiment's progress.
-func compareRuns(ctx context.Context, opts tui.Options, title string, dirs, names []string, jobs <-chan []tui.Job) error {
+// detached: quitting leaves the jobs going (Slurm's), so the console asks
+// nothing.
+func compareRuns(ctx context.Context, opts tui.Options, title string, dirs, names []string, jobs <-chan []tui.Job, detached bool) error {
 	var runs []tui.CompareRun
 	for i, d := range dirs {
 		runs = append(runs, tui.CompareRun{Name: names[i], Dir: d})
 	}
 	history := opts.History
 	err := tui.RunCompare(ctx, tui.CompareOptions{
-		Options: opts, Title: title, Runs: runs, Jobs: jobs, Config: readConfig,
+		Options: opts, Title: title, Runs: runs, Jobs: jobs, JobsDetached: detached, Config: readConfig,
 		Open: func(dir string) (telemetry.Feed, error) {
 			return telemetry.OpenRunContext(ctx, dir, telemetry.RunFeedOptions{MaxPoints: history})
 		},
