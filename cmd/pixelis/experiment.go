@@ -180,7 +180,8 @@ func runExperiment(ctx context.Context, std stdio, r *experiment.Runner, path st
 		err = r.Run(ctx)
 	}
 	var se *experiment.SubmitError
-	if errors.As(err, &se) {
+	var re *experiment.RefusedError
+	if errors.As(err, &se) || errors.As(err, &re) {
 		return usageError{err}
 	}
 	if ctx.Err() != nil || errors.Is(err, errExperimentStopped) {

@@ -132,15 +132,23 @@ func OpenDir(f *File, out, sched string, jobs []*Job) (*Dir, error) {
 	}
 	lock, err := lockDir(out)
 	if err != nil {
-		return nil, err
+		return nil, &RefusedError{err}
 	}
 	d := &Dir{Path: out, lock: lock}
 	if err := d.load(f, sched, jobs); err != nil {
 		lock.Release()
-		return nil, err
+		return nil, &RefusedError{err}
 	}
 	return d, nil
 }
+
+// RefusedError is OpenDir refusing the directory: another experiment's,
+// runs made with another config, another live experiment process, a
+// filesystem without locks. The user's to resolve.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 func (d *Dir) load(f *File, sched string, jobs []*Job) error {
 	old, err := ReadRecord(d.Path)

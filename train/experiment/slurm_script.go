@@ -71,6 +71,20 @@ func jobScript(h ScriptHeader, binary string, tasks []ScriptTask) string {
 const scriptBody = `exec >>"$log" 2>&1
 stamp() { date +%Y-%m-%dT%H:%M:%S.%N%:z; }
 echo "== $(stamp) slurm job $SLURM_JOB_ID (array task ${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID, restart ${SLURM_RESTART_COUNT:-0}) of $name on $(hostname -s)"
+# Slurm's warning before the time limit or a preemption (--signal=B:USR2)
+# reaches this shell only: pass it on. pixelis checkpoints, stops and exits
+# @REQUEUE@, and the job requeues itself below.
+warned=
+child=
+trap 'warned=1; [ -n "$child" ] && kill -USR2 "$child" 2>/dev/null' USR2
+# scancel, scontrol requeue and the time limit send SIGTERM to pixelis too:
+# it checkpoints and stops; this shell only waits for it.
+trap ':' TERM
+requeue() {
+	echo "== $(stamp) requeueing: the run resumes from its checkpoint when the job starts again"
+	scontrol requeue "$SLURM_JOB_ID"
+	exit @REQUEUE@
+}
 # A run that finished (a requeue after its end) has nothing left to do; a
 # started one resumes from its latest checkpoint.
 if [ -e "$run_dir/$done_mark" ]; then
@@ -82,25 +96,21 @@ if [ -e "$run_dir/@RUNINFO@" ]; then
 else
 	cmd=("${start[@]}")
 fi
+[ -n "$warned" ] && requeue
 echo "== $(stamp) pixelis ${cmd[*]}"
 "$pixelis" "${cmd[@]}" &
 child=$!
-# Slurm's warning before the time limit or a preemption (--signal=B:USR2)
-# reaches this shell only: pass it on. pixelis checkpoints, stops and exits
-# @REQUEUE@, and the job requeues itself below.
-trap 'kill -USR2 "$child" 2>/dev/null' USR2
-# scancel, scontrol requeue and the time limit send SIGTERM to pixelis too:
-# it checkpoints and stops; this shell only waits for it.
-trap ':' TERM
 while kill -0 "$child" 2>/dev/null; do
 	wait "$child"
 done
 wait "$child"
 rc=$?
 echo "== $(stamp) pixelis exited $rc"
-if [ "$rc" -eq @REQUEUE@ ]; then
-	echo "== $(stamp) requeueing: the run resumes from its checkpoint when the job starts again"
-	scontrol requeue "$SLURM_JOB_ID"
+# Warned, pixelis stops with a checkpoint (@REQUEUE@), or dies of the signal
+# when it comes before pixelis listens for it: either way the run goes on
+# in the requeued job.
+if [ "$rc" -eq @REQUEUE@ ] || { [ -n "$warned" ] && [ ! -e "$run_dir/$done_mark" ]; }; then
+	requeue
 fi
 exit "$rc"
 `
