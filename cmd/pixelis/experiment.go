@@ -51,6 +51,11 @@ func cmdExperiment(ctx context.Context, args []string, std stdio) error {
 	if dir == "" {
 		dir = filepath.Join("experiments", f.Name)
 	}
+	// The runs and job scripts name their directories in full: a Slurm job
+	// starts in another working directory, on another machine.
+	if dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
 	if *resultsOnly {
 		if _, err := os.Stat(filepath.Join(dir, "runs")); err != nil {
 			return usagef("--results: %s holds no runs of the experiment (run it first, or pass --out DIR)", dir)

@@ -52,7 +52,8 @@ type Runner struct {
 	Watch []string
 	// OnProgress receives the state after every poll.
 	OnProgress func(Progress)
-	// Poll is how often the jobs are looked at (default 1 s).
+	// Poll is how often the jobs' run directories are looked at (default
+	// 0.5 s); the scheduler itself may be asked less often.
 	Poll time.Duration
 }
 
@@ -96,7 +97,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	poll := r.Poll
 	if poll <= 0 {
-		poll = time.Second
+		poll = 500 * time.Millisecond
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
