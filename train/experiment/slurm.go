@@ -267,7 +267,7 @@ func (s *Slurm) Poll(ctx context.Context, jobs []*Job, last map[string]Sched) (m
 		case had && !prev.Active():
 			got = prev // ended before; Slurm may have forgotten it since
 		default:
-			got = s.forgotten(ctx, id, prev)
+			got = s.forgotten(ctx, id, prev, had)
 		}
 		if had && prev.ID == got.ID && prev.State == SchedRunning && got.Pending() {
 			s.restarted[name]++ // back in the queue: requeued
@@ -354,9 +354,17 @@ func expandTasks(s string) []int {
 }
 
 // forgotten is the state of a job squeue no longer lists: from sacct where
-// accounting is on, else UNKNOWN (the run directory then says how it ended).
-func (s *Slurm) forgotten(ctx context.Context, id string, prev Sched) Sched {
+// accounting is on; else a job last seen pending was cancelled (Slurm drops
+// an array task cancelled before it started at once), and one last seen
+// running is UNKNOWN (its run directory then says how it ended).
+func (s *Slurm) forgotten(ctx context.Context, id string, prev Sched, had bool) Sched {
 	got := Sched{ID: id, State: SchedUnknown, Node: prev.Node, Since: time.Now().UTC()}
+	if had && prev.Pending() {
+		got.State, got.Reason = SchedCancelled, "left the queue before it started"
+		if prev.Reason == "DependencyNeverSatisfied" {
+			got.Reason = prev.Reason // cancelled here: what it needed did not finish
+		}
+	}
 	if s.noAcct {
 		return got
 	}
