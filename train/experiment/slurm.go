@@ -297,7 +297,7 @@ func (s *Slurm) query(ctx context.Context) (map[string]Sched, error) {
 	slices.Sort(arrays)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "squeue", "--noheader", "--states=all", "--jobs="+strings.Join(arrays, ","),
-		"--format=%F|%K|%T|%r|%N")
+		"--Format=ArrayJobID:|,ArrayTaskID:|,State:|,Reason:|,NodeList:|,RestartCnt:")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		if strings.Contains(stderr.String(), "Invalid job id") {
@@ -308,20 +308,21 @@ func (s *Slurm) query(ctx context.Context) (map[string]Sched, error) {
 	return parseSqueue(stdout.String(), time.Now().UTC()), nil
 }
 
-// parseSqueue reads squeue lines "array|tasks|state|reason|nodes"; tasks is
-// one task id, or the range of an array's tasks not yet started ("0-3%2",
-// "1,3").
+// parseSqueue reads squeue lines "array|tasks|state|reason|nodes|restarts";
+// tasks is one task id, or the range of an array's tasks not yet started
+// ("0-3%2", "1,3").
 func parseSqueue(text string, now time.Time) map[string]Sched {
 	out := map[string]Sched{}
 	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		f := strings.Split(line, "|")
-		if len(f) < 5 {
+		if len(f) < 6 {
 			continue
 		}
+		restarts, _ := strconv.Atoi(strings.TrimSpace(f[5]))
 		tasks, _, _ := strings.Cut(f[1], "%")
 		for _, t := range expandTasks(tasks) {
 			id := f[0] + "_" + strconv.Itoa(t)
-			s := Sched{ID: id, State: strings.Fields(f[2] + " ")[0], Node: f[4], Since: now}
+			s := Sched{ID: id, State: strings.Fields(f[2] + " ")[0], Node: strings.TrimSpace(f[4]), Restarts: restarts, Since: now}
 			if r := f[3]; r != "None" && r != "" {
 				s.Reason = r
 			}
