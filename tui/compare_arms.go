@@ -244,11 +244,15 @@ func jobDetail(j Job) string {
 	if s.Restarts > 0 {
 		parts = append(parts, fmt.Sprintf("requeued %d×", s.Restarts))
 	}
-	if s.ExitCode != "" && s.ExitCode != "0:0" && j.State != "done" {
-		parts = append(parts, "exit "+s.ExitCode)
+	err := j.Err
+	if j.State == "queued" || strings.EqualFold(err, s.State) || err == j.State {
+		err = "" // says no more than the state
 	}
-	if j.Err != "" && j.State != "queued" {
-		parts = append(parts, j.Err)
+	if s.ExitCode != "" && s.ExitCode != "0:0" && j.State != "done" && !strings.Contains(err, "exit code") {
+		parts = append(parts, "exit code "+s.ExitCode)
+	}
+	if err != "" {
+		parts = append(parts, err)
 	}
 	return strings.Join(parts, " · ")
 }

@@ -478,7 +478,10 @@ func (c *Compare) helpBindings() []key.Binding {
 	sort.SetHelp("o", "sort")
 	zoom := key.NewBinding(key.WithKeys("+"), key.WithHelp("+ − [ ] 0", "zoom"))
 	quit := k.Quit
-	if c.jobsOpen {
+	switch {
+	case c.jobsOpen && c.opts.JobsDetached:
+		quit.SetHelp("q", "leave (the jobs go on)")
+	case c.jobsOpen:
 		quit.SetHelp("q", "stop experiment")
 	}
 	return []key.Binding{sel, toggle, open, filter, k.KPISet, table, sort, zoom, k.NextPane, k.Help, quit}

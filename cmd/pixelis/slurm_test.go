@@ -381,7 +381,7 @@ func TestSlurmTimeLimitRequeues(t *testing.T) {
 	dir := t.TempDir()
 	steps := os.Getenv("PIXELIS_SLURM_LONG_STEPS") // the RFT steps of a ~5-minute run here
 	if steps == "" {
-		steps = "2400"
+		steps = "15000"
 	}
 	file := writeExperiment(t, dir, "long.toml", `name = "long"
 config = "smoke"

@@ -185,7 +185,11 @@ func derive(j *Job, s *Sched, out string) (State, string) {
 	case s.State == SchedCompleted:
 		return StateInterrupted, "stopped before its end"
 	}
-	return StateFailed, fmt.Sprintf("%s with exit code %s%s", strings.ToLower(s.State), s.ExitCode, logTail(filepath.Join(out, "logs", j.LogName())))
+	why := "exit code " + s.ExitCode + logTail(filepath.Join(out, "logs", j.LogName()))
+	if s.State != SchedFailed {
+		why = strings.ToLower(s.State) + ", " + why // out of memory, …
+	}
+	return StateFailed, why
 }
 
 func ended(s *Sched) string {
