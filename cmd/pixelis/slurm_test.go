@@ -421,3 +421,29 @@ poll = "5s"
 	}
 	sameMetrics(t, filepath.Join(local, "runs", "arm", "seed-5"), filepath.Join(out, "runs", "arm", "seed-5"))
 }
+
+// pixelis run --scheduler slurm submits the run as one job, which trains it
+// to the same metrics as a run here.
+func TestSlurmSingleRun(t *testing.T) {
+	bin := buildBinary(t)
+	needSlurm(t)
+	dir := t.TempDir()
+	args := []string{"--config", "smoke", "--set", "rft.steps=12"}
+	local := filepath.Join(dir, "local")
+	if b, err := exec.Command(bin, append([]string{"run", "--no-tui", "--run-dir", local}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("local run: %v\n%s", err, b)
+	}
+	remote := filepath.Join(dir, "slurm")
+	b, err := exec.Command(bin, append([]string{"run", "--run-dir", remote, "--scheduler", "slurm", "--sbatch=--time=10"}, args...)...).CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "as Slurm job ") {
+		t.Fatalf("submit: %v\n%s", err, b)
+	}
+	if !waitFor(3*time.Minute, func() bool { return fileContains(filepath.Join(remote, "slurm", "job.log"), "pixelis exited") }) {
+		log, _ := os.ReadFile(filepath.Join(remote, "slurm", "job.log"))
+		t.Fatalf("the job did not end:\n%s", log)
+	}
+	if _, err := os.Stat(filepath.Join(remote, "final_eval.json")); err != nil {
+		t.Fatal(err)
+	}
+	sameMetrics(t, local, remote)
+}

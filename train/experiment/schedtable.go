@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -55,6 +56,9 @@ const (
 // sbatch flags pixelis sets itself, which [scheduler].sbatch may not.
 var ownFlags = []string{"--array", "-a", "--dependency", "-d", "--signal", "--requeue", "--no-requeue", "--output", "-o",
 	"--error", "-e", "--open-mode", "--job-name", "-J", "--parsable", "--wrap", "--cpus-per-task", "-c"}
+
+// Check checks the table as Load does, every problem named by its key.
+func (t *SchedulerTable) Check() error { return errors.Join(t.check()...) }
 
 func (t *SchedulerTable) check() []error {
 	var errs []error

@@ -157,7 +157,7 @@ func (s *Slurm) Submit(ctx context.Context, jobs []*Job) error {
 			return fmt.Errorf("slurm: cannot submit %s: it needs %s, which is neither done, queued nor submitted", later[0].Name(), later[0].Needs.Name())
 		}
 		for _, k := range order {
-			if err := s.sbatch(ctx, k.group, k.dep, members[k], batch); err != nil {
+			if err := s.sbatchGroup(ctx, k.group, k.dep, members[k], batch); err != nil {
 				return err
 			}
 		}
@@ -189,7 +189,7 @@ func (s *Slurm) dependency(j *Job, batch map[string]string) (dep string, ready b
 }
 
 // sbatch submits one array of a group's jobs.
-func (s *Slurm) sbatch(ctx context.Context, group, dep string, jobs []*Job, batch map[string]string) error {
+func (s *Slurm) sbatchGroup(ctx context.Context, group, dep string, jobs []*Job, batch map[string]string) error {
 	idx := make([]int, len(jobs))
 	for i, j := range jobs {
 		idx[i] = j.Index
@@ -199,18 +199,9 @@ func (s *Slurm) sbatch(ctx context.Context, group, dep string, jobs []*Job, batc
 		args = append(args, "--dependency="+dep)
 	}
 	args = append(args, s.ScriptPath(group))
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "sbatch", args...)
-	cmd.Stdout, cmd.Stderr, cmd.Dir = &stdout, &stderr, s.Out
-	if err := cmd.Run(); err != nil {
-		if stderr.Len() == 0 {
-			stderr.WriteString(err.Error())
-		}
-		return &SubmitError{Args: args, Stderr: stderr.String()}
-	}
-	array, _, _ := strings.Cut(strings.TrimSpace(stdout.String()), ";") // "id" or "id;cluster"
-	if _, err := strconv.Atoi(array); err != nil {
-		return &SubmitError{Args: args, Stderr: "unexpected answer " + strconv.Quote(stdout.String())}
+	array, err := sbatch(ctx, s.Out, args)
+	if err != nil {
+		return err
 	}
 	for _, j := range jobs {
 		s.ids[j.Name()] = array + "_" + strconv.Itoa(j.Index)
@@ -218,6 +209,59 @@ func (s *Slurm) sbatch(ctx context.Context, group, dep string, jobs []*Job, batc
 		delete(s.cache, j.Name())
 	}
 	return nil
+}
+
+// sbatch runs sbatch --parsable with args in dir and returns the job id it
+// answers; its refusal is a SubmitError with Slurm's message.
+func sbatch(ctx context.Context, dir string, args []string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "sbatch", args...)
+	cmd.Stdout, cmd.Stderr, cmd.Dir = &stdout, &stderr, dir
+	if err := cmd.Run(); err != nil {
+		if stderr.Len() == 0 {
+			stderr.WriteString(err.Error())
+		}
+		return "", &SubmitError{Args: args, Stderr: stderr.String()}
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(stdout.String()), ";") // "id" or "id;cluster"
+	if _, err := strconv.Atoi(id); err != nil {
+		return "", &SubmitError{Args: args, Stderr: "unexpected answer " + strconv.Quote(stdout.String())}
+	}
+	return id, nil
+}
+
+// SubmitRun submits one run as a Slurm job, as an experiment's are: its
+// script, runDir/slurm/run.sbatch, runs array task 0, which starts the run
+// with the pixelis arguments start (or resumes it, once it has begun); the
+// binary is copied beside it. It returns the job's id ("1234_0") and the
+// script's path.
+func SubmitRun(ctx context.Context, binary, runDir string, phases, start []string, t SchedulerTable) (id, script string, err error) {
+	dir := filepath.Join(runDir, "slurm")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	bin := filepath.Join(dir, "pixelis")
+	if err := copyBinary(binary, bin); err != nil {
+		return "", "", err
+	}
+	lead, _ := t.lead()
+	name := filepath.Base(runDir)
+	j := &Job{Dir: runDir, Phases: phases}
+	h := ScriptHeader{
+		Comment: fmt.Sprintf("pixelis run %s. Written by `pixelis %s --scheduler slurm`, which submitted it; by hand: sbatch --array=0 %s",
+			runDir, start[0], filepath.Join(dir, "run.sbatch")),
+		JobName: "pixelis." + name, Output: filepath.Join(dir, "slurm-%A_%a.out"), SignalLead: lead, Table: t,
+	}
+	task := ScriptTask{Index: 0, Name: name, RunDir: runDir, Done: j.DoneMark(), Log: filepath.Join(dir, "job.log"), Start: start}
+	script = filepath.Join(dir, "run.sbatch")
+	if err := writeAtomic(script, []byte(jobScript(h, bin, []ScriptTask{task})), 0o755); err != nil {
+		return "", "", err
+	}
+	array, err := sbatch(ctx, dir, []string{"--parsable", "--array=0", script})
+	if err != nil {
+		return "", "", err
+	}
+	return array + "_0", script, nil
 }
 
 // arrayArgs are --array=LIST[%Parallel].
