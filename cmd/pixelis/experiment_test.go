@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pixelis/pixelis/train/experiment"
 )
 
 // buildPixelis builds the binary for tests that run it as a process.
@@ -216,5 +218,48 @@ func TestExperimentFileRefusals(t *testing.T) {
 		if strings.Contains(errb.String(), "18446744073709551615") {
 			t.Errorf("the wrapped seed is named:\n%s", errb.String())
 		}
+	}
+}
+
+// pixelis experiment cancel DIR stops a running experiment and its runs
+// (each checkpoints) and records them cancelled; the experiment run again
+// resubmits them and ends with an uninterrupted experiment's results.
+func TestExperimentCancelLocal(t *testing.T) {
+	bin := buildPixelis(t)
+	dir := t.TempDir()
+	file := writeExperiment(t, dir, "long.toml", strings.Replace(smokeExperiment, `"rft.steps=8"`, `"rft.steps=40"`, 1))
+	whole := filepath.Join(dir, "whole")
+	if b, err := exec.Command(bin, "experiment", file, "--out", whole, "--no-tui").CombinedOutput(); err != nil {
+		t.Fatalf("experiment: %v\n%s", err, b)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "experiment", file, "--out", out, "--no-tui")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, "an arm's RFT step", filepath.Join(out, "runs", "none", "seed-1", "metrics.jsonl"), `"phase":"rft"`)
+	b, err := exec.Command(bin, "experiment", "cancel", out).CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "cancelled") || !strings.Contains(string(b), "none/seed-1") {
+		t.Fatalf("cancel: %v\n%s", err, b)
+	}
+	if code := exitCode(cmd.Wait()); code == 0 {
+		t.Fatalf("the cancelled experiment exited 0:\n%s", log.String())
+	}
+	rec, err := experiment.ReadRecord(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := rec.Job("none/seed-1"); j.State != experiment.StateCancelled {
+		t.Fatalf("none/seed-1 recorded %s after the cancel", j.State)
+	}
+	if b, err := exec.Command(bin, "experiment", file, "--out", out, "--no-tui").CombinedOutput(); err != nil {
+		t.Fatalf("the experiment again: %v\n%s", err, b)
+	}
+	want, _ := os.ReadFile(filepath.Join(whole, "results.json"))
+	got, _ := os.ReadFile(filepath.Join(out, "results.json"))
+	if len(want) == 0 || !bytes.Equal(got, want) {
+		t.Fatalf("results differ from the uninterrupted experiment's:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -447,3 +447,41 @@ func TestSlurmSingleRun(t *testing.T) {
 	}
 	sameMetrics(t, local, remote)
 }
+
+// pixelis experiment cancel DIR cancels a Slurm experiment's queued and
+// running jobs from another process: the following experiment shows them
+// cancelled and ends; nothing of it is left in the queue.
+func TestSlurmExperimentCancel(t *testing.T) {
+	bin := buildBinary(t)
+	needSlurm(t)
+	dir := t.TempDir()
+	file := writeExperiment(t, dir, "long.toml", strings.Replace(slurmExperiment, `"rft.steps=8"`, `"rft.steps=400"`, 1))
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "experiment", file, "--out", out, "--no-tui")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	waitFile(t, "an arm's RFT step", filepath.Join(out, "runs", "none", "seed-1", "metrics.jsonl"), `"phase":"rft"`)
+	b, err := exec.Command(bin, "experiment", "cancel", out).CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "none/seed-1") {
+		t.Fatalf("cancel: %v\n%s", err, b)
+	}
+	if code := exitCode(cmd.Wait()); code != exitFailed {
+		t.Fatalf("exit %d after the cancel, want 1:\n%s", code, log.String())
+	}
+	rec := readRecord(t, out)
+	var ids []string
+	for _, j := range rec.Jobs {
+		if j.Name != "sft/seed-1" && j.Name != "sft/seed-2" && j.State != experiment.StateCancelled {
+			t.Errorf("%s: %s after the cancel", j.Name, j.State)
+		}
+		ids = append(ids, strings.Split(j.Sched.ID, "_")[0])
+	}
+	left, _ := exec.Command("squeue", "--noheader", "--jobs="+strings.Join(ids, ","), "--format=%i %T").Output()
+	if s := strings.TrimSpace(string(left)); s != "" {
+		t.Errorf("still queued or running:\n%s", s)
+	}
+}
