@@ -77,6 +77,10 @@ func cmdExperiment(ctx context.Context, args []string, std stdio) error {
 		}
 	}
 	res, err := experiment.Collect(f, dir)
+	var re *experiment.RefusedError
+	if errors.As(err, &re) {
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}

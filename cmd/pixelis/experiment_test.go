@@ -263,3 +263,16 @@ func TestExperimentCancelLocal(t *testing.T) {
 		t.Fatalf("results differ from the uninterrupted experiment's:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A report metric in a run's namespaces that no run records is refused, by
+// its key, once the runs have finished.
+func TestExperimentRefusesUnrecordedMetric(t *testing.T) {
+	bin := buildPixelis(t)
+	dir := t.TempDir()
+	file := writeExperiment(t, dir, "e.toml", strings.Replace(smokeExperiment, `series = ["behavior/rapr"]`,
+		`series = ["behavior/rapr"]`+"\nreport = [\"test/rft/all/pass@1\", \"test/nope\"]", 1))
+	b, err := exec.Command(bin, "experiment", file, "--out", filepath.Join(dir, "out"), "--no-tui").CombinedOutput()
+	if code := exitCode(err); code != exitBadUsage || !strings.Contains(string(b), `report[1]: no run of the experiment recorded "test/nope"`) {
+		t.Fatalf("exit %d, want 2 naming report[1]:\n%s", code, b)
+	}
+}
