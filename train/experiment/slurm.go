@@ -131,7 +131,8 @@ func (s *Slurm) Submit(ctx context.Context, jobs []*Job) error {
 	if s.ids == nil {
 		s.ids, s.restarted = map[string]string{}, map[string]int{}
 	}
-	if err := s.Prepare(allJobs(s.File, s.Out)); err != nil {
+	// The scripts list every seed of a group, not only those submitted now.
+	if err := s.Prepare(Plan(s.File, s.Out)); err != nil {
 		return err
 	}
 	batch := map[string]string{} // job name → the array id it was submitted in, here
@@ -505,10 +506,6 @@ func taskList(jobs []*Job) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// allJobs is the plan; the scripts list every seed of a group, not only
-// those submitted now.
-func allJobs(f *File, out string) []*Job { return Plan(f, out) }
 
 // copyBinary copies src to dst unless dst already holds the same bytes; the
 // copy replaces dst by a rename, so a job running the old one keeps it.
