@@ -127,7 +127,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			return err
 		}
 		if err := r.cancelBlocked(ctx, ts); err != nil {
-			return err
+			prog.Warning = err.Error() // asked again at the next poll
 		}
 	}
 }
