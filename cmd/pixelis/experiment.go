@@ -315,6 +315,7 @@ type progressPrinter struct {
 	w     interface{ Write([]byte) (int, error) }
 	watch []string
 	last  map[string]string // the line last printed of each job
+	warn  string            // the scheduler's last warning printed
 	shown time.Time
 }
 
@@ -323,6 +324,12 @@ func (p *progressPrinter) print(prog experiment.Progress) {
 		p.last = map[string]string{}
 	}
 	now := time.Now()
+	if prog.Warning != p.warn {
+		if prog.Warning != "" {
+			fmt.Fprintf(p.w, "%s %s did not answer: %s (asked again)\n", now.Format("15:04:05"), prog.Scheduler, prog.Warning)
+		}
+		p.warn = prog.Warning
+	}
 	for _, j := range prog.Jobs {
 		if msg := jobNote(j); p.last[j.Name] != msg {
 			fmt.Fprintf(p.w, "%s %-28s %s\n", now.Format("15:04:05"), j.Name, msg)
