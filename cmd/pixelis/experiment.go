@@ -295,7 +295,7 @@ func jobNote(j experiment.JobProgress) string {
 		switch {
 		case s.Pending() && s.Reason != "":
 			where += " " + strings.ToLower(s.State) + ": " + s.Reason
-		case s.Active() && s.Node != "":
+		case s.Active() && s.Node != "" && j.State != experiment.StateDone:
 			where += " on " + s.Node
 		}
 		if s.Restarts > 0 {
