@@ -370,8 +370,9 @@ func sameMetrics(t *testing.T, wantDir, gotDir string) {
 
 // A job with a 2-minute time limit whose run needs about 5 minutes gets
 // Slurm's warning 60 s before each limit, checkpoints, requeues itself and
-// finishes with an uninterrupted run's metrics. It takes about 15 minutes
-// (Slurm holds each requeued job back for two): set PIXELIS_SLURM_LONG=1.
+// finishes with an uninterrupted run's metrics. It takes 20–25 minutes (the
+// run once here, then through Slurm in jobs of under a minute's training
+// each): set PIXELIS_SLURM_LONG=1.
 func TestSlurmTimeLimitRequeues(t *testing.T) {
 	if os.Getenv("PIXELIS_SLURM_LONG") == "" {
 		t.Skip("about 15 minutes: set PIXELIS_SLURM_LONG=1")
