@@ -78,7 +78,8 @@ func (s *slurmSubmit) submit(ctx context.Context, std stdio, name string, args [
 	}
 	start := append([]string{name}, runFlags(args)...)
 	start = append(start, "--run-dir", abs, "--no-tui")
-	id, script, err := experiment.SubmitRun(ctx, bin, abs, phases, start, table)
+	task := experiment.ScriptTask{RunDir: abs, Done: experiment.DoneMark(phases), Start: start, Workers: true}
+	id, script, err := experiment.SubmitRun(ctx, bin, task, table)
 	if err != nil {
 		return usageError{err}
 	}

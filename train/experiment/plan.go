@@ -119,13 +119,17 @@ func (j *Job) Status() State {
 }
 
 // DoneMark is the file, relative to the run directory, whose presence says
-// the job's last phase finished: final_eval.json after a test, the final
+// the job's last phase finished.
+func (j *Job) DoneMark() string { return DoneMark(j.Phases) }
+
+// DoneMark is the file, relative to the run directory, whose presence says a
+// run of these phases finished: final_eval.json after a test, the final
 // checkpoint of SFT or RFT.
-func (j *Job) DoneMark() string {
-	if len(j.Phases) == 0 {
+func DoneMark(phases []string) string {
+	if len(phases) == 0 {
 		return "final_eval.json"
 	}
-	switch j.Phases[len(j.Phases)-1] {
+	switch phases[len(phases)-1] {
 	case "test":
 		return "final_eval.json"
 	case "rft":

@@ -230,12 +230,12 @@ func sbatch(ctx context.Context, dir string, args []string) (string, error) {
 }
 
 // SubmitRun submits one run as a Slurm job, as an experiment's are: its
-// script, runDir/slurm/run.sbatch, runs array task 0, which starts the run
-// with the pixelis arguments start (or resumes it, once it has begun); the
-// binary is copied beside it. It returns the job's id ("1234_0") and the
-// script's path.
-func SubmitRun(ctx context.Context, binary, runDir string, phases, start []string, t SchedulerTable) (id, script string, err error) {
-	dir := filepath.Join(runDir, "slurm")
+// script, RunDir/slurm/run.sbatch, runs array task 0, the task's Start
+// command line until the run has begun and its Resume one after; the binary
+// is copied beside it, the run's output goes to RunDir/slurm/job.log. It
+// returns the job's id ("1234_0") and the script's path.
+func SubmitRun(ctx context.Context, binary string, task ScriptTask, t SchedulerTable) (id, script string, err error) {
+	dir := filepath.Join(task.RunDir, "slurm")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
@@ -244,15 +244,16 @@ func SubmitRun(ctx context.Context, binary, runDir string, phases, start []strin
 		return "", "", err
 	}
 	lead, _ := t.lead()
-	name := filepath.Base(runDir)
-	j := &Job{Dir: runDir, Phases: phases}
+	task.Index, task.Log = 0, filepath.Join(dir, "job.log")
+	if task.Name == "" {
+		task.Name = filepath.Base(task.RunDir)
+	}
+	script = filepath.Join(dir, "run.sbatch")
 	h := ScriptHeader{
 		Comment: fmt.Sprintf("pixelis run %s. Written by `pixelis %s --scheduler slurm`, which submitted it; by hand: sbatch --array=0 %s",
-			runDir, start[0], filepath.Join(dir, "run.sbatch")),
-		JobName: "pixelis." + name, Output: filepath.Join(dir, "slurm-%A_%a.out"), SignalLead: lead, Table: t,
+			task.RunDir, task.Start[0], script),
+		JobName: "pixelis." + task.Name, Output: filepath.Join(dir, "slurm-%A_%a.out"), SignalLead: lead, Table: t,
 	}
-	task := ScriptTask{Index: 0, Name: name, RunDir: runDir, Done: j.DoneMark(), Log: filepath.Join(dir, "job.log"), Start: start}
-	script = filepath.Join(dir, "run.sbatch")
 	if err := writeAtomic(script, []byte(jobScript(h, bin, []ScriptTask{task})), 0o755); err != nil {
 		return "", "", err
 	}

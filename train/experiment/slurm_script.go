@@ -11,10 +11,10 @@ import (
 
 // A Slurm job script runs one array task: one run, chosen by
 // $SLURM_ARRAY_TASK_ID. Its parts are a header (#SBATCH lines), a case that
-// sets the task's run (name, run directory, done mark, the command line
-// that starts it) and a body that every script shares: resume a started
-// run, pass Slurm's warning signal on, requeue when the run asks. Another
-// kind of run (a launched trainer) is one more command line in the case.
+// sets the task's run (name, run directory, done mark, the command lines that
+// start and resume it) and a body that every script shares: start or resume,
+// pass Slurm's warning signal on, requeue when the run asks. Another kind of
+// run (a launched trainer) is another pair of command lines in the case.
 
 // ScriptTask is one array task of a job script.
 type ScriptTask struct {
@@ -24,6 +24,12 @@ type ScriptTask struct {
 	Done   string   // the file, under RunDir, that says the run finished
 	Log    string   // where the run's output goes
 	Start  []string // pixelis arguments that start the run when RunDir holds none
+	// Resume are the pixelis arguments that continue it from its latest
+	// checkpoint once it has begun (default: resume RUN_DIR --no-tui).
+	Resume []string
+	// Workers appends --set run.workers=$SLURM_CPUS_PER_TASK to Start: a
+	// pixelis run trains on the CPUs the job was given.
+	Workers bool
 }
 
 // ScriptHeader is what the #SBATCH lines say.
@@ -55,11 +61,16 @@ func jobScript(h ScriptHeader, binary string, tasks []ScriptTask) string {
 		fmt.Fprintf(&b, "\trun_dir=%s\n", shellQuote(t.RunDir))
 		fmt.Fprintf(&b, "\tdone_mark=%s\n", shellQuote(t.Done))
 		fmt.Fprintf(&b, "\tlog=%s\n", shellQuote(t.Log))
-		args := make([]string, len(t.Start))
-		for i, a := range t.Start {
-			args[i] = shellQuote(a)
+		workers := ""
+		if t.Workers {
+			workers = ` --set "run.workers=$workers"`
 		}
-		fmt.Fprintf(&b, "\tstart=(%s --set \"run.workers=$workers\")\n", strings.Join(args, " "))
+		fmt.Fprintf(&b, "\tstart=(%s%s)\n", shellWords(t.Start), workers)
+		resume := t.Resume
+		if len(resume) == 0 {
+			resume = []string{"resume", t.RunDir, "--no-tui"}
+		}
+		fmt.Fprintf(&b, "\tresume=(%s)\n", shellWords(resume))
 		b.WriteString("\t;;\n")
 	}
 	b.WriteString("*)\n\techo \"no run for array task $SLURM_ARRAY_TASK_ID\" >&2\n\texit 2\n\t;;\nesac\n")
@@ -92,7 +103,7 @@ if [ -e "$run_dir/$done_mark" ]; then
 	exit 0
 fi
 if [ -e "$run_dir/@RUNINFO@" ]; then
-	cmd=(resume "$run_dir" --no-tui)
+	cmd=("${resume[@]}")
 else
 	cmd=("${start[@]}")
 fi
@@ -140,9 +151,18 @@ func scriptTasks(out string, jobs []*Job) []ScriptTask {
 	var tasks []ScriptTask
 	for _, j := range jobs {
 		tasks = append(tasks, ScriptTask{Index: j.Index, Name: j.Name(), RunDir: j.Dir, Done: j.DoneMark(),
-			Log: filepath.Join(out, "logs", j.LogName()), Start: j.Args})
+			Log: filepath.Join(out, "logs", j.LogName()), Start: j.Args, Workers: true})
 	}
 	return tasks
+}
+
+// shellWords quotes each argument for bash and joins them.
+func shellWords(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
 }
 
 // shellQuote quotes s for bash when it needs it.
