@@ -346,13 +346,14 @@ class Run:
                 self.paused = False
                 c.ack()
             elif kind == "stage":
-                self.stage = self._stage_of(args)
+                before, self.stage = self.stage, self._stage_of(args)
                 if kind not in self._callbacks:
                     c.ack()
             elif kind == "stop":
                 self.paused = False
             if kind in self._callbacks and kind not in ("pause", "resume"):
-                self._call(c)
+                if not self._call(c) and kind == "stage":
+                    self.stage = before  # the trainer could not take it
                 continue
             out.append(c)
         if not payload["connected"] and self.paused:
@@ -361,16 +362,17 @@ class Run:
         return out
 
     def _call(self, c):
+        """Run c's callback and acknowledge c by its result; whether it took c."""
         try:
             r = self._callbacks[c.kind](c)
         except BaseException as e:
             c.ack(False, "%s: %s" % (type(e).__name__, e))
             raise
-        if r is None or r is True:
-            c.ack()
-        else:
+        ok, reason = True, ""
+        if r is not None and r is not True:
             ok, reason = r if isinstance(r, tuple) else (bool(r), "")
-            c.ack(ok, reason)
+        c.ack(ok, reason)
+        return ok
 
     def _stage_of(self, st):
         """A Stage from the wire's {index, name, weights}, or a string saying

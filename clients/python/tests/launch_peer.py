@@ -192,6 +192,11 @@ class ProtocolPeer:
                     raise AssertionError("waited %.0f s for %s; last messages: %r" % (timeout, what, tail))
                 self._cv.wait(left)
 
+    def notify(self):
+        """Wake the waiters (when something outside the peer changed, e.g. a process exited)."""
+        with self._cv:
+            self._cv.notify_all()
+
     def wait_ack(self, cid, timeout=WAIT_S):
         return self.wait_for(lambda ms: next((m for m in ms if m.get("type") == "ack" and m.get("id") == cid), None),
                              "the ack of command %d" % cid, timeout)
