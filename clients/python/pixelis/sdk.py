@@ -42,7 +42,9 @@ import collections
 import json
 import logging
 import math
+import itertools
 import os
+import select
 import socket
 import sys
 import threading
@@ -123,6 +125,11 @@ def _number(name, v):
     except (TypeError, ValueError):
         raise TypeError("metric %r: %r is not a number (nor None)" % (name, v)) from None
     return f if math.isfinite(f) else None
+
+
+def _encode(msg):
+    """One line of the channel: compact JSON and a newline (no NaN: not JSON)."""
+    return json.dumps(msg, separators=(",", ":"), allow_nan=False, default=str).encode("utf-8") + b"\n"
 
 
 def _dist():
@@ -220,13 +227,17 @@ class Run:
         if self._channel is None:
             return
         snap = {str(k): _number(k, v) for k, v in metrics.items()}
-        self._channel.put({"type": "metrics", "step": int(step), "metrics": snap})
+        self._channel.put(_encode({"type": "metrics", "step": int(step), "metrics": snap}))
 
     def sample(self, step, sample):
         """A sample trajectory {question, actions, answer, correct, reward, ...}. Never blocks."""
         if self._channel is None:
             return
-        self._channel.put({"type": "sample", "step": int(step), "sample": dict(sample)})
+        try:
+            line = _encode({"type": "sample", "step": int(step), "sample": sample})
+        except ValueError as e:  # NaN or infinity in a sample
+            raise ValueError("sample at step %s: %s" % (step, e)) from None
+        self._channel.put(line)
 
     def checkpoint_saved(self, path, step):
         """The trainer saved a checkpoint at path (resume uses the acknowledged ones)."""
@@ -447,17 +458,22 @@ def training_loop(run, train_step, steps, *, save=None, evaluate=None, start=0):
 
 
 class _Channel:
-    """The socket to pixelis and the two threads that serve it: a writer
-    (bounded queue of data, unbounded one of control messages, heartbeats)
-    and a reader (commands into an inbox). Reconnects after a drop."""
+    """The socket to pixelis. Lines are written by whoever puts them (the
+    training thread), with non-blocking sends: a send that would block leaves
+    the lines queued (bounded for data, dropped and counted beyond) for the
+    flusher thread, which also writes the heartbeats and reconnects after a
+    drop. A reader thread puts commands into an inbox. So in the common case
+    a step costs one send and wakes no thread."""
 
     def __init__(self, path, hello, queue_size, timeout):
         self.path, self.hello, self.queue_size, self.timeout = path, hello, queue_size, timeout
         self.dropped = 0
         self.connected = False
         self._cv = threading.Condition()
-        self._data = collections.deque()
-        self._control = collections.deque()
+        self._lines = collections.deque()  # (bytes, control) not yet written; the first maybe in part
+        self._sent = 0                     # bytes of the first line written
+        self._ndata = 0                    # data lines in _lines
+        self._backlog = False              # a send would block: the flusher writes until the queue is empty
         self._closing = False
         self._inbox_cv = threading.Condition()
         self._inbox = collections.deque()
@@ -465,8 +481,8 @@ class _Channel:
         self.heartbeat_every = HEARTBEAT_EVERY_S
         self._sock = None
         self.welcome = self._handshake()
-        self._writer = threading.Thread(target=self._write_loop, name="pixelis-channel-writer", daemon=True)
-        self._writer.start()
+        self._flusher = threading.Thread(target=self._flush_loop, name="pixelis-channel", daemon=True)
+        self._flusher.start()
         atexit.register(self.close, FLUSH_TIMEOUT_S)
 
     # --- handshake and reading -------------------------------------------------------------
@@ -476,7 +492,10 @@ class _Channel:
         try:
             sock.settimeout(self.timeout)
             sock.connect(self.path)
-            sock.sendall(self._encode(self.hello))
+            try:
+                sock.sendall(_encode(self.hello))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # closed at once: a refused line may be waiting to be read
             rf = sock.makefile("rb")
             line = rf.readline(MAX_LINE + 1)
             if not line:
@@ -495,8 +514,9 @@ class _Channel:
             sock.close()
             raise
         sock.settimeout(None)
-        self._sock = sock
-        self.connected = True
+        with self._cv:
+            self._sock = sock
+            self.connected = True
         threading.Thread(target=self._read_loop, args=(sock, rf), name="pixelis-channel-reader", daemon=True).start()
         return msg
 
@@ -550,76 +570,91 @@ class _Channel:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def put(self, msg, control=False):
-        """Queue msg; a data message is dropped and counted when the queue is full."""
+    def put(self, item, control=False):
+        """Write a message (control: a dict, never dropped) or a data line
+        (bytes, encoded by the caller). A data line is dropped and counted
+        when the queue is full, the channel is down or the line is over
+        MAX_LINE. Never blocks on the socket."""
+        line = _encode(item) if control else item
         with self._cv:
             if self._closing:
                 return
-            if control:
-                self._control.append(msg)
-            elif len(self._data) >= self.queue_size or not self.connected:
-                self.dropped += 1
+            if not control:
+                if self._ndata >= self.queue_size or not self.connected or len(line) > MAX_LINE + 1:
+                    self.dropped += 1
+                    if len(line) > MAX_LINE + 1:
+                        log.warning("pixelis: a message of %d bytes is over the channel's %d: dropped", len(line), MAX_LINE)
+                    return
+                self._ndata += 1
+            self._lines.append((line, control))
+            if self.connected and not self._backlog:
+                self._flush_locked()
+
+    def _flush_locked(self):
+        """Write queued lines without blocking (the lock held); on would-block the flusher takes over."""
+        while self._lines:
+            first = self._lines[0][0]
+            chunk = [memoryview(first)[self._sent:]] if self._sent else [first]
+            size = len(chunk[0])
+            for line, _ in itertools.islice(self._lines, 1, None):
+                if size >= 1 << 16:
+                    break
+                chunk.append(line)
+                size += len(line)
+            try:
+                n = self._sock.send(chunk[0] if len(chunk) == 1 else b"".join(chunk), socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                self._backlog = True
+                self._cv.notify_all()
                 return
-            else:
-                self._data.append(msg)
-            self._cv.notify()
+            except OSError:
+                self.connected = False
+                self._cv.notify_all()
+                return
+            while n:
+                line, control = self._lines[0]
+                rest = len(line) - self._sent
+                if n < rest:
+                    self._sent += n
+                    break
+                n -= rest
+                self._lines.popleft()
+                self._sent = 0
+                if not control:
+                    self._ndata -= 1
+        self._backlog = False
 
-    def _encode(self, msg):
-        return json.dumps(msg, separators=(",", ":"), allow_nan=False, default=str).encode("utf-8") + b"\n"
-
-    def _write_loop(self):
+    def _flush_loop(self):
+        """Heartbeats, the backlog after a would-block, reconnects."""
         next_beat = time.monotonic()
         while True:
             with self._cv:
-                while not (self._control or self._data or self._closing or not self.connected):
+                while not (self._closing or not self.connected or self._backlog):
                     wait = next_beat - time.monotonic()
                     if wait <= 0:
                         break
                     self._cv.wait(wait)
-                msgs = list(self._control) + list(self._data)
-                self._control.clear()
-                self._data.clear()
-                closing, connected = self._closing, self.connected
+                now = time.monotonic()
+                if self.connected and now >= next_beat:
+                    self._lines.append((_encode({"type": "heartbeat", "dropped": self.dropped}), True))
+                    next_beat = now + self.heartbeat_every
+                    if not self._backlog:
+                        self._flush_locked()
+                closing, connected, backlog, sock = self._closing, self.connected, self._backlog, self._sock
             if not connected:
                 if closing or not self._reconnect():
                     return
                 next_beat = time.monotonic()  # the new connection learns the drops at once
-                continue
-            now = time.monotonic()
-            if now >= next_beat:
-                msgs.append({"type": "heartbeat", "dropped": self.dropped})
-                next_beat = now + self.heartbeat_every
-            if not self._write(msgs):
-                continue
-            if closing:
+            elif backlog:
+                try:
+                    select.select([], [sock], [], max(0.0, min(0.5, next_beat - time.monotonic())))
+                except (OSError, ValueError):
+                    pass
                 with self._cv:
-                    if not (self._control or self._data):
-                        return
-
-    def _write(self, msgs):
-        lines = []
-        for m in msgs:
-            try:
-                b = self._encode(m)
-            except (TypeError, ValueError) as e:
-                log.warning("pixelis: a %s message could not be encoded: %s", m.get("type"), e)
-                b = b""
-            if not b or len(b) > MAX_LINE + 1:
-                if b:
-                    log.warning("pixelis: a %s message of %d bytes is over the channel's %d: dropped", m.get("type"), len(b), MAX_LINE)
-                with self._cv:
-                    self.dropped += 1
-                continue
-            lines.append(b)
-        if not lines:
-            return True
-        try:
-            self._sock.sendall(b"".join(lines))
-            return True
-        except OSError:
-            with self._cv:
-                self.connected = False
-            return False
+                    if self.connected:
+                        self._flush_locked()
+            elif closing:
+                return
 
     def _reconnect(self):
         """After a drop: hello again every second or so, until closed. False when closing."""
@@ -635,9 +670,14 @@ class _Channel:
                 self._cv.wait(delay)
                 if self._closing:
                     return False
-                dropped = len(self._data)
-                self.dropped += dropped
-                self._data.clear()
+                if self._sent:  # a line half written on the lost connection
+                    _, control = self._lines.popleft()
+                    self._sent = 0
+                    self._ndata -= not control
+                self.dropped += self._ndata  # data waiting for the lost connection; control lines go on the new one
+                self._lines = collections.deque(x for x in self._lines if x[1])
+                self._ndata = 0
+                self._backlog = False
             try:
                 welcome = self._handshake()
             except Refused as e:
@@ -649,20 +689,22 @@ class _Channel:
                 continue
             with self._cv:
                 self._stage = welcome.get("stage")
+                self._flush_locked()
             return True
 
     def close(self, flush_timeout=FLUSH_TIMEOUT_S):
+        """Write what is queued (waiting at most flush_timeout), then close."""
         with self._cv:
-            if self._closing and not self._writer.is_alive():
+            if self._closing and not self._flusher.is_alive():
                 return
             self._closing = True
             self._cv.notify_all()
-        self._writer.join(flush_timeout)
+        self._flusher.join(flush_timeout)
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        self._writer.join(1.0)
+        self._flusher.join(1.0)
         self._sock.close()
         with self._cv:
             self.connected = False
