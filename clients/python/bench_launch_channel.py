@@ -16,6 +16,13 @@ the writer and reader threads count):
   and its wall time (median, max): what the loop waits for.
 
     /usr/bin/python3 clients/python/bench_launch_channel.py --rounds 4 --steps 100
+
+With --ranks 2 the same trainer runs as two processes under torchrun (gloo,
+CPU), each step ending in an all_reduce of 1 MiB of gradients as a
+data-parallel step does; with the channel, step_boundary is a collective
+(rank 0 broadcasts the commands). Each rank reports its own figures.
+
+    /usr/bin/python3 clients/python/bench_launch_channel.py --rounds 4 --steps 100 --ranks 2
 """
 
 import argparse
@@ -54,6 +61,14 @@ def calibrate(seconds):
         n *= 2
 
 
+def all_reduce_step():
+    """A data-parallel step's collective, when torch.distributed is initialised."""
+    td = sdk._dist()
+    if td is not None:
+        import torch
+        td.all_reduce(torch.ones(1 << 18))
+
+
 def one_round(run, steps, n):
     names = ["metric/%02d" % i for i in range(METRICS - 2)]
     in_cpu, in_wall, work_cpu = 0.0, [], 0.0
@@ -61,6 +76,7 @@ def one_round(run, steps, n):
     for step in range(steps):
         w = time.thread_time()
         work(n)
+        all_reduce_step()
         work_cpu += time.thread_time() - w
         metrics = {name: 0.001 * step + k for k, name in enumerate(names)}
         metrics["episodes"], metrics["successes"] = 64, 41
@@ -78,46 +94,28 @@ def main():
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--steps", type=int, default=100, help="steps per round (10 a second)")
     ap.add_argument("--step-seconds", type=float, default=0.1)
+    ap.add_argument("--ranks", type=int, default=1, help="processes under torchrun (gloo, CPU)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
+    if args.worker:
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        n = calibrate(args.step_seconds)
+        n = int(broadcast_int(n))  # the same work on both ranks
+        measure(os.environ["PIXELIS_CHANNEL"], args, n, "rank %d " % dist.get_rank())
+        dist.destroy_process_group()
+        return
     tmp = tempfile.mkdtemp(prefix="pxl-bench-")
     path = os.path.join(tmp, "ch.sock")
     peer = subprocess.Popen([sys.executable, os.path.join(HERE, "tests", "launch_peer.py"), path],
                             stdout=subprocess.PIPE, text=True)
     try:
         peer.stdout.readline()  # "serving PATH": listening
-        n = calibrate(args.step_seconds)
-        res = {"channel": [], "none": []}
-        overhead = {"channel": [], "none": []}  # the process's CPU time per step outside work()
-        in_loop = {"channel": ([], []), "none": ([], [])}
-        for r in range(args.rounds):
-            for mode in (("channel", "none") if r % 2 == 0 else ("none", "channel")):
-                run = sdk.connect(components=["final", "cost"], reports=["episodes", "successes"],
-                                  channel=path if mode == "channel" else "")
-                cpu, over, cpu_in, wall = one_round(run, args.steps, n)
-                dropped = run.dropped
-                run.close()
-                res[mode].append(cpu)
-                overhead[mode].append(over)
-                in_loop[mode][0].append(cpu_in)
-                in_loop[mode][1].extend(wall)
-                print("round %d %-7s cpu/step %.2f ms  outside work %.1f us  in-loop cpu %.1f us  dropped %d"
-                      % (r, mode, cpu * 1e3, over * 1e6, cpu_in * 1e6, dropped))
-        ch, none = statistics.median(res["channel"]), statistics.median(res["none"])
-        step_cpu = none
-        extra = statistics.median(overhead["channel"]) - statistics.median(overhead["none"])
-        cost = extra / step_cpu
-        wall = sorted(in_loop["channel"][1])
-        summary = {
-            "steps_per_round": args.steps, "rounds": args.rounds, "metrics_per_step": METRICS,
-            "cpu_per_step_ms": {"channel": round(ch * 1e3, 3), "none": round(none * 1e3, 3)},
-            "cost_pct": round(100 * cost, 3),
-            "channel_cpu_per_step_us": round(extra * 1e6, 1),
-            "outside_work_us": {k: round(statistics.median(v) * 1e6, 1) for k, v in overhead.items()},
-            "in_loop_cpu_us": round(statistics.median(in_loop["channel"][0]) * 1e6, 1),
-            "in_loop_wall_us": {"median": round(statistics.median(wall) * 1e6, 1), "max": round(wall[-1] * 1e6, 1)},
-        }
-        print(json.dumps(summary))
+        if args.ranks > 1:
+            torchrun(path, args)
+        else:
+            measure(path, args, calibrate(args.step_seconds), "")
     finally:
         peer.kill()
         peer.wait()
@@ -126,6 +124,60 @@ def main():
             os.rmdir(tmp)
         except OSError:
             pass
+
+
+def broadcast_int(v):
+    import torch
+    import torch.distributed as dist
+    t = torch.tensor([v], dtype=torch.int64)
+    dist.broadcast(t, 0)
+    return t.item()
+
+
+def torchrun(path, args):
+    """This script's --worker on args.ranks processes under torchrun."""
+    from torch.distributed.elastic.multiprocessing.api import Std
+    flags = ["--redirects", "9:1", "--tee", "9:1"] if Std.from_str("0") is None else []  # see the README
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(args.ranks), *flags,
+           os.path.abspath(__file__), "--worker", "--rounds", str(args.rounds), "--steps", str(args.steps),
+           "--step-seconds", str(args.step_seconds)]
+    env = dict(os.environ, PIXELIS_CHANNEL=path, OMP_NUM_THREADS="1")
+    subprocess.run(cmd, env=env, check=True)
+
+
+def measure(path, args, n, who):
+    """Alternating rounds with the channel and without (the Run outside launch); prints the figures."""
+    res = {"channel": [], "none": []}
+    overhead = {"channel": [], "none": []}  # the process's CPU time per step outside work()
+    in_loop = {"channel": ([], []), "none": ([], [])}
+    for r in range(args.rounds):
+        for mode in (("channel", "none") if r % 2 == 0 else ("none", "channel")):
+            run = sdk.connect(components=["final", "cost"], reports=["episodes", "successes"],
+                              channel=path if mode == "channel" else "")
+            cpu, over, cpu_in, wall = one_round(run, args.steps, n)
+            dropped = run.dropped
+            run.close()
+            res[mode].append(cpu)
+            overhead[mode].append(over)
+            in_loop[mode][0].append(cpu_in)
+            in_loop[mode][1].extend(wall)
+            print(who + "round %d %-7s cpu/step %.2f ms  outside work %.1f us  in-loop cpu %.1f us  dropped %d"
+                  % (r, mode, cpu * 1e3, over * 1e6, cpu_in * 1e6, dropped))
+    ch, none = statistics.median(res["channel"]), statistics.median(res["none"])
+    step_cpu = none
+    extra = statistics.median(overhead["channel"]) - statistics.median(overhead["none"])
+    cost = extra / step_cpu
+    wall = sorted(in_loop["channel"][1])
+    summary = {
+        "steps_per_round": args.steps, "rounds": args.rounds, "metrics_per_step": METRICS,
+        "cpu_per_step_ms": {"channel": round(ch * 1e3, 3), "none": round(none * 1e3, 3)},
+        "cost_pct": round(100 * cost, 3),
+        "channel_cpu_per_step_us": round(extra * 1e6, 1),
+        "outside_work_us": {k: round(statistics.median(v) * 1e6, 1) for k, v in overhead.items()},
+        "in_loop_cpu_us": round(statistics.median(in_loop["channel"][0]) * 1e6, 1),
+        "in_loop_wall_us": {"median": round(statistics.median(wall) * 1e6, 1), "max": round(wall[-1] * 1e6, 1)},
+    }
+    print(who + json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":

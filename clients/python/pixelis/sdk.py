@@ -297,7 +297,10 @@ class Run:
         is acknowledged; pause and resume are acknowledged and handled here:
         while paused this call blocks (heartbeats go on) until resume or
         stop, then returns the pause and what came with it. checkpoint,
-        evaluate and stop are for the trainer to carry out and ack()."""
+        evaluate and stop are for the trainer to carry out and ack().
+        Outside launch it returns [] at once and is no collective."""
+        if not self.active:
+            return []
         out = []
         while True:
             payload = self._exchange(self._take_commands(wait=self.paused))
@@ -416,7 +419,7 @@ class Run:
     def _sync_start(self):
         """Under torch.distributed, every rank starts from the holder's stage and knows whether it is active."""
         td = _dist()
-        if td is None or td.get_world_size() == 1:
+        if td is None or td.get_world_size() == 1 or not self.active:  # PIXELIS_CHANNEL is every rank's or none's
             return
         box = [(self.stage._wire(), self.active, self.run_dir)]
         td.broadcast_object_list(box, src=self.channel_rank)
