@@ -152,7 +152,7 @@ def _rank_and_size():
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def connect(components=(), reports=(), config=None, default_weights=None, *, channel=None,
+def connect(components=(), reports=(), config=None, default_weights=None, *, total_steps=None, channel=None,
             channel_rank=0, queue_size=QUEUE_SIZE, timeout=CONNECT_TIMEOUT_S):
     """The run's channel to pixelis, or a Run that does nothing outside
     `pixelis launch` (no PIXELIS_CHANNEL).
@@ -161,20 +161,22 @@ def connect(components=(), reports=(), config=None, default_weights=None, *, cha
     keyed by them); reports: the per-step counts log() carries ("episodes",
     "successes"); config: the trainer's own run config (JSON-able; shown in
     the console's `i` view); default_weights: the stage's weights when not
-    under launch (or when pixelis sends no stage). Only the rank channel_rank
+    under launch (or when pixelis runs no curriculum); total_steps: the step
+    budget the console's header shows. Only the rank channel_rank
     connects; under torch.distributed, connect() is a collective (all ranks
     start from the holder's stage). Raises Refused when pixelis refuses the
     handshake, OSError when the socket cannot be reached.
     """
-    return Run(components, reports, config, default_weights, channel=channel, channel_rank=channel_rank,
-               queue_size=queue_size, timeout=timeout)
+    return Run(components, reports, config, default_weights, total_steps=total_steps, channel=channel,
+               channel_rank=channel_rank, queue_size=queue_size, timeout=timeout)
 
 
 class Run:
     """A run under `pixelis launch` (active), or the same calls doing nothing
     outside it. Made by connect()."""
 
-    def __init__(self, components, reports, config, default_weights, *, channel, channel_rank, queue_size, timeout):
+    def __init__(self, components, reports, config, default_weights, *, total_steps, channel, channel_rank,
+                 queue_size, timeout):
         self.components = [str(c) for c in components]
         self.reports = [str(r) for r in reports]
         weights = dict(default_weights or {})
@@ -184,6 +186,7 @@ class Run:
         self.channel_rank = channel_rank
         self.run_dir = os.environ.get(RUN_DIR_ENV)
         self.paused = False
+        self.resume = None  # {"step", "checkpoint"} when `pixelis resume` restarted the trainer
         self._callbacks = {}
         self._done = False
         self._channel = None
@@ -192,9 +195,12 @@ class Run:
             hello = {"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(), "rank": self.rank,
                      "world_size": self.world_size, "components": self.components, "reports": self.reports,
                      "config": config or {}}
+            if total_steps is not None:
+                hello["total_steps"] = int(total_steps)
             self._channel = _Channel(path, hello, queue_size, timeout)
             welcome = self._channel.welcome
             self.run_dir = welcome.get("run_dir") or self.run_dir
+            self.resume = welcome.get("resume")
             st = self._stage_of(welcome.get("stage"))
             if isinstance(st, Stage):
                 self.stage = st
@@ -421,9 +427,9 @@ class Run:
         td = _dist()
         if td is None or td.get_world_size() == 1 or not self.active:  # PIXELIS_CHANNEL is every rank's or none's
             return
-        box = [(self.stage._wire(), self.active, self.run_dir)]
+        box = [(self.stage._wire(), self.active, self.run_dir, self.resume)]
         td.broadcast_object_list(box, src=self.channel_rank)
-        st, self.active, self.run_dir = box[0]
+        st, self.active, self.run_dir, self.resume = box[0]
         self.stage = Stage(st["index"], st["name"], st["weights"])
 
 

@@ -26,8 +26,11 @@ WAIT_S = 60.0  # the longest a test waits for a state of the peer
 class ProtocolPeer:
     """Listens on a 0600 unix socket at a short path until close()."""
 
-    def __init__(self, stage=None, heartbeat_every_s=5, refuse=None, path=None):
-        self.stage = stage if stage is not None else {"index": 0, "name": "warmup", "weights": {"final": 1.0}}
+    WARMUP = {"index": 0, "name": "warmup", "weights": {"final": 1.0}}
+
+    def __init__(self, stage=WARMUP, heartbeat_every_s=5, refuse=None, path=None, resume=None):
+        self.stage = stage              # None: pixelis runs no curriculum (the welcome's stage is null)
+        self.resume = resume            # the welcome's resume {step, checkpoint}, when given
         self.heartbeat_every_s = heartbeat_every_s
         self.refuse = refuse            # a reason to refuse every hello with
         self._dir = None
@@ -103,6 +106,8 @@ class ProtocolPeer:
         self._record(n, hello)
         welcome = {"type": "welcome", "version": 1, "run_dir": "/nonexistent/run", "heartbeat_every_s": self.heartbeat_every_s,
                    "stage": self.stage}
+        if self.resume is not None:
+            welcome["resume"] = self.resume
         conn.sendall(json.dumps(welcome).encode() + b"\n")
         try:
             while True:

@@ -115,6 +115,16 @@ class Channel(unittest.TestCase):
         self.assertEqual(run.stage, sdk.Stage(1, "shaping", {"final": 1.0, "coherence": 0.5}))
         self.assertEqual(run.run_dir, "/nonexistent/run")
 
+    def test_without_a_curriculum_the_default_weights_stay_and_resume_is_told(self):
+        peer = ProtocolPeer(stage=None, resume={"step": 120, "checkpoint": "/ckpt/step-120.pt"})
+        self.addCleanup(peer.close)
+        run = sdk.connect(components=COMPONENTS, default_weights={"final": 1.0, "cost": 1.0}, total_steps=500,
+                          channel=peer.path)
+        self.addCleanup(run.close, 1.0)
+        self.assertEqual(run.stage.weights, {"final": 1.0, "cost": 1.0})
+        self.assertEqual(run.resume, {"step": 120, "checkpoint": "/ckpt/step-120.pt"})
+        self.assertEqual(peer.of("hello")[0]["total_steps"], 500)
+
     def test_metrics_keep_none_and_send_non_finite_as_missing(self):
         run = self.connect()
         run.log(7, {"policy/loss": 0.25, "kl": None, "nan": float("nan"), "inf": math.inf, "episodes": 64, "flag": True})
