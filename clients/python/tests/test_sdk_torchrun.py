@@ -39,14 +39,13 @@ def torchrun_flags():
 
 
 class TorchrunTwoRanks(unittest.TestCase):
-    def test_commands_reach_both_ranks_at_the_same_step(self):
-        peer = ProtocolPeer(stage={"index": 0, "name": "warmup", "weights": {"final": 1.0}}, heartbeat_every_s=0.2)
-        self.addCleanup(peer.close)
+    def torchrun(self, peer, worker):
+        """torchrun --nproc_per_node 2 worker OUT, connected to peer; (process, OUT, its log)."""
         out = tempfile.mkdtemp(prefix="pxl-torchrun-")
         self.addCleanup(shutil.rmtree, out, True)
         env = dict(peer.env(), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-               *torchrun_flags(), os.path.join(HERE, "torchrun_worker.py"), out]
+               *torchrun_flags(), os.path.join(HERE, worker), out]
         log = open(os.path.join(out, "torchrun.log"), "w+")
         self.addCleanup(log.close)
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -57,11 +56,21 @@ class TorchrunTwoRanks(unittest.TestCase):
                 proc.wait()
         self.addCleanup(cleanup)
         threading.Thread(target=lambda: (proc.wait(), peer.notify()), daemon=True).start()
-
         peer.wait_for(lambda ms: ms or proc.poll() is not None, "a hello (or torchrun's exit)", timeout=120)
         if proc.poll() is not None:
             log.seek(0)
             self.fail("torchrun exited %d before connecting:\n%s" % (proc.returncode, log.read()[-4000:]))
+        return proc, out, log
+
+    def wait_exit(self, proc, log):
+        code = proc.wait(WAIT_S)
+        log.seek(0)
+        self.assertEqual(code, 0, "torchrun exited %d:\n%s" % (code, log.read()[-4000:]))
+
+    def test_commands_reach_both_ranks_at_the_same_step(self):
+        peer = ProtocolPeer(stage={"index": 0, "name": "warmup", "weights": {"final": 1.0}}, heartbeat_every_s=0.2)
+        self.addCleanup(peer.close)
+        proc, out, log = self.torchrun(peer, "torchrun_worker.py")
         hello = peer.wait_type("hello")[0]
         self.assertEqual((hello["rank"], hello["world_size"]), (0, 2))
         steps = lambda ms: [m["step"] for m in ms if m.get("type") == "metrics"]
@@ -80,9 +89,7 @@ class TorchrunTwoRanks(unittest.TestCase):
         peer.wait_for(lambda ms: max(steps(ms)) > at_pause + 2, "steps after resume")
         self.assertTrue(peer.wait_ack(peer.command("stop", {"checkpoint": True}))["ok"])
 
-        code = proc.wait(WAIT_S)
-        log.seek(0)
-        self.assertEqual(code, 0, "torchrun exited %d:\n%s" % (code, log.read()[-4000:]))
+        self.wait_exit(proc, log)
         ranks = []
         for r in (0, 1):
             with open(os.path.join(out, "rank%d.json" % r)) as f:
@@ -101,6 +108,28 @@ class TorchrunTwoRanks(unittest.TestCase):
                 self.assertTrue(os.path.exists(os.path.join(out, "ckpt-step%d-rank%d.pt" % (step, r))))
         self.assertEqual([c["step"] for c in peer.of("checkpoint")], saves[0])
         self.assertEqual(ranks[0]["last_step"], ranks[1]["last_step"])
+        peer.wait_disconnected()
+
+    def test_the_trl_callback_sets_the_same_reward_weights_on_both_ranks(self):
+        peer = ProtocolPeer(stage={"index": 0, "name": "warmup", "weights": {"accuracy": 2.0}}, heartbeat_every_s=0.2)
+        self.addCleanup(peer.close)
+        proc, out, log = self.torchrun(peer, "torchrun_trl_worker.py")
+        peer.wait_for(lambda ms: any(m.get("type") == "metrics" and m["step"] >= 3 for m in ms), "step 3")
+        self.assertTrue(peer.wait_ack(peer.command("stage", {"index": 1, "name": "format",
+                                                             "weights": {"fmt": 0.25, "accuracy": 3.0}}))["ok"])
+        self.assertTrue(peer.wait_ack(peer.command("checkpoint"))["ok"])
+        self.assertTrue(peer.wait_ack(peer.command("stop", {"checkpoint": False}))["ok"])
+        self.wait_exit(proc, log)
+        ranks = []
+        for r in (0, 1):
+            with open(os.path.join(out, "trl-rank%d.json" % r)) as f:
+                ranks.append(json.load(f))
+        self.assertEqual(ranks[0], ranks[1])  # the same weights from the same step, the same saves, the same end
+        changes = ranks[0]["changes"]
+        self.assertEqual([w for _, w in changes], [[2.0, 1.0, 0.5], [3.0, 0.25, 0.5]])
+        self.assertEqual(changes[0][0], 0)  # pixelis's first stage from the first scoring on
+        self.assertEqual(ranks[0]["dtype"], "torch.float32")
+        self.assertEqual(len(ranks[0]["saved"]), 1)
         peer.wait_disconnected()
 
 
