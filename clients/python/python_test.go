@@ -4,7 +4,9 @@
 // (`pip install ./clients/python`, as a user would, with no package index),
 // and runs the tests with that environment's interpreter; they start
 // `pixelis serve`, play the same episodes through it and check that every
-// answer, step result, observation, pixel and reward is the same.
+// answer, step result, observation, pixel and reward is the same. The launch
+// SDK's tests speak to a peer implementing pixelis's side of the channel
+// protocol (tests/launch_peer.py), two of them under torchrun.
 //
 // The interpreter is /usr/bin/python3 (Debian's, with torch and numpy in CI),
 // else python3 on PATH. Without one, or without the venv module, the test
