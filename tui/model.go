@@ -139,6 +139,7 @@ type Model struct {
 
 	ask          question // the question the footer asks; noQuestion when none
 	quitAfterAck bool     // quit once the run acknowledges the stop (or resume) asked for
+	stops        int      // stops asked for by y and ctrl+c: a second one stops at once
 	quitting     bool
 	userQuit     bool // quit while the run was live and not finished
 
@@ -399,6 +400,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case m.quitting:
 		return nil
+	case msg.String() == "ctrl+c" && m.opts.Role == RoleOwner && m.commandable():
+		return m.interrupt()
 	case m.ask != noQuestion:
 		return m.answer(msg)
 	case isTyping(target) && msg.String() != "ctrl+c":

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/pixelis/pixelis/internal/crash"
+	"github.com/pixelis/pixelis/train/owner"
 )
 
 // Exit codes.
@@ -133,7 +134,7 @@ func interruptOnSignal(ctx context.Context, std stdio) (context.Context, func())
 		}
 		select {
 		case s := <-sig:
-			fmt.Fprintf(std.err, "pixelis: stopped at once by a second %s\n", signalName(s))
+			fmt.Fprintf(std.err, "pixelis: stopped at once by a second %s\n", owner.SignalName(s))
 			os.Exit(exitFailed)
 		case <-done:
 		}
