@@ -27,22 +27,6 @@ import (
 var longSmoke = []string{"--config", "smoke", "--set", "sft.steps=200", "--set", "rft.steps=3000",
 	"--set", "data.train_tasks=600", "--set", "checkpoint.every=0"}
 
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
-	}
-	bin := filepath.Join(t.TempDir(), "pixelis")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // tmuxSession runs a shell command in a detached 120×40 tmux session on its own server.
 type tmuxSession struct {
 	t      *testing.T
@@ -67,6 +51,9 @@ func (s *tmuxSession) run(args ...string) string {
 }
 
 func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t", "e2e") }
+
+// joined is the screen with wrapped lines joined, as they were written.
+func (s *tmuxSession) joined() string { return s.run("capture-pane", "-p", "-J", "-t", "e2e") }
 func (s *tmuxSession) keys(k ...string) {
 	s.run(append([]string{"send-keys", "-t", "e2e"}, k...)...)
 }
@@ -75,7 +62,7 @@ func (s *tmuxSession) keys(k ...string) {
 func (s *tmuxSession) waitScreen(what string, want ...string) string {
 	s.t.Helper()
 	var scr string
-	ok := waitFor(30*time.Second, func() bool {
+	ok := waitFor(2*time.Minute, func() bool {
 		scr = s.screen()
 		for _, w := range want {
 			if !strings.Contains(scr, w) {
@@ -88,31 +75,6 @@ func (s *tmuxSession) waitScreen(what string, want ...string) string {
 		s.t.Fatalf("%s: screen never showed %q:\n%s", what, want, scr)
 	}
 	return scr
-}
-
-// waitFor polls cond (a real process in another terminal has no channel to wait on).
-func waitFor(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return cond()
-}
-
-func fileContains(path, s string) bool {
-	b, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(b, []byte(s))
-}
-
-func waitFile(t *testing.T, what, path, s string) {
-	t.Helper()
-	if !waitFor(60*time.Second, func() bool { return fileContains(path, s) }) {
-		b, _ := os.ReadFile(path)
-		t.Fatalf("%s: %s never contained %q:\n%s", what, path, s, b)
-	}
 }
 
 // killOnCleanup returns a shell command that runs args and records its pid, so

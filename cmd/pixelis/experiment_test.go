@@ -10,19 +10,6 @@ import (
 	"time"
 )
 
-// buildPixelis builds the binary for tests that run it as a process.
-func buildPixelis(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
-	bin := filepath.Join(t.TempDir(), "pixelis")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 const smokeExperiment = `name = "smoke"
 config = "smoke"
 seeds = [1, 2]

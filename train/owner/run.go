@@ -148,23 +148,29 @@ func (r *run) drive(ctx context.Context, t Trainer) error {
 	return r.withConsole(ctx, ended)
 }
 
-// await is the trainer's error once it returns; after a stop at once it waits
-// o.AtOnceWithin at most, and for a checkpoint being written whatever it takes.
+// await is the trainer's error once it returns. After a stop at once it waits
+// o.AtOnceWithin, then for a checkpoint being written whatever that takes, then
+// o.AtOnceWithin again at most.
 func (r *run) await(trained <-chan error) error {
 	select {
 	case err := <-trained:
 		return err
 	case <-r.stop.forced:
 	}
-	limit := time.NewTimer(r.o.AtOnceWithin)
-	defer limit.Stop()
-	select {
-	case err := <-trained:
-		return err
-	case <-limit.C:
-		release := ckpt.HoldSaves()
-		defer release()
-		return r.trainCtx.Err()
+	for held := false; ; held = true {
+		limit := time.NewTimer(r.o.AtOnceWithin)
+		select {
+		case err := <-trained:
+			limit.Stop()
+			return err
+		case <-limit.C:
+		}
+		if held {
+			return r.trainCtx.Err()
+		}
+		// Past the bound: a save still in flight is finished, none starts
+		// after it, and the trainer has one more bound to report it and return.
+		defer ckpt.HoldSaves()()
 	}
 }
 
