@@ -17,6 +17,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train"
 )
 
@@ -56,6 +57,29 @@ func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t",
 func (s *tmuxSession) joined() string { return s.run("capture-pane", "-p", "-J", "-t", "e2e") }
 func (s *tmuxSession) keys(k ...string) {
 	s.run(append([]string{"send-keys", "-t", "e2e"}, k...)...)
+}
+
+// waitScreenWithout waits until the screen no longer shows gone and shows
+// every want.
+func (s *tmuxSession) waitScreenWithout(what, gone string, want ...string) string {
+	s.t.Helper()
+	var scr string
+	ok := waitFor(2*time.Minute, func() bool {
+		scr = s.screen()
+		if strings.Contains(scr, gone) {
+			return false
+		}
+		for _, w := range want {
+			if !strings.Contains(scr, w) {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		s.t.Fatalf("%s: screen still showed %q or never showed %q:\n%s", what, gone, want, scr)
+	}
+	return scr
 }
 
 // waitScreen waits until the screen contains every want.
@@ -296,12 +320,12 @@ func readMetrics(t testing.TB, runDir string) map[int]map[string]any {
 	return out
 }
 
-// A run killed with SIGKILL at several moments (checkpointing every step, so
-// kills land during saves too) and resumed each time ends with exactly the
-// metrics and test results of a run that was never interrupted. The first kill
-// comes while the run is starting, before any checkpoint exists; the others
-// come a few recorded steps into each resumed attempt, so they land at the
-// same points of the run on a fast machine and on a slow one.
+// A run killed with SIGKILL at several moments (checkpointing every step) and
+// resumed each time ends with exactly the metrics and test results of a run
+// that was never interrupted. Each attempt is held at a fault point where the
+// kill lands — the data build before any checkpoint exists, inside a save, in
+// the rollouts — so they land at the same points on a fast machine and on a
+// slow one.
 func TestKilledRunResumesExactly(t *testing.T) { testKilledRunResumesExactly(t) }
 
 // The same with PPO's critic, with a short SFT so that the kills land in RFT,
@@ -315,10 +339,7 @@ func testKilledRunResumesExactly(t *testing.T, sets ...string) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
-	bin := filepath.Join(t.TempDir(), "pixelis")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	args := append([]string{"--no-tui", "--config", "smoke", "--set", "checkpoint.every=1", "--set", "run.workers=2"}, sets...)
 	whole := filepath.Join(t.TempDir(), "whole")
 	if out, err := exec.Command(bin, append([]string{"run", "--run-dir", whole}, args...)...).CombinedOutput(); err != nil {
@@ -326,50 +347,37 @@ func testKilledRunResumesExactly(t *testing.T, sets ...string) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "killed")
-	metrics := filepath.Join(dir, "metrics.jsonl")
 	cmd := exec.Command(bin, append([]string{"run", "--run-dir", dir}, args...)...)
 	kills, startedOver := 0, false
-	// Each kill comes once the attempt has recorded this many new metric lines
-	// (0: once run.json exists, so the directory is a run), then after a delay.
-	for _, k := range []struct {
-		steps int
-		delay time.Duration
-	}{{0, 20 * time.Millisecond}, {3, 0}, {2, 15 * time.Millisecond}, {4, 40 * time.Millisecond}, {1, 5 * time.Millisecond}} {
-		var out bytes.Buffer
+	// Each attempt is held at a fault point and killed there: the first while
+	// it builds its training set, before any checkpoint exists; the others
+	// inside the attempt's n-th checkpoint save, or in its rollouts.
+	for _, point := range []string{faults.DataBuild, faults.CheckpointSave + "#3", faults.CheckpointSave + "#4",
+		faults.RolloutWorker + "#3", faults.CheckpointSave + "#2"} {
+		var out syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
-		before := countLines(metrics)
-		reached := func() bool {
-			_, err := os.Stat(filepath.Join(dir, "run.json"))
-			return err == nil && countLines(metrics) >= before+k.steps
-		}
+		h := newHolds(t)
+		cmd.Env = append(os.Environ(), h.env(point)...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		ready, ended := make(chan struct{}), make(chan struct{})
-		go func() {
-			for !reached() {
-				select {
-				case <-ended:
-					return
-				case <-time.After(2 * time.Millisecond):
-				}
-			}
-			time.Sleep(k.delay)
-			close(ready)
-		}()
-		select {
-		case err := <-done:
-			close(ended)
-			if err != nil {
-				t.Fatalf("run ended with %v before it could be killed:\n%s", err, out.String())
-			}
-		case <-ready:
+		name, _, _ := strings.Cut(point, "#")
+		held := filepath.Join(h.dir, name+".reached")
+		if !waitFor(3*time.Minute, func() bool {
+			_, err := os.Stat(held)
+			return err == nil || len(done) > 0
+		}) {
+			t.Fatalf("the attempt neither reached %s nor ended:\n%s", point, out.String())
+		}
+		if _, err := os.Stat(held); err == nil {
 			cmd.Process.Kill()
-			if err := <-done; err != nil { // nil: it finished before the signal arrived
-				kills++
-			}
+			<-done
+			kills++
+			t.Logf("killed at %s", point)
+		} else if err := <-done; err != nil {
+			t.Fatalf("run ended with %v before it could be killed:\n%s", err, out.String())
 		}
 		if strings.Contains(out.String(), "starting it over") {
 			startedOver = true
