@@ -51,8 +51,8 @@ const (
 	defaultFPS     = 30
 	defaultHistory = 10000
 	eventsCap      = 1000
-	// quitAckBound is how long "checkpoint, then stop" waits for the run to
-	// acknowledge the stop before quitting anyway.
+	// quitAckBound is how long leaving a paused run ("resume, then leave")
+	// waits for the run to acknowledge the resume before leaving anyway.
 	quitAckBound = 20 * time.Second
 	// statusTTL is how long a one-off status line ("no live run", "checkpoint
 	// saved") stays.

@@ -36,7 +36,7 @@ func TestPythonClient(t *testing.T) {
 	}
 	ref := filepath.Join(dir, "reference.json")
 	writeReference(t, ref)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a safety net against a hang
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "test_client")
 	cmd.Env = append(os.Environ(), "PIXELIS_BIN="+bin, "PIXELIS_REFERENCE="+ref, "PYTHONDONTWRITEBYTECODE=1")

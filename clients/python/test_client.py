@@ -81,7 +81,7 @@ class ServeTest(unittest.TestCase):
         # SIGTERM: the server finishes what is in flight and exits 0.
         cls.proc.send_signal(signal.SIGTERM)
         try:
-            code = cls.proc.wait(timeout=15)
+            code = cls.proc.wait(timeout=120)  # a safety net against a hang
         finally:
             if cls.proc.poll() is None:
                 cls.proc.kill()

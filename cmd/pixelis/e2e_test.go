@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,7 +159,7 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 	s.keys("q")
 	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)", "n stop without a checkpoint")
 	s.keys("n")
-	if !waitFor(60*time.Second, func() bool { return fileContains(exit, "\n") }) {
+	if !waitFor(3*time.Minute, func() bool { return fileContains(exit, "\n") }) {
 		t.Fatalf("pixelis did not exit after q, n:\n%s", s.screen())
 	}
 	if b, _ := os.ReadFile(exit); strings.TrimSpace(string(b)) != "0" {
@@ -170,6 +171,11 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 	}
 	if !fileContains(events, "stopped on request without a checkpoint") {
 		t.Fatal("the run did not say it stopped")
+	}
+	// The terminal the console left says so, with the resume command.
+	if scr := s.joined(); !strings.Contains(scr, "without a checkpoint of it; resume continues from") && !strings.Contains(scr, "before any checkpoint") ||
+		!strings.Contains(scr, "pixelis resume "+dir) {
+		t.Fatalf("the terminal does not say how the run stopped:\n%s", scr)
 	}
 	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
 		t.Fatal("status.json does not say stopped")
@@ -187,7 +193,7 @@ func TestConsoleStopWithCheckpoint(t *testing.T) {
 	s.keys("q")
 	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)")
 	s.keys("y")
-	if !waitFor(60*time.Second, func() bool { return fileContains(exit, "\n") }) {
+	if !waitFor(3*time.Minute, func() bool { return fileContains(exit, "\n") }) {
 		t.Fatalf("pixelis did not exit after q, y:\n%s", s.screen())
 	}
 	b, err := os.ReadFile(events)
@@ -199,6 +205,9 @@ func TestConsoleStopWithCheckpoint(t *testing.T) {
 	}
 	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
 		t.Fatal("status.json does not say stopped")
+	}
+	if scr := s.joined(); !regexp.MustCompile(`stopped at step \d+ with checkpoint step_\d+; resume with: pixelis resume ` + regexp.QuoteMeta(dir)).MatchString(scr) {
+		t.Fatalf("the terminal does not say where the run stopped:\n%s", scr)
 	}
 }
 
@@ -275,7 +284,7 @@ func TestHangupContinuesHeadless(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFile(t, "hang-up note", filepath.Join(dir, "console.log"), "continuing headless")
-	if !waitFor(120*time.Second, func() bool { return fileContains(exit, "\n") }) {
+	if !waitFor(5*time.Minute, func() bool { return fileContains(exit, "\n") }) {
 		t.Fatal("run did not finish after SIGHUP")
 	}
 	if b, _ := os.ReadFile(exit); strings.TrimSpace(string(b)) != "0" {
