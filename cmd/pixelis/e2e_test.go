@@ -182,7 +182,9 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 	}
 }
 
-// q, y: the run stops with exactly one checkpoint, the stop's own.
+// q, y: the run stops with a checkpoint of its step, written once (the stop's
+// own, or the one the step already had: a stage's), and the terminal the
+// console leaves names it.
 func TestConsoleStopWithCheckpoint(t *testing.T) {
 	bin := buildBinary(t)
 	dir := filepath.Join(t.TempDir(), "run")
@@ -196,18 +198,23 @@ func TestConsoleStopWithCheckpoint(t *testing.T) {
 	if !waitFor(3*time.Minute, func() bool { return fileContains(exit, "\n") }) {
 		t.Fatalf("pixelis did not exit after q, y:\n%s", s.screen())
 	}
+	if b, _ := os.ReadFile(exit); strings.TrimSpace(string(b)) != "0" {
+		t.Fatalf("exit code %q, want 0", b)
+	}
+	scr := s.joined()
+	m := regexp.MustCompile(`stopped at step (\d+) with checkpoint (step_0*(\d+)(?:_stage)?); resume with: pixelis resume ` + regexp.QuoteMeta(dir)).FindStringSubmatch(scr)
+	if m == nil || m[1] != m[3] {
+		t.Fatalf("the terminal does not say where the run stopped:\n%s", scr)
+	}
 	b, err := os.ReadFile(events)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(b), `"kind":"signal"`); n != 1 || strings.Contains(string(b), `"kind":"manual"`) {
-		t.Fatalf("%d stop checkpoints (and manual ones: %v), want exactly one", n, strings.Contains(string(b), `"kind":"manual"`))
+	if n := strings.Count(string(b), `"message":"checkpoint `+m[2]+`"`); n != 1 || strings.Contains(string(b), `"kind":"manual"`) {
+		t.Fatalf("%s written %d times (and manual checkpoints: %v), want once", m[2], n, strings.Contains(string(b), `"kind":"manual"`))
 	}
 	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
 		t.Fatal("status.json does not say stopped")
-	}
-	if scr := s.joined(); !regexp.MustCompile(`stopped at step \d+ with checkpoint step_\d+; resume with: pixelis resume ` + regexp.QuoteMeta(dir)).MatchString(scr) {
-		t.Fatalf("the terminal does not say where the run stopped:\n%s", scr)
 	}
 }
 
