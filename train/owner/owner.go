@@ -117,6 +117,15 @@ func Run(ctx context.Context, t Trainer, o Options) error {
 	if o.AtOnceWithin <= 0 {
 		o.AtOnceWithin = defaultAtOnceWithin
 	}
+	if o.Plain == nil {
+		o.Plain = func(io.Writer) telemetry.Sink { return nil } // no printer
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
 	f, err := openFiles(o)
 	if err != nil {
 		return err
