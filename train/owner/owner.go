@@ -32,9 +32,10 @@ import (
 
 // Trainer is what an owner runs.
 type Trainer interface {
-	// Train trains until the run ends, reporting through w.Sink (a saved
-	// checkpoint as an EventCheckpoint event with Data["path"]) and applying
-	// w.Commands between steps. Once w.Stop.Requested() is closed it stops at
+	// Train trains until the run ends, reporting through w.Sink — its
+	// run-wide step in Point.Step and Snapshot.RunStep, a saved checkpoint as
+	// an EventCheckpoint event with Data["path"]: what the owner's closing
+	// line counts from — and applying w.Commands between steps. Once w.Stop.Requested() is closed it stops at
 	// its next step boundary — with a checkpoint there when w.Stop.Checkpoint(),
 	// keeping the step's own when it has one — and ends at once what runs
 	// outside a training step; it then returns an error wrapping ErrStopped.
