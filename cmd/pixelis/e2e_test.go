@@ -65,7 +65,7 @@ func (s *tmuxSession) keys(k ...string) {
 func (s *tmuxSession) waitScreenWithout(what, gone string, want ...string) string {
 	s.t.Helper()
 	var scr string
-	ok := waitFor(2*time.Minute, func() bool {
+	ok := waitFor(5*time.Minute, func() bool {
 		scr = s.screen()
 		if strings.Contains(scr, gone) {
 			return false
@@ -87,7 +87,7 @@ func (s *tmuxSession) waitScreenWithout(what, gone string, want ...string) strin
 func (s *tmuxSession) waitScreen(what string, want ...string) string {
 	s.t.Helper()
 	var scr string
-	ok := waitFor(2*time.Minute, func() bool {
+	ok := waitFor(5*time.Minute, func() bool {
 		scr = s.screen()
 		for _, w := range want {
 			if !strings.Contains(scr, w) {

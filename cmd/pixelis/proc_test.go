@@ -154,7 +154,7 @@ func (h holds) shell(spec string) string {
 func (h holds) reached(t *testing.T, point string) {
 	t.Helper()
 	path := filepath.Join(h.dir, point+".reached")
-	if !waitFor(2*time.Minute, func() bool { _, err := os.Stat(path); return err == nil }) {
+	if !waitFor(5*time.Minute, func() bool { _, err := os.Stat(path); return err == nil }) {
 		t.Fatalf("the run never reached %s", point)
 	}
 }
@@ -187,7 +187,7 @@ func fileContains(path, s string) bool {
 
 func waitFile(t *testing.T, what, path, s string) {
 	t.Helper()
-	if !waitFor(2*time.Minute, func() bool { return fileContains(path, s) }) {
+	if !waitFor(5*time.Minute, func() bool { return fileContains(path, s) }) {
 		b, _ := os.ReadFile(path)
 		t.Fatalf("%s: %s never contained %q:\n%s", what, path, s, b)
 	}

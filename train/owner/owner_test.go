@@ -168,3 +168,25 @@ func TestConsoleQuitStopsTheRun(t *testing.T) {
 		t.Errorf("terminal %q", out.String())
 	}
 }
+
+// The stop a console sends with its last key (q, n) is its stop, however late
+// the owner takes it: one stop, not a second one at once.
+func TestConsoleLastKeyIsOneStop(t *testing.T) {
+	dir := t.TempDir()
+	reached, release := holdStep(3)
+	c := &console{act: func(feed telemetry.Feed) error {
+		<-reached
+		go func() { announced(feed); release() }()
+		if err := feed.Send(telemetry.Command{Kind: telemetry.CmdStop, NoCheckpoint: true}); err != nil {
+			return err
+		}
+		return owner.ErrQuit
+	}}
+	var out bytes.Buffer
+	if err := owner.Run(context.Background(), smokeRunner(t, dir, "checkpoint.every=2"), options(dir, &out, c)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "stopped at step 3 without a checkpoint of it; resume continues from step_000002 (step 2)"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("terminal %q, want %q", out.String(), want)
+	}
+}

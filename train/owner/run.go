@@ -54,7 +54,6 @@ func newRun(ctx context.Context, o Options, f *files) *run {
 	r.sink = telemetry.Multi(append([]telemetry.Sink{f.rec}, others...)...)
 	r.trainCtx, r.cancelTrain = context.WithCancel(ctx)
 	r.stop = newStopper(r.cancelTrain, r.announce)
-	go r.forward(ctx, r.bus.Commands(), "the console")
 	return r
 }
 
@@ -189,7 +188,7 @@ func (r *run) withConsole(ctx context.Context, ended <-chan error) error {
 			cancel()
 		}
 	}()
-	err := r.o.Console.Show(cctx, r.bus)
+	err := r.showConsole(ctx, cctx)
 	switch {
 	case errors.Is(err, ErrQuit):
 		// Every way of leaving the console of a live run asks for a stop;
@@ -208,6 +207,29 @@ func (r *run) withConsole(ctx context.Context, ended <-chan error) error {
 	r.bus.Close()
 	<-over
 	return result
+}
+
+// showConsole shows the console, taking the requests it sends while it is up;
+// those it sent as it left are taken before it returns, so that a stop sent
+// with the last key is the console's stop, not one missing.
+func (r *run) showConsole(ctx, cctx context.Context) error {
+	fctx, stop := context.WithCancel(ctx)
+	forwarded := make(chan struct{})
+	go func() {
+		r.forward(fctx, r.bus.Commands(), "the console")
+		close(forwarded)
+	}()
+	err := r.o.Console.Show(cctx, r.bus)
+	stop()
+	<-forwarded
+	for {
+		select {
+		case c := <-r.bus.Commands():
+			r.take(ctx, c, "the console")
+		default:
+			return err
+		}
+	}
 }
 
 // finish writes what the run's end leaves (metrics.csv, the recorder's last
