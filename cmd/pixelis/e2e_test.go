@@ -146,7 +146,7 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 
 	s.keys("p")
 	waitFile(t, "pause key", events, `"message":"paused"`)
-	s.waitScreen("paused state", "paused")
+	s.waitScreen("paused state", "● paused", "p resume") // the run's state, not the event
 	s.keys("p")
 	waitFile(t, "resume key", events, `"message":"resumed"`)
 
