@@ -172,10 +172,18 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 	if !fileContains(events, "stopped on request without a checkpoint") {
 		t.Fatal("the run did not say it stopped")
 	}
-	// The terminal the console left says so, with the resume command.
-	if scr := s.joined(); !strings.Contains(scr, "without a checkpoint of it; resume continues from") && !strings.Contains(scr, "before any checkpoint") ||
-		!strings.Contains(scr, "pixelis resume "+dir) {
-		t.Fatalf("the terminal does not say how the run stopped:\n%s", scr)
+	// The terminal the console left says where the run stopped, that this step
+	// was not saved, and which checkpoint the resume command goes on from.
+	line := terminalClosing(t, s, dir)
+	m := regexp.MustCompile(`^stopped at step (\d+) without a checkpoint of it; resume continues from (step_0*(\d+)(?:_stage)?|sft_final) \(step (\d+)\): pixelis resume ` + regexp.QuoteMeta(dir) + `$`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("the closing line does not say the run stopped without a checkpoint, from which one it resumes and how:\n%s", line)
+	}
+	if step := lastStep(t, dir); m[1] != strconv.Itoa(step) {
+		t.Errorf("the closing line says step %s, the run's last step is %d", m[1], step)
+	}
+	if latest := latestCheckpoint(t, dir); m[2] != latest || m[3] != "" && m[3] != m[4] {
+		t.Errorf("the closing line resumes from %s (step %s); checkpoints/latest names %s", m[2], m[4], latest)
 	}
 	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
 		t.Fatal("status.json does not say stopped")
@@ -201,10 +209,16 @@ func TestConsoleStopWithCheckpoint(t *testing.T) {
 	if b, _ := os.ReadFile(exit); strings.TrimSpace(string(b)) != "0" {
 		t.Fatalf("exit code %q, want 0", b)
 	}
-	scr := s.joined()
-	m := regexp.MustCompile(`stopped at step (\d+) with checkpoint (step_0*(\d+)(?:_stage)?); resume with: pixelis resume ` + regexp.QuoteMeta(dir)).FindStringSubmatch(scr)
+	line := terminalClosing(t, s, dir)
+	m := regexp.MustCompile(`^stopped at step (\d+) with checkpoint (step_0*(\d+)(?:_stage)?); resume with: pixelis resume ` + regexp.QuoteMeta(dir) + `$`).FindStringSubmatch(line)
 	if m == nil || m[1] != m[3] {
-		t.Fatalf("the terminal does not say where the run stopped:\n%s", scr)
+		t.Fatalf("the closing line does not name the checkpoint of the step the run stopped at, and the resume command:\n%s", line)
+	}
+	if step := lastStep(t, dir); m[1] != strconv.Itoa(step) {
+		t.Errorf("the closing line says step %s, the run's last step is %d", m[1], step)
+	}
+	if latest := latestCheckpoint(t, dir); m[2] != latest {
+		t.Errorf("the closing line names %s; checkpoints/latest names %s", m[2], latest)
 	}
 	b, err := os.ReadFile(events)
 	if err != nil {
@@ -216,6 +230,63 @@ func TestConsoleStopWithCheckpoint(t *testing.T) {
 	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
 		t.Fatal("status.json does not say stopped")
 	}
+}
+
+// terminalClosing is what the terminal shows once the console has left it and
+// the run has exited: the run's closing line, the same line console.log ends
+// with (a headless run prints it last on its standard output), and nothing
+// else — no rest of the console, no prompt left bare.
+func terminalClosing(t *testing.T, s *tmuxSession, dir string) string {
+	t.Helper()
+	want, scr := s.waitLastLogged(dir)
+	var shown []string
+	for _, l := range strings.Split(scr, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			shown = append(shown, l)
+		}
+	}
+	if !slices.Equal(shown, []string{want}) {
+		t.Fatalf("the terminal the console left shows\n%s\nwant the closing line the run logged:\n%s", strings.Join(shown, "\n"), want)
+	}
+	return want
+}
+
+// waitLastLogged waits, once the run has exited, until the terminal shows the
+// last line of the run's console.log (tmux may not have drawn the run's last
+// output when the exit is seen), and returns that line and the screen with
+// wrapped lines joined.
+func (s *tmuxSession) waitLastLogged(dir string) (line, screen string) {
+	s.t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "console.log"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	logged := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	line = logged[len(logged)-1]
+	if !waitFor(time.Minute, func() bool { screen = s.joined(); return strings.Contains(screen, line) }) {
+		s.t.Fatalf("the terminal never showed the run's last line %q:\n%s", line, screen)
+	}
+	return line, screen
+}
+
+// lastStep is the run-wide step of the last training step in metrics.jsonl.
+func lastStep(t *testing.T, dir string) int {
+	t.Helper()
+	last := -1
+	for step := range readMetrics(t, dir) {
+		last = max(last, step)
+	}
+	return last
+}
+
+// latestCheckpoint is the checkpoint checkpoints/latest names.
+func latestCheckpoint(t *testing.T, dir string) string {
+	t.Helper()
+	path, err := ckpt.Latest(filepath.Join(dir, "checkpoints"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Base(path)
 }
 
 func TestAttachToHeadlessRun(t *testing.T) {

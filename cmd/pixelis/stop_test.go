@@ -349,5 +349,6 @@ func (c *console) finish() (int, string) {
 	}
 	b, _ := os.ReadFile(c.exit)
 	code, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return code, c.tm.joined()
+	_, screen := c.tm.waitLastLogged(c.dir)
+	return code, screen
 }
