@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/pixelis/pixelis/internal/crash"
+	"github.com/pixelis/pixelis/train/experiment"
 	"github.com/pixelis/pixelis/train/owner"
 )
 
@@ -169,6 +170,10 @@ func reportPanic(w io.Writer, args []string, v any) int {
 func report(w io.Writer, name string, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the flag set printed the usage
 		return exitOK
+	}
+	if errors.Is(err, owner.ErrRequeue) {
+		fmt.Fprintf(w, "pixelis %s: %v\n", name, err)
+		return experiment.ExitRequeue
 	}
 	var ue usageError
 	if errors.As(err, &ue) {

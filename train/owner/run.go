@@ -113,6 +113,7 @@ func (r *run) watchSignals(ctx context.Context) (stop func()) {
 	for s := range r.o.Signals {
 		signal.Notify(sig, s)
 	}
+	signal.Notify(sig, RequeueSignal)
 	if r.o.Console == nil {
 		signal.Ignore(syscall.SIGHUP)
 	}
@@ -122,6 +123,10 @@ func (r *run) watchSignals(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case s := <-sig:
+				if s == RequeueSignal {
+					r.stop.askRequeue(SignalName(s))
+					continue
+				}
 				r.take(ctx, r.o.Signals[s], SignalName(s))
 			}
 		}
@@ -250,6 +255,9 @@ func (r *run) finish(err error) error {
 		err = fmt.Errorf("stopped at once by a second stop (%s) at step %d: %s; resume with: pixelis resume %s", who, step, r.tally.lost(), r.o.RunDir)
 		fmt.Fprintln(r.files.consoleLog, err)
 		return err
+	case errors.Is(err, ErrStopped) && r.stop.requeued():
+		r.closing(r.tally.stopped(r.o.RunDir))
+		return ErrRequeue
 	case errors.Is(err, ErrStopped):
 		r.closing(r.tally.stopped(r.o.RunDir))
 		return nil

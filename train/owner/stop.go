@@ -1,6 +1,7 @@
 package owner
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 // DefaultSignals: SIGINT and SIGTERM stop the run (with a checkpoint), SIGUSR1
 // checkpoints it. SIGHUP is the console's: it stops drawing and the run goes on.
+// SIGUSR2 is RequeueSignal, taken apart from these.
 func DefaultSignals() map[os.Signal]telemetry.Command {
 	return map[os.Signal]telemetry.Command{
 		syscall.SIGINT:  {Kind: telemetry.CmdStop},
@@ -20,6 +22,16 @@ func DefaultSignals() map[os.Signal]telemetry.Command {
 		syscall.SIGUSR1: {Kind: telemetry.CmdCheckpoint},
 	}
 }
+
+// RequeueSignal is a Slurm job's warning before its time limit
+// (`--signal=B:USR2@lead`): the run stops with a checkpoint and Run returns
+// ErrRequeue, so that the job script requeues the job. The stop signals after
+// it (Slurm's SIGTERM at the limit) are not a second stop: the checkpoint is
+// finished.
+const RequeueSignal = syscall.SIGUSR2
+
+// ErrRequeue is Run's error when the run stopped for RequeueSignal.
+var ErrRequeue = errors.New("stopped with a checkpoint on SIGUSR2, for a requeue: the job resumes where it stopped")
 
 // StopRequest is the first stop as the trainer sees it.
 type StopRequest struct {
@@ -36,15 +48,16 @@ func (s *StopRequest) Checkpoint() bool { return s.checkpoint }
 
 // stopper counts the stops asked for and carries them out.
 type stopper struct {
-	req    StopRequest
-	atOnce func()           // ends the trainer at once: cancels its context
-	say    func(msg string) // tells the run's files, printer and console
-	forced chan struct{}    // closed by the second stop
-	mu     sync.Mutex
-	ended  bool // the trainer has returned
-	asks   int
-	first  string // who asked first, and who asked again
-	second string
+	req     StopRequest
+	atOnce  func()           // ends the trainer at once: cancels its context
+	say     func(msg string) // tells the run's files, printer and console
+	forced  chan struct{}    // closed by the second stop
+	mu      sync.Mutex
+	ended   bool // the trainer has returned
+	asks    int
+	first   string // who asked first, and who asked again
+	second  string
+	requeue bool // the first stop was RequeueSignal's: later ones change nothing
 }
 
 func newStopper(atOnce func(), say func(string)) *stopper {
@@ -58,6 +71,11 @@ func (s *stopper) ask(who string, checkpoint bool) {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
+		return
+	}
+	if s.requeue {
+		s.mu.Unlock()
+		s.say(who + ": already stopping with a checkpoint for a requeue")
 		return
 	}
 	s.asks++
@@ -81,6 +99,28 @@ func (s *stopper) ask(who string, checkpoint bool) {
 	case n == 2:
 		s.say(who + " again: stopping at once (a checkpoint being written is finished first)")
 	}
+}
+
+// askRequeue is RequeueSignal: a stop with a checkpoint that no later stop
+// turns into a stop at once. After another stop it changes nothing.
+func (s *stopper) askRequeue(who string) {
+	s.mu.Lock()
+	if s.ended || s.asks > 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.asks, s.first, s.requeue = 1, who, true
+	s.req.checkpoint = true
+	close(s.req.requested)
+	s.mu.Unlock()
+	s.say(who + ": the job's time is nearly up: stopping at the end of this step with a checkpoint, to be requeued")
+}
+
+// requeued reports whether the stop was RequeueSignal's.
+func (s *stopper) requeued() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requeue
 }
 
 // end marks the trainer returned: later stops find nothing to stop.
