@@ -87,6 +87,9 @@ type obsCache struct {
 	seg     [NumCells]float32
 	last    [NumCells]float32
 	askLeft int
+	// layoutBad records that the last Observe wrote a group of the global
+	// block with more or fewer floats than the layout gives it.
+	layoutBad bool
 }
 
 // staticView is what the coarse view shows of one region of a task: each
@@ -331,11 +334,32 @@ func (e *Episode) ensureMasks() {
 	}
 }
 
-// featWriter appends features, ignoring writes past the end of dst so a
-// short buffer never panics.
+// featWriter writes the observation group by group of the layout (see
+// layout.go), ignoring writes past the end of dst so a short buffer never
+// panics. A group written with more or fewer floats than its size is
+// recorded in bad, which a test keeps false.
 type featWriter struct {
 	dst []float32
 	i   int
+	end int // where the current group ends
+	bad bool
+}
+
+// group moves to the start of the named global group.
+func (w *featWriter) group(name string) {
+	w.check()
+	w.i = globalOffset[name]
+	w.end = w.i + globalSize[name]
+}
+
+// skip leaves the rest of the current group at zero.
+func (w *featWriter) skip() { w.i = w.end }
+
+// check records a group that was not written to its size.
+func (w *featWriter) check() {
+	if w.i != w.end {
+		w.bad = true
+	}
 }
 
 func (w *featWriter) put(v float32) {
@@ -360,6 +384,9 @@ func (w *featWriter) onehot(k, n int) {
 	}
 }
 
+// numAreaBuckets is the number of areaBucket values.
+const numAreaBuckets = 4
+
 func areaBucket(a int) int {
 	switch {
 	case a < 250:
@@ -373,76 +400,138 @@ func areaBucket(a int) int {
 }
 
 // Observe writes the ObsDim features of the current state (see the layout
-// above). With no task it writes zeros.
+// above and Layout). With no task it writes zeros.
 func (e *Episode) Observe(dst []float32) {
 	clear(dst)
 	if e.task == nil || len(e.task.Frames) == 0 {
 		return
 	}
+	if len(dst) < ObsDim { // a short buffer gets the observation's start
+		full := make([]float32, ObsDim)
+		e.Observe(full)
+		copy(dst, full)
+		return
+	}
 	e.ensureStatic()
 	e.ensureMasks()
-	t, c := e.task, &e.obs
-	q := t.Query
 	w := &featWriter{dst: dst}
+	e.writeQuestion(w)
+	e.writeHistory(w)
+	e.writeProperties(w)
+	e.writeReadTrack(w)
+	e.writeSlots(w)
+	e.writeSummary(w)
+	w.check()
+	e.obs.layoutBad = w.bad
+	e.writeCells(dst[GlobalFeatures:])
+}
 
+// writeQuestion writes what the question asks: family, ask, the objects it
+// names, the relation, and whether the task is a video.
+func (e *Episode) writeQuestion(w *featWriter) {
+	t := e.task
+	q := t.Query
+	w.group(GFamily)
 	w.onehot(int(t.Family), int(NumFamilies))
+	w.group(GAsk)
 	w.onehot(int(q.Ask), int(NumAsks))
+	w.group(GColour)
 	w.onehot(int(q.Colour), int(NumColours))
+	w.group(GShape)
 	w.onehot(int(q.Shape), int(NumShapes))
+	w.group(GColour2)
 	w.onehot(int(q.Colour2), int(NumColours))
+	w.group(GShape2)
 	w.onehot(int(q.Shape2), int(NumShapes))
 	rel := -1
 	if q.Ask == AskRelation {
 		rel = int(q.Relation)
 	}
+	w.group(GRelation)
 	w.onehot(rel, int(NumRelations))
+	w.group(GVideo)
 	w.flag(len(t.Frames) > 1)
+	w.group(GFrames)
 	w.put(float32(len(t.Frames)) / 8)
+}
 
+// writeHistory writes the episode so far: the last operation, misuse, the
+// step count, the view's zoom and each tool's calls against its cap.
+func (e *Episode) writeHistory(w *featWriter) {
 	lastOp, misused := int(NumOps), false
 	if n := len(e.steps); n > 0 {
 		lastOp, misused = int(e.steps[n-1].Action.Op), e.steps[n-1].Result.Misuse != MisuseNone
 	}
+	w.group(GLastOp)
 	w.onehot(lastOp, int(NumOps)+1)
+	w.group(GMisused)
 	w.flag(misused)
+	w.group(GSteps)
 	w.put(float32(len(e.steps)) / float32(e.cfg.MaxSteps))
+	w.group(GHasMask)
 	w.flag(e.hasMask)
+	w.group(GZoomed)
 	w.flag(e.zoomed)
+	w.group(GZoomFactor)
 	w.put(float32(SourceSize) / float32(e.region.Dx()) / (SourceSize / zoomMinSide))
+	w.group(GOpCalls)
 	for op := OpSegment; op < OpAnswer; op++ {
 		w.put(min(float32(e.calls[op])/float32(e.cfg.OpCap), 1))
 	}
+	w.group(GOpAtCap)
 	for op := OpSegment; op < OpAnswer; op++ {
 		w.flag(e.calls[op] >= e.cfg.OpCap)
 	}
+}
 
+// writeProperties writes what the last GET_PROPERTIES measured.
+func (e *Episode) writeProperties(w *featWriter) {
+	q := e.task.Query
 	var lp *properties
 	if e.lastProps >= 0 {
 		lp = &e.inspected[e.lastProps].props
 	}
+	w.group(GPropsValid)
 	w.flag(lp != nil)
-	if lp != nil {
-		w.onehot(int(lp.colour), int(NumColours))
-		w.onehot(int(lp.shape), int(NumShapes))
-		w.onehot(areaBucket(lp.area), 4)
-		w.put(float32(lp.centre.X) / SourceSize)
-		w.put(float32(lp.centre.Y) / SourceSize)
-		w.flag(lp.colour == q.Colour)
-		w.flag(lp.shape == q.Shape)
-		w.flag(lp.colour == q.Colour2)
-		w.flag(lp.shape == q.Shape2)
-	} else {
-		w.i += int(NumColours) + int(NumShapes) + 4 + 2 + 4
+	if lp == nil {
+		return
 	}
+	w.group(GPropsColour)
+	w.onehot(int(lp.colour), int(NumColours))
+	w.group(GPropsShape)
+	w.onehot(int(lp.shape), int(NumShapes))
+	w.group(GPropsArea)
+	w.onehot(areaBucket(lp.area), numAreaBuckets)
+	w.group(GPropsCentre)
+	w.put(float32(lp.centre.X) / SourceSize)
+	w.put(float32(lp.centre.Y) / SourceSize)
+	w.group(GPropsMatches)
+	w.flag(lp.colour == q.Colour)
+	w.flag(lp.shape == q.Shape)
+	w.flag(lp.colour == q.Colour2)
+	w.flag(lp.shape == q.Shape2)
+}
 
+// writeReadTrack writes what READ_TEXT and TRACK_OBJECT returned.
+func (e *Episode) writeReadTrack(w *featWriter) {
+	w.group(GReadDone)
 	w.flag(e.readDone)
+	w.group(GReadLabel)
 	w.onehot(indexOf(Labels, e.readText), len(Labels))
+	w.group(GReadConfidence)
 	w.put(float32(e.readConf))
+	w.group(GReadLegible)
 	w.flag(e.readText != "")
-
+	w.group(GTrackValid)
 	w.flag(e.trackDir >= 0)
+	w.group(GTrackDir)
 	w.onehot(e.trackDir, len(Directions))
+}
 
+// writeSlots writes the counting tally and the two asked objects found so
+// far, with the measurements that compare them.
+func (e *Episode) writeSlots(w *featWriter) {
+	q := e.task.Query
 	matched := 0
 	var slot [2]*properties
 	for i := range e.inspected {
@@ -457,63 +546,79 @@ func (e *Episode) Observe(dst []float32) {
 			slot[1] = p
 		}
 	}
+	w.group(GCountMatched)
 	w.onehot(min(matched, 5), 6)
+	w.group(GCountInspected)
 	w.put(float32(len(e.inspected)) / 5)
-	w.put(min(float32(c.askLeft)/40, 1))
-	for _, s := range slot {
+	w.group(GCountLeft)
+	w.put(min(float32(e.obs.askLeft)/40, 1))
+	for i, s := range slot {
+		w.group([2]string{GSlot1, GSlot2}[i])
 		w.flag(s != nil)
-		if s != nil {
-			w.put(float32(s.centre.X) / SourceSize)
-			w.put(float32(s.centre.Y) / SourceSize)
-			w.put(float32(s.area) / 1000)
-		} else {
-			w.i += 3
+		if s == nil {
+			w.skip()
+			continue
 		}
+		w.put(float32(s.centre.X) / SourceSize)
+		w.put(float32(s.centre.Y) / SourceSize)
+		w.put(float32(s.area) / 1000)
 	}
-	if slot[0] != nil && slot[1] != nil {
-		dx, dy, da := slot[0].centre.X-slot[1].centre.X, slot[0].centre.Y-slot[1].centre.Y, slot[0].area-slot[1].area
-		w.put(float32(dx) / SourceSize)
-		w.put(float32(dy) / SourceSize)
-		w.put(float32(da) / 1000)
-		// The comparisons as the measurements state them: first left of,
-		// above, larger than the second (±1).
-		w.put(sign(-dx))
-		w.put(sign(-dy))
-		w.put(sign(da))
-	} else {
-		w.i += 6
+	if slot[0] == nil || slot[1] == nil {
+		return
 	}
-	for _, v := range c.global {
+	dx, dy, da := slot[0].centre.X-slot[1].centre.X, slot[0].centre.Y-slot[1].centre.Y, slot[0].area-slot[1].area
+	w.group(GSlotDiff)
+	w.put(float32(dx) / SourceSize)
+	w.put(float32(dy) / SourceSize)
+	w.put(float32(da) / 1000)
+	// The comparisons as the measurements state them: first left of,
+	// above, larger than the second (±1).
+	w.group(GSlotCompare)
+	w.put(sign(-dx))
+	w.put(sign(-dy))
+	w.put(sign(da))
+}
+
+// writeSummary writes the whole view's foreground and hue shares and the
+// last mask's box.
+func (e *Episode) writeSummary(w *featWriter) {
+	g := &e.obs.global
+	w.group(GViewFg)
+	w.put(g[0])
+	w.group(GViewHues)
+	for _, v := range g[1:] {
 		w.put(v)
 	}
-	if e.hasMask {
-		b := e.maskBox
-		w.put(float32(b.Min.X) / SourceSize)
-		w.put(float32(b.Min.Y) / SourceSize)
-		w.put(float32(b.Max.X) / SourceSize)
-		w.put(float32(b.Max.Y) / SourceSize)
-	} else {
-		w.i += 4
+	if !e.hasMask {
+		return
 	}
-	w.i = GlobalFeatures
+	b := e.maskBox
+	w.group(GMaskBox)
+	w.put(float32(b.Min.X) / SourceSize)
+	w.put(float32(b.Min.Y) / SourceSize)
+	w.put(float32(b.Max.X) / SourceSize)
+	w.put(float32(b.Max.Y) / SourceSize)
+}
 
+// writeCells writes the NumCells rows of CellFeatures floats into dst.
+func (e *Episode) writeCells(dst []float32) {
+	c, q := &e.obs, e.task.Query
 	for k := range NumCells {
+		row := dst[k*CellFeatures : (k+1)*CellFeatures]
 		f := &c.cell[k]
-		for _, v := range f {
-			w.put(v)
-		}
-		w.put(c.seg[k])
-		w.put(c.last[k])
-		for _, asked := range [2]Colour{q.Colour, q.Colour2} {
+		copy(row, f[:])
+		row[cellSeg] = c.seg[k]
+		row[cellLast] = c.last[k]
+		for i, asked := range [2]Colour{q.Colour, q.Colour2} {
 			if asked < NumColours {
-				w.put(f[cellHue+asked.Hue()])
-			} else {
-				w.put(0)
+				row[cellAsked+i] = f[cellHue+asked.Hue()]
 			}
 		}
-		w.flag(e.zoomed)
-		w.put(float32(k%GridSize) / (GridSize - 1))
-		w.put(float32(k/GridSize) / (GridSize - 1))
+		if e.zoomed {
+			row[cellZoomed] = 1
+		}
+		row[cellCol] = float32(k%GridSize) / (GridSize - 1)
+		row[cellRow] = float32(k/GridSize) / (GridSize - 1)
 	}
 }
 
@@ -536,11 +641,3 @@ func indexOf(list []string, s string) int {
 	}
 	return -1
 }
-
-// globalWritten is the number of global features Observe writes before it
-// jumps to the cell rows; a test keeps it equal to GlobalFeatures.
-const globalWritten = int(NumFamilies) + int(NumAsks) + 2*int(NumColours) + 2*int(NumShapes) + int(NumRelations) + 2 +
-	int(NumOps) + 1 + 2 + 3 + 2*5 +
-	1 + int(NumColours) + int(NumShapes) + 4 + 2 + 4 +
-	1 + 8 + 2 + 1 + 4 +
-	6 + 2 + 2*4 + 3 + 3 + 1 + NumHues + 4

@@ -7,8 +7,8 @@ import (
 )
 
 func TestObservationLayout(t *testing.T) {
-	if globalWritten != GlobalFeatures {
-		t.Fatalf("Observe writes %d global features, GlobalFeatures is %d", globalWritten, GlobalFeatures)
+	if globalWidth != GlobalFeatures {
+		t.Fatalf("the layout's global groups hold %d floats, GlobalFeatures is %d", globalWidth, GlobalFeatures)
 	}
 	if CellFeatures != cellRow+1 {
 		t.Fatalf("cell rows have %d features, CellFeatures is %d", cellRow+1, CellFeatures)
@@ -35,6 +35,9 @@ func TestObserveTracksExpert(t *testing.T) {
 		ep.Reset(task)
 		for step, a := range acts {
 			ep.Observe(obs)
+			if ep.obs.layoutBad {
+				t.Fatalf("%s step %d: a global group was not written to its size in the layout", task.ID, step)
+			}
 			for j, v := range obs {
 				if math.IsNaN(float64(v)) || v < -1 || v > 1 {
 					t.Fatalf("%s step %d: feature %d = %v", task.ID, step, j, v)
