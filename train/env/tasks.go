@@ -111,6 +111,10 @@ type Task struct {
 	views viewMemo // the coarse view's analyses, shared by the task's episodes
 }
 
+// taskStream is the second word of every task generator's PCG state; the
+// first is the task's seed.
+const taskStream = 0x9e3779b97f4a7c15
+
 // Generate builds a split's index-th task deterministically: families cycle
 // through cfg.Families by index so any contiguous range is balanced. An
 // invalid cfg is clamped into range rather than rejected (Generate cannot
@@ -121,7 +125,7 @@ func Generate(cfg Config, split Split, index int) *Task {
 	seed := TaskSeed(split, index)
 	nf := len(cfg.Families)
 	fam := cfg.Families[(index%nf+nf)%nf]
-	r := rand.New(rand.NewPCG(seed, cfg.Seed^0x9e3779b97f4a7c15))
+	r := rand.New(rand.NewPCG(seed, taskStream))
 	var t *Task
 	// A draw is rejected when a referred object cannot be placed or clicked
 	// from any cell; a handful of retries from the same stream always
