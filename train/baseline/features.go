@@ -145,6 +145,7 @@ type blob struct {
 	m     moments
 	peak  float64 // largest cell share
 	near  moments // motion in the blob's cells and their 8 neighbours
+	disc  moments // motion within discRadius of its centroid
 	det   float64 // detail in its cells
 }
 
@@ -195,6 +196,34 @@ func (g *glance) describe(b *blob) {
 	}
 	b.m = momentsOf(&g.mass[b.hue], func(k int) bool { return in[k] })
 	b.near = momentsOf(&g.move, func(k int) bool { return near[k] })
+	b.disc = g.disc(b.m)
+}
+
+// disc is the motion within discRadius of a centroid.
+func (g *glance) disc(m moments) moments {
+	if m.mass <= 0 {
+		return moments{}
+	}
+	return momentsOf(&g.move, func(k int) bool {
+		x, y := cellXY(k)
+		return (x-m.x)*(x-m.x)+(y-m.y)*(y-m.y) < discRadius*discRadius
+	})
+}
+
+// moving is the blob with the most motion within discRadius of its
+// centroid (a tracked object moves; a look-alike beside it may not), false
+// when no blob has any.
+func moving(blobs []blob) (blob, bool) {
+	best := -1
+	for i, b := range blobs {
+		if b.disc.mass > 0 && (best < 0 || b.disc.mass > blobs[best].disc.mass) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return blob{}, false
+	}
+	return blobs[best], true
 }
 
 // neighbourhood is cell k and its up to 8 neighbours.
@@ -245,12 +274,7 @@ func (g *glance) hue(h int) hueView {
 		}
 	}
 	v.near = momentsOf(&g.move, func(k int) bool { return near[k] })
-	if v.m.mass > 0 {
-		v.disc = momentsOf(&g.move, func(k int) bool {
-			x, y := cellXY(k)
-			return (x-v.m.x)*(x-v.m.x)+(y-v.m.y)*(y-v.m.y) < discRadius*discRadius
-		})
-	}
+	v.disc = g.disc(v.m)
 	return v
 }
 
@@ -345,7 +369,8 @@ func (f *vec) flag(b bool) {
 
 // hueView: present, mass, centroid, spread, blob count, the two largest
 // blobs' masses, the motion near the hue's cells and within discRadius of
-// its centroid, and the offsets of both from the centroid.
+// its centroid, and the offsets of both from the centroid; then the most
+// moving blob's mass, motion and motion offset.
 func (f *vec) hueView(v hueView, present bool) {
 	f.flag(present && v.m.mass > 0)
 	var b0, b1 float64
@@ -358,6 +383,9 @@ func (f *vec) hueView(v hueView, present bool) {
 	f.addf(v.m.mass/4, v.m.x, v.m.y, v.m.sx, v.m.sy, float64(len(v.blobs))/5, b0/4, b1/4, v.near.mass/4, v.disc.mass/4)
 	f.offset(v.near, v.m)
 	f.offset(v.disc, v.m)
+	mb, _ := moving(v.blobs)
+	f.addf(mb.m.mass/4, mb.disc.mass/4)
+	f.offset(mb.disc, mb.m)
 }
 
 // offset is the motion centroid's offset from a centroid, 0 without motion.
@@ -370,7 +398,7 @@ func (f *vec) offset(motion, from moments) {
 }
 
 // blob: hue one-hot, whether it is of an asked hue, mass, centroid, spread,
-// cells, peak, fill, detail, and the motion offset around it.
+// cells, peak, fill, detail, and the motion around it and its offsets.
 func (f *vec) blob(b blob, a, c int) {
 	for h := range numHues {
 		f.flag(b.hue == h)
@@ -382,6 +410,7 @@ func (f *vec) blob(b blob, a, c int) {
 	if n > 0 {
 		fill = b.m.mass / n
 	}
-	f.addf(b.m.mass/4, b.m.x, b.m.y, b.m.sx, b.m.sy, n/9, b.peak, fill, b.det/4, b.near.mass/4)
+	f.addf(b.m.mass/4, b.m.x, b.m.y, b.m.sx, b.m.sy, n/9, b.peak, fill, b.det/4, b.near.mass/4, b.disc.mass/4)
 	f.offset(b.near, b.m)
+	f.offset(b.disc, b.m)
 }

@@ -13,8 +13,10 @@ import (
 //	counting   the number of blobs of the asked hue
 //	spatial    the asked hues' centroids compared as the relation states
 //	geometric  the asked hue with more mass
-//	tracking   the direction of the motion within two cells of the asked
-//	           hue's centroid, from the centroid, along its larger component
+//	tracking   among the asked hue's blobs the one with the most motion
+//	           within two cells of its centroid (the tracked object moves, a
+//	           look-alike may not): the direction of that motion's centroid
+//	           from the blob's, along its larger component
 func rule(g *glance) string {
 	a, b := askedHue(g.colour), askedHue(g.colour2)
 	switch env.Family(g.family) {
@@ -43,11 +45,11 @@ func rule(g *glance) string {
 		if a < 0 {
 			return ""
 		}
-		v := g.hue(a)
-		if v.disc.mass <= 0 {
+		b, ok := moving(g.blobs(a))
+		if !ok {
 			return ""
 		}
-		return direction(v.disc.x-v.m.x, v.disc.y-v.m.y)
+		return direction(b.disc.x-b.m.x, b.disc.y-b.m.y)
 	}
 	return ""
 }
