@@ -64,9 +64,9 @@ class ServeTest(unittest.TestCase):
             raise RuntimeError("pixelis serve did not start: %r %s" % (line, cls.proc.stderr.read()))
         cls.url = m.group(1)
         cls.client = Client(cls.url, token=cls.token)
-        # In-process play by the CLI: the CoTA records of 24 validation tasks.
-        out = os.path.join(cls.tmp.name, "val.jsonl")
-        subprocess.run([cls.bin, "data", "gen", "--config", "smoke", "--split", "val", "--n", "24", "--out", out],
+        # In-process play by the CLI: the CoTA records of 24 training tasks.
+        out = os.path.join(cls.tmp.name, "train.jsonl")
+        subprocess.run([cls.bin, "data", "gen", "--config", "smoke", "--split", "train", "--n", "24", "--out", out],
                        check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             cls.samples = [json.loads(line) for line in f if line.strip()]
@@ -116,11 +116,11 @@ class ServeTest(unittest.TestCase):
         for sample in expert:
             i = sample["index"]
             with self.subTest(task=sample["sample_id"]):
-                with self.client.new_episode(split="val", index=i) as ep:
+                with self.client.new_episode(split="train", index=i) as ep:
                     self.assertEqual(ep.task["question"], sample["question"])
                     self.assertEqual(ep.task["family"], sample["task_type"])
                     self.assertNotIn("finish", ep.state)
-                    plan = self.client.expert(split="val", index=i)
+                    plan = self.client.expert(split="train", index=i)
                     self.assertEqual(len(plan["actions"]), len(sample["trajectory"]))
                     for a, want in zip(plan["actions"], sample["trajectory"]):
                         self.assertEqual(a["op"], want["action"])
@@ -140,8 +140,8 @@ class ServeTest(unittest.TestCase):
     def test_action_indices(self):
         # The discrete action space plays the same episode as named operations.
         spec = self.client.spec()
-        plan = self.client.expert(split="val", index=1)
-        with self.client.new_episode(split="val", index=1) as ep:
+        plan = self.client.expert(split="train", index=1)
+        with self.client.new_episode(split="train", index=1) as ep:
             for a in plan["actions"]:
                 self.assertGreaterEqual(a["index"], 0)
                 self.assertLess(a["index"], spec["action_space"]["size"])
@@ -149,7 +149,7 @@ class ServeTest(unittest.TestCase):
             self.assertTrue(step["finish"]["correct"])
 
     def test_bad_requests_name_the_field(self):
-        with self.client.new_episode(split="val", index=0) as ep:
+        with self.client.new_episode(split="train", index=0) as ep:
             for action, field in [({"op": "SEGMENT_OBJECT_AT", "x": 3}, "y"),
                                   ({"op": "ANSWER"}, "answer"),
                                   ({"op": "FLY"}, "op"),
@@ -164,11 +164,11 @@ class ServeTest(unittest.TestCase):
             self.client.episode(ep.id)
         self.assertEqual(cm.exception.status, 404)
         with self.assertRaises(PixelisError) as cm:
-            self.client.create_episode(split="val", index=0, family="text_extraction")
+            self.client.create_episode(split="train", index=0, family="text_extraction")
         self.assertEqual((cm.exception.status, cm.exception.field), (400, "family"))
 
     def test_images(self):
-        with self.client.new_episode(split="val", index=1) as ep:
+        with self.client.new_episode(split="train", index=1) as ep:
             w, h, ch, pix = decode_png(ep.frame_png(0))
             self.assertEqual((w, h, ch), (128, 128, 3))
             w, h, ch, view = decode_png(ep.view_png())
@@ -178,7 +178,7 @@ class ServeTest(unittest.TestCase):
                 self.assertEqual(hashlib.sha256(pix).hexdigest(), ref["frames_rgb_sha256"][0])
                 self.assertEqual(hashlib.sha256(view).hexdigest(), ref["view_rgb_sha256"])
             # After ZOOM_IN the view is the zoomed region, here enlarged to 256 pixels.
-            for a in self.client.expert(split="val", index=1)["actions"][:2]:
+            for a in self.client.expert(split="train", index=1)["actions"][:2]:
                 ep.step(index=a["index"])
             data, region = self.client.view_png_with_region(ep.id, size=256)
             self.assertNotEqual(region, (0, 0, 128, 128))

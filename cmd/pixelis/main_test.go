@@ -47,6 +47,7 @@ func TestUsageErrorsExitTwoWithoutStackTrace(t *testing.T) {
 		{"resume nothing", []string{"resume", filepath.Join(dir, "nope")}, "is not a pixelis run directory"},
 		{"bad seed", []string{"sft", "--seed", "x"}, `--seed "x": must be a non-negative integer`},
 		{"bad flag", []string{"sft", "--bogus"}, "flag provided but not defined: -bogus"},
+		{"held-out expert without a reason", []string{"serve", "--heldout-expert", "yes"}, `--heldout-expert "yes": say why`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

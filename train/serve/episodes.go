@@ -254,6 +254,10 @@ func (s *Server) handleTrajectory(w http.ResponseWriter, r *http.Request) {
 	defer e.mu.Unlock()
 	traj := e.env.Trajectory()
 	if format == "cota" {
+		if err := s.heldOut(e.task); err != nil {
+			writeError(w, err)
+			return
+		}
 		if !e.env.Done() {
 			writeError(w, errorf(http.StatusConflict, "format", "a CoTA record holds the ground truth: finish the episode first"))
 			return
@@ -281,6 +285,10 @@ func (s *Server) handleExpert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := s.task(rt)
+	if err := s.heldOut(t); err != nil {
+		writeError(w, err)
+		return
+	}
 	ep := s.pool.Get().(*env.Episode)
 	defer s.pool.Put(ep)
 	acts := env.SolveIn(ep, t) // in an episode with the server's budgets, as pixelis data gen
@@ -291,6 +299,15 @@ func (s *Server) handleExpert(w http.ResponseWriter, r *http.Request) {
 		out.Actions = append(out.Actions, actionOut(a))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// heldOut refuses the expert's trajectory or a CoTA record of a validation or
+// test task unless the server was started to hand them out (Options.HeldOutExpert).
+func (s *Server) heldOut(t *env.Task) *apiError {
+	if t.Split == env.Train || s.opt.HeldOutExpert != "" {
+		return nil
+	}
+	return errorf(http.StatusForbidden, "split", "task %s is of the %s split: this server hands out expert trajectories and CoTA records of training tasks only, so that no client trains on the tasks it is scored on (start it with --heldout-expert WHY to allow them)", t.ID, t.Split)
 }
 
 // finish is what an ended episode reveals.

@@ -52,7 +52,8 @@ type spec struct {
 		GridSize   int `json:"grid_size"`
 		CellPixels int `json:"cell_pixels"`
 	} `json:"geometry"`
-	Limits struct {
+	Observation env.ObsLayout `json:"observation"` // the coarse view and state pixelis's policy reads
+	Limits      struct {
 		MaxSteps int `json:"max_steps"`
 		OpCap    int `json:"op_cap"`
 		Frames   int `json:"frames"`
@@ -83,6 +84,7 @@ type spec struct {
 		MaxScorers   int     `json:"max_scorers"`
 		IdleTimeoutS float64 `json:"idle_timeout_s"`
 		MaxItems     int     `json:"max_score_items"`
+		HeldOut      string  `json:"heldout_expert,omitempty"` // why val/test expert data is handed out; absent: refused
 	} `json:"server"`
 }
 
@@ -105,6 +107,7 @@ func (s *Server) handleSpec(w http.ResponseWriter, r *http.Request) {
 		sp.Splits = append(sp.Splits, i.String())
 	}
 	sp.Geometry.SourceSize, sp.Geometry.ViewSize, sp.Geometry.GridSize, sp.Geometry.CellPixels = env.SourceSize, env.ViewSize, env.GridSize, env.CellPixels
+	sp.Observation = env.Layout()
 	sp.Limits.MaxSteps, sp.Limits.OpCap, sp.Limits.Frames = s.envCfg.MaxSteps, s.envCfg.OpCap, s.envCfg.Frames
 	for op := env.Op(0); op < env.NumOps; op++ {
 		o := opDocs[op]
@@ -135,5 +138,6 @@ func (s *Server) handleSpec(w http.ResponseWriter, r *http.Request) {
 	}
 	sv := &sp.Server
 	sv.MaxEpisodes, sv.MaxScorers, sv.IdleTimeoutS, sv.MaxItems = s.opt.MaxEpisodes, s.opt.MaxScorers, s.opt.IdleTimeout.Seconds(), maxScoreItems
+	sv.HeldOut = s.opt.HeldOutExpert
 	writeJSON(w, http.StatusOK, sp)
 }
