@@ -6,8 +6,11 @@ import "fmt"
 // measures. It changes whenever a feature is added, removed, moved or made to
 // measure something else, so that a network trained on one observation is
 // never fed another (checkpoint manifests record it; pixelis serve publishes
-// it with the layout).
-const ObsVersion = 1
+// it with the layout). Version 2: a video's cells show all its frames at
+// once (the same forwards and backwards), and detail is counted by class so
+// that a look-alike shows exactly the object's; version 1 had a video's first
+// frame with its motion, and detail by colour steps.
+const ObsVersion = 2
 
 // FeatureGroup is a named run of floats of the observation's global block.
 type FeatureGroup struct {

@@ -11,12 +11,16 @@ import (
 // The coarse view says where to look, never the answer: it sees hues, not
 // colours (each hue is a pair of neighbouring palette colours that look alike
 // at this resolution: red/orange, yellow/green, cyan/blue, purple/magenta),
-// how much of each cell is foreground, where fine detail and motion are, and
-// nothing of shape. Exact colour, shape, text and motion come only from
-// operations. How often a guess from it is right is measured per family by
-// `pixelis data probe` (README: "The pixel world").
+// how much of each cell is foreground, where fine detail (label ink) is, and
+// nothing of shape. A video's cells show all its frames at once, and where
+// pixels change between the first and the last frame: the view is the same
+// played forwards or backwards, so it shows what moves but not which way.
+// Exact colour, shape, text and direction come only from operations. How
+// often a guess from it is right is measured per family by the adversarial
+// probe of `pixelis data probe` (README: "The no-tool baseline").
 //
-// Global block (GlobalFeatures floats), in order:
+// The global block is written group by group of the layout in layout.go
+// (Layout, which pixelis serve publishes), in order:
 //
 //	family one-hot (6) · ask one-hot (7) · asked colour (8), shape (4),
 //	second colour (8), second shape (4), relation (4) · video flag, frames/8 ·
@@ -32,14 +36,15 @@ import (
 //	larger than the second: ±1) · whole view: foreground share, hue shares (4) ·
 //	last mask box (4).
 //
-// Cell rows (CellFeatures floats each, row-major cells of the current view):
+// Cell rows (CellFeatures floats each, row-major cells of the current view;
+// a video's static features are means over its frames):
 //
 //	0-3   share of the cell's foreground pixels in each hue
 //	4     foreground share
-//	5     fine detail: sharp colour changes inside objects (labels make them)
-//	6     motion: share of pixels that change sharply by the last frame
-//	7     share of the foreground already covered by a segmented object
-//	8     share of the foreground inside the last mask
+//	5     fine detail: changes between label ink and an object's hue inside objects
+//	6     motion: share of pixels whose class differs between the first and the last frame
+//	7     share of the (first frame's) foreground already covered by a segmented object
+//	8     share of the (first frame's) foreground inside the last mask
 //	9     share of the foreground in the asked colour's hue
 //	10    share of the foreground in the second asked colour's hue
 //	11    view is zoomed (copied into every row for the shared cell scorer)
@@ -53,9 +58,6 @@ const (
 	// must lie to count as foreground: blends of an object's edge with the
 	// background below it count as background.
 	fgShare = 0.4
-	// detailDiff is the L1 RGB step between two object pixels that counts
-	// as fine detail; object noise stays far below it.
-	detailDiff = 90
 )
 
 // Indices into a cell row.
@@ -81,12 +83,13 @@ type obsCache struct {
 	// staticView is the current view's analysis: the task's shared copy
 	// (Task.views), or spare when the task keeps no more views.
 	*staticView
-	spare   *staticView
-	other   []uint8 // view of the last frame, for motion
-	masks   bool
-	seg     [NumCells]float32
-	last    [NumCells]float32
-	askLeft int
+	spare      *staticView
+	other      []uint8                     // a later frame's view, for a video's cells
+	otherClass *[ViewSize * ViewSize]uint8 // its pixels' classes
+	masks      bool
+	seg        [NumCells]float32
+	last       [NumCells]float32
+	askLeft    int
 	// layoutBad records that the last Observe wrote a group of the global
 	// block with more or fewer floats than the layout gives it.
 	layoutBad bool
@@ -187,60 +190,7 @@ func (e *Episode) ensureStatic() {
 	}
 	c.spare = nil
 	c.staticView = sv
-	sv.region = e.region
-	view := e.currentView()
-	for i := range c.class {
-		c.class[i] = classify(view, i, e.bg)
-	}
-	c.cell = [NumCells][cellStatic]float32{}
-	c.fg = [NumCells]int{}
-	c.global = [1 + NumHues]float32{}
-	var hues [NumCells][NumHues]int
-	var detail [NumCells]int
-	fgAll := 0
-	for i, k := range c.class {
-		if k == classBackground {
-			continue
-		}
-		cell := cellOf(i)
-		c.fg[cell]++
-		fgAll++
-		if k < classInk {
-			hues[cell][k]++
-			c.global[1+k]++
-		}
-		// Detail: a sharp step to the right or below, between two pixels
-		// that are both well inside the foreground.
-		if e.interior(i) {
-			for _, j := range [2]int{i + 1, i + ViewSize} {
-				if (j == i+1 && i%ViewSize == ViewSize-1) || j >= len(c.class) || !e.interior(j) {
-					continue
-				}
-				if l1(view, i, j) > detailDiff {
-					detail[cell]++
-				}
-			}
-		}
-	}
-	motion := e.motion()
-	const px = CellPixels * CellPixels
-	for k := range NumCells {
-		f := &c.cell[k]
-		if n := c.fg[k]; n > 0 {
-			for h := range NumHues {
-				f[cellHue+h] = float32(hues[k][h]) / float32(n)
-			}
-		}
-		f[cellFg] = float32(c.fg[k]) / px
-		f[cellDetail] = min(float32(detail[k])/8, 1)
-		f[cellMotion] = motion[k]
-	}
-	c.global[0] = float32(fgAll) / (ViewSize * ViewSize)
-	if fgAll > 0 {
-		for h := range NumHues {
-			c.global[1+h] /= float32(fgAll)
-		}
-	}
+	e.analyse(sv)
 	if shared, ok := e.task.views.put(sv); ok {
 		c.staticView = shared
 	} else {
@@ -248,45 +198,111 @@ func (e *Episode) ensureStatic() {
 	}
 }
 
+// viewCounts are a view's pixel counts per cell: foreground, per hue, and
+// fine-detail steps.
+type viewCounts struct {
+	fg     [NumCells]int
+	hues   [NumCells][NumHues]int
+	detail [NumCells]int
+}
+
+// analyse fills sv with the coarse view of the episode's region. A video's
+// cells show every frame at once, each feature the mean over the frames,
+// and motion as the pixels whose class differs between the first and the
+// last frame: the view is the same played forwards or backwards, so it shows
+// where things move but not which way (only TRACK_OBJECT tells). sv.class
+// and sv.fg are the first frame's, which the operations act on.
+func (e *Episode) analyse(sv *staticView) {
+	c := &e.obs
+	sv.region = e.region
+	frames := e.task.Frames
+	var sum viewCounts
+	sv.fg = [NumCells]int{}
+	e.countView(e.currentView(), &sv.class, &sum)
+	sv.fg = sum.fg
+	var motion [NumCells]int
+	if len(frames) > 1 {
+		if c.other == nil {
+			c.other = make([]uint8, ViewSize*ViewSize*3)
+			c.otherClass = new([ViewSize * ViewSize]uint8)
+		}
+		for f := 1; f < len(frames); f++ {
+			resample(c.other, frames[f].Pix, e.region)
+			e.countView(c.other, c.otherClass, &sum)
+		}
+		for i, k := range sv.class { // c.otherClass is the last frame's
+			if c.otherClass[i] != k {
+				motion[cellOf(i)]++
+			}
+		}
+	}
+	n := float32(len(frames))
+	const px = CellPixels * CellPixels
+	sv.cell = [NumCells][cellStatic]float32{}
+	sv.global = [1 + NumHues]float32{}
+	fgAll := 0
+	for k := range NumCells {
+		f := &sv.cell[k]
+		if fg := sum.fg[k]; fg > 0 {
+			for h := range NumHues {
+				f[cellHue+h] = float32(sum.hues[k][h]) / float32(fg)
+				sv.global[1+h] += float32(sum.hues[k][h])
+			}
+		}
+		fgAll += sum.fg[k]
+		f[cellFg] = float32(sum.fg[k]) / px / n
+		f[cellDetail] = min(float32(sum.detail[k])/8/n, 1)
+		f[cellMotion] = float32(motion[k]) / px
+	}
+	sv.global[0] = float32(fgAll) / (ViewSize * ViewSize) / n
+	if fgAll > 0 {
+		for h := range NumHues {
+			sv.global[1+h] /= float32(fgAll)
+		}
+	}
+}
+
+// countView classifies every pixel of view into class and adds its counts
+// to sum.
+func (e *Episode) countView(view []uint8, class *[ViewSize * ViewSize]uint8, sum *viewCounts) {
+	for i := range class {
+		class[i] = classify(view, i, e.bg)
+	}
+	for i, k := range class {
+		if k == classBackground {
+			continue
+		}
+		cell := cellOf(i)
+		sum.fg[cell]++
+		if k < classInk {
+			sum.hues[cell][k]++
+		}
+		// Detail: a change of class (label ink against an object's hue) to
+		// the right or below, between two pixels that are both well inside
+		// the foreground. By class, not by colour, so a look-alike's edges
+		// show the same detail as the object's.
+		if interior(class, i) {
+			for _, j := range [2]int{i + 1, i + ViewSize} {
+				if (j == i+1 && i%ViewSize == ViewSize-1) || j >= len(class) || !interior(class, j) {
+					continue
+				}
+				if class[j] != k {
+					sum.detail[cell]++
+				}
+			}
+		}
+	}
+}
+
 // interior: the pixel and its four neighbours are all foreground, so object
 // edges (blended with the background) do not count as detail.
-func (e *Episode) interior(i int) bool {
-	cl := &e.obs.class
+func interior(cl *[ViewSize * ViewSize]uint8, i int) bool {
 	x, y := i%ViewSize, i/ViewSize
 	if x == 0 || y == 0 || x == ViewSize-1 || y == ViewSize-1 {
 		return false
 	}
 	return cl[i] != classBackground && cl[i-1] != classBackground && cl[i+1] != classBackground &&
 		cl[i-ViewSize] != classBackground && cl[i+ViewSize] != classBackground
-}
-
-func l1(view []uint8, i, j int) int {
-	a, b := i*3, j*3
-	return abs(int(view[a])-int(view[b])) + abs(int(view[a+1])-int(view[b+1])) + abs(int(view[a+2])-int(view[b+2]))
-}
-
-// motion is, per cell, the share of view pixels whose class (background, ink
-// or hue) differs between the first and the last frame over the same region.
-func (e *Episode) motion() [NumCells]float32 {
-	var m [NumCells]float32
-	frames := e.task.Frames
-	if len(frames) < 2 {
-		return m
-	}
-	c := &e.obs
-	if c.other == nil {
-		c.other = make([]uint8, ViewSize*ViewSize*3)
-	}
-	resample(c.other, frames[len(frames)-1].Pix, e.region)
-	for i, k := range c.class {
-		if classify(c.other, i, e.bg) != k {
-			m[cellOf(i)]++
-		}
-	}
-	for k := range m {
-		m[k] /= CellPixels * CellPixels
-	}
-	return m
 }
 
 func (e *Episode) ensureMasks() {
