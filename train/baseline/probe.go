@@ -308,6 +308,14 @@ func majority(s []sample) string {
 	return best
 }
 
+// share formats an accuracy over n tasks, "—" when there are none.
+func share(v float64, n int) string {
+	if n == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
 // String renders the report as a table: every probe's test accuracy, then
 // the best probe by validation accuracy with its clear / look-alike split.
 func (r *Report) String() string {
@@ -331,7 +339,7 @@ func (r *Report) String() string {
 		if f.Shortcut {
 			kind = "shortcut"
 		}
-		fmt.Fprintf(&b, "  %-4s %6.3f %6.3f %10.3f  %s\n", f.Best.Probe, f.Best.Test, f.Best.Clear, f.Best.LookAlike, kind)
+		fmt.Fprintf(&b, "  %-4s %6.3f %6s %10s  %s\n", f.Best.Probe, f.Best.Test, share(f.Best.Clear, f.ClearTasks), share(f.Best.LookAlike, f.Tasks-f.ClearTasks), kind)
 	}
 	return b.String()
 }
