@@ -78,7 +78,8 @@ type Env struct {
 	// Confusion is the probability that a task is confusable from the coarse view, in [0, 1]: a
 	// referred object has a look-alike of the neighbouring palette colour in the scene (geometric
 	// comparison: the two areas are close), so a guess without operations is often wrong. Other
-	// tasks keep look-alikes out. Default 0.5.
+	// tasks keep look-alikes out. Spatial questions always have one, whatever this says (the
+	// coarse view would answer them otherwise). Default 0.5.
 	Confusion float64 `toml:"confusion"`
 	// Families are the task families generated, names from Families (no repeats). Default all six.
 	Families []string `toml:"families"`

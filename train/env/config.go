@@ -39,7 +39,7 @@ type Config struct {
 	// view: a referred object has a look-alike of the neighbouring palette
 	// colour in the scene (geometric comparison: the two areas are close), so
 	// a guess from the coarse view is often wrong. Other tasks keep every
-	// look-alike out.
+	// look-alike out. Spatial tasks always have one (askPair).
 	Confusion float64
 	// Families are the task families Generate cycles through.
 	Families []Family
