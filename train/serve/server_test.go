@@ -360,7 +360,7 @@ func TestImagesAreTheTasksPixels(t *testing.T) {
 	}{
 		{"/view.png?size=4", 400, "size"},
 		{"/view.png?size=big", 400, "size"},
-		{"/view.png?frame=1", 400, "frame"},
+		{"/view.png?frame=1", 404, "frame"},
 		{"/frames/1.png", 404, "k"},
 		{"/frames/x.png", 400, "k"},
 		{"/trajectory?format=xml", 400, "format"},
@@ -763,8 +763,8 @@ func TestHeldOutExpertData(t *testing.T) {
 	}
 	var sp spec
 	ts.json("GET", "/v1/spec", nil, &sp)
-	if sp.Server.HeldOut != "" || sp.Observation.Version != env.ObsVersion || sp.Observation.Width != env.ObsDim {
-		t.Errorf("spec: held-out %q, observation %+v", sp.Server.HeldOut, sp.Observation)
+	if l := sp.Observation.Coarse.Layout; sp.Server.HeldOut != "" || l.Version != env.ObsVersion || l.Width != env.ObsDim || len(l.Global) == 0 {
+		t.Errorf("spec: held-out %q, observation layout %+v", sp.Server.HeldOut, l)
 	}
 
 	const why = "scoring a client's imitation of held-out tasks"
