@@ -132,6 +132,16 @@ func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
 // live reports whether commands can reach a run.
 func (m *Model) live() bool { return m.feed != nil && m.feed.Live() }
 
+// notLive says why a command cannot reach the run: none listens here. A run
+// whose files say it is running trains elsewhere (a cluster job on its node,
+// whose control socket is out of this machine's reach).
+func notLive(s *telemetry.Snapshot) string {
+	if s != nil && s.State == telemetry.StateRunning {
+		return "no live run — read-only: its control socket does not answer here (a job on another machine takes commands only there)"
+	}
+	return "no live run — read-only"
+}
+
 // runActive reports whether the run has not ended (as far as we know).
 func runActive(s *telemetry.Snapshot) bool { return s == nil || !s.State.Ended() }
 
@@ -147,7 +157,7 @@ func (m *Model) command(c telemetry.Command) tea.Cmd {
 	case !runActive(m.snap):
 		return m.setStatus(fmt.Sprintf("the run is %s: it takes no commands", m.snap.State), true)
 	case !m.live():
-		return m.setStatus("no live run — read-only", true)
+		return m.setStatus(notLive(m.snap), true)
 	}
 	m.pending[commandIndex(c.Kind)] = true
 	m.status = ""
@@ -168,7 +178,7 @@ func (m *Model) sent(msg sentMsg) tea.Cmd {
 	m.pending[commandIndex(msg.kind)] = false
 	text := fmt.Sprintf("%s: %v", msg.kind, msg.err)
 	if errors.Is(msg.err, telemetry.ErrNotLive) {
-		text = "no live run — read-only"
+		text = notLive(m.snap)
 	}
 	cmd := m.setStatus(text, true)
 	if m.quitAfterAck {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/pixelis/pixelis/internal/crash"
+	"github.com/pixelis/pixelis/train/experiment"
 )
 
 // Exit codes.
@@ -169,6 +170,10 @@ func report(w io.Writer, name string, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the flag set printed the usage
 		return exitOK
 	}
+	if errors.Is(err, errRequeue) {
+		fmt.Fprintf(w, "pixelis %s: %v\n", name, err)
+		return experiment.ExitRequeue
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(w, "pixelis %s: %s\n", name, indentLines(ue.Error()))
@@ -188,6 +193,11 @@ func indentLines(s string) string {
 	}
 	return "\n  " + strings.ReplaceAll(s, "\n", "\n  ")
 }
+
+// errRequeue: the run stopped with a checkpoint on SIGUSR2, a Slurm job's
+// warning before its time limit, and asks to be requeued (exit
+// experiment.ExitRequeue); its job script requeues the job.
+var errRequeue = errors.New("stopped with a checkpoint on SIGUSR2, for a requeue: the job resumes where it stopped")
 
 // usageError marks errors caused by the user's input (flags, arguments, config):
 // exit code 2, no stack trace.

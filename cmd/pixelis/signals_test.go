@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,4 +162,43 @@ func TestSecondSIGTERMStopsAtOnce(t *testing.T) {
 		t.Errorf("stderr:\n%s", errOut)
 	}
 	noStack(t, errOut.String())
+}
+
+// SIGUSR2 (a Slurm job's warning before its time limit) stops the run with a
+// checkpoint and exit code 75; a SIGTERM after it (the time limit itself) is
+// not a second stop; the resumed run ends with the uninterrupted run's
+// metrics at every step.
+func TestSIGUSR2StopsForRequeue(t *testing.T) {
+	bin := binary(t)
+	args := []string{"--no-tui", "--config", "smoke", "--set", "rft.steps=60"}
+	whole := filepath.Join(t.TempDir(), "whole")
+	if out, err := exec.Command(bin, append([]string{"run", "--run-dir", whole}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd, out, errOut, done := started(t, bin, append([]string{"run", "--run-dir", dir}, args...)...)
+	waitFile(t, "an RFT step", filepath.Join(dir, "metrics.jsonl"), `"phase":"rft"`)
+	cmd.Process.Signal(syscall.SIGUSR2)
+	waitFile(t, "the stop", filepath.Join(dir, "console.log"), "SIGUSR2")
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code := exitCode(<-done); code != 75 {
+		t.Fatalf("exit %d, want 75\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut.String(), "stopped with a checkpoint on SIGUSR2") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+	if b, err := exec.Command(bin, "resume", dir, "--no-tui").CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, b)
+	}
+	want, got := readMetrics(t, whole), readMetrics(t, dir)
+	if len(got) != len(want) {
+		t.Fatalf("%d steps recorded, uninterrupted %d", len(got), len(want))
+	}
+	for step, w := range want {
+		for k, v := range w {
+			if fmt.Sprint(got[step][k]) != fmt.Sprint(v) {
+				t.Fatalf("step %d %s = %v, uninterrupted %v", step, k, got[step][k], v)
+			}
+		}
+	}
 }

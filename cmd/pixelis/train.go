@@ -24,6 +24,7 @@ import (
 	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/experiment"
 	"github.com/pixelis/pixelis/train/telemetry"
 	"github.com/pixelis/pixelis/train/telemetry/tb"
 	"github.com/pixelis/pixelis/tui"
@@ -71,6 +72,8 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	if name == "run" {
 		fs.StringVar(&phaseList, "phases", "sft,rft,test", "the phases to run, some of sft, rft, test in that order")
 	}
+	var sub slurmSubmit
+	sub.register(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -124,6 +127,9 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		if _, err := train.LoadPolicy(cfg, init); err != nil {
 			return usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
 		}
+	}
+	if sub.on() {
+		return sub.submit(ctx, io, name, args, runDir, phases)
 	}
 	where := "run.dir"
 	if cf.runDir != "" {
@@ -335,13 +341,16 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 	}()
 
 	// SIGUSR1 checkpoints; SIGINT/SIGTERM stop with a checkpoint (exit 0); a
-	// second one stops at once. SIGHUP is the console's: it stops drawing and
-	// the run goes on headless into console.log.
+	// second one stops at once. SIGUSR2 is a Slurm job's warning before its
+	// time limit: stop with a checkpoint and exit ExitRequeue (a stop signal
+	// after it is not a second one). SIGHUP is the console's: it stops
+	// drawing and the run goes on headless into console.log.
 	finished := make(chan struct{})
 	defer close(finished)
 	var forced atomic.Pointer[string] // the signal that stopped the run at once
+	var requeue atomic.Bool           // SIGUSR2 asked for the stop
 	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	if !useTUI {
 		signal.Ignore(syscall.SIGHUP)
@@ -355,6 +364,13 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 			case s := <-sig:
 				if s == syscall.SIGUSR1 {
 					trySend(cmds, telemetry.Command{Kind: telemetry.CmdCheckpoint})
+					continue
+				}
+				if s == syscall.SIGUSR2 {
+					if !requeue.Swap(true) {
+						requestStop()
+						fmt.Fprintf(plainOut, "SIGUSR2: the job's time is nearly up: stopping with a checkpoint, to be requeued (exit %d)\n", experiment.ExitRequeue)
+					}
 					continue
 				}
 				stops++
@@ -436,6 +452,8 @@ func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Opti
 	}
 	var ce *crash.Error
 	switch {
+	case errors.Is(err, train.ErrStopped) && requeue.Load():
+		return errRequeue
 	case errors.Is(err, train.ErrStopped):
 		return nil
 	case forced.Load() != nil && runCtx.Err() != nil:

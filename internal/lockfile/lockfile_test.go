@@ -71,3 +71,26 @@ func TestLockEndsWithProcess(t *testing.T) {
 	}
 	l.Release()
 }
+
+func TestHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".lock")
+	if h, err := Holder(path); h != nil || err != nil {
+		t.Fatalf("no file: %v %v", h, err)
+	}
+	l, err := Acquire(path, "pixelis run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	h, err := Holder(path)
+	if err != nil || h == nil || h.PID != os.Getpid() || h.Note != "pixelis run" {
+		t.Fatalf("held: %+v %v", h, err)
+	}
+	l.Release()
+	if h, err := Holder(path); h != nil || err != nil {
+		t.Fatalf("released: %v %v", h, err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Errorf("Holder changed the file: %q → %q", before, after)
+	}
+}
