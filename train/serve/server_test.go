@@ -766,6 +766,16 @@ func TestHeldOutExpertData(t *testing.T) {
 	if l := sp.Observation.Coarse.Layout; sp.Server.HeldOut != "" || l.Version != env.ObsVersion || l.Width != env.ObsDim || len(l.Global) == 0 {
 		t.Errorf("spec: held-out %q, observation layout %+v", sp.Server.HeldOut, l)
 	}
+	// A session's answers name the observation version of their coarse floats.
+	var ep episodeView
+	ts.json("POST", "/v1/episodes", map[string]any{"split": "train", "index": 1}, &ep)
+	var vec vectorView
+	ts.json("POST", "/v1/vectors", map[string]any{"n": 2, "split": "train"}, &vec)
+	for what, o := range map[string]obsSpace{"episode": ep.Observation, "vector": vec.Observation, "spec default": sp.Observation.Default} {
+		if o.Coarse == nil || o.Coarse.Version != sp.Observation.Coarse.Layout.Version || o.Coarse.Shape[0] != sp.Observation.Coarse.Layout.Width {
+			t.Errorf("%s observation %+v, want the coarse view of the spec's layout (version %d, width %d)", what, o.Coarse, env.ObsVersion, env.ObsDim)
+		}
+	}
 
 	const why = "scoring a client's imitation of held-out tasks"
 	open := newTestServer(t, cfg, Options{HeldOutExpert: why})
