@@ -65,6 +65,9 @@ KINDS = ("checkpoint", "pause", "resume", "evaluate", "stop", "stage")
 log = logging.getLogger(__name__)
 
 
+_NO_NEWS = {"commands": [], "connected": True, "stage": None}  # a step boundary without news
+
+
 class Refused(RuntimeError):
     """pixelis refused the handshake (its `refused` line's reason)."""
 
@@ -335,12 +338,24 @@ class Run:
         return {"commands": cmds, "connected": ch.connected, "stage": ch.take_stage()}
 
     def _exchange(self, payload):
-        """The holder's payload, on every rank (broadcast under torch.distributed)."""
+        """The holder's payload, on every rank (broadcast under torch.distributed).
+        Most steps bring nothing: then one collective of one number says so,
+        and only a step with news pickles and broadcasts the payload."""
         td = _dist()
         if td is None or td.get_world_size() == 1:
             return payload
+        torch = sys.modules["torch"]
+        device = None
+        if td.get_backend() == "nccl":  # NCCL's collectives take tensors on the rank's GPU
+            device = torch.device("cuda", torch.cuda.current_device())
+        news = torch.zeros(1, dtype=torch.int64, device=device)
+        if self.rank == self.channel_rank and payload != _NO_NEWS:
+            news += 1
+        td.broadcast(news, src=self.channel_rank)
+        if not news.item():
+            return _NO_NEWS
         box = [payload]
-        td.broadcast_object_list(box, src=self.channel_rank)
+        td.broadcast_object_list(box, src=self.channel_rank, **({"device": device} if device is not None else {}))
         return box[0]
 
     def _apply(self, payload):
