@@ -95,6 +95,7 @@ def main():
     ap.add_argument("--steps", type=int, default=100, help="steps per round (10 a second)")
     ap.add_argument("--step-seconds", type=float, default=0.1)
     ap.add_argument("--ranks", type=int, default=1, help="processes under torchrun (gloo, CPU)")
+    ap.add_argument("--boundary-every", type=int, default=1, help="connect(boundary_every=): a collective every k steps")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
@@ -140,7 +141,7 @@ def torchrun(path, args):
     flags = ["--redirects", "9:1", "--tee", "9:1"] if Std.from_str("0") is None else []  # see the README
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(args.ranks), *flags,
            os.path.abspath(__file__), "--worker", "--rounds", str(args.rounds), "--steps", str(args.steps),
-           "--step-seconds", str(args.step_seconds)]
+           "--step-seconds", str(args.step_seconds), "--boundary-every", str(args.boundary_every)]
     env = dict(os.environ, PIXELIS_CHANNEL=path, OMP_NUM_THREADS="1")
     subprocess.run(cmd, env=env, check=True)
 
@@ -153,7 +154,7 @@ def measure(path, args, n, who):
     for r in range(args.rounds):
         for mode in (("channel", "none") if r % 2 == 0 else ("none", "channel")):
             run = sdk.connect(components=["final", "cost"], reports=["episodes", "successes"],
-                              channel=path if mode == "channel" else "")
+                              channel=path if mode == "channel" else "", boundary_every=args.boundary_every)
             cpu, over, cpu_in, wall = one_round(run, args.steps, n)
             dropped = run.dropped
             run.close()
@@ -170,6 +171,7 @@ def measure(path, args, n, who):
     wall = sorted(in_loop["channel"][1])
     summary = {
         "steps_per_round": args.steps, "rounds": args.rounds, "metrics_per_step": METRICS,
+        "boundary_every": args.boundary_every,
         "cpu_per_step_ms": {"channel": round(ch * 1e3, 3), "none": round(none * 1e3, 3)},
         "cost_pct": round(100 * cost, 3),
         "channel_cpu_per_step_us": round(extra * 1e6, 1),

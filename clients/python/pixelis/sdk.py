@@ -156,7 +156,7 @@ def _rank_and_size():
 
 
 def connect(components=(), reports=(), config=None, default_weights=None, *, total_steps=None, channel=None,
-            channel_rank=0, queue_size=QUEUE_SIZE, timeout=CONNECT_TIMEOUT_S):
+            channel_rank=0, boundary_every=1, queue_size=QUEUE_SIZE, timeout=CONNECT_TIMEOUT_S):
     """The run's channel to pixelis, or a Run that does nothing outside
     `pixelis launch` (no PIXELIS_CHANNEL).
 
@@ -167,11 +167,14 @@ def connect(components=(), reports=(), config=None, default_weights=None, *, tot
     under launch (or when pixelis runs no curriculum); total_steps: the step
     budget the console's header shows. Only the rank channel_rank
     connects; under torch.distributed, connect() is a collective (all ranks
-    start from the holder's stage). Raises Refused when pixelis refuses the
+    start from the holder's stage). boundary_every=k makes only every k-th
+    step_boundary() call meet the other ranks (the others return [] at
+    once): commands then wait up to k steps, and the collective costs a
+    k-th. Raises Refused when pixelis refuses the
     handshake, OSError when the socket cannot be reached.
     """
     return Run(components, reports, config, default_weights, total_steps=total_steps, channel=channel,
-               channel_rank=channel_rank, queue_size=queue_size, timeout=timeout)
+               channel_rank=channel_rank, boundary_every=boundary_every, queue_size=queue_size, timeout=timeout)
 
 
 class Run:
@@ -179,7 +182,7 @@ class Run:
     outside it. Made by connect()."""
 
     def __init__(self, components, reports, config, default_weights, *, total_steps, channel, channel_rank,
-                 queue_size, timeout):
+                 boundary_every, queue_size, timeout):
         self.components = [str(c) for c in components]
         self.reports = [str(r) for r in reports]
         weights = dict(default_weights or {})
@@ -187,6 +190,8 @@ class Run:
         self.stage = Stage(0, "default", weights)
         self.rank, self.world_size = _rank_and_size()
         self.channel_rank = channel_rank
+        self.boundary_every = max(1, int(boundary_every))
+        self._boundaries = 0  # step_boundary calls so far
         self.run_dir = os.environ.get(RUN_DIR_ENV)
         self.paused = False
         self.resume = None  # {"step", "checkpoint"} when `pixelis resume` restarted the trainer
@@ -309,6 +314,9 @@ class Run:
         evaluate and stop are for the trainer to carry out and ack().
         Outside launch it returns [] at once and is no collective."""
         if not self.active:
+            return []
+        self._boundaries += 1
+        if (self._boundaries - 1) % self.boundary_every and not self.paused:
             return []
         out = []
         while True:
@@ -453,21 +461,20 @@ def training_loop(run, train_step, steps, *, save=None, evaluate=None, start=0):
 
     train_step(step, stage) runs one step and returns its metrics (logged);
     save(step) writes a checkpoint and returns its path; evaluate(step)
-    returns metrics (logged). Commands: checkpoint → save, evaluate →
-    evaluate, stop → save when asked, then the loop ends; pause and stages
-    are handled by run.step_boundary. Returns "done" after the last step
-    (run.done() is called) or "stopped" (a stop command; no done()).
+    returns metrics (logged at that step). Commands: checkpoint → save,
+    evaluate → evaluate, stop → save when asked (and save is given), then
+    the loop ends; pause and stages are handled by run.step_boundary.
+    Returns "done" after the last step (run.done() is called) or "stopped"
+    (a stop command; no done()).
     """
     for step in range(start, steps):
         run.log(step, train_step(step, run.stage))
         for c in run.step_boundary(step):
-            if c.kind == "checkpoint" or (c.kind == "stop" and c.args.get("checkpoint")):
-                if save is None:
-                    c.ack(False, "this trainer saves no checkpoints")
-                    if c.kind == "checkpoint":
-                        continue
-                else:
-                    run.checkpoint_saved(save(step), step)
+            if c.kind == "checkpoint" and save is None:
+                c.ack(False, "this trainer saves no checkpoints")
+                continue
+            if save is not None and (c.kind == "checkpoint" or (c.kind == "stop" and c.args.get("checkpoint"))):
+                run.checkpoint_saved(save(step), step)
             if c.kind == "evaluate":
                 if evaluate is None:
                     c.ack(False, "this trainer has no evaluation")

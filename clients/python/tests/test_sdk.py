@@ -5,6 +5,7 @@ blocking while heartbeats go on, the queue that drops and counts instead of
 blocking, reconnects, done, the no-op Run outside launch and the plain
 training loop. Every wait is for a state of the peer or of the Run."""
 
+import itertools
 import math
 import os
 import signal
@@ -312,6 +313,18 @@ class Channel(unittest.TestCase):
             cmds = run.step_boundary(6)
             time.sleep(0.01)
         self.assertEqual([(c.id, c.kind) for c in cmds], [(cid, "checkpoint")])
+
+    def test_boundary_every_k_takes_commands_at_every_kth_call_only(self):
+        run = self.connect(boundary_every=3)
+        cid = self.peer.command("checkpoint")
+        deadline = time.monotonic() + WAIT_S
+        for call in itertools.count():
+            cmds = run.step_boundary(call)
+            if cmds or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)  # the command is on its way
+        self.assertEqual([c.id for c in cmds], [cid])
+        self.assertEqual(call % 3, 0)
 
     def test_losing_the_channel_while_paused_ends_the_pause(self):
         run = self.connect()
