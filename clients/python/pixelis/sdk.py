@@ -688,7 +688,8 @@ class _Channel:
                 return
 
     def _reconnect(self):
-        """After a drop: hello again every second or so, until closed. False when closing."""
+        """After a drop: hello again, every 0.5 s at first, then less often
+        (at most every HEARTBEAT_EVERY_S), until welcome or closed. False when closing."""
         delay = 0.5
         try:
             self._sock.close()
@@ -711,9 +712,10 @@ class _Channel:
                 self._backlog = False
             try:
                 welcome = self._handshake()
-            except Refused as e:
-                log.error("pixelis refused the reconnection: %s", e)
-                return False
+            except Refused as e:  # the same hello was welcome before: most likely the old connection is not gone yet there
+                log.warning("pixelis refused the reconnection (trying again): %s", e)
+                delay = min(2 * delay, HEARTBEAT_EVERY_S)
+                continue
             except (OSError, ValueError) as e:
                 log.debug("pixelis channel: reconnect failed: %s", e)
                 delay = min(2 * delay, HEARTBEAT_EVERY_S)

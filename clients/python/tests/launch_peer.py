@@ -174,7 +174,7 @@ class ProtocolPeer:
     def drop(self):
         """Close the trainer's connection (a drop; it may reconnect)."""
         with self._cv:
-            conn = self._conn
+            conn, self._conn = self._conn, None
         conn.shutdown(socket.SHUT_RDWR)
 
     def of(self, type_, conn=None):
