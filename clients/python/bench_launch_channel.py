@@ -146,6 +146,17 @@ def torchrun(path, args):
     subprocess.run(cmd, env=env, check=True)
 
 
+def connect(path, boundary_every):
+    """sdk.connect, tried again while the peer has not yet seen the last round's connection close."""
+    for attempt in range(100):
+        try:
+            return sdk.connect(components=["final", "cost"], reports=["episodes", "successes"], channel=path,
+                               boundary_every=boundary_every)
+        except sdk.Refused:
+            time.sleep(0.1)
+    raise RuntimeError("the peer kept refusing")
+
+
 def measure(path, args, n, who):
     """Alternating rounds with the channel and without (the Run outside launch); prints the figures."""
     res = {"channel": [], "none": []}
@@ -153,8 +164,7 @@ def measure(path, args, n, who):
     in_loop = {"channel": ([], []), "none": ([], [])}
     for r in range(args.rounds):
         for mode in (("channel", "none") if r % 2 == 0 else ("none", "channel")):
-            run = sdk.connect(components=["final", "cost"], reports=["episodes", "successes"],
-                              channel=path if mode == "channel" else "", boundary_every=args.boundary_every)
+            run = connect(path if mode == "channel" else "", args.boundary_every)
             cpu, over, cpu_in, wall = one_round(run, args.steps, n)
             dropped = run.dropped
             run.close()
