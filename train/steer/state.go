@@ -52,11 +52,11 @@ func (s *Steerer) Restore(st State) error {
 		return fmt.Errorf("curriculum state: %w", err)
 	}
 	s.run = p
-	kpis := map[string]float64(nil)
+	s.kpis = nil
 	if p.Started {
-		kpis = s.kpi.KPIs()
+		s.kpis = s.kpi.KPIs()
 	}
-	s.metrics = s.stepMetrics(kpis)
+	s.metrics = s.stepMetrics(s.kpis)
 	return nil
 }
 

@@ -53,6 +53,7 @@ type Steerer struct {
 	cur       *curriculum.Manager
 	weights   []map[string]float64 // per stage, keyed by declared component
 	run       Progress
+	kpis      map[string]float64 // the tracker's KPIs as of the last counted step
 	metrics   map[string]float64 // of the last counted step
 }
 
@@ -139,7 +140,7 @@ func (s *Steerer) Observe(step int, metrics map[string]float64) (Update, error) 
 		return Update{Warnings: warnings}, err // cannot happen: batch holds tracked names only
 	}
 	kpis := s.kpi.KPIs()
-	u := Update{Counted: true, KPIs: kpis, Warnings: warnings}
+	u := Update{Counted: true, Warnings: warnings}
 	// The built-in trainer checks at step % eval_every == 0 of its phase; a
 	// child that logs sparsely is checked at the first step past each multiple.
 	if c := (step - p.Origin) / s.evalEvery; c > p.Checks {
@@ -153,8 +154,10 @@ func (s *Steerer) Observe(step int, metrics map[string]float64) (Update, error) 
 		st := s.Current()
 		u.Stage = &st
 	}
+	s.kpis = kpis
 	s.metrics = s.stepMetrics(kpis)
 	u.Metrics = maps.Clone(s.metrics)
+	u.KPIs = maps.Clone(kpis)
 	return u, nil
 }
 
@@ -240,7 +243,7 @@ func (s *Steerer) Curriculum() telemetry.Curriculum {
 	for i, d := range s.cur.Describe() {
 		cur.Stages = append(cur.Stages, telemetry.Stage{Name: d.Name, Weights: maps.Clone(s.weights[i]), Exit: d.Exit, EnteredAt: d.EnteredAt})
 	}
-	for _, p := range s.cur.Preview(s.run.Last, s.kpi.KPIs()) {
+	for _, p := range s.cur.Preview(s.run.Last, s.kpis) {
 		cur.Progress = append(cur.Progress, telemetry.Condition{Desc: p.Desc, Subject: p.Subject, Op: p.Op, Value: p.Value, Target: p.Target, Met: p.Met})
 	}
 	for _, d := range s.cur.History() {
