@@ -120,7 +120,8 @@ var kpiNeeds = map[string][]string{
 	"combined_score": {"report:" + ReportTotal},
 }
 
-// checkDeclared reports every curriculum field that needs what d lacks.
+// checkDeclared reports every curriculum field that needs what d lacks, in
+// the section's order.
 func checkDeclared(cfg *configs.Config, d Declaration) error {
 	cu := cfg.Curriculum
 	var errs []error
@@ -151,9 +152,12 @@ func checkDeclared(cfg *configs.Config, d Declaration) error {
 	}
 	for i, st := range cu.Stages {
 		p := fmt.Sprintf("curriculum.stages[%d]", i)
-		for c, w := range map[string]float64{componentFinal: st.Weights.Final, componentCoherence: st.Weights.Coherence, componentCuriosity: st.Weights.Curiosity} {
-			if w != 0 {
-				need(p+".weights."+c, c, "component:"+c)
+		for _, cw := range []struct {
+			c string
+			w float64
+		}{{componentFinal, st.Weights.Final}, {componentCoherence, st.Weights.Coherence}, {componentCuriosity, st.Weights.Curiosity}} {
+			if cw.w != 0 {
+				need(p+".weights."+cw.c, cw.c, "component:"+cw.c)
 			}
 		}
 		for j, e := range st.Exit {
@@ -162,8 +166,5 @@ func checkDeclared(cfg *configs.Config, d Declaration) error {
 			}
 		}
 	}
-	slices.SortStableFunc(errs, func(a, b error) int {
-		return strings.Compare(a.(*UndeclaredError).Field, b.(*UndeclaredError).Field)
-	})
-	return errors.Join(errs...)
+	return errors.Join(errs...) // in the config's order
 }
