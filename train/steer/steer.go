@@ -183,7 +183,7 @@ func (s *Steerer) inputs(m map[string]float64) (batch map[string]float64, episod
 	}
 	ep, okEp := value(ReportEpisodes)
 	if okEp && (ep < 0 || ep != math.Trunc(ep)) {
-		warnings = append(warnings, fmt.Sprintf("episodes %v is not a count; step counted without it", ep))
+		warnings = append(warnings, fmt.Sprintf("episodes %v is not a count; left out", ep))
 		okEp = false
 	}
 	if okEp && s.decl.hasReport(ReportEpisodes) {
