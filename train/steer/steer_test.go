@@ -56,6 +56,10 @@ func TestDefaultCurriculumAdvancesOnSuccessRate(t *testing.T) {
 		if got := u.KPIs["success_rate_ma100"]; math.Abs(got-ma) > 1e-12 || u.Metrics["kpi/success_rate_ma100"] != got {
 			t.Fatalf("step %d: success_rate_ma100 %v, metrics %v, want %v", step, got, u.Metrics["kpi/success_rate_ma100"], ma)
 		}
+		// The stage inspector's threshold condition reads the same value.
+		if c := s.Curriculum(); c.Current == 0 && (c.Progress[0].Subject != "success_rate_ma100" || c.Progress[0].Value != u.KPIs["success_rate_ma100"]) {
+			t.Fatalf("step %d: inspector shows %+v, KPI %v", step, c.Progress[0], u.KPIs["success_rate_ma100"])
+		}
 		if step == want {
 			if len(u.Decisions) != 1 || u.Decisions[0].Kind != curriculum.KindAdvance || u.Decisions[0].Metric != "success_rate_ma100" {
 				t.Fatalf("step %d: decisions %+v, want an advance on success_rate_ma100", step, u.Decisions)
