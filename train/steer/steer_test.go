@@ -1,6 +1,7 @@
 package steer
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
 	"math"
@@ -289,5 +290,17 @@ func TestStageInspectorSnapshot(t *testing.T) {
 	}
 	if math.Abs(u.Metrics["kpi/coherence_ma100"]-0.2) > 1e-12 || math.Abs(u.Metrics["kpi/success_rate_ma100"]-0.95) > 1e-12 {
 		t.Fatalf("KPIs %v", u.Metrics)
+	}
+}
+
+// The stage goes to the child as the launch channel's stage args.
+func TestStageIsTheChannelsStageArgs(t *testing.T) {
+	s := newSteerer(t, configs.Default(), Declaration{Components: []string{"final", "coherence", "curiosity"}, Reports: []string{"episodes", "successes"}})
+	b, err := json.Marshal(s.Current())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"index":0,"name":"Phase1_Learn_Goal","weights":{"coherence":0,"curiosity":0,"final":1}}`; string(b) != want {
+		t.Fatalf("stage args %s, want %s", b, want)
 	}
 }
