@@ -104,6 +104,8 @@ class Command:
         if self.acked:
             return
         self.acked = True
+        if self.id is None:  # a stage from a reconnect's welcome: nothing to answer
+            return
         msg = {"type": "ack", "id": self.id, "ok": bool(ok)}
         if not ok or reason:
             msg["reason"] = str(reason) or "refused"
@@ -371,10 +373,12 @@ class Run:
         if payload is None:  # no channel anywhere
             self.paused = False
             return []
-        if payload.get("stage") is not None:  # a reconnect's welcome
+        if payload.get("stage") is not None:  # a reconnect's welcome: the stage pixelis holds now
             st = self._stage_of(payload["stage"])
-            if isinstance(st, Stage):
-                self.stage = st
+            if isinstance(st, Stage) and st != self.stage:
+                before, self.stage = self.stage, st
+                if "stage" in self._callbacks and not self._call(Command(self, None, "stage", st._wire())):
+                    self.stage = before
         out = []
         for id, kind, args, verdict in payload["commands"]:
             c = Command(self, id, kind, args)

@@ -158,6 +158,20 @@ class Callback(unittest.TestCase):
         last = tr.weights_used[max(tr.weights_used)]
         self.assertEqual(last.tolist(), [3.0, 0.25, 0.5])
 
+    def test_after_a_reconnect_the_welcomes_stage_sets_reward_weights(self):
+        p = self.peer(weights={"accuracy": 2.0})
+        tr = self.trainer()
+        tr.add_callback(PixelisCallback(tr, channel=p.path))
+        th = self.start(tr)
+        p.wait_type("metrics")
+        p.stage = {"index": 2, "name": "late", "weights": {"length": 0.0}}
+        p.drop()
+        p.wait_type("hello", 2)
+        p.wait_for(lambda ms: tr.reward_weights.tolist() == [1.0, 1.0, 0.0], "the new stage's weights")
+        p.wait_ack(p.command("stop"))
+        th.join(WAIT_S)
+        self.assertFalse(th.is_alive())
+
     def test_a_stage_naming_a_function_the_trainer_lacks_is_refused_at_connect(self):
         with self.assertRaisesRegex(ValueError, "'bleu' names no reward function"):
             PixelisCallback(self.trainer(), default_weights={"accuracy": 1.0, "bleu": 1.0}, channel="")
