@@ -77,7 +77,26 @@ func install(t *testing.T, py, dir string) string {
 // skippedLine is unittest's summary when tests skipped.
 var skippedLine = regexp.MustCompile(`(?m)^(OK|FAILED) \(.*skipped=\d+`)
 
+// readSources reads the package's sources and tests, so that go test's cache
+// counts them among the test's inputs (the Python processes that read them
+// are not seen by it): an edit to a .py file runs the tests again.
+func readSources(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if ext := filepath.Ext(path); ext == ".py" || ext == ".toml" || ext == ".md" {
+			_, err = os.ReadFile(path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPythonPackage(t *testing.T) {
+	readSources(t)
 	py := interpreter(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "pixelis")
