@@ -197,3 +197,28 @@ func TestSlugify(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryPageIsLinked fails on a page of docs/ that the README does not link, so that no page is
+// left where nobody finds it.
+func TestEveryPageIsLinked(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]bool{}
+	for _, line := range proseLines(string(data)) {
+		for _, m := range link.FindAllStringSubmatch(line, -1) {
+			file, _, _ := strings.Cut(m[1], "#")
+			linked[filepath.Clean(filepath.FromSlash(file))] = true
+		}
+	}
+	pages, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range pages {
+		if !linked[filepath.Join("docs", page)] {
+			t.Errorf("docs/%s is not linked from README.md", page)
+		}
+	}
+}
