@@ -3,11 +3,18 @@ package analysis
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // TestSummarizeLiveRun reads a run directory as a live run leaves it: the last
@@ -176,5 +183,82 @@ func TestBarLegendBelow(t *testing.T) {
 	}
 	if len(pn.legend) != 2 || pn.legend[0].text != "rft_adapters_coherence" {
 		t.Fatalf("legend below the plot: %+v", pn.legend)
+	}
+}
+
+// The figures of a run: panels of one figure share the step axis and their
+// data areas line up on the page; the validation figure spans the phase (its
+// first point comes after a stage change it must show); SFT's loss marks the
+// steps the data mix changed, where the data curriculum's step function
+// changes too.
+func TestRunFiguresShareTheStepAxis(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for s := 10; s <= 100; s += 10 {
+		stage := 0
+		if s >= 40 && s < 90 {
+			stage = 1 // the mix the batches after step 40 are drawn from, until a rollback at 90
+		}
+		fmt.Fprintf(&b, `{"step":%d,"phase":"sft","time":"t","m":{"sft/loss":%g,"sft/accuracy":0.5,"data_curriculum/stage":%d}}`+"\n", s, 3.0/float64(s), stage)
+	}
+	for s := 101; s <= 110; s++ {
+		fmt.Fprintf(&b, `{"step":%d,"phase":"rft","time":"t","m":{"policy/kl":0.01,"curriculum/stage":%d}}`+"\n", s, min(1, (s-101)/2))
+	}
+	b.WriteString(`{"step":106,"phase":"rft","time":"t","m":{"val/all/greedy":0.25,"val/all/pass@1":0.2}}` + "\n")
+	events := `{"step":103,"time":"t","kind":"stage_advance","message":"stage 1→2","data":{"from":0,"to":1}}` + "\n"
+	for name, text := range map[string]string{"metrics.jsonl": b.String(), "events.jsonl": events} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := mustRead(t, dir)
+	s, err := summarizeRun(dir, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs, err := runFigures(context.Background(), d, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byBase := map[string]runFigure{}
+	for _, f := range figs {
+		byBase[f.base] = f
+	}
+
+	sftFig := byBase[FigRunSFT]
+	if len(sftFig.panels) != 3 {
+		t.Fatalf("%s: %d panels, want loss, accuracy and data curriculum", FigRunSFT, len(sftFig.panels))
+	}
+	img := vgimg.New(7*vg.Inch, 3*3.6*vg.Inch)
+	tiles := columnTiles(draw.New(img), 3)
+	plotCs := alignedPlotCanvases(sftFig.panels, tiles)
+	first := sftFig.panels[0].p.DataCanvas(plotCs[0])
+	for i, pn := range sftFig.panels {
+		if pn.p.X.Min != 10 || pn.p.X.Max != 100 {
+			t.Errorf("panel %d spans steps %g…%g, want 10…100", i, pn.p.X.Min, pn.p.X.Max)
+		}
+		da := pn.p.DataCanvas(plotCs[i])
+		if math.Abs(float64(da.Min.X-first.Min.X)) > 0.5 || math.Abs(float64(da.Max.X-first.Max.X)) > 0.5 {
+			t.Errorf("panel %d data area x %v…%v, panel 0's %v…%v", i, da.Min.X, da.Max.X, first.Min.X, first.Max.X)
+		}
+	}
+	wantMarks := []mark{{40, "data mix advance", mixColour}, {90, "data mix rollback", rollbackColour}}
+	if got := mixMarks(d.points); !reflect.DeepEqual(got, wantMarks) {
+		t.Errorf("data mix marks %+v, want %+v", got, wantMarks)
+	}
+	if !slices.ContainsFunc(sftFig.panels[0].legend, func(e legendEntry) bool { return e.text == "data mix advance" }) {
+		t.Errorf("SFT loss legend %+v lacks the data mix changes", sftFig.panels[0].legend)
+	}
+	// The stage holds from the step it was recorded at until the next point:
+	// drawn as a post-step, it changes at step 40, not at the point before.
+	for _, l := range sftFig.panels[2].curves {
+		if l.StepStyle != plotter.PostStep {
+			t.Errorf("data curriculum stage drawn with step style %v, want PostStep", l.StepStyle)
+		}
+	}
+
+	val := byBase[FigRunVal]
+	if len(val.panels) != 1 || val.panels[0].p.X.Min > 103 || val.panels[0].p.X.Min != 101 {
+		t.Fatalf("%s spans steps from %g: the stage change at step 103 and the phase's first step 101 must show", FigRunVal, val.panels[0].p.X.Min)
 	}
 }
