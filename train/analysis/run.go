@@ -529,6 +529,19 @@ func stageNames(cfg *configs.Config, data bool, ps []telemetry.Point, metric str
 	return out
 }
 
+// stageMetrics are the metrics that record a curriculum's stage index, 0 the
+// first stage.
+var stageMetrics = map[string]bool{"curriculum/stage": true, "data_curriculum/stage": true}
+
+// metricText is a metric's last value as report.md shows it: a stage counted
+// from 1, as the console and the stage change table count it.
+func metricText(name string, v float64) string {
+	if stageMetrics[name] {
+		return fmt.Sprint(int(v) + 1)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
 // RunMarkdown is the run section of report.md.
 func RunMarkdown(s *RunSummary) string {
 	var b strings.Builder
@@ -552,7 +565,7 @@ func RunMarkdown(s *RunSummary) string {
 		if len(sec.m) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n### %s\n\n", sec.title)
+		fmt.Fprintf(&b, "\n### %s\n\nCurriculum stages are counted from 1, as the console counts them.\n\n", sec.title)
 		t.head("metric", "last value")
 		keys := make([]string, 0, len(sec.m))
 		for k := range sec.m {
@@ -560,7 +573,7 @@ func RunMarkdown(s *RunSummary) string {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			t.row(k, fmt.Sprintf("%.4g", sec.m[k]))
+			t.row(k, metricText(k, sec.m[k]))
 		}
 	}
 	b.WriteString("\n### Curriculum stage changes\n\n")

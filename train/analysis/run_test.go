@@ -52,6 +52,14 @@ func TestSummarizeLiveRun(t *testing.T) {
 	if !reflect.DeepEqual(s.StageChanges, want) || s.Finished || s.FinalEval != nil {
 		t.Errorf("changes %+v finished %v eval %v", s.StageChanges, s.Finished, s.FinalEval)
 	}
+	// Stages counted from 1 in report.md, as the console and the stage
+	// change table (1→2, 2→1) count them.
+	md := RunMarkdown(s)
+	for _, want := range []string{"| curriculum/stage | 2 |", "| 3 | stage_advance | 1 | 2 | stage 1→2 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
 	out := t.TempDir()
 	if err := AnalyzeRun(dir, out); err != nil {
 		t.Fatal(err)
