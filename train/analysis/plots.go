@@ -51,8 +51,24 @@ func groupedBars(title, ylabel string, categories []string, ss []series) (*panel
 		pn.legend = append(pn.legend, legendEntry{s.name, bc})
 	}
 	p.NominalX(categories...)
+	top := 0.0
+	for _, s := range ss {
+		for _, v := range s.values {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				top = math.Max(top, v)
+			}
+		}
+	}
+	if top <= 0 {
+		top = 1
+	}
+	p.Y.Max = withHeadroom(top)
 	return pn, nil
 }
+
+// withHeadroom is the top of a bar chart's y axis whose tallest bar is top:
+// a little above it, so that no bar touches the frame.
+func withHeadroom(top float64) float64 { return top * 1.08 }
 
 // mark is a vertical line at x, such as a curriculum stage change.
 type mark struct {

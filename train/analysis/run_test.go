@@ -192,6 +192,10 @@ func TestBarLegendBelow(t *testing.T) {
 	if len(pn.legend) != 2 || pn.legend[0].text != "rft_adapters_coherence" {
 		t.Fatalf("legend below the plot: %+v", pn.legend)
 	}
+	// The tallest bar (1) stays clear of the frame.
+	if pn.p.Y.Max < 1.05 {
+		t.Fatalf("y axis tops at %g over a bar of 1: the bar touches the frame", pn.p.Y.Max)
+	}
 }
 
 // The figures of a run: panels of one figure share the step axis and their

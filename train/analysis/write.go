@@ -186,7 +186,7 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 	}
 	pn, err = groupedBars("Greedy success per task family", "share of tasks solved", shortFam, famSeries(func(g *GroupReport) float64 { return g.Greedy.Success }))
 	if err == nil {
-		pn.p.Y.Max = 1
+		pn.p.Y.Max = withHeadroom(1) // a share: the axis reaches 1 whatever the bars
 		err = save(filepath.Join(dir, FigSuccess), w, h, pn)
 	}
 	if err := add(FigSuccess, "Greedy success per family", err); err != nil {
@@ -195,7 +195,7 @@ func writeFigures(dir string, r *Report) ([]figure, error) {
 	if r.Samples > 0 {
 		pn, err = groupedBars(fmt.Sprintf("pass@1 per task family (n = %d)", r.Samples), "pass@1", shortFam, famSeries(func(g *GroupReport) float64 { return g.Pass1 }))
 		if err == nil {
-			pn.p.Y.Max = 1
+			pn.p.Y.Max = withHeadroom(1) // a share: the axis reaches 1 whatever the bars
 			err = save(filepath.Join(dir, FigPass1), w, h, pn)
 		}
 		if err := add(FigPass1, "pass@1 per family", err); err != nil {
