@@ -107,6 +107,10 @@ func TestVerifyFindsDamage(t *testing.T) {
 		{"unlisted tensor file", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "stray.safetensors"), rawFile(`{}`, nil), 0o644)
 		}, []found{{"stray.safetensors", Unlisted}}},
+		{"unlisted file and directory", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "notes-added-later.txt"), []byte("x"), 0o644)
+			os.Mkdir(filepath.Join(dir, "more"), 0o755)
+		}, []found{{"more", Unlisted}, {"notes-added-later.txt", Unlisted}}},
 		{"state not json", func(t *testing.T, dir string) { rewrite(t, dir, StateFile, []byte("{")) },
 			[]found{{StateFile, BadState}}},
 		{"several at once", func(t *testing.T, dir string) {
