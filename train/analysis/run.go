@@ -599,7 +599,7 @@ func RunMarkdown(s *RunSummary) string {
 		}
 	}
 	if len(s.Figures) > 0 {
-		b.WriteString("\n### Training curves\n\nDashed vertical lines mark curriculum stage changes (green: advance, red: rollback).\n\n")
+		b.WriteString("\n### Training curves\n\nDashed vertical lines mark curriculum changes: in RFT the reward stage (green: advance, red: rollback), in SFT the data mix (purple: advance, red: rollback), at the step whose record first shows the new stage.\n\n")
 		for _, f := range s.Figures {
 			fmt.Fprintf(&b, "![%s](%s/%s.png) [SVG](%s/%s.svg)\n\n", f, FiguresDir, f, FiguresDir, f)
 		}
