@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -52,8 +53,8 @@ func (res *Results) seriesPlot(name string) (*plot.Plot, error) {
 	p.Y.Label.Text = name
 	p.Add(plotter.NewGrid())
 	lo, hi := valueRange(name)
-	for i, a := range res.Arms {
-		if err := addArm(p, a.Name, a.Series[name], i, lo, hi); err != nil {
+	for i, l := range res.armLines(name) {
+		if err := addArm(p, l.label, res.Arms[i].Series[name], i, l.dashed, lo, hi); err != nil {
 			return nil, err
 		}
 	}
@@ -133,7 +134,38 @@ func band(pts []SeriesPoint, lo, hi float64) plotter.XYs {
 	return upper
 }
 
-func addArm(p *plot.Plot, name string, pts []SeriesPoint, i int, lo, hi float64) error {
+// armLine is how an arm's line of a series is drawn and named.
+type armLine struct {
+	label  string
+	dashed bool
+}
+
+// armLines: an arm whose series equals an earlier arm's is drawn dashed over
+// it and named so ("b (= a)"), so that neither hides the other.
+func (res *Results) armLines(name string) []armLine {
+	out := make([]armLine, len(res.Arms))
+	for i, a := range res.Arms {
+		out[i].label = a.Name
+		for _, b := range res.Arms[:i] {
+			if sameSeries(a.Series[name], b.Series[name]) {
+				out[i] = armLine{fmt.Sprintf("%s (= %s)", a.Name, b.Name), true}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// sameSeries reports whether two arms' series hold the same points.
+func sameSeries(a, b []SeriesPoint) bool {
+	return len(a) > 0 && slices.EqualFunc(a, b, func(x, y SeriesPoint) bool {
+		return x.Step == y.Step && x.Mean == y.Mean && (x.CI95 == y.CI95 || math.IsNaN(x.CI95) && math.IsNaN(y.CI95))
+	})
+}
+
+// addArm draws an arm's mean and its band in the arm's colour (i); dashed
+// when it repeats an earlier arm's line.
+func addArm(p *plot.Plot, name string, pts []SeriesPoint, i int, dashed bool, lo, hi float64) error {
 	if len(pts) == 0 {
 		return nil
 	}
@@ -159,6 +191,9 @@ func addArm(p *plot.Plot, name string, pts []SeriesPoint, i int, lo, hi float64)
 	l.Color = c
 	l.Width = vg.Points(1.5)
 	l.Dashes = plotutil.Dashes(0)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(4)}
+	}
 	p.Add(l)
 	p.Legend.Add(name, l)
 	return nil

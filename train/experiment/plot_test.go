@@ -44,6 +44,12 @@ func TestSeriesPlotTitleAndBand(t *testing.T) {
 		}
 	}
 
+	// Two arms with equal results: the second is drawn dashed over the
+	// first and says so, so that the legend's two names show two lines.
+	if got := res.armLines("kpi/success_rate_ma100"); len(got) != 2 || got[0] != (armLine{"none", false}) || got[1] != (armLine{"rapr (= none)", true}) {
+		t.Errorf("arm lines %+v: want rapr dashed over none and named so", got)
+	}
+
 	dir := t.TempDir()
 	if err := res.plot(dir); err != nil {
 		t.Fatal(err)
