@@ -208,6 +208,20 @@ func linesStyled(title, xlabel, ylabel string, xs []float64, ss []series, names 
 	return pn, nil
 }
 
+// shareX sets every panel's x axis to the union of their ranges.
+func shareX(panels []*panel) {
+	if len(panels) == 0 {
+		return
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, pn := range panels {
+		lo, hi = math.Min(lo, pn.p.X.Min), math.Max(hi, pn.p.X.Max)
+	}
+	for _, pn := range panels {
+		pn.p.X.Min, pn.p.X.Max = lo, hi
+	}
+}
+
 // thumbsOf draws several thumbnails as one (a line with its marker).
 type thumbsOf []plot.Thumbnailer
 

@@ -15,6 +15,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/pixelis/pixelis/train/telemetry"
 )
 
 // TestSummarizeLiveRun reads a run directory as a live run leaves it: the last
@@ -272,5 +274,34 @@ func TestRunFiguresShareTheStepAxis(t *testing.T) {
 	val := byBase[FigRunVal]
 	if len(val.panels) != 1 || val.panels[0].p.X.Min > 103 || val.panels[0].p.X.Min != 101 {
 		t.Fatalf("%s spans steps from %g: the stage change at step 103 and the phase's first step 101 must show", FigRunVal, val.panels[0].p.X.Min)
+	}
+}
+
+// The panels of a comparison share one step axis: validation every third
+// step spans the same steps as the metrics of every step.
+func TestComparePanelsShareSteps(t *testing.T) {
+	var ps []telemetry.Point
+	for s := 1; s <= 12; s++ {
+		m := map[string]float64{"kpi/success_rate_ma100": 0.1 * float64(s%3), "policy/kl": 0.001 * float64(s)}
+		if s%3 == 0 {
+			m["val/all/pass@1"] = 0.05
+		}
+		ps = append(ps, telemetry.Point{Step: 100 + s, Phase: telemetry.PhaseRFT, Metrics: m})
+	}
+	d := &runData{points: ps}
+	panels, err := comparePanels([]string{"a"}, []*runData{d},
+		compareSpec{"Success", "share", "kpi/success_rate_ma100", telemetry.PhaseRFT, false},
+		compareSpec{"Validation pass@1", "share", "val/all/pass@1", telemetry.PhaseRFT, false},
+		compareSpec{"KL", "KL", "policy/kl", telemetry.PhaseRFT, false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(panels) != 3 {
+		t.Fatalf("%d panels, want 3", len(panels))
+	}
+	for i, pn := range panels {
+		if pn.p.X.Min != 1 || pn.p.X.Max != 12 {
+			t.Errorf("panel %d (%s) spans steps %g…%g, want 1…12", i, pn.p.Title.Text, pn.p.X.Min, pn.p.X.Max)
+		}
 	}
 }
