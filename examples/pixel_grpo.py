@@ -573,26 +573,34 @@ def main(argv=None):
         st.load(args.resume)
     run_dir, first = run_dir_of(args), st.step
     run = connect(args)
-    finished = False
+    try:
+        train(st, run, client, args, ranks, run_dir, t0, cpu0, first)
+    finally:
+        client.close()
+        if ranks.world > 1:
+            dist.destroy_process_group()
+
+
+def train(st, run, client, args, ranks, run_dir, t0, cpu0, first):
+    """SFT (unless resumed past it), GRPO, the test evaluation after it and the results; a stop
+    command ends it early, without done()."""
+    finished = True
     if st.phase == "sft":
         finished = sft_phase(st, run, client, args, ranks, run_dir)
-        if finished:
-            finished = grpo_phase(st, run, client, args, ranks, run_dir)
-    else:
-        finished = grpo_phase(st, run, client, args, ranks, run_dir)
     if finished:
-        run.phase("eval")
-        run.log(st.step, test_eval(st, client, args, ranks, "after"))
-        path = checkpoint(st, run, run_dir)
-        if ranks.rank == 0:
-            res = summary(st, args, t0, cpu0, st.step - first)
-            res["checkpoint"] = path
-            with open(os.path.join(run_dir, "results.json"), "w") as f:
-                json.dump(res, f, indent=1)
-            print(json.dumps(res), flush=True)
-        run.done()
-    if ranks.world > 1:
-        dist.destroy_process_group()
+        finished = grpo_phase(st, run, client, args, ranks, run_dir)
+    if not finished:
+        return
+    run.phase("eval")
+    run.log(st.step, test_eval(st, client, args, ranks, "after"))
+    path = checkpoint(st, run, run_dir)
+    if ranks.rank == 0:
+        res = summary(st, args, t0, cpu0, st.step - first)
+        res["checkpoint"] = path
+        with open(os.path.join(run_dir, "results.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        print(json.dumps(res), flush=True)
+    run.done()
 
 
 if __name__ == "__main__":
