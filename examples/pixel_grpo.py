@@ -161,6 +161,7 @@ def play(client, policy, tasks, group, device, gen=None, temperature=1.0, record
         obs, info = env.reset()
         n = env.num_envs
         done, correct, rows = np.zeros(n, bool), np.zeros(n, bool), []
+        first = {"question": info["task"][0]["question"], "actions": []}  # env 0's episode, for the console
         while not done.all():
             o, m = torch.from_numpy(obs).to(device), torch.from_numpy(info["action_mask"]).to(device)
             with torch.no_grad():
@@ -173,14 +174,18 @@ def play(client, policy, tasks, group, device, gen=None, temperature=1.0, record
                 live = torch.from_numpy(~done)
                 logp = F.log_softmax(logits, 1).gather(1, act[:, None]).squeeze(1)
                 rows.append((o.cpu()[live], m.cpu()[live], act[live], logp[live], torch.nonzero(live).squeeze(1)))
+            if not done[0]:
+                first["actions"].append(int(act[0]))
             obs, _, term, trunc, info = env.step(act.numpy())
             for f in info["finished"]:
                 correct[f["slot"]] = f["correct"]
+                if f["slot"] == 0:
+                    first.update(answer=f.get("answer"), correct=f["correct"], ground_truth=f.get("ground_truth"))
             done |= term | trunc
         if not record:
             return correct
         cat = [torch.cat(col) for col in zip(*rows)]
-        return correct, cat, score(list(env.episode_ids))
+        return correct, cat, score(list(env.episode_ids)), first
     finally:
         env.close()
 
@@ -299,7 +304,7 @@ def grpo_step(st, client, args, ranks, weights):
     pool0 = args.sft_tasks
     drawn = torch.randint(args.task_pool, (args.tasks_per_step,), generator=st.gens["tasks"]).tolist()
     tasks = ranks.shard([{"split": "train", "index": pool0 + i} for i in drawn])
-    correct, (o, m, a, logp_old, env), (r, raw) = play(
+    correct, (o, m, a, logp_old, env), (r, raw), first = play(
         client, st.net, tasks, args.group_size, st.device, gen=st.gens["sample"], temperature=args.temperature,
         record=True, score=lambda ids: rewards(client, ids, args.group_size, weights))
     adv_env, informative = advantages(r, args.group_size)
@@ -329,7 +334,8 @@ def grpo_step(st, client, args, ranks, weights):
     for k, c in enumerate(COMPONENTS):
         out["reward/%s/raw" % c] = tot[5 + k] / episodes
     out.update({k: v / nb for k, v in stats.items()})
-    return out
+    first["reward"] = float(r[0])
+    return out, first
 
 
 # -- state, checkpoints, commands ----------------------------------------------------------------
@@ -470,6 +476,13 @@ def log_line(st, text):
         print("[%s %d] %s" % (st.phase, st.step, text), flush=True)
 
 
+def action_names(spec):
+    """Each action index as a person reads it: SEGMENT_OBJECT_AT(cell k), the tools, ANSWER(word)."""
+    sp = spec["action_space"]
+    names = ["SEGMENT_OBJECT_AT(cell %d)" % k for k in range(sp["first_tool_action"])] + list(sp["tool_ops"])
+    return names + ["ANSWER(%s)" % w for w in spec["answer_vocab"]]
+
+
 def val_tasks(args):
     return [{"split": "val", "index": i} for i in range(args.val_tasks)]
 
@@ -526,11 +539,13 @@ def grpo_phase(st, run, client, args, ranks, run_dir):
         run.log(st.step, test_eval(st, client, args, ranks, "before"))
     while st.grpo_step < args.grpo_steps:
         weights = dict(run.stage.weights)
-        m = grpo_step(st, client, args, ranks, weights)
+        m, sample = grpo_step(st, client, args, ranks, weights)
         st.grpo_step += 1
         st.step += 1
         run.log(st.step, m)
         if st.step % args.log_every == 0:
+            sample["actions"] = [st.action_names[k] for k in sample["actions"]]
+            run.sample(st.step, sample)
             log_line(st, "success %.3f reward %.3f loss %.4f kl %.4f entropy %.3f stage %s" % (
                 m["train/success_rate"], m["reward/total"], m["policy/loss"], m["policy/kl"], m["policy/entropy"], run.stage.name))
         if boundary(st, run, run_dir, client, args, ranks):
@@ -569,6 +584,7 @@ def main(argv=None):
     spec = client.spec()
     layout = spec["observation"]["coarse"]["layout"]
     st = State(args, layout, spec["action_space"]["size"], ranks)
+    st.action_names = action_names(spec)
     if args.resume:
         st.load(args.resume)
     run_dir, first = run_dir_of(args), st.step

@@ -46,7 +46,7 @@ class ScriptedRun:
     def __init__(self, commands, weights):
         self.commands, self.active, self.rank = commands, True, 0
         self.stage = type("Stage", (), {"index": 0, "name": "Phase1_Learn_Goal", "weights": weights})()
-        self.saved, self.logged, self.finished = [], [], False
+        self.saved, self.logged, self.samples, self.finished = [], [], [], False
 
     def phase(self, name):
         pass
@@ -55,7 +55,7 @@ class ScriptedRun:
         self.logged.append((step, dict(metrics)))
 
     def sample(self, step, sample):
-        pass
+        self.samples.append((step, sample))
 
     def checkpoint_saved(self, path, step):
         self.saved.append((path, step))
@@ -136,7 +136,7 @@ class ExampleGRPOTest(unittest.TestCase):
         self.ex.connect = lambda args: run
         try:
             d = os.path.join(self.tmp.name, "stopped")
-            self.run_example(*self.argv(d))
+            self.run_example(*self.argv(d, "--log-every", "2"))
         finally:
             self.ex.connect = original
         self.assertEqual([s for _, s in run.saved], [5, stop_at])
@@ -151,6 +151,11 @@ class ExampleGRPOTest(unittest.TestCase):
             self.assertEqual(m["episodes"], 16)
             for c in self.ex.COMPONENTS:
                 self.assertIn("reward/%s/raw" % c, m)
+        # a sampled trajectory for the console at the logging step
+        (step, sample), = run.samples
+        self.assertEqual(step, stop_at)
+        self.assertTrue(sample["question"].endswith("?"))
+        self.assertTrue(sample["actions"] and all(isinstance(a, str) for a in sample["actions"]))
 
     def layout(self):
         client = Client(self.server.url, token=self.server.token)
