@@ -360,7 +360,8 @@ class State:
                      "sample": torch.Generator().manual_seed(seed + 101 + ranks.rank),
                      "tasks": torch.Generator().manual_seed(seed + 1001)}  # the same draws on every rank
         self.phase, self.step, self.sft_step, self.grpo_step = "sft", 0, 0, 0
-        self.results = {}
+        self.results = {}  # the validation and the test results so far
+        self.timing = {}   # wall and CPU seconds per phase (carried over by resume; not part of the results)
 
     def start_grpo(self):
         """Freeze a copy of the SFT policy as π_ref; a fresh optimiser at the GRPO learning rate."""
@@ -382,7 +383,7 @@ class State:
                 "phase": self.phase, "step": self.step, "sft_step": self.sft_step, "grpo_step": self.grpo_step,
                 "model": self.net.state_dict(), "ref": self.ref.state_dict() if self.ref else None,
                 "optimizer": self.opt.state_dict(), "generators": gens, "world_size": self.ranks.world,
-                "results": self.results}
+                "results": self.results, "timing": self.timing}
         torch.save(blob, path + ".tmp")
         os.replace(path + ".tmp", path)
         return path
@@ -404,7 +405,7 @@ class State:
         for k, s in blob["generators"][self.ranks.rank].items():
             self.gens[k].set_state(s)
         self.phase, self.step, self.sft_step, self.grpo_step = blob["phase"], blob["step"], blob["sft_step"], blob["grpo_step"]
-        self.results = blob["results"]
+        self.results, self.timing = blob["results"], blob["timing"]
 
 
 class _Standalone:
@@ -501,7 +502,26 @@ def run_dir_of(args):
 
 # -- the run ------------------------------------------------------------------------------------
 
+class timed:
+    """Adds the wall and CPU seconds (this process) of a block to st.timing[name]."""
+
+    def __init__(self, st, name):
+        self.t = st.timing.setdefault(name, {"wall_s": 0.0, "cpu_s": 0.0})
+
+    def __enter__(self):
+        self.w, self.c = time.monotonic(), time.process_time()
+
+    def __exit__(self, *exc):
+        self.t["wall_s"] += time.monotonic() - self.w
+        self.t["cpu_s"] += time.process_time() - self.c
+
+
 def test_eval(st, client, args, ranks, key):
+    with timed(st, "test_eval"):
+        return _test_eval(st, client, args, ranks, key)
+
+
+def _test_eval(st, client, args, ranks, key):
     t0 = time.monotonic()
     greedy, pass1 = evaluate(client, st.net, ranks, test_tasks(args), args.test_samples, st.device, args.seed + 17, args.eval_envs)
     st.results[key] = {"greedy": greedy.tolist(), "pass@1": pass1.tolist()}
@@ -511,7 +531,13 @@ def test_eval(st, client, args, ranks, key):
 
 
 def sft_phase(st, run, client, args, ranks, run_dir):
+    """Behaviour cloning, validated greedily every val_every steps. False: stopped by a command."""
     run.phase("sft")
+    with timed(st, "sft"):
+        return _sft_phase(st, run, client, args, ranks, run_dir)
+
+
+def _sft_phase(st, run, client, args, ranks, run_dir):
     tasks = ranks.shard([{"split": "train", "index": i} for i in range(args.sft_tasks)])
     data = demonstrations(client, tasks)
     log_line(st, "%d expert actions of %d tasks on this rank" % (len(data[2]), len(tasks)))
@@ -537,6 +563,11 @@ def grpo_phase(st, run, client, args, ranks, run_dir):
     run.phase("rft")
     if "before" not in st.results:
         run.log(st.step, test_eval(st, client, args, ranks, "before"))
+    with timed(st, "grpo"):
+        return _grpo_loop(st, run, client, args, ranks, run_dir)
+
+
+def _grpo_loop(st, run, client, args, ranks, run_dir):
     while st.grpo_step < args.grpo_steps:
         weights = dict(run.stage.weights)
         m, sample = grpo_step(st, client, args, ranks, weights)
@@ -571,7 +602,10 @@ def summary(st, args, t0, cpu0, steps_done):
         out[k] = {"before": float(before.mean()), "after": float(after.mean()), "change": d, "change_se": se}
     wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
     out.update({"wall_s": wall, "cpu_s_rank0": cpu, "steps_this_process": steps_done, "test_tasks": args.test_tasks,
-                "test_samples": args.test_samples, "world_size": st.ranks.world})
+                "test_samples": args.test_samples, "world_size": st.ranks.world, "timing": st.timing})
+    for phase, steps in (("sft", args.sft_steps), ("grpo", args.grpo_steps)):
+        t = out["timing"][phase]
+        t.update(steps=steps, steps_per_s=steps / t["wall_s"], steps_per_cpu_s=steps / t["cpu_s"])
     return out
 
 
