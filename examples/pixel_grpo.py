@@ -69,7 +69,7 @@ def parse_args(argv=None):
     a("--tasks-per-step", type=int, default=16, help="GRPO groups per step (all ranks together)")
     a("--group-size", type=int, default=8)
     a("--task-pool", type=int, default=20000, help="GRPO draws training tasks N_sft .. N_sft+pool-1")
-    a("--grpo-lr", type=float, default=5e-5)
+    a("--grpo-lr", type=float, default=2e-4, help="measured: 5e-5, 2e-4 (best), 5e-4; docs/example.md")
     a("--minibatches", type=int, default=2)
     a("--epochs", type=int, default=1)
     a("--clip-low", type=float, default=0.2)
