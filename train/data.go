@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/sft"
 )
@@ -49,6 +50,7 @@ func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
 			}
 		}
 	} else {
+		faults.AtContext(ctx, faults.DataBuild)
 		var err error
 		samples, err = env.GenerateDatasetContext(ctx, r.envCfg, env.Train, r.cfg.Data.TrainTasks, sampleMix(r.cfg))
 		if err != nil {

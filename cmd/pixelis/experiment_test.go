@@ -14,19 +14,6 @@ import (
 	"github.com/pixelis/pixelis/train/experiment"
 )
 
-// buildPixelis builds the binary for tests that run it as a process.
-func buildPixelis(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
-	bin := filepath.Join(t.TempDir(), "pixelis")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 const smokeExperiment = `name = "smoke"
 config = "smoke"
 seeds = [1, 2]
@@ -64,21 +51,17 @@ func TestExperimentInterruptedContinues(t *testing.T) {
 
 	cut := filepath.Join(dir, "cut")
 	cmd := exec.Command(bin, "experiment", file, "--out", cut)
-	var out bytes.Buffer
+	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// Stop it as soon as an arm's run has started.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(cut, "runs", "none", "seed-1", "run.json")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no arm started:\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !waitFor(5*time.Minute, func() bool {
+		_, err := os.Stat(filepath.Join(cut, "runs", "none", "seed-1", "run.json"))
+		return err == nil
+	}) {
+		t.Fatalf("no arm started:\n%s", out.String())
 	}
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	if err := cmd.Wait(); err == nil {

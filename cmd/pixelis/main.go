@@ -18,6 +18,7 @@ import (
 
 	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/train/experiment"
+	"github.com/pixelis/pixelis/train/owner"
 )
 
 // Exit codes.
@@ -134,7 +135,7 @@ func interruptOnSignal(ctx context.Context, std stdio) (context.Context, func())
 		}
 		select {
 		case s := <-sig:
-			fmt.Fprintf(std.err, "pixelis: stopped at once by a second %s\n", signalName(s))
+			fmt.Fprintf(std.err, "pixelis: stopped at once by a second %s\n", owner.SignalName(s))
 			os.Exit(exitFailed)
 		case <-done:
 		}
@@ -170,7 +171,7 @@ func report(w io.Writer, name string, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the flag set printed the usage
 		return exitOK
 	}
-	if errors.Is(err, errRequeue) {
+	if errors.Is(err, owner.ErrRequeue) {
 		fmt.Fprintf(w, "pixelis %s: %v\n", name, err)
 		return experiment.ExitRequeue
 	}
@@ -193,11 +194,6 @@ func indentLines(s string) string {
 	}
 	return "\n  " + strings.ReplaceAll(s, "\n", "\n  ")
 }
-
-// errRequeue: the run stopped with a checkpoint on SIGUSR2, a Slurm job's
-// warning before its time limit, and asks to be requeued (exit
-// experiment.ExitRequeue); its job script requeues the job.
-var errRequeue = errors.New("stopped with a checkpoint on SIGUSR2, for a requeue: the job resumes where it stopped")
 
 // usageError marks errors caused by the user's input (flags, arguments, config):
 // exit code 2, no stack trace.

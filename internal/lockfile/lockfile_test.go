@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -43,7 +45,13 @@ func TestLockEndsWithProcess(t *testing.T) {
 			os.Exit(3)
 		}
 		os.Stdout.WriteString("held\n")
-		select {} // until killed
+		// Until killed. Not select {}: with nothing else to wait for, the
+		// runtime ends a process blocked that way as deadlocked, releasing
+		// the lock before the parent has looked.
+		stay := make(chan os.Signal, 1)
+		signal.Notify(stay, syscall.SIGTERM)
+		<-stay
+		os.Exit(4)
 	}
 	path := filepath.Join(t.TempDir(), ".lock")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLockEndsWithProcess$")

@@ -166,7 +166,7 @@ class ServeTest(unittest.TestCase):
         import http.client
         host = self.url.split("//")[1]
         for scheme in ("bearer", "BEARER", "Bearer"):
-            conn = http.client.HTTPConnection(host, timeout=10)
+            conn = http.client.HTTPConnection(host, timeout=60)  # a safety net
             conn.request("GET", "/v1/spec", headers={"Authorization": scheme + " " + self.token})
             resp = conn.getresponse()
             resp.read()
