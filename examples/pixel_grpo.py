@@ -538,6 +538,8 @@ def sft_phase(st, run, client, args, ranks, run_dir):
 
 
 def _sft_phase(st, run, client, args, ranks, run_dir):
+    if st.sft_step >= args.sft_steps:  # resumed from the end of SFT
+        return True
     tasks = ranks.shard([{"split": "train", "index": i} for i in range(args.sft_tasks)])
     data = demonstrations(client, tasks)
     log_line(st, "%d expert actions of %d tasks on this rank" % (len(data[2]), len(tasks)))
