@@ -405,7 +405,7 @@ class State:
         for k, s in blob["generators"][self.ranks.rank].items():
             self.gens[k].set_state(s)
         self.phase, self.step, self.sft_step, self.grpo_step = blob["phase"], blob["step"], blob["sft_step"], blob["grpo_step"]
-        self.results, self.timing = blob["results"], blob["timing"]
+        self.results, self.timing = blob["results"], blob.get("timing", {})
 
 
 class _Standalone:
