@@ -606,8 +606,9 @@ def summary(st, args, t0, cpu0, steps_done):
     out.update({"wall_s": wall, "cpu_s_rank0": cpu, "steps_this_process": steps_done, "test_tasks": args.test_tasks,
                 "test_samples": args.test_samples, "world_size": st.ranks.world, "timing": st.timing})
     for phase, steps in (("sft", args.sft_steps), ("grpo", args.grpo_steps)):
-        t = out["timing"][phase]
-        t.update(steps=steps, steps_per_s=steps / t["wall_s"], steps_per_cpu_s=steps / t["cpu_s"])
+        t = out["timing"].get(phase)
+        if t and steps and t["cpu_s"] > 0:
+            t.update(steps=steps, steps_per_s=steps / t["wall_s"], steps_per_cpu_s=steps / t["cpu_s"])
     return out
 
 
