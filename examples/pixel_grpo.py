@@ -239,6 +239,21 @@ def sft_lr(args, step):
     return args.sft_lr * 0.5 * (1 + math.cos(math.pi * t))
 
 
+def update(st, loss, args):
+    """Backward, clip the gradient's norm to grad_clip, step — unless the norm is not finite: then the
+    update is skipped and counted, so non-finite values never reach the weights. After DDP's all-reduce
+    every rank has the same gradient, so every rank decides alike."""
+    st.opt.zero_grad()
+    loss.backward()
+    gn = nn.utils.clip_grad_norm_(st.model.parameters(), args.grad_clip)
+    if torch.isfinite(gn):
+        st.opt.step()
+    else:
+        st.skipped += 1
+        log_line(st, "update skipped: gradient norm %s (%d so far)" % (gn.item(), st.skipped))
+    return gn
+
+
 def sft_step(st, data, args, ranks):
     """One step of behaviour cloning: L = −(1/B)·Σ log π(a*|s), a* the expert's action."""
     x, m, y = data
@@ -248,10 +263,7 @@ def sft_step(st, data, args, ranks):
         g["lr"] = sft_lr(args, st.sft_step + 1)
     logits = masked_logits(st.model, x[i].to(st.device), m[i].to(st.device))
     loss = F.cross_entropy(logits, y[i].to(st.device))
-    st.opt.zero_grad()
-    loss.backward()
-    gn = nn.utils.clip_grad_norm_(st.model.parameters(), args.grad_clip)
-    st.opt.step()
+    gn = update(st, loss, args)
     st.sft_step += 1
     acc = (logits.argmax(1) == y[i].to(st.device)).float().mean()
     return {"train/loss": loss.item(), "train/accuracy": acc.item(), "train/grad_norm": gn.item(), "train/lr": st.opt.param_groups[0]["lr"]}
@@ -317,10 +329,7 @@ def grpo_step(st, client, args, ranks, weights):
         for chunk in torch.chunk(perm, args.minibatches):  # every rank has ≥ 1 row per env: the same count of backward passes
             dev = lambda t: t[chunk].to(st.device)
             loss, s = grpo_loss(st.model, st.ref, dev(o), dev(m), dev(a), dev(logp_old), dev(adv), dev(w), args)
-            st.opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(st.model.parameters(), args.grad_clip)
-            st.opt.step()
+            update(st, loss, args)
             stats["policy/loss"] += loss.item()
             for k, v in s.items():
                 stats[k] += v
@@ -334,6 +343,7 @@ def grpo_step(st, client, args, ranks, weights):
     for k, c in enumerate(COMPONENTS):
         out["reward/%s/raw" % c] = tot[5 + k] / episodes
     out.update({k: v / nb for k, v in stats.items()})
+    out["train/skipped_updates"] = st.skipped
     first["reward"] = float(r[0])
     return out, first
 
@@ -360,6 +370,7 @@ class State:
                      "sample": torch.Generator().manual_seed(seed + 101 + ranks.rank),
                      "tasks": torch.Generator().manual_seed(seed + 1001)}  # the same draws on every rank
         self.phase, self.step, self.sft_step, self.grpo_step = "sft", 0, 0, 0
+        self.skipped = 0  # updates refused for a non-finite gradient
         self.results = {}  # the validation and the test results so far
         self.timing = {}   # wall and CPU seconds per phase (carried over by resume; not part of the results)
 

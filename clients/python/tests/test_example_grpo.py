@@ -1,7 +1,8 @@
 """examples/pixel_grpo.py, CI-sized, against a real `pixelis serve`: a few SFT and GRPO steps with a
 checkpoint after every step. The behaviour-cloning loss on the expert's actions falls; a run resumed
 from a mid-GRPO checkpoint ends bit for bit where the uninterrupted run ended, at the same step; a stop
-command with a checkpoint saves at the step it arrived and ends the run without results.
+command with a checkpoint saves at the step it arrived and ends the run without results; a non-finite
+gradient leaves the weights as they were.
 
 Needs torch and numpy: without them the test skips, except under CI=true, where it fails.
 """
@@ -156,6 +157,20 @@ class ExampleGRPOTest(unittest.TestCase):
         self.assertEqual(step, stop_at)
         self.assertTrue(sample["question"].endswith("?"))
         self.assertTrue(sample["actions"] and all(isinstance(a, str) for a in sample["actions"]))
+
+    def test_non_finite_gradient_never_reaches_the_weights(self):
+        args = self.ex.parse_args(["--serve", self.server.url])
+        spec_layout = self.layout()
+        st = self.ex.State(args, spec_layout, 100, self.ex.Ranks())
+        before = {k: v.clone() for k, v in st.net.state_dict().items()}
+        obs = torch.zeros(2, spec_layout["width"])
+        self.ex.update(st, st.net(obs).sum() * float("nan"), args)
+        self.assertEqual(st.skipped, 1)
+        for k, v in st.net.state_dict().items():
+            self.assertTrue(torch.equal(v, before[k]), "%s changed by a NaN loss" % k)
+        self.ex.update(st, st.net(obs).logsumexp(1).sum(), args)  # a finite one does change them
+        self.assertEqual(st.skipped, 1)
+        self.assertFalse(all(torch.equal(v, before[k]) for k, v in st.net.state_dict().items()))
 
     def layout(self):
         client = Client(self.server.url, token=self.server.token)
