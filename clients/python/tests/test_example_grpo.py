@@ -2,7 +2,7 @@
 checkpoint after every step. The behaviour-cloning loss on the expert's actions falls; a run resumed
 from a mid-GRPO checkpoint ends bit for bit where the uninterrupted run ended, at the same step; a stop
 command with a checkpoint saves at the step it arrived and ends the run without results; a non-finite
-gradient leaves the weights as they were.
+gradient leaves the weights as they were; two ranks under torchrun (DDP, gloo) resume exactly too.
 
 Needs torch and numpy: without them the test skips, except under CI=true, where it fails.
 """
@@ -10,6 +10,9 @@ Needs torch and numpy: without them the test skips, except under CI=true, where 
 import importlib.util
 import io
 import os
+import socket
+import subprocess
+import sys
 import tempfile
 import unittest
 from contextlib import redirect_stdout
@@ -157,6 +160,31 @@ class ExampleGRPOTest(unittest.TestCase):
         self.assertEqual(step, stop_at)
         self.assertTrue(sample["question"].endswith("?"))
         self.assertTrue(sample["actions"] and all(isinstance(a, str) for a in sample["actions"]))
+
+    def test_two_ranks_under_torchrun_resume_exactly(self):
+        """DDP over gloo, each rank its own vectors: a run resumed from a mid-GRPO checkpoint ends with
+        the weights of the uninterrupted one."""
+        full, resumed = os.path.join(self.tmp.name, "ddp-full"), os.path.join(self.tmp.name, "ddp-resumed")
+        last = SFT_STEPS + GRPO_STEPS
+        self.torchrun(*self.argv(full, "--checkpoint-every", str(last - 2)))
+        self.torchrun(*self.argv(resumed, "--resume", self.ckpt(full, last - 2)))
+        a, b = torch.load(self.ckpt(full, last)), torch.load(self.ckpt(resumed, last))
+        self.assertEqual((a["world_size"], len(a["generators"])), (2, 2))
+        for k in a["model"]:
+            self.assertTrue(torch.equal(a["model"][k], b["model"][k]), "weight %s differs after resume" % k)
+        self.assertEqual(a["results"], b["results"])
+
+    def torchrun(self, *argv):
+        with socket.socket() as s:  # a free port for the rendezvous
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        # Debian's torch 1.13 under Python 3.11 cannot parse torchrun's default --redirects 0 / --tee 0
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+               "--master_port", str(port), "--redirects", "1:1", "--tee", "0:1",
+               os.path.join(REPO, "examples", "pixel_grpo.py"), *argv]
+        env = dict(os.environ, PIXELIS_SERVE_TOKEN=self.server.token, OMP_NUM_THREADS="1")
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, "torchrun: %s\n%s" % (p.stdout[-3000:], p.stderr[-3000:]))
 
     def test_non_finite_gradient_never_reaches_the_weights(self):
         args = self.ex.parse_args(["--serve", self.server.url])
