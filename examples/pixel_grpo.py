@@ -535,7 +535,7 @@ def test_eval(st, client, args, ranks, key):
 def _test_eval(st, client, args, ranks, key):
     t0 = time.monotonic()
     greedy, pass1 = evaluate(client, st.net, ranks, test_tasks(args), args.test_samples, st.device, args.seed + 17, args.eval_envs)
-    st.results[key] = {"greedy": greedy.tolist(), "pass@1": pass1.tolist()}
+    st.results[key] = {"greedy": greedy.tolist(), "pass@1": pass1.tolist(), "samples": args.test_samples}
     log_line(st, "test %s: greedy %.3f pass@1 %.3f on %d tasks × %d samples (%.0f s)" %
              (key, greedy.mean(), pass1.mean(), len(greedy), args.test_samples, time.monotonic() - t0))
     return {"test/%s/greedy" % key: float(greedy.mean()), "test/%s/pass@1" % key: float(pass1.mean())}
@@ -574,7 +574,12 @@ def grpo_phase(st, run, client, args, ranks, run_dir):
     if st.phase == "sft":
         st.start_grpo()
     run.phase("rft")
-    if "before" not in st.results:
+    before = st.results.get("before")
+    if not before or (len(before["greedy"]), before.get("samples", args.test_samples)) != (args.test_tasks, args.test_samples):
+        # a resumed run tested on other tasks or samples than it is now asked to: test the SFT model again
+        if st.grpo_step:
+            sys.exit("pixel_grpo: the checkpoint's test before GRPO was on %d tasks × %s samples, not %d × %d" %
+                     (len(before["greedy"]), before.get("samples"), args.test_tasks, args.test_samples))
         run.log(st.step, test_eval(st, client, args, ranks, "before"))
     with timed(st, "grpo"):
         return _grpo_loop(st, run, client, args, ranks, run_dir)
