@@ -89,10 +89,12 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		return err
 	}
 	runDir := cf.runDir
+	named := runDir != "" || cfg.Run.Name != ""
+	start := time.Now()
 	if runDir == "" {
 		n := cfg.Run.Name
 		if n == "" {
-			n = time.Now().Format("2006-01-02-150405")
+			n = startName(start, 1) // claimed below, once the run is known to start
 		}
 		runDir = filepath.Join(cfg.Run.Dir, n)
 	}
@@ -122,6 +124,11 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	where := "run.dir"
 	if cf.runDir != "" {
 		where = "--run-dir"
+	}
+	if !named {
+		if runDir, err = newRunDir(cfg.Run.Dir, start); err != nil {
+			return err
+		}
 	}
 	lock, err := lockRun(runDir, where, name)
 	if err != nil {
