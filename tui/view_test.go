@@ -380,3 +380,18 @@ func BenchmarkFold(b *testing.B) {
 		i++
 	}
 }
+
+// Every chart of the SFT screen's sets shows a value once SFT has validated:
+// none waits for a metric only RFT records (the validation set showed "val
+// pass@1 —" and "val —" through SFT: SFT validates greedily).
+func TestSFTChartsHaveValues(t *testing.T) {
+	hs := sftHarness(t, 120, 40)
+	for range kpiSetsSFT {
+		frame := ansi.Strip(strings.Join(hs.m.pane(paneKPI), "\n"))
+		title, _, _ := strings.Cut(frame, "\n")
+		if strings.Contains(frame, "—") {
+			t.Errorf("%s: a chart without a value:\n%s", title, frame)
+		}
+		hs.press("m")
+	}
+}
