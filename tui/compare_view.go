@@ -490,9 +490,11 @@ func (c *Compare) helpBindings() []key.Binding {
 func (c *Compare) viewFooter(w int) []string {
 	st := c.st
 	if c.ask {
-		line := " " + st.render(st.prompt, "stop the experiment? (y/n)") +
-			st.render(st.dim, "  y stop its runs (each saves a checkpoint; run the experiment again to continue) · n keep going")
-		return []string{fit(line, w, true)}
+		return []string{questionLine(st, []footerQuestion{
+			{"stop the experiment? (y/n)", "y stop its runs (each saves a checkpoint; run the experiment again to continue) · n keep going"},
+			{"stop the experiment? (y/n)", "y stop its runs (each saves a checkpoint; run it again to continue) · n keep going"},
+			{"stop the experiment? (y/n)", "y stop, each run checkpointed · n keep going"},
+		}, w)}
 	}
 	if c.input.on {
 		return []string{fit(" "+st.render(st.dim, "enter apply · esc cancel"), w, true)}

@@ -617,3 +617,29 @@ func TestBacklog(t *testing.T) {
 		t.Fatalf("%d events", hs.m.events.len())
 	}
 }
+
+// The footer's questions fit the narrowest console (80 columns) whole: a
+// shorter form where the long one does not fit, never one cut short.
+func TestQuestionsFitTheFooter(t *testing.T) {
+	for _, w := range []int{80, 120} {
+		hs := rftHarness(t, w, 24, "never", true)
+		for ask, ends := range map[question][]string{askStop: {"esc keep training", "esc keep going"}, askLeavePaused: {"esc stay"}} {
+			hs.m.ask = ask
+			line := strings.TrimRight(ansi.Strip(hs.m.viewFooter(w)[0]), " ")
+			whole := slices.ContainsFunc(ends, func(end string) bool { return strings.HasSuffix(line, end) })
+			if strings.Contains(line, "…") || !whole {
+				t.Errorf("%d columns: the question is cut: %q", w, line)
+			}
+			if long := hs.m.questionForms()[0]; w == 120 && !strings.Contains(line, long.ask+"  "+long.answers) {
+				t.Errorf("120 columns: not the long form: %q", line)
+			}
+		}
+	}
+	for _, w := range []int{80, 120} {
+		hs := compareFixture(t, w, 24, "never")
+		hs.c.ask = true
+		if line := strings.TrimRight(ansi.Strip(hs.c.viewFooter(w)[0]), " "); strings.Contains(line, "…") || !strings.HasSuffix(line, "n keep going") {
+			t.Errorf("%d columns: the experiment's stop question is cut: %q", w, line)
+		}
+	}
+}

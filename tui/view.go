@@ -339,9 +339,8 @@ func (m Model) statusText() string {
 // directory; while a question is asked it is the question.
 func (m Model) viewFooter(w int) []string {
 	st := m.st
-	if q, answers := m.questionText(); q != "" {
-		line := " " + st.render(st.prompt, q) + st.render(st.dim, "  "+answers)
-		return []string{fit(line, w, true)}
+	if forms := m.questionForms(); len(forms) > 0 {
+		return []string{questionLine(st, forms, w)}
 	}
 	hk := m.helpKeys()
 	right := ""
