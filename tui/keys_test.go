@@ -643,3 +643,23 @@ func TestQuestionsFitTheFooter(t *testing.T) {
 		}
 	}
 }
+
+// The help bar names the all-metrics view and, where there is room, the
+// chart zoom keys: both used to be found only under ?.
+func TestHelpBarNamesMetricsAndZoom(t *testing.T) {
+	for _, c := range []struct {
+		w, h int
+		want []string
+	}{
+		{120, 40, []string{"a all metrics", "+/- zoom", "m kpi set", "v log", "i info", "? help", "q stop"}},
+		{80, 24, []string{"a all metrics", "? help", "q stop"}},
+	} {
+		hs := rftHarness(t, c.w, c.h, "never", true)
+		bar := footer(hs)
+		for _, w := range c.want {
+			if !strings.Contains(bar, w) {
+				t.Errorf("%d×%d: the help bar lacks %q: %q", c.w, c.h, w, bar)
+			}
+		}
+	}
+}

@@ -417,7 +417,7 @@ func (m Model) helpBar(hk helpKeys, right string, w int) string {
 	if !fits(right) {
 		right = ""
 	}
-	for _, drop := range []string{"↑/↓", "←/→", "shift+tab", "f", "n/N", "+", "[", "i", "v", "m", "s", "e", "tab", "p", "/", "esc"} {
+	for _, drop := range []string{"↑/↓", "←/→", "shift+tab", "f", "n/N", "+", "[", "tab", "i", "v", "s", "+/-", "m", "a", "e", "p", "/", "esc"} {
 		if fits(right) {
 			break
 		}
