@@ -172,7 +172,7 @@ func (c *Compare) render() string {
 		return ""
 	}
 	if w < minWidth || h < minHeight {
-		return ansi.Truncate(tooSmallLine(w, h), w, "")
+		return tooSmallFrame(w, h, c.tooSmallNotes()...)
 	}
 	l := c.layout()
 	lines := []string{c.viewHeader(w)}
@@ -485,6 +485,25 @@ func (c *Compare) helpBindings() []key.Binding {
 		quit.SetHelp("q", "stop experiment")
 	}
 	return []key.Binding{sel, toggle, open, filter, k.KPISet, table, sort, zoom, k.NextPane, k.Help, quit}
+}
+
+// tooSmallNotes is what a terminal too small for the experiment's console
+// says besides its size: that the runs go on, what q does, and the question
+// q asked.
+func (c *Compare) tooSmallNotes() []string {
+	var notes []string
+	switch {
+	case c.jobsOpen && c.opts.JobsDetached:
+		notes = append(notes, "the runs go on; q still works: it leaves them running")
+	case c.jobsOpen:
+		notes = append(notes, "the runs go on; q still works: it asks whether to stop the experiment")
+	default:
+		notes = append(notes, "q still works: it quits")
+	}
+	if c.ask {
+		notes = append(notes, "stop the experiment? (y/n)  y stop, each run checkpointed · n keep going")
+	}
+	return notes
 }
 
 func (c *Compare) viewFooter(w int) []string {
