@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/lockfile"
 )
 
@@ -78,4 +79,17 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// placeRun records in cfg where its run is, for config.toml and the console's
+// i: run.dir the run directory's parent and run.name its name, absolute,
+// whether --run-dir, run.name or the start time chose it (a config said
+// name = "" and dir = "runs" for a run in --run-dir /scratch/r1). Neither
+// changes a number the run trains (train.TrainingHash leaves them out).
+func placeRun(cfg *configs.Config, runDir string) {
+	abs, err := filepath.Abs(runDir)
+	if err != nil || filepath.Dir(abs) == abs {
+		return // no parent to name: the config keeps what it said
+	}
+	cfg.Run.Dir, cfg.Run.Name = filepath.Dir(abs), filepath.Base(abs)
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pixelis/pixelis/configs"
 )
 
 // Runs without a name of their own started in the same second each get a
@@ -81,5 +83,33 @@ func TestTwoRunsStartedAtOnce(t *testing.T) {
 	}
 	if len(runs) != 2 {
 		t.Fatalf("run.dir holds %v, want two runs", runs)
+	}
+}
+
+// A run's config.toml (what the console's i shows) names where the run is:
+// the --run-dir given, or the name the start time chose under run.dir, not
+// name = "" and dir = "runs".
+func TestConfigNamesTheRunDirectory(t *testing.T) {
+	base := t.TempDir()
+	given := filepath.Join(base, "scratch", "r1")
+	if code, _, errOut := run(t, "sft", "--no-tui", "--config", "smoke", "--run-dir", given); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	parent := filepath.Join(base, "runs")
+	if code, _, errOut := run(t, "sft", "--no-tui", "--config", "smoke", "--set", "run.dir="+parent); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	named, err := filepath.Glob(filepath.Join(parent, "*"))
+	if err != nil || len(named) != 1 {
+		t.Fatalf("run.dir holds %v (%v)", named, err)
+	}
+	for _, dir := range []string{given, named[0]} {
+		cfg, err := configs.Load(filepath.Join(dir, "config.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := filepath.Join(cfg.Run.Dir, cfg.Run.Name); got != dir {
+			t.Errorf("config.toml of %s: run.dir %q, run.name %q", dir, cfg.Run.Dir, cfg.Run.Name)
+		}
 	}
 }

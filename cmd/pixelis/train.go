@@ -151,6 +151,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		}
 		opt.Done = []string{train.PhaseSFT}
 	}
+	placeRun(cfg, runDir)
 	return execute(ctx, io, cfg, opt, cf.noTUI, "", -1)
 }
 
@@ -184,6 +185,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return usageError{err}
 	}
+	placeRun(cfg, runDir)
 	if err := checkMemory(cfg, info.Phases); err != nil {
 		return err
 	}
