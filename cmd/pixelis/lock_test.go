@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,5 +112,20 @@ func TestConfigNamesTheRunDirectory(t *testing.T) {
 		if got := filepath.Join(cfg.Run.Dir, cfg.Run.Name); got != dir {
 			t.Errorf("config.toml of %s: run.dir %q, run.name %q", dir, cfg.Run.Dir, cfg.Run.Name)
 		}
+	}
+}
+
+// A run directory deeper than a unix socket's path allows (a cluster's
+// scratch path) runs to its end: its control socket is bound at a short path
+// (it exited 1 with "control: listen: … bind: invalid argument").
+func TestRunInADeepDirectory(t *testing.T) {
+	dir := t.TempDir()
+	dir = filepath.Join(dir, strings.Repeat("d", 150-len(dir)-1))
+	code, out, errOut := run(t, "sft", "--no-tui", "--config", "smoke", "--run-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "checkpoints", "sft_final")); err != nil {
+		t.Fatal(err)
 	}
 }
