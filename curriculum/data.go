@@ -262,7 +262,10 @@ func (m *DataManager) attemptAfter(step int) int {
 func (m *DataManager) Rule() string {
 	c := m.cfg
 	gate := ""
-	if c.RequiredPasses > 0 {
+	switch {
+	case c.RequiredPasses == 1:
+		gate = fmt.Sprintf(" once a validation holds (falls by at most %s)", num(-c.RollbackThreshold))
+	case c.RequiredPasses > 1:
 		gate = fmt.Sprintf(" once %d validations in a row hold (fall by at most %s)", c.RequiredPasses, num(-c.RollbackThreshold))
 	}
 	return fmt.Sprintf("the next mix is tried every %d steps%s; kept if its greedy score falls by less than %s after training on it, else rolled back (cooldown %d steps, interval ×%s)",

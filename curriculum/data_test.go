@@ -364,3 +364,22 @@ func TestDataNoteNamesTheNextValidation(t *testing.T) {
 		t.Fatalf("Rule = %q", r)
 	}
 }
+
+// The rule reads as English for one required validation as for several.
+func TestDataRuleCountsValidations(t *testing.T) {
+	for passes, want := range map[int]string{
+		0: "the next mix is tried every 100 steps; kept",
+		1: "every 100 steps once a validation holds (falls by at most 0.05); kept",
+		3: "every 100 steps once 3 validations in a row hold (fall by at most 0.05); kept",
+	} {
+		cfg := dataTestConfig
+		cfg.RequiredPasses = passes
+		m, err := NewDataManager(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := m.Rule(); !strings.Contains(r, want) || strings.Contains(r, "1 validations") {
+			t.Errorf("required passes %d: Rule = %q, want %q in it", passes, r, want)
+		}
+	}
+}
