@@ -106,7 +106,14 @@ func TestPythonPackage(t *testing.T) {
 	ref := filepath.Join(dir, "reference.json")
 	writeReference(t, ref)
 	vpy := install(t, py, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	// A bound against a hung interpreter: the test binary's own deadline (go
+	// test -timeout), less the time to report, and not the suite's usual
+	// few minutes, which a busy machine stretches several times.
+	limit := 30 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		limit = time.Until(d) - 30*time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	// From tests/, so that `import pixelis` finds the installed package, not the source tree.
 	cmd := exec.CommandContext(ctx, vpy, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py")
