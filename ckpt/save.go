@@ -30,7 +30,9 @@ type Checkpoint struct {
 	StageIndex int
 	Kind       Kind
 	ConfigHash string
-	Created    time.Time // zero means now
+	// Observation is what the networks read; nil records nothing.
+	Observation *Observation
+	Created     time.Time // zero means now
 
 	// Files maps a file name ending in ".safetensors" to its tensors, for example
 	// "policy.safetensors", "adapters.safetensors", "optimizer.safetensors".
@@ -137,6 +139,7 @@ func Save(root string, c Checkpoint) (path string, err error) {
 		StageIndex:    c.StageIndex,
 		Kind:          c.Kind,
 		ConfigHash:    c.ConfigHash,
+		Observation:   c.Observation,
 		Created:       c.Created,
 	}
 	for _, name := range sortedKeys(c.Files) {

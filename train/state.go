@@ -81,6 +81,9 @@ func readResume(cfg *configs.Config, path string) (*resumePoint, error) {
 	if err != nil {
 		return nil, refuseCheckpoint(path, TrainingHash(cfg), err)
 	}
+	if err := env.CheckObsVersion(path, l.Manifest.ObservationVersion()); err != nil {
+		return nil, err
+	}
 	if want := TrainingHash(cfg); l.Manifest.ConfigHash != want {
 		return nil, refuseCheckpoint(path, want, fmt.Errorf("it was written under another config (hash %.12s, this run's is %.12s)", l.Manifest.ConfigHash, want))
 	}
@@ -181,6 +184,7 @@ func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, st
 	return ckpt.Save(r.ckptRoot, ckpt.Checkpoint{
 		Name: name, Phase: st.Phase, Step: int64(st.Step), Stage: stage, StageIndex: stageIdx,
 		Kind: kind, ConfigHash: TrainingHash(r.cfg), Files: files, State: data,
+		Observation: &ckpt.Observation{Version: env.ObsVersion, Width: env.ObsDim},
 	})
 }
 

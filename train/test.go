@@ -165,6 +165,9 @@ func LoadPolicy(cfg *configs.Config, path string) (*policy.Params, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := env.CheckObsVersion(path, l.Manifest.ObservationVersion()); err != nil {
+		return nil, err
+	}
 	params, err := policy.New(policyConfig(cfg), stream(cfg.Run.Seed, streamInit, 0, 0))
 	if err != nil {
 		return nil, err

@@ -98,7 +98,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	}
 	if cfg.Data.TrainFile != "" && phases[0] == train.PhaseSFT {
 		// A missing or corrupt data file is the user's input: say so before creating the run.
-		if err := checkCoTA(cfg.Data.TrainFile); err != nil {
+		if err := checkCoTA(cfg, cfg.Data.TrainFile); err != nil {
 			return usageError{fmt.Errorf("data.train_file: %w", err)}
 		}
 	}
@@ -304,7 +304,7 @@ const CrashFile = owner.CrashFile
 var fatalToFile bool
 
 // checkCoTA reads a CoTA file through, so that a bad line is reported up front.
-func checkCoTA(path string) error {
+func checkCoTA(cfg *configs.Config, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -317,7 +317,7 @@ func checkCoTA(path string) error {
 	if len(samples) == 0 {
 		return fmt.Errorf("%s: no samples", path)
 	}
-	return nil
+	return train.CheckTrainSamples(cfg, path, samples)
 }
 
 // isTerminal reports whether w is a terminal (the console needs one).
