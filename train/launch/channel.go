@@ -182,20 +182,15 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 		s.refuse(c, fmt.Sprintf("protocol version %d: this pixelis speaks version %d", m.Version, Version))
 		return
 	}
-	if s.spec.Curriculum != nil {
-		if err := s.spec.Curriculum.Check(m.Components, m.Reports); err != nil {
-			s.refuse(c, err.Error())
-			return
-		}
+	if err := s.steer.hello(m); err != nil {
+		s.refuse(c, err.Error())
+		return
 	}
 	s.hello = &m
 	s.view.hello(m)
 	s.writeHello(m)
 	w := welcome{Type: MsgWelcome, Version: Version, RunDir: s.spec.RunDir, HeartbeatEvery: HeartbeatEvery}
-	if s.spec.Curriculum != nil {
-		st := s.spec.Curriculum.Stage()
-		w.Stage = &st
-	}
+	w.Stage = s.steer.stage()
 	if s.spec.ResumeStep >= 0 && s.spec.Resumed != "" {
 		w.Resume = &resume{Step: s.spec.ResumeStep, Checkpoint: s.spec.Resumed}
 	}
@@ -210,6 +205,9 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 	s.emit(telemetry.EventPhase, fmt.Sprintf("the trainer connected%s: pid %d, rank %d of %d, reward components %v", again, m.PID, m.Rank, max(m.WorldSize, 1), m.Components),
 		map[string]any{"pid": m.PID, "components": m.Components, "reports": m.Reports})
 	s.publish()
+	for _, msg := range s.steer.restored() {
+		s.emit(telemetry.EventWarning, msg, nil)
+	}
 	if s.stop.asked && !s.stop.sentStop && s.stop.refusedErr == nil {
 		s.sendStop()
 	}

@@ -91,7 +91,8 @@ func (s *session) acked(p *pending) string {
 	case KindStop:
 		return "the trainer is stopping"
 	case KindStage:
-		return fmt.Sprintf("the trainer took stage %d (command %d)", s.view.curriculum().Current, p.id)
+		st := s.view.curriculum()
+		return fmt.Sprintf("the trainer took stage %d (command %d)", st.Current+1, p.id)
 	}
 	return p.kind + " acknowledged"
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/pixelis/pixelis/train/steer"
 )
 
 // The channel's wire format (docs/launch-protocol.md): JSON objects, one a
@@ -82,22 +84,15 @@ type inSample struct {
 	Reward      *float64          `json:"reward"`
 }
 
-// Stage is a curriculum stage as the trainer is told it.
-type Stage struct {
-	Index   int                `json:"index"`
-	Name    string             `json:"name"`
-	Weights map[string]float64 `json:"weights"`
-}
-
 // welcome answers hello. Stage is nil when pixelis runs no reward
 // curriculum: the trainer keeps its own weights.
 type welcome struct {
-	Type           string  `json:"type"`
-	Version        int     `json:"version"`
-	RunDir         string  `json:"run_dir"`
-	HeartbeatEvery int     `json:"heartbeat_every_s"`
-	Stage          *Stage  `json:"stage"`
-	Resume         *resume `json:"resume,omitempty"`
+	Type           string       `json:"type"`
+	Version        int          `json:"version"`
+	RunDir         string       `json:"run_dir"`
+	HeartbeatEvery int          `json:"heartbeat_every_s"`
+	Stage          *steer.Stage `json:"stage"`
+	Resume         *resume      `json:"resume,omitempty"`
 }
 
 // resume tells a resumed trainer where pixelis's side of the run stands.

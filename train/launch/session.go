@@ -34,6 +34,7 @@ type session struct {
 	hello *inMessage
 	ever  bool // a trainer has said hello
 	view  view
+	steer *steering
 	cmds  commands
 	stop  stopping
 	quiet quiet
@@ -63,7 +64,8 @@ type quiet struct {
 func start(spec Spec, w owner.Wiring) (*session, error) {
 	s := &session{spec: spec, w: w, exited: make(chan *os.ProcessState, 1), conns: make(chan *conn),
 		inbox: make(chan inbound, 256), quit: make(chan struct{}), started: time.Now()}
-	s.view = newView(spec, watch.DefaultMapping().Namer(watch.NamerOptions{}))
+	s.steer = &steering{cfg: spec.Curriculum, runDir: spec.RunDir, resumeStep: spec.ResumeStep}
+	s.view = newView(spec, watch.DefaultMapping().Namer(watch.NamerOptions{}), s.steer)
 	s.cmds = newCommands()
 	s.quiet.heard = s.started
 	var err error

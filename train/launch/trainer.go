@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/owner"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -61,25 +62,10 @@ type Spec struct {
 	// run), Resumed the checkpoint it resumes from.
 	ResumeStep int
 	Resumed    string
-	// Curriculum, when set, runs on the trainer's metrics and pushes its
-	// stages to it.
-	Curriculum Curriculum
-}
-
-// Curriculum is a reward curriculum driven by the trainer's metrics.
-type Curriculum interface {
-	// Check refuses a trainer whose declared reward components and
-	// per-step reports the curriculum cannot work with (naming what is
-	// missing).
-	Check(components, reports []string) error
-	// Stage is the current stage.
-	Stage() Stage
-	// Observe takes one step's metrics (pixelis names); it returns the KPI
-	// values to record beside them, the new stage when it changed, and
-	// what to tell the run's events.
-	Observe(step int, metrics map[string]float64) (kpis map[string]float64, changed *Stage, events []telemetry.Event)
-	// View is what the console's curriculum pane shows.
-	View() telemetry.Curriculum
+	// Curriculum, when set, is the config whose [curriculum] runs on the
+	// trainer's metrics (train/steer) and whose stages go to it; nil runs
+	// none.
+	Curriculum *configs.Config
 }
 
 // ErrNotFound wraps a command that cannot be found or run.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"path/filepath"
 	"time"
@@ -21,7 +20,7 @@ const maxSamples = 8
 type view struct {
 	name       string
 	namer      *watch.Namer
-	cur        Curriculum
+	cur        *steering
 	state      telemetry.State
 	phaseName  string // the trainer's phase ("sft", "rft", …)
 	step       int    // run-wide, of the newest step
@@ -32,8 +31,8 @@ type view struct {
 	meter      telemetry.ProcessMeter
 }
 
-func newView(spec Spec, namer *watch.Namer) view {
-	return view{name: filepath.Base(filepath.Clean(spec.RunDir)), namer: namer, cur: spec.Curriculum,
+func newView(spec Spec, namer *watch.Namer, cur *steering) view {
+	return view{name: filepath.Base(filepath.Clean(spec.RunDir)), namer: namer, cur: cur,
 		state: telemetry.StateStarting, step: max(spec.ResumeStep, 0)}
 }
 
@@ -55,12 +54,7 @@ func (v *view) phase() telemetry.Phase {
 	return telemetry.PhaseRFT
 }
 
-func (v *view) curriculum() telemetry.Curriculum {
-	if v.cur == nil {
-		return telemetry.Curriculum{}
-	}
-	return v.cur.View()
-}
+func (v *view) curriculum() telemetry.Curriculum { return v.cur.view() }
 
 // end sets the state the run ended in.
 func (v *view) end(err error) {
@@ -79,7 +73,7 @@ func (v *view) snapshot(started time.Time) telemetry.Snapshot {
 	return telemetry.Snapshot{
 		Run: v.name, Phase: v.phase(), Kind: string(v.namer.Kind()), State: v.state,
 		Step: v.step, RunStep: v.step, TotalSteps: v.totalSteps, Time: time.Now(),
-		StepsPerS: v.rate.perSecond(), Metrics: maps.Clone(v.metrics), Curriculum: v.curriculum(),
+		StepsPerS: v.rate.perSecond(), Metrics: v.cur.withKPIs(v.metrics), Curriculum: v.curriculum(),
 		Samples: v.samples, Started: started, Process: &p,
 	}
 }
@@ -125,16 +119,7 @@ func (s *session) metrics(m inMessage) {
 	}
 	step := *m.Step
 	named := s.view.namer.Map(raw)
-	if c := s.spec.Curriculum; c != nil {
-		kpis, changed, events := c.Observe(step, named)
-		maps.Copy(named, kpis)
-		for _, e := range events {
-			s.w.Sink.Emit(e)
-		}
-		if changed != nil {
-			s.send(KindStage, map[string]any{"index": changed.Index, "name": changed.Name, "weights": changed.Weights})
-		}
-	}
+	s.observe(step, named)
 	now := time.Now()
 	s.view.step, s.view.metrics = max(s.view.step, step), named
 	s.view.rate.add(now, step)
@@ -188,4 +173,7 @@ func (s *session) checkpoint(m inMessage) {
 	s.w.Sink.Emit(telemetry.Event{Step: step, Phase: telemetry.PhaseSteps, PhaseStep: step, Time: time.Now(),
 		Kind: telemetry.EventCheckpoint, Message: fmt.Sprintf("checkpoint %s saved by the trainer", filepath.Base(path)),
 		Data: map[string]any{"path": path, "kind": kind, "step": step}})
+	if err := s.steer.save(s.spec.RunDir, step); err != nil {
+		s.emit(telemetry.EventWarning, err.Error(), nil)
+	}
 }
