@@ -205,8 +205,8 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 	s.emit(telemetry.EventPhase, fmt.Sprintf("the trainer connected%s: pid %d, rank %d of %d, reward components %v", again, m.PID, m.Rank, max(m.WorldSize, 1), m.Components),
 		map[string]any{"pid": m.PID, "components": m.Components, "reports": m.Reports})
 	s.publish()
-	for _, msg := range s.steer.restored() {
-		s.emit(telemetry.EventWarning, msg, nil)
+	for _, e := range s.steer.restored() {
+		s.emit(e.Kind, e.Message, nil)
 	}
 	if s.stop.asked && !s.stop.sentStop && s.stop.refusedErr == nil {
 		s.sendStop()

@@ -18,7 +18,7 @@ type steering struct {
 	resumeStep int // the checkpoint step a resume restores the curriculum to; -1 none
 	s          *steer.Steerer
 	decl       steer.Declaration
-	notes      []string // what the restore said, for the events
+	notes      []telemetry.Event // what the restore said, for the events
 }
 
 // hello builds the curriculum for what the trainer declared, or checks that
@@ -40,9 +40,11 @@ func (c *steering) hello(m inMessage) error {
 	}
 	if c.resumeStep >= 0 {
 		if err := s.Load(c.runDir, c.resumeStep); err != nil {
-			c.notes = append(c.notes, fmt.Sprintf("the curriculum starts over: its state at step %d was not restored (%v)", c.resumeStep, err))
+			c.notes = append(c.notes, telemetry.Event{Kind: telemetry.EventWarning,
+				Message: fmt.Sprintf("the curriculum starts over: its state at step %d was not restored (%v)", c.resumeStep, err)})
 		} else {
-			c.notes = append(c.notes, fmt.Sprintf("curriculum restored to stage %d at step %d", s.Current().Index+1, c.resumeStep))
+			c.notes = append(c.notes, telemetry.Event{Kind: telemetry.EventPhase,
+				Message: fmt.Sprintf("curriculum restored to stage %d at step %d, with its KPI history", s.Current().Index+1, c.resumeStep)})
 		}
 	}
 	c.s, c.decl = s, d
@@ -50,7 +52,7 @@ func (c *steering) hello(m inMessage) error {
 }
 
 // restored is what the restore at hello had to say, once.
-func (c *steering) restored() []string {
+func (c *steering) restored() []telemetry.Event {
 	n := c.notes
 	c.notes = nil
 	return n

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // The trainer's standard output and error go straight to files in the run
@@ -26,16 +27,23 @@ const (
 	EventStderr = "stderr"
 )
 
-// maxOutputEvents bounds the output lines turned into events per read: a
-// trainer printing progress bars cannot flood the events.
-const maxOutputEvents = 20
+// A trainer printing a line a step (or a progress bar) cannot flood the
+// events: each stream shows at most outputBurst lines per outputWindow, and
+// says how many more its file holds when the window ends.
+const (
+	outputBurst  = 20
+	outputWindow = 5 * time.Second
+)
 
 // outputFile is one of the trainer's output files as pixelis follows it.
 type outputFile struct {
 	kind    string // EventStdout or EventStderr
 	path    string
-	f       *os.File // read side
-	partial []byte   // a line not yet ended
+	f       *os.File  // read side
+	partial []byte    // a line not yet ended
+	window  time.Time // when the current window began
+	shown   int       // lines shown as events in it
+	hidden  int       // lines not shown in it
 }
 
 // openOutput opens path for the trainer to append to (its write side) and
@@ -59,10 +67,14 @@ func openOutput(runDir, name, kind string) (w *os.File, o *outputFile, err error
 	return w, &outputFile{kind: kind, path: path, f: r}, nil
 }
 
-// lines returns the complete lines appended since the last call (a
-// carriage return ends a line too: progress bars redraw with it), at most
-// maxOutputEvents of them, and how many more there were.
-func (o *outputFile) lines() (lines []string, more int) {
+// lines returns the complete lines appended since the last call that the
+// window leaves room for (a carriage return ends a line too: progress bars
+// redraw with it), and how many lines the window that ended left unshown.
+func (o *outputFile) lines(now time.Time) (lines []string, hidden int) {
+	if now.Sub(o.window) >= outputWindow {
+		hidden = o.hidden
+		o.window, o.shown, o.hidden = now, 0, 0
+	}
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := o.f.Read(buf)
@@ -74,23 +86,36 @@ func (o *outputFile) lines() (lines []string, more int) {
 	i := bytes.LastIndexAny(o.partial, "\r\n")
 	if i < 0 {
 		if len(o.partial) > MaxLine { // a line without an end, cut
-			lines, o.partial = []string{string(o.partial)}, nil
+			o.add(&lines, string(o.partial))
+			o.partial = nil
 		}
-		return lines, 0
+		return lines, hidden
 	}
 	done := o.partial[:i]
 	o.partial = append([]byte(nil), o.partial[i+1:]...)
 	for _, l := range strings.FieldsFunc(string(done), func(r rune) bool { return r == '\n' || r == '\r' }) {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		if len(lines) < maxOutputEvents {
-			lines = append(lines, l)
-		} else {
-			more++
+		if strings.TrimSpace(l) != "" {
+			o.add(&lines, l)
 		}
 	}
-	return lines, more
+	return lines, hidden
+}
+
+// add shows l when the window has room for it, else counts it.
+func (o *outputFile) add(lines *[]string, l string) {
+	if o.shown < outputBurst {
+		*lines = append(*lines, l)
+		o.shown++
+		return
+	}
+	o.hidden++
+}
+
+// flush is the count of lines the current window left unshown, at the end.
+func (o *outputFile) flush() int {
+	n := o.hidden
+	o.hidden = 0
+	return n
 }
 
 func (o *outputFile) close() { o.f.Close() }

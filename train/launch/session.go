@@ -163,7 +163,7 @@ func (s *session) loop(ctx context.Context) error {
 
 // tick follows the clocks and the child's output.
 func (s *session) tick(now time.Time) {
-	s.readOutput()
+	s.readOutput(false)
 	for _, p := range s.cmds.overdue(now, s.spec.AckTimeout) {
 		s.emit(telemetry.EventWarning, fmt.Sprintf("%s (command %d) not acknowledged within %s: the trainer may not be reading its commands",
 			p.kind, p.id, seconds(s.spec.AckTimeout)), map[string]any{"command": wireToCommand(p.kind), "id": p.id, "unacknowledged": true})
@@ -246,7 +246,7 @@ func (s *session) refuse(c *conn, reason string) {
 // end is Train's result once the child has exited.
 func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 	s.drain()
-	s.readOutput()
+	s.readOutput(true)
 	status, ok := exitStatus(ps)
 	if s.bad > 0 {
 		s.emit(telemetry.EventWarning, fmt.Sprintf("%d lines from the trainer were ignored (malformed, oversized or of an unknown type)", s.bad), map[string]any{"bad_lines": s.bad})
@@ -300,15 +300,20 @@ func (s *session) drain() {
 	}
 }
 
-// readOutput turns the child's new output lines into events.
-func (s *session) readOutput() {
+// readOutput turns the child's new output lines into events; at the end
+// (last) it says how many lines were not shown.
+func (s *session) readOutput(last bool) {
+	now := time.Now()
 	for _, o := range s.outputs {
-		lines, more := o.lines()
+		lines, hidden := o.lines(now)
 		for _, l := range lines {
 			s.emit(o.kind, l, nil)
 		}
-		if more > 0 {
-			s.emit(o.kind, moreLines(more, o.path), nil)
+		if last {
+			hidden += o.flush()
+		}
+		if hidden > 0 {
+			s.emit(o.kind, moreLines(hidden, o.path), nil)
 		}
 	}
 }

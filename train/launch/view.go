@@ -119,9 +119,10 @@ func (s *session) metrics(m inMessage) {
 	}
 	step := *m.Step
 	named := s.view.namer.Map(raw)
+	s.view.step = max(s.view.step, step)
 	s.observe(step, named)
 	now := time.Now()
-	s.view.step, s.view.metrics = max(s.view.step, step), named
+	s.view.metrics = named
 	s.view.rate.add(now, step)
 	s.w.Sink.Record(telemetry.Point{Step: step, Phase: s.view.phase(), Time: now.Format(time.RFC3339Nano), Metrics: named})
 	s.publish()
