@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pixelis/pixelis/train/launch"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// pixelis launch end to end: the real binary, a real child (a trainer
+// speaking the channel with Python's standard library,
+// train/launch/testdata/child.py), headless and in the console in tmux.
+
+// childTrainer is the test trainer's path.
+func childTrainer(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("../../train/launch/testdata/child.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// launchCurriculum is a reward curriculum the test trainer's success rate passes through.
+func launchCurriculum(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("../../train/launch/testdata/curriculum.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// launchArgs is `pixelis launch` of the test trainer: flags, then the trainer's arguments.
+func launchArgs(t *testing.T, dir string, flags []string, child ...string) []string {
+	args := append([]string{"launch", "--run-dir", dir}, flags...)
+	args = append(args, "--", "python3", "-u", childTrainer(t), "--ckpt-dir", filepath.Join(dir, "ckpts"))
+	return append(args, child...)
+}
+
+// launchEvents reads a launched run's events.
+func launchEvents(dir string) []telemetry.Event {
+	b, _ := os.ReadFile(filepath.Join(dir, telemetry.EventsFile))
+	var out []telemetry.Event
+	for _, line := range strings.Split(string(b), "\n") {
+		var e telemetry.Event
+		if json.Unmarshal([]byte(line), &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitLaunchEvent waits for an event of kind whose message holds msg.
+func waitLaunchEvent(t *testing.T, dir, kind, msg string) telemetry.Event {
+	t.Helper()
+	var found telemetry.Event
+	if !waitFor(3*time.Minute, func() bool {
+		for _, e := range launchEvents(dir) {
+			if e.Kind == kind && strings.Contains(e.Message, msg) {
+				found = e
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no %s event %q in %s", kind, msg, dir)
+	}
+	return found
+}
+
+// trainerPID is the launched trainer's pid, from its hello.
+func trainerPID(t *testing.T, dir string) int {
+	t.Helper()
+	e := waitLaunchEvent(t, dir, telemetry.EventPhase, "the trainer connected")
+	return int(e.Data["pid"].(float64))
+}
+
+// CMD not found: exit 2 naming it, and no run directory made.
+func TestLaunchCommandNotFound(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := run(t, "launch", "--run-dir", dir, "--", "no-such-trainer-anywhere", "--lr", "1")
+	if code != exitBadUsage || !strings.Contains(stderr, `"no-such-trainer-anywhere"`) || strings.Contains(stderr, "goroutine") {
+		t.Fatalf("exit %d, stderr %q: want 2 naming the command", code, stderr)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the run directory was made: %v", err)
+	}
+	if code, _, stderr := run(t, "launch", "--run-dir", dir, "python3"); code != exitBadUsage || !strings.Contains(stderr, "want -- CMD") {
+		t.Errorf("without --: exit %d, %q", code, stderr)
+	}
+}
+
+// Headless: SIGTERM stops the trainer with a checkpoint (exit 0, status
+// stopped); `pixelis resume` starts it again with --resume-args filled with
+// that checkpoint, and pixelis's side — the step count, the curriculum's
+// stage and KPI history — continues exactly from it to the end.
+func TestLaunchStopAndResume(t *testing.T) {
+	bin := buildPixelis(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	args := launchArgs(t, dir, []string{"--no-tui", "--config", launchCurriculum(t), "--resume-args", "--resume {checkpoint}"},
+		"--components", "final,coherence,curiosity,cost", "--steps", "300", "--step-time", "0.01")
+	p := startProcess(t, bin, nil, args...)
+	waitLaunchEvent(t, dir, telemetry.EventStageAdvance, "stage 2→3")
+	p.signal(t, syscall.SIGTERM)
+	if code := p.exit(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM\n%s\n%s", code, p.out, p.errOut)
+	}
+	m := regexp.MustCompile(`stopped at step (\d+) with checkpoint (step_\d+\.json); resume with: pixelis resume `).FindStringSubmatch(p.out.String())
+	if m == nil {
+		t.Fatalf("no closing line:\n%s", p.out)
+	}
+	stop, _ := strconv.Atoi(m[1])
+	ck := filepath.Join(dir, "ckpts", m[2])
+	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
+		t.Error("status.json does not say stopped")
+	}
+	before := readMetrics(t, dir)[stop]
+
+	r := startProcess(t, bin, nil, "resume", dir, "--no-tui")
+	if code := r.exit(t); code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, r.out, r.errOut)
+	}
+	out := r.out.String()
+	for _, want := range []string{
+		fmt.Sprintf("resuming from %s (step %d): --resume %s", ck, stop, ck),
+		fmt.Sprintf("curriculum restored to stage 3 at step %d, with its KPI history", stop),
+		"run finished at step 300",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("resume output lacks %q:\n%s", want, out)
+		}
+	}
+	if !fileContains(filepath.Join(dir, launch.StderrFile), fmt.Sprintf("resuming from %s at step %d", ck, stop)) {
+		t.Error("the trainer was not started with the resume arguments")
+	}
+	ms := readMetrics(t, dir)
+	for s := 1; s <= 300; s++ {
+		if _, ok := ms[s]; !ok {
+			t.Fatalf("step %d missing from metrics.jsonl", s)
+		}
+	}
+	if n := countLines(filepath.Join(dir, telemetry.MetricsFile)); n != 300 {
+		t.Errorf("metrics.jsonl holds %d lines, want 300: one per step", n)
+	}
+	// The KPI history continues: the window at the first resumed step holds
+	// the four steps before the stop.
+	sum := 0.0
+	for s := stop - 3; s <= stop+1; s++ {
+		sum += ms[s]["successes"].(float64) / ms[s]["episodes"].(float64)
+	}
+	if got := ms[stop+1]["kpi/success_rate_ma5"].(float64); fmt.Sprintf("%.12f", got) != fmt.Sprintf("%.12f", sum/5) {
+		t.Errorf("kpi/success_rate_ma5 at step %d = %v, want the mean over steps %d..%d, %v", stop+1, got, stop-3, stop+1, sum/5)
+	}
+	if before["curriculum/stage"] != ms[stop+1]["curriculum/stage"] {
+		t.Errorf("stage %v before the stop, %v after the resume", before["curriculum/stage"], ms[stop+1]["curriculum/stage"])
+	}
+	if !fileContains(filepath.Join(dir, "status.json"), `"state":"done"`) {
+		t.Error("status.json does not say done")
+	}
+}
