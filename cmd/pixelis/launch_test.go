@@ -168,3 +168,127 @@ func TestLaunchStopAndResume(t *testing.T) {
 		t.Error("status.json does not say done")
 	}
 }
+
+// launchInTmux runs `pixelis launch` in a tmux pane; its exit code and the
+// time it exited (seconds since the epoch) go to the returned file.
+func launchInTmux(t *testing.T, args []string) (*tmuxSession, string) {
+	t.Helper()
+	bin := buildBinary(t)
+	exit := filepath.Join(t.TempDir(), "exit")
+	cmd := killOnCleanup(t, append([]string{bin}, args...))
+	return newTmux(t, fmt.Sprintf("%s; echo $? $(date +%%s.%%N) > %s; sleep 600", cmd, exit)), exit
+}
+
+// exited waits for the exit file: the exit code and when it was written.
+func exited(t *testing.T, s *tmuxSession, exit string) (code int, at time.Time) {
+	t.Helper()
+	if !waitFor(3*time.Minute, func() bool { return fileContains(exit, "\n") }) {
+		t.Fatalf("pixelis did not exit:\n%s", s.screen())
+	}
+	b, _ := os.ReadFile(exit)
+	f := strings.Fields(string(b))
+	code, _ = strconv.Atoi(f[0])
+	sec, _ := strconv.ParseFloat(f[1], 64)
+	return code, time.Unix(0, int64(sec*1e9))
+}
+
+// The console of a launched trainer: the stages advance on the KPIs of
+// its metrics and s shows them; c → the trainer's checkpoint in the events
+// and "checkpoint saved"; p → paused, no step until p again; i shows the
+// trainer's command and hello; q, y → it checkpoints and exits 0, stopped.
+func TestLaunchConsole(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	s, exit := launchInTmux(t, launchArgs(t, dir, []string{"--config", launchCurriculum(t)},
+		"--components", "final,coherence,curiosity,cost", "--step-time", "0.02"))
+	s.waitScreen("stages advanced on the trainer's KPIs", "● running", "stage 3/3 · Curiosity")
+	s.keys("s")
+	s.waitScreen("stage inspector", "success_rate_ma5 > 0.5", "Coherence → Curiosity")
+	s.keys("s")
+
+	s.keys("c")
+	s.waitScreen("checkpoint acknowledged", "checkpoint saved")
+	ck := waitLaunchEvent(t, dir, telemetry.EventCheckpoint, "saved by the trainer")
+	if ck.Data["kind"] != "manual" {
+		t.Errorf("checkpoint event %v, want the manual one", ck.Data)
+	}
+
+	s.keys("p")
+	s.waitScreen("paused", "● paused")
+	paused := waitLaunchEvent(t, dir, telemetry.EventCommand, "paused")
+	s.keys("p")
+	s.waitScreen("running again", "● running")
+	resumed := waitLaunchEvent(t, dir, telemetry.EventCommand, "resumed")
+	if resumed.Step != paused.Step {
+		t.Errorf("the trainer stepped while paused: paused at step %d, resumed at %d", paused.Step, resumed.Step)
+	}
+
+	s.keys("i")
+	s.waitScreen("run view", "The launched trainer", "trainer.json:", `"lr": 0.001`)
+	s.keys("i")
+
+	s.keys("q")
+	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)")
+	s.keys("y")
+	if code, _ := exited(t, s, exit); code != 0 {
+		t.Fatalf("exit %d after q, y:\n%s", code, s.screen())
+	}
+	line := terminalClosing(t, s, dir)
+	m := regexp.MustCompile(`^stopped at step (\d+) with checkpoint step_0*(\d+)\.json; resume with: pixelis resume `).FindStringSubmatch(line)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("closing line %q: want the checkpoint of the step it stopped at", line)
+	}
+	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
+		t.Error("status.json does not say stopped")
+	}
+}
+
+// kill -9 of the trainer: pixelis leaves the console within a second,
+// exits 1 and shows the trainer's status and the tail of its stderr.
+func TestLaunchKilledTrainerConsole(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	s, exit := launchInTmux(t, launchArgs(t, dir, []string{"--no-curriculum"}, "--step-time", "0.02"))
+	pid := trainerPID(t, dir)
+	s.waitScreen("console", "● running")
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	code, at := exited(t, s, exit)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", code, s.screen())
+	}
+	if took := at.Sub(killed); took > time.Second {
+		t.Errorf("pixelis exited %v after the trainer was killed, want within a second", took)
+	}
+	s.waitScreen("the trainer's death", "the trainer died: killed by signal 9 (killed)", "child starting, channel")
+	if !fileContains(filepath.Join(dir, "console.log"), "the trainer died: killed by signal 9") {
+		t.Error("console.log does not say how the trainer died")
+	}
+	if !fileContains(filepath.Join(dir, "status.json"), `"state":"failed"`) {
+		t.Error("status.json does not say failed")
+	}
+}
+
+// A trainer that never reads its commands: c is shown unacknowledged after
+// --ack-timeout while the console stays responsive; q, y then ends the
+// trainer with SIGTERM after --grace, and the run is stopped.
+func TestLaunchUnacknowledgedConsole(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	s, exit := launchInTmux(t, launchArgs(t, dir, []string{"--no-curriculum", "--ack-timeout", "1s", "--grace", "2s"}, "--deaf", "--step-time", "0.02"))
+	s.waitScreen("console", "● running")
+	s.keys("c")
+	s.waitScreen("unacknowledged checkpoint", "not acknowledged within 1 s")
+	s.keys("i")
+	s.waitScreen("run view while the command hangs", "The launched trainer")
+	s.keys("i")
+	s.keys("q")
+	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)")
+	s.keys("y")
+	if code, _ := exited(t, s, exit); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.screen())
+	}
+	waitLaunchEvent(t, dir, telemetry.EventWarning, "SIGTERM sent to the trainer's process group")
+	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
+		t.Error("status.json does not say stopped")
+	}
+}

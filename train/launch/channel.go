@@ -120,7 +120,7 @@ func (s *session) receive(in inbound) {
 	case in.closed:
 		s.conn, s.hello = nil, nil
 		in.c.nc.Close()
-		if !s.done && !s.stop.asked {
+		if !s.done && !s.stop.asked && !s.gone {
 			s.emit(telemetry.EventWarning, "the trainer's channel connection closed; a reconnect (hello again) is accepted", nil)
 		}
 		return

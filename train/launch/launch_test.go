@@ -242,10 +242,13 @@ func TestLaunchedTrainerIsCommanded(t *testing.T) {
 	if want := fmt.Sprintf("stopped at step %d with checkpoint %s", st.Step, filepath.Base(last.Data["path"].(string))); !strings.Contains(l.out.String(), want) {
 		t.Errorf("closing line missing %q:\n%s", want, l.out.String())
 	}
-	for _, f := range []string{launch.StdoutFile, launch.StderrFile, launch.TrainerFile} {
+	for _, f := range []string{launch.StderrFile, launch.TrainerFile} {
 		if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || len(b) == 0 {
 			t.Errorf("%s: %v, %d bytes", f, err, len(b))
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, launch.StdoutFile)); err != nil {
+		t.Error(err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, launch.ChannelFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("channel.sock left behind: %v", err)
@@ -275,12 +278,12 @@ func TestUnacknowledgedCommandIsShown(t *testing.T) {
 	l := launchChild(t, dir, launch.Spec{AckTimeout: 300 * time.Millisecond, Grace: 500 * time.Millisecond}, "--deaf")
 	l.waitStep(t, 2)
 	l.send(t, telemetry.CmdCheckpoint, false)
-	e := l.waitEvent(t, telemetry.EventWarning, "checkpoint (command 1) not acknowledged within")
+	e := l.waitEvent(t, telemetry.EventWarning, "checkpoint not acknowledged within 0.3 s (command 1)")
 	if e.Data["unacknowledged"] != true || e.Data["command"] != "checkpoint" {
 		t.Errorf("warning data %v", e.Data)
 	}
 	l.send(t, telemetry.CmdPause, false) // the owner still takes requests
-	l.waitEvent(t, telemetry.EventWarning, "pause (command 2) not acknowledged")
+	l.waitEvent(t, telemetry.EventWarning, "pause not acknowledged within 0.3 s (command 2)")
 	l.send(t, telemetry.CmdStop, false)
 	l.waitEvent(t, telemetry.EventWarning, "SIGTERM sent to the trainer's process group")
 	if err := l.wait(t); err != nil {

@@ -28,11 +28,11 @@ const (
 )
 
 // A trainer printing a line a step (or a progress bar) cannot flood the
-// events: each stream shows at most outputBurst lines per outputWindow, and
+// events: each stream shows at most outputBurst lines per outputWindow (10 per 10 s), and
 // says how many more its file holds when the window ends.
 const (
-	outputBurst  = 20
-	outputWindow = 5 * time.Second
+	outputBurst  = 10
+	outputWindow = 10 * time.Second
 )
 
 // outputFile is one of the trainer's output files as pixelis follows it.

@@ -40,6 +40,7 @@ type session struct {
 	quiet quiet
 	bad   int  // malformed, oversized or unknown lines so far
 	done  bool // the trainer said done
+	gone  bool // the child has exited
 }
 
 // stopping is where a stop of the child stands.
@@ -165,8 +166,7 @@ func (s *session) loop(ctx context.Context) error {
 func (s *session) tick(now time.Time) {
 	s.readOutput(false)
 	for _, p := range s.cmds.overdue(now, s.spec.AckTimeout) {
-		s.emit(telemetry.EventWarning, fmt.Sprintf("%s (command %d) not acknowledged within %s: the trainer may not be reading its commands",
-			p.kind, p.id, seconds(s.spec.AckTimeout)), map[string]any{"command": wireToCommand(p.kind), "id": p.id, "unacknowledged": true})
+		s.emit(telemetry.EventWarning, fmt.Sprintf("%s not acknowledged within %s (command %d)", p.kind, seconds(s.spec.AckTimeout), p.id), map[string]any{"command": wireToCommand(p.kind), "id": p.id, "unacknowledged": true})
 	}
 	if silent := now.Sub(s.quiet.heard); silent >= s.spec.Silence && !s.quiet.said {
 		s.quiet.said = true
@@ -245,6 +245,7 @@ func (s *session) refuse(c *conn, reason string) {
 
 // end is Train's result once the child has exited.
 func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
+	s.gone = true
 	s.drain()
 	s.readOutput(true)
 	status, ok := exitStatus(ps)
@@ -340,8 +341,12 @@ func signalName(sig syscall.Signal) string {
 	return sig.String()
 }
 
+// seconds is d as people read it: "30 s", "1.5 s".
 func seconds(d time.Duration) string {
-	return fmt.Sprintf("%.0f s", d.Round(time.Second).Seconds())
+	if d >= 10*time.Second {
+		return fmt.Sprintf("%.0f s", d.Round(time.Second).Seconds())
+	}
+	return fmt.Sprintf("%g s", d.Round(100*time.Millisecond).Seconds())
 }
 
 // commandLine is cmd and args as a shell would take them, for people.

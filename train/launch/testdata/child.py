@@ -143,7 +143,8 @@ def main():
             ch.send(type="sample", step=step, sample={
                 "question": "how many red squares?", "actions": ["ZOOM_IN(1, 2)", {"op": "ANSWER", "args": {"value": 3}}],
                 "answer": 3, "ground_truth": 3, "correct": True, "reward": 0.9})
-        print("step %d" % step, flush=True)
+        if step % 50 == 0:
+            print("step %d" % step, flush=True)
         time.sleep(a.step_time)
     ch.send(type="done")
     print("done at step %d" % step, file=sys.stderr, flush=True)
