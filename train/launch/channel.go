@@ -75,6 +75,9 @@ func (s *session) accept() {
 // channel.
 func (s *session) adopt(c *conn) {
 	if s.conn != nil {
+		s.awaitClose()
+	}
+	if s.conn != nil {
 		c.write(refused{Type: MsgRefused, Reason: "another connection holds the channel"})
 		c.nc.Close()
 		s.emit(telemetry.EventWarning, "a second connection to the channel was refused: one trainer connection at a time", nil)
@@ -82,6 +85,21 @@ func (s *session) adopt(c *conn) {
 	}
 	s.conn, s.hello = c, nil
 	go s.read(c)
+}
+
+// awaitClose gives the held connection a moment to be seen closed: a
+// trainer that reconnects closes its old connection just before it opens
+// the new one, and the old one's end may still be on its way.
+func (s *session) awaitClose() {
+	limit := time.After(200 * time.Millisecond)
+	for s.conn != nil {
+		select {
+		case in := <-s.inbox:
+			s.receive(in)
+		case <-limit:
+			return
+		}
+	}
 }
 
 // read hands the session every line of c until it closes.

@@ -1,12 +1,14 @@
 package launch_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -383,5 +385,68 @@ func TestDeepRunDirectory(t *testing.T) {
 	}
 	if _, ok := metrics(dir)[3]; !ok {
 		t.Error("no step 3")
+	}
+}
+
+// A trainer that goes silent: the events say "no heartbeat" after the
+// silence allowed, and a stop still ends it.
+func TestSilentTrainerIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	l := launchChild(t, dir, launch.Spec{Silence: 500 * time.Millisecond, Grace: 300 * time.Millisecond}, "--hang-at", "3")
+	l.waitEvent(t, telemetry.EventWarning, "no heartbeat for 0.5 s")
+	l.send(t, telemetry.CmdStop, false)
+	if err := l.wait(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if st := status(t, dir); st.State != telemetry.StateStopped {
+		t.Errorf("status %s", st.State)
+	}
+}
+
+// A second connection while the trainer's is open is refused and closed;
+// the trainer itself may drop its connection and say hello again.
+func TestOneConnectionAtATime(t *testing.T) {
+	dir := t.TempDir()
+	l := launchChild(t, dir, launch.Spec{}, "--reconnect-at", "400", "--steps", "600", "--step-time", "0.005")
+	l.waitStep(t, 2)
+	target, err := os.Readlink(filepath.Join(dir, launch.ChannelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(target) > 103 {
+		t.Errorf("the socket path is %d bytes: %s", len(target), target)
+	}
+	fi, err := os.Stat(target)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket %s: %v, mode %v", target, err, fi.Mode().Perm())
+	}
+	c, err := net.Dial("unix", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"type":"refused"`) || !strings.Contains(line, "another connection holds the channel") {
+		t.Fatalf("second connection got %q, %v", line, err)
+	}
+	l.waitEvent(t, telemetry.EventPhase, "the trainer connected again")
+	if err := l.wait(t); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := metrics(dir)[600]; !ok {
+		t.Error("no step 600 after the reconnect")
+	}
+}
+
+// Exit 0 without done: the run stopped early, and says so.
+func TestExitWithoutDoneIsStoppedEarly(t *testing.T) {
+	dir := t.TempDir()
+	l := launchChild(t, dir, launch.Spec{}, "--steps", "3", "--step-time", "0", "--no-done")
+	if err := l.wait(t); err != nil {
+		t.Fatalf("Run = %v, want nil (stopped)", err)
+	}
+	l.waitEvent(t, telemetry.EventWarning, "exited 0 without saying done")
+	if st := status(t, dir); st.State != telemetry.StateStopped {
+		t.Errorf("status %s, want stopped", st.State)
 	}
 }

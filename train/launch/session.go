@@ -168,11 +168,11 @@ func (s *session) tick(now time.Time) {
 	for _, p := range s.cmds.overdue(now, s.spec.AckTimeout) {
 		s.emit(telemetry.EventWarning, fmt.Sprintf("%s not acknowledged within %s (command %d)", p.kind, seconds(s.spec.AckTimeout), p.id), map[string]any{"command": wireToCommand(p.kind), "id": p.id, "unacknowledged": true})
 	}
-	if silent := now.Sub(s.quiet.heard); silent >= s.spec.Silence && !s.quiet.said {
+	if now.Sub(s.quiet.heard) >= s.spec.Silence && !s.quiet.said {
 		s.quiet.said = true
-		msg := "no heartbeat for " + seconds(silent)
+		msg := "no heartbeat for " + seconds(s.spec.Silence)
 		if !s.ever {
-			msg = fmt.Sprintf("the trainer has not connected to its channel in %s (is it using %s?)", seconds(silent), EnvChannel)
+			msg = fmt.Sprintf("the trainer has not connected to its channel in %s (is it using %s?)", seconds(s.spec.Silence), EnvChannel)
 		}
 		s.emit(telemetry.EventWarning, msg, nil)
 	}

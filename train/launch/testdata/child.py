@@ -29,6 +29,9 @@ def parse_args():
     ap.add_argument("--fail-at", type=int, help="exit 3 at this step")
     ap.add_argument("--components", default="final,cost")
     ap.add_argument("--heartbeat", type=float, default=1.0)
+    ap.add_argument("--hang-at", type=int, help="at this step, go silent until killed")
+    ap.add_argument("--reconnect-at", type=int, help="at this step, drop the channel and connect again")
+    ap.add_argument("--no-done", action="store_true", help="exit 0 at the end without saying done")
     return ap.parse_args()
 
 
@@ -59,16 +62,8 @@ class Channel:
         return out
 
 
-def main():
-    a = parse_args()
-    components = [c for c in a.components.split(",") if c]
-    path = os.environ.get("PIXELIS_CHANNEL")
-    print("child starting, channel %s" % path, file=sys.stderr, flush=True)
-    step = 0
-    if a.resume:
-        with open(a.resume) as f:
-            step = json.load(f)["step"]
-        print("resuming from %s at step %d" % (a.resume, step), file=sys.stderr, flush=True)
+def connect(path, a, components):
+    """Connect, say hello, and return the channel and pixelis's answer."""
     ch = Channel(path)
     ch.send(type="hello", version=a.version, pid=os.getpid(), rank=0, world_size=1,
             components=components, reports=["episodes", "successes"],
@@ -82,6 +77,20 @@ def main():
     if welcome is None or welcome["type"] == "refused":
         print("refused: %s" % (welcome or {}).get("reason"), file=sys.stderr, flush=True)
         sys.exit(2)
+    return ch, welcome
+
+
+def main():
+    a = parse_args()
+    components = [c for c in a.components.split(",") if c]
+    path = os.environ.get("PIXELIS_CHANNEL")
+    print("child starting, channel %s" % path, file=sys.stderr, flush=True)
+    step = 0
+    if a.resume:
+        with open(a.resume) as f:
+            step = json.load(f)["step"]
+        print("resuming from %s at step %d" % (a.resume, step), file=sys.stderr, flush=True)
+    ch, welcome = connect(path, a, components)
     weights = (welcome.get("stage") or {}).get("weights") or {c: 1.0 for c in components}
     if a.garbage:
         ch.send_raw(b"this is not json\n")
@@ -128,6 +137,12 @@ def main():
         if paused:
             continue
         step += 1
+        if a.hang_at is not None and step >= a.hang_at:
+            print("hanging at step %d" % step, file=sys.stderr, flush=True)
+            time.sleep(3600)
+        if a.reconnect_at is not None and step == a.reconnect_at:
+            ch.sock.close()
+            ch, _ = connect(path, a, components)
         if a.fail_at is not None and step >= a.fail_at:
             print("Traceback (most recent call last):", file=sys.stderr)
             print("RuntimeError: the child failed at step %d" % step, file=sys.stderr, flush=True)
@@ -146,7 +161,8 @@ def main():
         if step % 50 == 0:
             print("step %d" % step, flush=True)
         time.sleep(a.step_time)
-    ch.send(type="done")
+    if not a.no_done:
+        ch.send(type="done")
     print("done at step %d" % step, file=sys.stderr, flush=True)
 
 
