@@ -264,10 +264,10 @@ func (s *session) send(kind string, args map[string]any) {
 		s.emit(telemetry.EventWarning, kind+" not sent: no trainer on the channel", map[string]any{"command": wireToCommand(kind), "refused": "not connected"})
 		return
 	}
-	id := s.cmds.add(kind, time.Now())
 	if args == nil {
 		args = map[string]any{}
 	}
+	id := s.cmds.add(kind, args, time.Now())
 	if err := s.conn.write(outCommand{Type: MsgCommand, ID: id, Kind: kind, Args: args}); err != nil {
 		s.cmds.drop(id)
 		s.emit(telemetry.EventWarning, fmt.Sprintf("%s not sent: %v", kind, err), map[string]any{"command": wireToCommand(kind), "refused": err.Error()})

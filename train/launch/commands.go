@@ -12,6 +12,7 @@ type pending struct {
 	id      int
 	kind    string
 	sent    time.Time
+	stage   int  // a stage command's stage (1-based, as people count)
 	overdue bool // said unacknowledged
 }
 
@@ -27,10 +28,14 @@ type commands struct {
 
 func newCommands() commands { return commands{next: 1, pending: map[int]*pending{}} }
 
-func (c *commands) add(kind string, now time.Time) int {
+func (c *commands) add(kind string, args map[string]any, now time.Time) int {
 	id := c.next
 	c.next++
-	c.pending[id] = &pending{id: id, kind: kind, sent: now}
+	p := &pending{id: id, kind: kind, sent: now}
+	if i, ok := args["index"].(int); ok {
+		p.stage = i + 1
+	}
+	c.pending[id] = p
 	return id
 }
 
@@ -91,8 +96,7 @@ func (s *session) acked(p *pending) string {
 	case KindStop:
 		return "the trainer is stopping"
 	case KindStage:
-		st := s.view.curriculum()
-		return fmt.Sprintf("the trainer took stage %d (command %d)", st.Current+1, p.id)
+		return fmt.Sprintf("the trainer took stage %d (command %d)", p.stage, p.id)
 	}
 	return p.kind + " acknowledged"
 }
