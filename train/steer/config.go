@@ -8,14 +8,15 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/curriculum"
+	"github.com/pixelis/pixelis/reward"
 )
 
-// The reward components a [curriculum.stages.weights] table can weigh, by
-// the names pixelis's reward orchestrator gives them (reward.NameFinal …).
+// The reward components a [curriculum.stages.weights] table weighs, by the
+// names pixelis's reward orchestrator gives them.
 const (
-	componentFinal     = "final"
-	componentCoherence = "coherence"
-	componentCuriosity = "curiosity"
+	componentFinal     = reward.NameFinal
+	componentCoherence = reward.NameCoherence
+	componentCuriosity = reward.NameCuriosity
 )
 
 // What a child reports per step besides its components' raw means.
@@ -25,8 +26,9 @@ const (
 	ReportTotal     = "reward/total" // mean total reward of the step's episodes
 )
 
-// RewardConfig maps [curriculum] onto the reward-stage curriculum. The
-// rollback window is counted in checks there and in steps here.
+// RewardConfig maps [curriculum] onto the reward-stage curriculum: the
+// section's rollback_window counts checks, the curriculum's Rollback.Window
+// steps (checks × eval_every).
 func RewardConfig(cfg *configs.Config) curriculum.RewardConfig {
 	cu := cfg.Curriculum
 	rc := curriculum.RewardConfig{MinSamples: cu.MinSamples, Rollback: curriculum.RollbackConfig{

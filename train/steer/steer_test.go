@@ -1,6 +1,7 @@
 package steer
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
 	"math"
@@ -55,6 +56,10 @@ func TestDefaultCurriculumAdvancesOnSuccessRate(t *testing.T) {
 		u := observe(t, s, step, map[string]float64{"episodes": 64, "successes": float64(succ), "reward/coherence/raw": 0.1})
 		if got := u.KPIs["success_rate_ma100"]; math.Abs(got-ma) > 1e-12 || u.Metrics["kpi/success_rate_ma100"] != got {
 			t.Fatalf("step %d: success_rate_ma100 %v, metrics %v, want %v", step, got, u.Metrics["kpi/success_rate_ma100"], ma)
+		}
+		// The stage inspector's threshold condition reads the same value.
+		if c := s.Curriculum(); c.Current == 0 && (c.Progress[0].Subject != "success_rate_ma100" || c.Progress[0].Value != u.KPIs["success_rate_ma100"]) {
+			t.Fatalf("step %d: inspector shows %+v, KPI %v", step, c.Progress[0], u.KPIs["success_rate_ma100"])
 		}
 		if step == want {
 			if len(u.Decisions) != 1 || u.Decisions[0].Kind != curriculum.KindAdvance || u.Decisions[0].Metric != "success_rate_ma100" {
@@ -285,5 +290,17 @@ func TestStageInspectorSnapshot(t *testing.T) {
 	}
 	if math.Abs(u.Metrics["kpi/coherence_ma100"]-0.2) > 1e-12 || math.Abs(u.Metrics["kpi/success_rate_ma100"]-0.95) > 1e-12 {
 		t.Fatalf("KPIs %v", u.Metrics)
+	}
+}
+
+// The stage goes to the child as the launch channel's stage args.
+func TestStageIsTheChannelsStageArgs(t *testing.T) {
+	s := newSteerer(t, configs.Default(), Declaration{Components: []string{"final", "coherence", "curiosity"}, Reports: []string{"episodes", "successes"}})
+	b, err := json.Marshal(s.Current())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"index":0,"name":"Phase1_Learn_Goal","weights":{"coherence":0,"curiosity":0,"final":1}}`; string(b) != want {
+		t.Fatalf("stage args %s, want %s", b, want)
 	}
 }
