@@ -202,8 +202,11 @@ func status(t *testing.T, dir string) telemetry.Snapshot {
 func TestLaunchedTrainerIsCommanded(t *testing.T) {
 	dir := t.TempDir()
 	l := launchChild(t, dir, launch.Spec{})
-	l.waitEvent(t, telemetry.EventPhase, "the trainer connected: pid")
+	hello := l.waitEvent(t, telemetry.EventPhase, "the trainer connected: pid")
 	l.waitStep(t, 3)
+	if p := status(t, dir).Process; p == nil || float64(p.PID) != hello.Data["pid"].(float64) || p.RSSBytes == 0 {
+		t.Errorf("status.json's process %+v, want the trainer's (pid %v)", p, hello.Data["pid"])
+	}
 	m := metrics(dir)[3]
 	if _, ok := m["policy/loss"]; !ok || m["episodes"] != 8 || m["custom/thing"] != 6 {
 		t.Errorf("step 3's metrics %v: want train/loss as policy/loss, episodes and custom/thing as sent", m)

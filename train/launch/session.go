@@ -110,6 +110,7 @@ func (s *session) startChild() error {
 		return fmt.Errorf("%w: %s: %v", ErrNotFound, s.spec.Cmd, err)
 	}
 	s.cmd = c
+	s.view.meter.PID = c.Process.Pid // the header's and i's process is the trainer's
 	go func() {
 		c.Wait()
 		s.exited <- c.ProcessState
