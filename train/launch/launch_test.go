@@ -453,3 +453,28 @@ func TestExitWithoutDoneIsStoppedEarly(t *testing.T) {
 		t.Errorf("status %s, want stopped", st.State)
 	}
 }
+
+// A program that never connects to the channel still runs as the trainer:
+// the events say it has not connected, and a stop ends it at once with
+// SIGTERM, as it cannot hear a stop command.
+func TestTrainerWithoutChannel(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := launch.New(launch.Spec{RunDir: dir, Cmd: "sleep", Args: []string{"600"}, ResumeStep: -1, Silence: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &launched{dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
+	go func() {
+		l.err = owner.Run(context.Background(), tr, owner.Options{RunDir: dir, Stdout: l.out, ResumeStep: -1})
+		close(l.done)
+	}()
+	l.waitEvent(t, telemetry.EventWarning, "the trainer has not connected to its channel in 0.3 s")
+	l.send(t, telemetry.CmdStop, false)
+	l.waitEvent(t, telemetry.EventWarning, "the trainer never connected to its channel: SIGTERM sent")
+	if err := l.wait(t); err != nil {
+		t.Fatalf("Run = %v, want a stopped run", err)
+	}
+	if st := status(t, dir); st.State != telemetry.StateStopped {
+		t.Errorf("status %s", st.State)
+	}
+}

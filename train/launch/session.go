@@ -211,11 +211,17 @@ func (s *session) signal(sig syscall.Signal, why string) {
 func (s *session) stopAsked() {
 	s.stop.asked = true
 	s.stop.termAt = time.Now().Add(s.spec.Grace)
-	if s.conn == nil || s.hello == nil {
-		s.emit(telemetry.EventWarning, fmt.Sprintf("no trainer on the channel to stop: it gets SIGTERM in %s", seconds(s.spec.Grace)), nil)
-		return
+	switch {
+	case !s.ever:
+		// It never connected: it cannot hear a stop command.
+		s.stop.termAt = time.Time{}
+		s.signal(syscall.SIGTERM, "the trainer never connected to its channel")
+		s.stop.killAt = time.Now().Add(s.spec.KillAfter)
+	case s.conn == nil || s.hello == nil:
+		s.emit(telemetry.EventWarning, fmt.Sprintf("the trainer is not on its channel: the stop goes to it if it connects again, SIGTERM in %s", seconds(s.spec.Grace)), nil)
+	default:
+		s.sendStop()
 	}
-	s.sendStop()
 }
 
 func (s *session) sendStop() {
