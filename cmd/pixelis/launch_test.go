@@ -292,3 +292,17 @@ func TestLaunchUnacknowledgedConsole(t *testing.T) {
 		t.Error("status.json does not say stopped")
 	}
 }
+
+// A curriculum that weighs a component the trainer did not declare: exit 2
+// naming the field and the component.
+func TestLaunchRefusedHandshakeExitsTwo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	args := launchArgs(t, dir, []string{"--no-tui", "--config", launchCurriculum(t)}, "--components", "final,cost")
+	code, _, stderr := run(t, args...)
+	if code != exitBadUsage || !strings.Contains(stderr, `curriculum.stages[1].weights.coherence: a weight ≠ 0 for "coherence" needs reward component "coherence"`) {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if !fileContains(filepath.Join(dir, "status.json"), `"state":"failed"`) {
+		t.Error("status.json does not say failed")
+	}
+}
