@@ -69,6 +69,10 @@ func ackOf(e telemetry.Event) (kind telemetry.CommandKind, failed, ok bool) {
 		if strings.Contains(msg, "checkpoint failed") {
 			return telemetry.CmdCheckpoint, true, true
 		}
+		// A launched trainer's command refused, or not acknowledged in time.
+		if v, isStr := e.Data["command"].(string); isStr && commandIndex(telemetry.CommandKind(v)) >= 0 {
+			return telemetry.CommandKind(v), true, true
+		}
 	case telemetry.EventCommand, telemetry.EventError:
 		failed = e.Kind == telemetry.EventError
 		for _, f := range []string{"kind", "command"} {
