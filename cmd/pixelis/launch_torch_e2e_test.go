@@ -175,7 +175,7 @@ func checkpointStep(t *testing.T, py, path string) int {
 	return n
 }
 
-// checkKPI checks kpi/success_rate_ma5 at step against the mean over the
+// checkKPI checks kpi/success_rate_ma5 at a GRPO step against the mean over the
 // five steps up to it of the successes / episodes the example logged.
 func checkKPI(t *testing.T, ms map[int]map[string]any, step int) {
 	t.Helper()
@@ -232,6 +232,7 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 	if got := checkpointStep(t, py, path); got != ck.Step {
 		t.Errorf("%s holds step %d, its event says %d", path, got, ck.Step)
 	}
+	t.Logf("c: %s at step %d", filepath.Base(path), ck.Step)
 
 	s.keys("p")
 	s.waitScreen("paused", "● paused")
@@ -241,6 +242,7 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 	if waitFor(5*time.Second, func() bool { return lastLaunchedStep(t, dir) != held }) {
 		t.Fatalf("paused at step %d, the example went on to step %d", held, lastLaunchedStep(t, dir))
 	}
+	t.Logf("p: held at step %d for 5 s", held)
 	s.keys("p")
 	s.waitScreen("running again", "● running")
 	waitLaunchEvent(t, dir, telemetry.EventCommand, "resumed")
@@ -278,7 +280,10 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 	if lastLaunchedStep(t, dir) != stop {
 		t.Errorf("metrics.jsonl ends at step %d, the run stopped at %d", lastLaunchedStep(t, dir), stop)
 	}
-	checkKPI(t, ms, stop)
+	for st := exampleSFTSteps + 5; st <= stop; st++ {
+		checkKPI(t, ms, st)
+	}
+	t.Logf("q, y: stopped at step %d with %s; kpi/success_rate_ma5 %v", stop, m[2], ms[stop]["kpi/success_rate_ma5"])
 
 	r := startProcess(t, bin, env, "resume", dir, "--no-tui")
 	want := fmt.Sprintf("resuming from %s (step %d): --resume %s", last, stop, last)
@@ -297,6 +302,7 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 		}
 	}
 	// the KPI history continues across the resume
-	checkKPI(t, ms, stop+1)
-	checkKPI(t, ms, stop+5)
+	for st := stop + 1; st <= stop+5; st++ {
+		checkKPI(t, ms, st)
+	}
 }
