@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,4 +306,87 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 	for st := stop + 1; st <= stop+5; st++ {
 		checkKPI(t, ms, st)
 	}
+}
+
+// The example as two ranks under torchrun (DDP over gloo) under `pixelis
+// launch`, headless: a checkpoint over the control socket → one checkpoint
+// holding both ranks' generators, at the step of its event; SIGTERM →
+// both ranks stop at the same step with a checkpoint, torchrun exits 0, the
+// run is stopped and no rank is left running.
+func TestLaunchTorchExampleTorchrun(t *testing.T) {
+	py := torchPython(t)
+	bin := buildPixelis(t)
+	url, token := startServe(t, bin)
+	dir := filepath.Join(t.TempDir(), "run")
+	// Debian's torch 1.13 under Python 3.11 cannot parse torchrun's default
+	// --redirects 0 / --tee 0: both as explicit maps (docs/example.md).
+	torchrun := []string{py, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+		"--master_port", strconv.Itoa(freePort(t)), "--redirects", "1:1", "--tee", "0:1"}
+	example := exampleCommand(t, py, url)[2:] // the script and its arguments, without the interpreter and -u
+	args := append([]string{"launch", "--no-tui", "--no-curriculum", "--run-dir", dir, "--resume-args", "--resume {checkpoint}", "--"}, torchrun...)
+	p := startProcess(t, bin, exampleEnv(t, token), append(args, example...)...)
+
+	waitLaunchedStep(t, dir, exampleSFTSteps+3, "GRPO under torchrun")
+	if err := telemetry.SendControl(dir, telemetry.Command{Kind: telemetry.CmdCheckpoint}); err != nil {
+		t.Fatal(err)
+	}
+	ck := waitLaunchEvent(t, dir, telemetry.EventCheckpoint, "saved by the trainer")
+	bothRanksSaved(t, py, ck.Data["path"].(string), ck.Step)
+
+	waitLaunchedStep(t, dir, ck.Step+2, "after the checkpoint")
+	p.signal(t, syscall.SIGTERM)
+	if code := p.exit(t); code != 0 {
+		t.Fatalf("exit %d after SIGTERM\n%s\n%s", code, p.out, p.errOut)
+	}
+	m := regexp.MustCompile(`stopped at step (\d+) with checkpoint (step_\d+\.pt); resume with: pixelis resume `).FindStringSubmatch(p.out.String())
+	if m == nil {
+		t.Fatalf("no closing line:\n%s\n%s", p.out, p.errOut)
+	}
+	stop, _ := strconv.Atoi(m[1])
+	bothRanksSaved(t, py, filepath.Join(dir, "child", "checkpoints", m[2]), stop)
+	t.Logf("checkpoint at step %d, stopped at step %d", ck.Step, stop)
+	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
+		t.Error("status.json does not say stopped")
+	}
+	if left := processesWith(url); len(left) > 0 {
+		t.Errorf("ranks left running after the stop: %q", left)
+	}
+}
+
+// bothRanksSaved checks that a checkpoint of two ranks holds both ranks'
+// random generators, saved at step.
+func bothRanksSaved(t *testing.T, py, path string, step int) {
+	t.Helper()
+	code := "import sys, torch; b = torch.load(sys.argv[1]); print(b['step'], b['world_size'], len(b['generators']))"
+	out, err := exec.Command(py, "-c", code, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("torch.load(%s): %v\n%s", path, err, out)
+	}
+	if got, want := strings.TrimSpace(string(out)), fmt.Sprintf("%d 2 2", step); got != want {
+		t.Errorf("%s: step, world size, generators %q, want %q", path, got, want)
+	}
+}
+
+// freePort is a free loopback port for torchrun's rendezvous.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// processesWith lists the command lines of running processes that hold s.
+func processesWith(s string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), s) {
+			out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
 }
