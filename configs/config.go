@@ -81,6 +81,11 @@ type Env struct {
 	// tasks keep look-alikes out. Spatial questions always have one, whatever this says (the
 	// coarse view would answer them otherwise). Default 0.5.
 	Confusion float64 `toml:"confusion"`
+	// Shift names a shift of how tasks look, for measuring a model on a world it was not trained
+	// on: "" (none), "lookalikes" (every task has a look-alike of a referred object), "crowded"
+	// (every scene has max_objects objects), "noisy" (pixel noise 0.05 instead of noise), "blur"
+	// (every frame lightly blurred). Applied on top of the keys above. Default "".
+	Shift string `toml:"shift"`
 	// Families are the task families generated, names from Families (no repeats). Default all six.
 	Families []string `toml:"families"`
 }

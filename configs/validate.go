@@ -15,6 +15,10 @@ var Families = []string{
 	"spatial_reasoning", "geometric_comparison", "temporal_tracking",
 }
 
+// Shifts are the named shifts of [env] shift (train/env/shift.go says what
+// each changes), "" the world as configured.
+var Shifts = []string{"", "lookalikes", "crowded", "noisy", "blur"}
+
 // Difficulties are the difficulty buckets that sft.curriculum.stages mix.
 var Difficulties = []string{"simple", "medium", "hard"}
 
@@ -84,6 +88,9 @@ func (c *checker) env(e *Env) {
 	c.inRange("env.noise", e.Noise, 0, 0.06)
 	c.atLeast("env.op_cap", e.OpCap, 2)
 	c.unit("env.confusion", e.Confusion)
+	if !slices.Contains(Shifts, e.Shift) {
+		c.add("env.shift", "must be \"\" (no shift) or one of %s, got %q", quoteList(Shifts[1:]), e.Shift)
+	}
 	if len(e.Families) == 0 {
 		c.add("env.families", "must name at least one family")
 	}
