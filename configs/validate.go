@@ -43,6 +43,7 @@ func (cfg *Config) Validate() error {
 	c.policy(&cfg.Policy)
 	c.sft(&cfg.SFT, &cfg.Data)
 	c.rft(&cfg.RFT, &cfg.Data)
+	c.ttrl(&cfg.TTRL, &cfg.Data)
 	c.estimator(&cfg.RFT)
 	c.reward(&cfg.Reward)
 	c.curriculum(&cfg.Curriculum)
@@ -197,6 +198,38 @@ func checkMix(mix string) string {
 		seen[p] = true
 	}
 	return ""
+}
+
+func (c *checker) ttrl(t *TTRL, d *Data) {
+	c.atLeast("ttrl.steps", t.Steps, 1)
+	if c.atLeast("ttrl.stream_start", t.StreamStart, 0) && t.StreamStart < d.ValTasks {
+		c.add("ttrl.stream_start", "must be >= data.val_tasks (%d): the stream must not show validation tasks, got %d", d.ValTasks, t.StreamStart)
+	}
+	c.atLeast("ttrl.tasks_per_step", t.TasksPerStep, 1)
+	c.atLeast("ttrl.samples", t.Samples, 2)
+	c.positive("ttrl.temperature", t.Temperature)
+	c.oneOf("ttrl.vote", t.Vote, "trajectory", "answer")
+	c.unit("ttrl.gate", t.Gate)
+	c.atLeast("ttrl.gate_patience", t.GatePatience, 1)
+	c.atLeast("ttrl.retrieval", t.Retrieval, 0)
+	c.unit("ttrl.retrieval_min_sim", t.RetrievalMinSim)
+	c.atLeast("ttrl.memory_size", t.MemorySize, 1)
+	c.nonNegative("ttrl.length_prior", t.LengthPrior)
+	c.positive("ttrl.lr", t.LR)
+	c.nonNegative("ttrl.kl_coef", t.KLCoef)
+	c.oneOf("ttrl.anchor", t.Anchor, "ema", "none")
+	if c.finite("ttrl.ema_decay", t.EMADecay) && !(t.EMADecay >= 0 && t.EMADecay < 1) {
+		c.add("ttrl.ema_decay", "must be in [0, 1), got %s", formatFloat(t.EMADecay))
+	}
+	c.nonNegative("ttrl.kl_low", t.KLLow)
+	if c.finite("ttrl.kl_high", t.KLHigh) && !(t.KLHigh > t.KLLow) {
+		c.add("ttrl.kl_high", "must be > kl_low (%s), got %s", formatFloat(t.KLLow), formatFloat(t.KLHigh))
+	}
+	c.atLeast("ttrl.epochs", t.Epochs, 1)
+	if t.TasksPerStep >= 1 && t.Samples >= 2 {
+		c.between("ttrl.minibatches", t.Minibatches, 1, t.TasksPerStep*t.Samples, "tasks_per_step × samples")
+	}
+	c.nonNegative("ttrl.grad_clip", t.GradClip)
 }
 
 func (c *checker) rft(r *RFT, d *Data) {
