@@ -30,7 +30,7 @@ type FinalEval struct {
 	Change *PairedChange `json:"rft_minus_sft,omitempty"`
 	// TTRLChange is TTRL minus RFT on the same tasks, when both were evaluated.
 	TTRLChange *PairedChange `json:"ttrl_minus_rft,omitempty"`
-	Time   time.Time     `json:"time"`
+	Time       time.Time     `json:"time"`
 }
 
 // PairedChange compares two models task by task on the same tasks and
