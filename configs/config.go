@@ -566,8 +566,9 @@ type Divergence struct {
 type TTRL struct {
 	// Steps is the number of TTRL steps; each takes the next tasks_per_step tasks of the stream. Default 40.
 	Steps int `toml:"steps"`
-	// StreamStart is the first validation-split index of the stream, past the val_tasks RFT and SFT
-	// validate on (so the stream never shows a validation task). Default 1000.
+	// StreamStart is the first validation-split index of the stream; 0 starts right after the
+	// validation tasks SFT and RFT score (data.val_tasks, sft.eval_tasks, rft.val_tasks), so the
+	// stream never shows one. Default 0.
 	StreamStart int `toml:"stream_start"`
 	// TasksPerStep is the number of stream tasks each step sees. Default 16.
 	TasksPerStep int `toml:"tasks_per_step"`
@@ -586,7 +587,8 @@ type TTRL struct {
 	// Retrieval is the number of nearest earlier tasks (by the embedding of the first
 	// observation) whose winning trajectories are replayed with each passed task; 0 turns it off. Default 2.
 	Retrieval int `toml:"retrieval"`
-	// RetrievalMinSim is the least cosine similarity of a retrieved task, in [0, 1]. Default 0.9.
+	// RetrievalMinSim is the least cosine similarity of a retrieved task, in [0, 1]. Default 0.75
+	// (about the median similarity of a blurred stream task to its nearest earlier one).
 	RetrievalMinSim float64 `toml:"retrieval_min_sim"`
 	// MemorySize is the number of passed tasks the retrieval memory keeps (oldest dropped first). Default 512.
 	MemorySize int `toml:"memory_size"`
@@ -611,4 +613,14 @@ type TTRL struct {
 	Minibatches int `toml:"minibatches"`
 	// GradClip is the global gradient-norm clip (0: none). Default 1.0.
 	GradClip float64 `toml:"grad_clip"`
+}
+
+// TTRLStreamStart is the first validation index of the TTRL stream:
+// ttrl.stream_start, or with 0 the first index after every validation task
+// SFT and RFT score.
+func (c *Config) TTRLStreamStart() int {
+	if c.TTRL.StreamStart > 0 {
+		return c.TTRL.StreamStart
+	}
+	return max(c.Data.ValTasks, c.SFT.EvalTasks, c.RFT.ValTasks)
 }

@@ -43,7 +43,7 @@ func (cfg *Config) Validate() error {
 	c.policy(&cfg.Policy)
 	c.sft(&cfg.SFT, &cfg.Data)
 	c.rft(&cfg.RFT, &cfg.Data)
-	c.ttrl(&cfg.TTRL, &cfg.Data)
+	c.ttrl(&cfg.TTRL, cfg.TTRLStreamStart())
 	c.estimator(&cfg.RFT)
 	c.reward(&cfg.Reward)
 	c.curriculum(&cfg.Curriculum)
@@ -200,10 +200,10 @@ func checkMix(mix string) string {
 	return ""
 }
 
-func (c *checker) ttrl(t *TTRL, d *Data) {
+func (c *checker) ttrl(t *TTRL, validated int) {
 	c.atLeast("ttrl.steps", t.Steps, 1)
-	if c.atLeast("ttrl.stream_start", t.StreamStart, 0) && t.StreamStart < d.ValTasks {
-		c.add("ttrl.stream_start", "must be >= data.val_tasks (%d): the stream must not show validation tasks, got %d", d.ValTasks, t.StreamStart)
+	if c.atLeast("ttrl.stream_start", t.StreamStart, 0) && t.StreamStart > 0 && t.StreamStart < validated {
+		c.add("ttrl.stream_start", "must be 0 (after the validation tasks) or >= %d (data.val_tasks, sft.eval_tasks, rft.val_tasks: the validation tasks SFT and RFT score): the stream must not show them, got %d", validated, t.StreamStart)
 	}
 	c.atLeast("ttrl.tasks_per_step", t.TasksPerStep, 1)
 	c.atLeast("ttrl.samples", t.Samples, 2)

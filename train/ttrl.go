@@ -182,7 +182,7 @@ func (s *ttrlRun) loop(ctx context.Context) error {
 	r, tc := s.r, s.tc
 	r.state = telemetry.StateRunning
 	r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("TTRL from %s (trained on shift %q, adapting to %q): %d steps of %d stream tasks × %d samples, validation tasks from %d, vote %s, gate %.2f, anchor %s",
-		s.st.Init, s.st.InitShift, s.st.Shift, tc.Steps, tc.TasksPerStep, tc.Samples, tc.StreamStart, tc.Vote, tc.Gate, tc.Anchor),
+		s.st.Init, s.st.InitShift, s.st.Shift, tc.Steps, tc.TasksPerStep, tc.Samples, r.cfg.TTRLStreamStart(), tc.Vote, tc.Gate, tc.Anchor),
 		map[string]any{"init": s.st.Init, "init_shift": s.st.InitShift, "shift": s.st.Shift})
 	s.rate.start(s.step, &r.pausedFor)
 	for s.step < tc.Steps {
@@ -261,7 +261,7 @@ func (s *ttrlRun) stepOnce(ctx context.Context) error {
 func (s *ttrlRun) streamTasks(n int) []*env.Task {
 	tasks := make([]*env.Task, n)
 	for i := range tasks {
-		tasks[i] = env.Generate(s.r.envCfg, env.Val, s.tc.StreamStart+s.st.Position+i)
+		tasks[i] = env.Generate(s.r.envCfg, env.Val, s.r.cfg.TTRLStreamStart()+s.st.Position+i)
 		if s.r.streamHook != nil {
 			s.r.streamHook(tasks[i])
 		}
