@@ -246,7 +246,7 @@ func (s *ttrlRun) stepOnce(ctx context.Context) error {
 	s.step = step
 	m := s.metrics(b, u, kl, corr)
 	m["perf/step_time_s"] = time.Since(t0).Seconds()
-	m["perf/rollout_time_s"], m["perf/update_time_s"] = b.timeRollout.Seconds(), b.timeUpdate.Seconds()
+	m["timing_s/rollout"], m["timing_s/update"] = b.timeRollout.Seconds(), b.timeUpdate.Seconds()
 	s.last = m
 	if step%s.r.cfg.Run.LogEvery == 0 || step == s.tc.Steps || s.lastSamples == nil {
 		s.lastSamples = samplesOf(b.rolls, pseudoBreakdown(b), step, s.r.offset+step, s.tc.Samples, 8)

@@ -156,7 +156,7 @@ func (s *ttrlRun) gateSpell(step, passed int) {
 // metric, and nothing that trains, depends on them.
 var Diagnostics = []string{"ttrl/pseudo_label_acc", "ttrl/online_acc"}
 
-// metrics are the step's ttrl/ metrics.
+// metrics are the step's ttrl/ metrics, with the behaviour of its rollouts.
 func (s *ttrlRun) metrics(b *ttrlBatch, u grpo.Stats, kl float64, c corridor) map[string]float64 {
 	tc, st := s.tc, &s.st
 	m := map[string]float64{}
@@ -213,6 +213,7 @@ func (s *ttrlRun) metrics(b *ttrlBatch, u grpo.Stats, kl float64, c corridor) ma
 		}
 		m["ttrl/pseudo_reward"] = sum / float64(len(b.rewards))
 	}
+	behaviour(b.rolls, m) // behavior/ and tools/, as RFT records them
 	if u.Updates+u.Skipped > 0 {
 		m["ttrl/loss"], m["ttrl/entropy"], m["ttrl/grad_norm"], m["ttrl/clip_ratio"] = u.Loss, u.Entropy, u.GradNorm, u.ClipRatio
 	}

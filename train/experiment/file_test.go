@@ -147,7 +147,7 @@ func TestPlanSharedRFT(t *testing.T) {
 
 // The shipped experiment files load, every arm's config resolved.
 func TestShippedExperiments(t *testing.T) {
-	for _, name := range []string{"pixel_reasoner", "reward_curriculum", "sft_curriculum"} {
+	for _, name := range []string{"pixel_reasoner", "reward_curriculum", "sft_curriculum", "ttrl"} {
 		f, err := Load(filepath.Join("..", "..", "configs", "experiments", name+".toml"))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
