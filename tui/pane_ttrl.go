@@ -21,15 +21,16 @@ type ttrlRow struct {
 	diag      bool   // read from the true answers: a diagnostic
 }
 
+// ttrlRows in order of priority: a short pane shows the first.
 var ttrlRows = []ttrlRow{
 	{label: "vote agreement", step: "ttrl/vote_agreement", mean: true},
 	{label: "gate pass rate", step: "ttrl/gate_pass_rate", all: "ttrl/gate_pass_rate_total"},
-	{label: "gate dry steps", step: "ttrl/gate_dry_steps", count: true},
+	{label: "pseudo-label acc", step: "ttrl/pseudo_label_acc", mean: true, diag: true},
 	{label: "retrieval hits", step: "ttrl/retrieval_hits", all: "ttrl/retrieval_hits_total", count: true},
+	{label: "online stream acc", step: "ttrl/online_acc", mean: true, diag: true},
+	{label: "gate dry steps", step: "ttrl/gate_dry_steps", count: true},
 	{label: "memory", step: "ttrl/memory_size", count: true},
 	{label: "trained / replayed", step: "ttrl/samples_trained", all: "ttrl/samples_replayed", count: true},
-	{label: "pseudo-label acc", step: "ttrl/pseudo_label_acc", mean: true, diag: true},
-	{label: "online stream acc", step: "ttrl/online_acc", mean: true, diag: true},
 }
 
 // viewTTRL is the vote, the gate and retrieval, step by step and over the
