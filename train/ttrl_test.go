@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -205,6 +206,36 @@ func TestTTRLRetrieves(t *testing.T) {
 		}
 		if k == 0 && (hits != 0 || replayed != 0 || m["ttrl/memory_size"] != 0) {
 			t.Errorf("retrieval off: %v hits, %v replayed, memory %v", hits, replayed, m["ttrl/memory_size"])
+		}
+	}
+}
+
+// TestTTRLDryGateIsAnEvent: a step whose gate passes nothing trains nothing,
+// and every gate_patience such steps in a row are an event.
+func TestTTRLDryGateIsAnEvent(t *testing.T) {
+	cfg := ttrlSmoke(t, "ttrl.gate=1", "ttrl.gate_patience=2")
+	sink := &memSink{}
+	if err := runTTRL(t, cfg, t.TempDir(), nil, sink, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	dryEvents := map[int]bool{}
+	for _, e := range sink.events {
+		if e.Phase == telemetry.PhaseTTRL && strings.Contains(e.Message, "passed no task") {
+			dryEvents[e.PhaseStep] = true
+		}
+	}
+	if len(dryEvents) == 0 {
+		t.Fatal("a gate of 1 never stayed shut for 2 steps: no event")
+	}
+	for step, m := range byStep(sink.points) {
+		if m["ttrl/gate_pass_rate"] == 0 {
+			if _, ok := m["ttrl/loss"]; ok || m["ttrl/samples_trained"] != 0 {
+				t.Errorf("step %d passed nothing but trained on %v samples", step, m["ttrl/samples_trained"])
+			}
+		}
+		dry := int(m["ttrl/gate_dry_steps"])
+		if want := dry > 0 && dry%2 == 0; want != dryEvents[step] {
+			t.Errorf("step %d: %d dry steps in a row, event %v", step, dry, dryEvents[step])
 		}
 	}
 }
