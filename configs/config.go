@@ -592,6 +592,10 @@ type TTRL struct {
 	RetrievalMinSim float64 `toml:"retrieval_min_sim"`
 	// MemorySize is the number of passed tasks the retrieval memory keeps (oldest dropped first). Default 512.
 	MemorySize int `toml:"memory_size"`
+	// ScaleRewards is how a task's group-centred pseudo-rewards are scaled into advantages: "group"
+	// (divided by the group's std, as GRPO) or "none" (not scaled, as Dr. GRPO): with "group" a
+	// unanimous vote's small length differences become advantages of ±1. Default "group".
+	ScaleRewards string `toml:"scale_rewards"`
 	// LengthPrior is β of the reward's length prior: −β × actions / env.max_steps. Default 0.1.
 	LengthPrior float64 `toml:"length_prior"`
 	// LR is the base learning rate η₀ of the adapters (the KL corridor scales it). Default 0.0005.

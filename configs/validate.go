@@ -214,6 +214,7 @@ func (c *checker) ttrl(t *TTRL, validated int) {
 	c.atLeast("ttrl.retrieval", t.Retrieval, 0)
 	c.unit("ttrl.retrieval_min_sim", t.RetrievalMinSim)
 	c.atLeast("ttrl.memory_size", t.MemorySize, 1)
+	c.oneOf("ttrl.scale_rewards", t.ScaleRewards, "group", "none")
 	c.nonNegative("ttrl.length_prior", t.LengthPrior)
 	c.positive("ttrl.lr", t.LR)
 	c.nonNegative("ttrl.kl_coef", t.KLCoef)

@@ -312,7 +312,7 @@ func (s *ttrlRun) voteAndGate(b *ttrlBatch) {
 	if len(b.passed) == 0 {
 		return
 	}
-	adv, _, _ := grpo.Advantages(b.rewards, k, grpo.BaselineMean, grpo.ScaleGroup)
+	adv, _, _ := grpo.Advantages(b.rewards, k, grpo.BaselineMean, grpo.Scale(tc.ScaleRewards))
 	for n, g := range b.passed {
 		for i := range k {
 			a := adv[n*k+i]
