@@ -78,6 +78,8 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		fs.StringVar(&init, "init", "", "checkpoint `DIR` the first phase starts from: the SFT model of --phases rft,…, the RFT model of --phases ttrl,…")
 		fs.StringVar(&phaseList, "phases", "sft,rft,test", "the phases to run, some of sft, rft, ttrl, test in that order")
 	}
+	var sub slurmSubmit
+	sub.register(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -139,6 +141,9 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 			}
 			return usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
 		}
+	}
+	if sub.on() {
+		return sub.submit(ctx, io, name, args, runDir, phases)
 	}
 	where := "run.dir"
 	if cf.runDir != "" {
