@@ -189,11 +189,10 @@ func report(w io.Writer, name string, err error) int {
 	return exitFailed
 }
 
+// indentLines indents the lines of a message after its first, which follows
+// "pixelis CMD: " on the same line.
 func indentLines(s string) string {
-	if !strings.Contains(s, "\n") {
-		return s
-	}
-	return "\n  " + strings.ReplaceAll(s, "\n", "\n  ")
+	return strings.ReplaceAll(s, "\n", "\n  ")
 }
 
 // usageError marks errors caused by the user's input (flags, arguments, config):

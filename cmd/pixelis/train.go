@@ -105,10 +105,12 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		return err
 	}
 	runDir := cf.runDir
+	named := runDir != "" || cfg.Run.Name != ""
+	start := time.Now()
 	if runDir == "" {
 		n := cfg.Run.Name
 		if n == "" {
-			n = time.Now().Format("2006-01-02-150405")
+			n = startName(start, 1) // claimed below, once the run is known to start
 		}
 		runDir = filepath.Join(cfg.Run.Dir, n)
 	}
@@ -149,6 +151,11 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	if cf.runDir != "" {
 		where = "--run-dir"
 	}
+	if !named {
+		if runDir, err = newRunDir(cfg.Run.Dir, start); err != nil {
+			return err
+		}
+	}
 	lock, err := lockRun(runDir, where, name)
 	if err != nil {
 		return err
@@ -178,6 +185,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		}
 		opt.Done = []string{train.PhaseSFT}
 	}
+	placeRun(cfg, runDir)
 	return execute(ctx, io, cfg, opt, cf.noTUI, "", -1)
 }
 
@@ -211,6 +219,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return usageError{err}
 	}
+	placeRun(cfg, runDir)
 	if err := checkMemory(cfg, info.Phases); err != nil {
 		return err
 	}

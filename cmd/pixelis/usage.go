@@ -45,7 +45,7 @@ var usages = map[string]usageText{
 			"--no-tui prints plain lines until the run ends (--once: what its files hold now)."},
 	"export":       {"pixelis export RUN_DIR --csv FILE", "Export a run's metrics.jsonl as a wide CSV (one row a step, one column a metric)."},
 	"ckpt inspect": {"pixelis ckpt inspect PATH", "Print a checkpoint's manifest: phase, step, stage, config hash and every file with its size and sha256."},
-	"ckpt verify":  {"pixelis ckpt verify PATH", "Check every file of a checkpoint against its manifest: presence, size, sha256 and tensor shapes."},
+	"ckpt verify":  {"pixelis ckpt verify PATH", "Check every file of a checkpoint against its manifest (presence, size, sha256, tensor shapes, finite values; no file it does not list) and decode state.json as a resume does."},
 	"config print": {"pixelis config print [--config FILE] [--set key=value …]", "Print the effective config, the file and overrides on top of the embedded default, as TOML."},
 	"analyze": {"pixelis analyze --model NAME=PATH … --out DIR [flags], or pixelis analyze --run RUN_DIR … --out DIR",
 		"Compare checkpoints' trajectories on the same tasks (report.md, JSON, CSV, figures), or plot training runs'\n" +
