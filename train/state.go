@@ -103,7 +103,7 @@ func decodeState(b []byte) (runState, error) {
 		return st, err
 	}
 	switch {
-	case st.Phase != PhaseSFT && st.Phase != PhaseRFT:
+	case st.Phase != PhaseSFT && st.Phase != PhaseRFT && st.Phase != PhaseTTRL:
 		return st, fmt.Errorf("unknown phase %q", st.Phase)
 	case st.Step < 0:
 		return st, fmt.Errorf("step %d is negative", st.Step)
@@ -111,6 +111,8 @@ func decodeState(b []byte) (runState, error) {
 		return st, errors.New("an SFT checkpoint without its SFT state (\"sft\")")
 	case st.Phase == PhaseRFT && st.RFT == nil:
 		return st, errors.New("an RFT checkpoint without its RFT state (\"rft\")")
+	case st.Phase == PhaseTTRL && st.TTRL == nil:
+		return st, errors.New("a TTRL checkpoint without its TTRL state (\"ttrl\")")
 	}
 	return st, nil
 }
