@@ -74,7 +74,7 @@ func EstimateMemory(cfg *configs.Config, phases []string) ([]MemoryPhase, error)
 				return nil, err
 			}
 			out = append(out, ph)
-		case PhaseRFT:
+		case PhaseRFT, PhaseTTRL:
 			out = append(out, m.rft())
 		case PhaseTest:
 			out = append(out, m.evaluation("the test evaluation", cfg.Eval.Tasks, cfg.Eval.Samples, 2, 0, []string{"eval.tasks", "eval.samples"}))
