@@ -9,6 +9,18 @@
 //     AddScaled, each one pass over its data with its own derivative, giving
 //     exactly the bits of gorgonia's general forms (which take two or three
 //     passes, a repeated copy of a broadcast operand and an allocation a run).
+//   - Whole layers (dense.go): Dense is a layer's product, bias, LoRA adapter,
+//     per-example term and ReLU in one pass over blocks of rows, keeping the
+//     ReLU's mask as bits for its derivative; MatMul (matmul.go) is
+//     gorgonia's matrix product without its transposes in memory; the
+//     column ops (columns.go) join and split columns in one copy. They give
+//     gorgonia's bits too (train/policy's TestTrainGraphMatchesGorgoniaBits)
+//     and split their work over a Team's goroutines by rows or columns of
+//     the result, which changes no element's operations: the same bits on
+//     any number of cores.
+//   - The element-wise loops (vec.go) run in AVX2 assembly where the CPU has
+//     it (vec_amd64.s), the same IEEE operation for each element as the Go
+//     loop.
 //
 // Selecting log p[action] must be done by multiplying with a one-hot mask and
 // summing (gorgonia's ByIndices has wrong gradients); the policy graph does that.

@@ -37,7 +37,9 @@ func AddRows(x, v *G.Node) (*G.Node, error) { return G.ApplyOp(addRowsOp{newOp()
 func AddGroups(x, v *G.Node, k int) (*G.Node, error) { return G.ApplyOp(addGroupsOp{newOp(), k}, x, v) }
 
 // SumGroups sums x [G·k, m] over each group of k consecutive rows: [G, m].
-func SumGroups(x *G.Node, k int) (*G.Node, error) { return G.ApplyOp(sumGroupsOp{newOp(), k}, x) }
+func SumGroups(x *G.Node, k int) (*G.Node, error) {
+	return G.ApplyOp(sumGroupsOp{fusedOp: newOp(), k: k}, x)
+}
 
 // AddScaled is y + z·s for a constant s, as a LoRA adapter's (α/r)·(x·A)·B
 // is added to its layer.
@@ -101,36 +103,21 @@ func mask(v float32) float32 {
 func addRows(x, v, out []float32) {
 	m := len(v)
 	for r := 0; r+m <= len(x); r += m {
-		row, o := x[r:r+m], out[r:r+m]
-		for j, b := range v {
-			o[j] = row[j] + b
-		}
+		add(x[r:r+m], v, out[r:r+m])
 	}
 }
 
-func addScaled(y, z, out []float32, s float32) {
-	out, z = out[:len(y)], z[:len(y)]
-	for i, v := range y {
-		out[i] = v + z[i]*s
-	}
-}
-
-func scaled(x, out []float32, s float32) {
-	out = out[:len(x)]
-	for i, v := range x {
-		out[i] = v * s
-	}
-}
+func addScaled(y, z, out []float32, s float32) { mulAdd(y, z, out, s) }
 
 // sumRows is Σ over the rows of x [n, m], first row first.
-func sumRows(x, out []float32) {
-	m := len(out)
-	copy(out, x[:m])
+func sumRows(x, out []float32) { sumColumns(x, out, len(out), 0, len(out)) }
+
+// sumColumns is columns [c0, c1) of sumRows(x [n, m], out).
+func sumColumns(x, out []float32, m, c0, c1 int) {
+	o := out[c0:c1]
+	copy(o, x[c0:c1])
 	for r := m; r+m <= len(x); r += m {
-		row := x[r : r+m]
-		for j := range out {
-			out[j] += row[j]
-		}
+		add(o, x[r+c0:r+c1], o)
 	}
 }
 
@@ -139,10 +126,7 @@ func addGroups(x, v, out []float32, k, m int) {
 		vi := v[i*m : (i+1)*m]
 		for j := range k {
 			r := (i*k + j) * m
-			row, o := x[r:r+m], out[r:r+m]
-			for c, b := range vi {
-				o[c] = row[c] + b
-			}
+			add(x[r:r+m], vi, out[r:r+m])
 		}
 	}
 }
@@ -153,10 +137,7 @@ func sumGroups(x, out []float32, k, m int) {
 		o := out[i*m : (i+1)*m]
 		copy(o, x[i*k*m:(i*k+1)*m])
 		for j := 1; j < k; j++ {
-			row := x[(i*k+j)*m : (i*k+j+1)*m]
-			for c := range o {
-				o[c] += row[c]
-			}
+			add(o, x[(i*k+j)*m:(i*k+j+1)*m], o)
 		}
 	}
 }
@@ -209,6 +190,14 @@ func newLike(shape tensor.Shape) *tensor.Dense {
 func hashOf(s fmt.Stringer) uint32 {
 	h := fnv.New32a()
 	fmt.Fprint(h, s.String())
+	return h.Sum32()
+}
+
+// hashWritten hashes what an op's WriteHash writes (ops that hold state of
+// their own write their address: two of them are never the same node).
+func hashWritten(op interface{ WriteHash(hash.Hash) }) uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
 	return h.Sum32()
 }
 
@@ -317,11 +306,14 @@ func (op addRowsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op addRowsOp) Hashcode() uint32      { return hashOf(op) }
 func (addRowsOp) DiffWRT(int) []bool       { return []bool{true, true} }
 func (addRowsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	dv, err := G.ApplyOp(sumRowsOp{newOp()}, grad)
+	dv, err := G.ApplyOp(sumRowsOp{fusedOp: newOp()}, grad)
 	return G.Nodes{grad, dv}, err
 }
 
-type sumRowsOp struct{ fusedOp }
+type sumRowsOp struct {
+	fusedOp
+	team *Team
+}
 
 func (sumRowsOp) Arity() int    { return 1 }
 func (sumRowsOp) Type() hm.Type { return hm.NewFnType(matT(), vecT()) }
@@ -334,7 +326,15 @@ func (sumRowsOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 }
 func (op sumRowsOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
 func (op sumRowsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
-	return unary(op, sumRows, p, in)
+	_, sx, err := f32(in[0])
+	if err != nil {
+		return nil, err
+	}
+	m := sx[len(sx)-1]
+	return unary(op, func(x, out []float32) {
+		// By columns, 8 at a time: each column's sum runs over the rows in order.
+		op.team.For(m, 8, max(minPartMACs*len(out)/len(x), 8), func(c0, c1 int) { sumColumns(x, out, m, c0, c1) })
+	}, p, in)
 }
 func (sumRowsOp) String() string           { return "SumRows" }
 func (op sumRowsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
@@ -373,7 +373,8 @@ func (op addGroupsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 
 type sumGroupsOp struct {
 	fusedOp
-	k int
+	k    int
+	team *Team
 }
 
 func (sumGroupsOp) Arity() int    { return 1 }
@@ -391,7 +392,12 @@ func (op sumGroupsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unary(op, func(x, out []float32) { sumGroups(x, out, op.k, sx[1]) }, p, in)
+	m := sx[1]
+	return unary(op, func(x, out []float32) {
+		op.team.For(len(out)/m, 1, max(minPartMACs/(op.k*m), 1), func(lo, hi int) {
+			sumGroups(x[lo*op.k*m:hi*op.k*m], out[lo*m:hi*m], op.k, m)
+		})
+	}, p, in)
 }
 func (op sumGroupsOp) String() string        { return fmt.Sprintf("SumGroups{%d}", op.k) }
 func (op sumGroupsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
@@ -451,13 +457,14 @@ func (op addScaledOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op addScaledOp) Hashcode() uint32      { return hashOf(op) }
 func (addScaledOp) DiffWRT(int) []bool       { return []bool{true, true} }
 func (op addScaledOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	dz, err := G.ApplyOp(scaledOp{newOp(), op.s}, grad)
+	dz, err := G.ApplyOp(scaledOp{fusedOp: newOp(), s: op.s}, grad)
 	return G.Nodes{grad, dz}, err
 }
 
 type scaledOp struct {
 	fusedOp
-	s float32
+	s    float32
+	team *Team
 }
 
 func (scaledOp) Arity() int    { return 1 }
@@ -467,7 +474,9 @@ func (scaledOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 }
 func (op scaledOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
 func (op scaledOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
-	return unary(op, func(x, out []float32) { scaled(x, out, op.s) }, p, in)
+	return unary(op, func(x, out []float32) {
+		op.team.For(len(x), 8, 1<<14, func(lo, hi int) { scale(x[lo:hi], out[lo:hi], op.s) })
+	}, p, in)
 }
 func (op scaledOp) String() string        { return fmt.Sprintf("Scaled{%v}", op.s) }
 func (op scaledOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }

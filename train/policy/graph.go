@@ -20,13 +20,13 @@ import (
 //
 // The graph reads the weights of the Params it was built from in place, so an
 // optimiser step on Params() is seen by the next Run. It is not safe for
-// concurrent use, and nothing may read those weights while Run is in progress:
-// gorgonia's backward pass transposes weight tensors in place. Rollouts use
-// Inference, which keeps its own copy.
+// concurrent use, and nothing may write those weights while Run is in
+// progress. Rollouts use Inference, which keeps its own copy.
 type TrainGraph struct {
 	p     *Params
 	batch int
 	g     *G.ExprGraph
+	team  *nn.Team // the workers the graph's ops split their work over
 
 	// Obs [B, ObsDim] is the observation input.
 	Obs *G.Node
@@ -70,29 +70,20 @@ func NewTrainGraph(p *Params, batch int, trainable []string) (*TrainGraph, error
 // distribution the samples came from, so that an importance ratio against
 // their recorded log-probabilities is a ratio of the same kind of policy.
 // Logits stay unscaled.
-func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature float64) (tg *TrainGraph, err error) {
-	if !(temperature > 0) || math.IsInf(temperature, 0) {
-		return nil, fmt.Errorf("train graph: temperature %v must be positive", temperature)
-	}
-	if batch <= 0 {
-		return nil, fmt.Errorf("train graph: batch %d must be positive", batch)
-	}
-	if len(trainable) == 0 {
-		return nil, errors.New("train graph: no trainable parameters")
-	}
-	seen := map[string]bool{}
-	for _, n := range trainable {
-		if _, ok := p.tensor(n); !ok {
-			return nil, fmt.Errorf("train graph: trainable %q: no such parameter", n)
-		}
-		if seen[n] {
-			return nil, fmt.Errorf("train graph: trainable %q listed twice", n)
-		}
-		seen[n] = true
+func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature float64) (*TrainGraph, error) {
+	return buildTrainGraph(p, batch, trainable, temperature, (*TrainGraph).logits)
+}
+
+// buildTrainGraph is NewTemperedTrainGraph with the logits built by the
+// given function from the graph's weights, global and cells nodes (tests
+// build them from gorgonia's general ops too and compare).
+func buildTrainGraph(p *Params, batch int, trainable []string, temperature float64, logits func(*TrainGraph) *G.Node) (tg *TrainGraph, err error) {
+	if err := checkGraphArgs(p, batch, trainable, temperature); err != nil {
+		return nil, err
 	}
 	cfg := p.cfg
 	tg = &TrainGraph{
-		p: p, batch: batch, g: G.NewGraph(),
+		p: p, batch: batch, g: G.NewGraph(), team: nn.NewTeam(1),
 		weights:   map[string]*G.Node{},
 		data:      map[string][]float32{},
 		inputBuf:  map[*G.Node][]float32{},
@@ -126,30 +117,7 @@ func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature
 	cellVal := tensor.New(tensor.WithShape(batch*cfg.Cells, cfg.CellFeatures), tensor.WithBacking(tg.cellsBuf))
 	tg.cells = G.NewMatrix(tg.g, G.Float32, G.WithShape(batch*cfg.Cells, cfg.CellFeatures), G.WithName("cells"), G.WithValue(cellVal))
 
-	// Cell encoder: e_c = ReLU(cell_c·E + b_e), pooled as the mean over the
-	// cells; the trunk reads [global, mean_c e_c]. The row-wise operations
-	// are internal/nn's fused forms of gorgonia's (the same bits, one pass).
-	enc := G.Must(nn.ReLU(tg.linear(tg.cells, LayerCellEnc)))
-	pooled := G.Must(G.Mul(G.Must(nn.SumGroups(enc, cfg.Cells)), G.NewConstant(float32(1/float64(cfg.Cells)), G.WithName("inv_cells"))))
-	h := G.Must(G.Concat(1, tg.global, pooled))
-	for i := range cfg.Hidden {
-		h = G.Must(nn.ReLU(tg.linear(h, TrunkLayer(i))))
-	}
-	base := tg.linear(h, LayerHead) // [B, A]
-
-	// Location head: z_c = ReLU(cell_c·U + h·P + b), s_c = z_c·v, added to the
-	// SEGMENT-at-cell-c logit. h·P + b is computed once per example and
-	// added to the rows of that example's cells.
-	zc := tg.linear(tg.cells, LayerLocCell) // [B·C, L]
-	hp := tg.linear(h, LayerLocTrunk)       // [B, L]
-	z := G.Must(nn.ReLU(G.Must(nn.AddGroups(zc, hp, cfg.Cells))))
-	s := G.Must(G.Reshape(tg.linear(z, LayerLocScore), tensor.Shape{batch, cfg.Cells}))
-	if rest := cfg.Actions - cfg.Cells; rest > 0 {
-		zeros := G.NewConstant(tensor.New(tensor.WithShape(batch, rest), tensor.Of(tensor.Float32)), G.WithName("loc.pad"))
-		s = G.Must(G.Concat(1, s, zeros))
-	}
-	tg.Logits = G.Must(G.Add(base, s))
-
+	tg.Logits = logits(tg)
 	scaled := tg.Logits
 	if temperature != 1 {
 		scaled = G.Must(G.Mul(tg.Logits, G.NewConstant(float32(1/temperature), G.WithName("inv_temperature"))))
@@ -165,23 +133,83 @@ func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature
 	return tg, nil
 }
 
-// linear is y = x·W + b + (α/r)·(x·A)·B for the named layer. An adapter
-// whose A and B the graph does not train and whose B is zero adds exactly
-// nothing, and stays so for the graph's life (the optimiser touches only the
-// trainable parameters): it is left out of the graph, as in SFT, where the
-// adapters wait at B = 0 for RFT.
-func (tg *TrainGraph) linear(x *G.Node, layer string) *G.Node {
+func checkGraphArgs(p *Params, batch int, trainable []string, temperature float64) error {
+	if !(temperature > 0) || math.IsInf(temperature, 0) {
+		return fmt.Errorf("train graph: temperature %v must be positive", temperature)
+	}
+	if batch <= 0 {
+		return fmt.Errorf("train graph: batch %d must be positive", batch)
+	}
+	if len(trainable) == 0 {
+		return errors.New("train graph: no trainable parameters")
+	}
+	seen := map[string]bool{}
+	for _, n := range trainable {
+		if _, ok := p.tensor(n); !ok {
+			return fmt.Errorf("train graph: trainable %q: no such parameter", n)
+		}
+		if seen[n] {
+			return fmt.Errorf("train graph: trainable %q listed twice", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+// logits is the network of doc.go up to the location-augmented logits [B, A].
+func (tg *TrainGraph) logits() *G.Node {
+	cfg := tg.p.cfg
+	// Cell encoder: e_c = ReLU(cell_c·E + b_e), pooled as the mean over the
+	// cells; the trunk reads [global, mean_c e_c]. Each layer is one
+	// internal/nn Dense op (product, bias, adapter and ReLU in one pass,
+	// the bits of gorgonia's separate ops).
+	enc := tg.dense(tg.cells, LayerCellEnc, true, nil)
+	h := G.Must(nn.ConcatCols(tg.global, G.Must(nn.MeanGroups(enc, cfg.Cells))))
+	for i := range cfg.Hidden {
+		h = tg.dense(h, TrunkLayer(i), true, nil)
+	}
+	base := tg.dense(h, LayerHead, false, nil) // [B, A]
+
+	// Location head: z_c = ReLU(cell_c·U + h·P + b), s_c = z_c·v, added to the
+	// SEGMENT-at-cell-c logit. h·P + b is computed once per example and
+	// added to the rows of that example's cells.
+	hp := tg.dense(h, LayerLocTrunk, false, nil)    // [B, L]
+	z := tg.dense(tg.cells, LayerLocCell, true, hp) // [B·C, L]
+	s := tg.dense(z, LayerLocScore, false, nil)     // [B·C, 1]
+	return G.Must(nn.AddColumns(base, s))
+}
+
+// dense is y = act(x·W + b + (α/r)·(x·A)·B + v_group) for the named layer:
+// ReLU when relu, and v [B, out] added to each example's rows when given
+// (the cell rows of a per-cell layer). An adapter whose A and B the graph
+// does not train and whose B is zero adds exactly nothing, and stays so for
+// the graph's life (the optimiser touches only the trainable parameters):
+// it is left out of the graph, as in SFT, where the adapters wait at B = 0
+// for RFT.
+func (tg *TrainGraph) dense(x *G.Node, layer string, relu bool, v *G.Node) *G.Node {
 	l := tg.p.Layer(layer)
-	y := G.Must(G.Mul(x, tg.weights[layer+SuffixWeight]))
-	if l.Bias != nil {
-		y = G.Must(nn.AddRows(y, tg.weights[layer+SuffixBias]))
+	w := tg.weights[layer+SuffixWeight]
+	cfg := nn.DenseConfig{Bias: l.Bias != nil, ReLU: relu}
+	inputs := []*G.Node{x, w}
+	adapter := l.Rank > 0 && !tg.inert(l)
+	if adapter {
+		// x·W and x·A as two nodes, as gorgonia sums x's gradient terms.
+		cfg.Product = true
+		inputs = []*G.Node{G.Must(nn.MatMul(tg.team, x, w))}
 	}
-	if l.Rank > 0 && !tg.inert(l) {
-		xa := G.Must(G.Mul(x, tg.weights[layer+SuffixLoRAA]))
-		ab := G.Must(G.Mul(xa, tg.weights[layer+SuffixLoRAB]))
-		y = G.Must(nn.AddScaled(y, ab, float32(l.Scale())))
+	if cfg.Bias {
+		inputs = append(inputs, tg.weights[layer+SuffixBias])
 	}
-	return y
+	if adapter {
+		cfg.Adapter, cfg.Scale = true, float32(l.Scale())
+		xa := G.Must(nn.MatMul(tg.team, x, tg.weights[layer+SuffixLoRAA]))
+		inputs = append(inputs, xa, tg.weights[layer+SuffixLoRAB])
+	}
+	if v != nil {
+		cfg.Groups = tg.p.cfg.Cells
+		inputs = append(inputs, v)
+	}
+	return G.Must(nn.Dense(tg.team, cfg, inputs...))
 }
 
 // inert reports whether a layer's adapter is frozen at B = 0 in this graph.
@@ -189,6 +217,11 @@ func (tg *TrainGraph) inert(l *Layer) bool {
 	trained := slices.Contains(tg.trainable, l.Name+SuffixLoRAA) || slices.Contains(tg.trainable, l.Name+SuffixLoRAB)
 	return !trained && l.zeroAdapter()
 }
+
+// SetWorkers sets how many goroutines Run's products and row-wise passes
+// use (1 at first). Each splits its result by rows or columns, so the
+// results are the same bits whatever the number.
+func (tg *TrainGraph) SetWorkers(n int) { tg.team.SetWorkers(n) }
 
 // Graph is the expression graph, for building losses with gorgonia ops.
 func (tg *TrainGraph) Graph() *G.ExprGraph { return tg.g }

@@ -1,0 +1,73 @@
+package nn
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Team splits an op's work over up to Workers goroutines. Every split is by
+// output: each part computes its own rows (or columns) of the result with
+// exactly the operations one goroutine would, so the bits do not depend on
+// the number of workers, on how the parts fall or on which goroutine ran
+// which part. A nil Team, or one of one worker, runs everything on the
+// calling goroutine.
+type Team struct {
+	workers int
+}
+
+// NewTeam returns a team of workers goroutines (at least 1).
+func NewTeam(workers int) *Team { return &Team{workers: max(workers, 1)} }
+
+// SetWorkers changes the number of goroutines (at least 1); not while an
+// op of the team runs.
+func (t *Team) SetWorkers(n int) { t.workers = max(n, 1) }
+
+// Workers is the number of goroutines the team's ops use at most.
+func (t *Team) Workers() int {
+	if t == nil {
+		return 1
+	}
+	return t.workers
+}
+
+// partsPerWorker is how many parts a split gives each worker: more than one,
+// so that a worker whose core is taken by another process leaves its parts
+// to the others rather than holding up the op.
+const partsPerWorker = 4
+
+// For runs f over [0, n) cut into ranges whose bounds are multiples of
+// align (the last ends at n), each at least grain long, in parallel. It
+// returns once every range is done.
+func (t *Team) For(n, align, grain int, f func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	align = max(align, 1)
+	units := (n + align - 1) / align // ranges are cut at multiples of align
+	parts := min(t.Workers()*partsPerWorker, units, max(n/max(grain, 1), 1))
+	if t.Workers() == 1 || parts <= 1 {
+		f(0, n)
+		return
+	}
+	bound := func(p int) int { return min(units*p/parts*align, n) }
+	var next atomic.Int64
+	run := func() {
+		for {
+			p := int(next.Add(1) - 1)
+			if p >= parts {
+				return
+			}
+			f(bound(p), bound(p+1))
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(t.workers, parts) - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run()
+		}()
+	}
+	run()
+	wg.Wait()
+}

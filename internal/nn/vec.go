@@ -1,0 +1,87 @@
+package nn
+
+// Element-wise loops of the fused ops. Each has a pure-Go form (below) and,
+// on amd64 with AVX2, an assembly form that computes the same IEEE
+// operation for each element, 8 at a time (vec_amd64.s): the results are
+// the same bits either way (TestVecMatchesGo).
+
+// reluMask is out = x·[x ≥ 0] with the mask kept as bits: bit i%8 of
+// bits[i/8] is [x_i ≥ 0] (−0 counts as ≥ 0, NaN does not). out may be x.
+func reluMask(x, out []float32, bits []byte) {
+	n := len(x)
+	out, bits = out[:n], bits[:(n+7)/8]
+	done := 0
+	if useAVX2 && n >= 8 {
+		done = n &^ 7
+		reluMaskAVX2(&x[0], &out[0], &bits[0], done)
+	}
+	for i := done; i < n; i += 8 {
+		var b byte
+		for j := i; j < min(i+8, n); j++ {
+			m := float32(0)
+			if x[j] >= 0 {
+				m = 1
+				b |= 1 << (j - i)
+			}
+			out[j] = x[j] * m
+		}
+		bits[i/8] = b
+	}
+}
+
+// maskMul is out = g·[bit i of bits], the gradient through reluMask.
+func maskMul(g []float32, bits []byte, out []float32) {
+	n := len(g)
+	out, bits = out[:n], bits[:(n+7)/8]
+	done := 0
+	if useAVX2 && n >= 8 {
+		done = n &^ 7
+		maskMulAVX2(&g[0], &bits[0], &out[0], done)
+	}
+	for i := done; i < n; i++ {
+		m := float32(bits[i/8] >> (i % 8) & 1)
+		out[i] = g[i] * m
+	}
+}
+
+// add is out = a + b. out may be a or b.
+func add(a, b, out []float32) {
+	n := len(a)
+	b, out = b[:n], out[:n]
+	done := 0
+	if useAVX2 && n >= 8 {
+		done = n &^ 7
+		addAVX2(&a[0], &b[0], &out[0], done)
+	}
+	for i := done; i < n; i++ {
+		out[i] = a[i] + b[i]
+	}
+}
+
+// mulAdd is out = y + z·s, the product rounded first. out may be y or z.
+func mulAdd(y, z, out []float32, s float32) {
+	n := len(y)
+	z, out = z[:n], out[:n]
+	done := 0
+	if useAVX2 && n >= 8 {
+		done = n &^ 7
+		mulAddAVX2(&y[0], &z[0], &out[0], s, done)
+	}
+	for i := done; i < n; i++ {
+		out[i] = y[i] + z[i]*s
+	}
+}
+
+// scale is out = x·s. out may be x.
+func scale(x, out []float32, s float32) {
+	n := len(x)
+	out = out[:n]
+	done := 0
+	if useAVX2 && n >= 8 {
+		done = n &^ 7
+		scaleAVX2(&x[0], &out[0], s, done)
+	}
+	for i := done; i < n; i++ {
+		out[i] = x[i] * s
+	}
+}

@@ -1,0 +1,178 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The AVX2 forms of vec.go's loops, 8 floats a vector, 32 an iteration
+// where the loop allows. n is a multiple of 8 (the Go side does the rest).
+// Every result is the same IEEE operation, rounded once, as the Go loop
+// computes for each element: only the number done at a time differs.
+
+DATA ones<>+0(SB)/4, $1.0
+GLOBL ones<>(SB), RODATA|NOPTR, $4
+
+DATA bitsel<>+0(SB)/4, $1
+DATA bitsel<>+4(SB)/4, $2
+DATA bitsel<>+8(SB)/4, $4
+DATA bitsel<>+12(SB)/4, $8
+DATA bitsel<>+16(SB)/4, $16
+DATA bitsel<>+20(SB)/4, $32
+DATA bitsel<>+24(SB)/4, $64
+DATA bitsel<>+28(SB)/4, $128
+GLOBL bitsel<>(SB), RODATA|NOPTR, $32
+
+// func reluMaskAVX2(x, out *float32, bits *byte, n int)
+// out = x·[x ≥ 0]; bits[i/8] bit i%8 = [x_i ≥ 0].
+TEXT ·reluMaskAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVQ bits+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   done
+	VBROADCASTSS ones<>(SB), Y15
+	VXORPS Y14, Y14, Y14
+
+loop:
+	VMOVUPS (SI), Y0
+	VCMPPS $0x1d, Y14, Y0, Y1 // x ≥ 0, ordered: false for NaN
+	VMOVMSKPS Y1, AX
+	MOVB AL, (DX)
+	VANDPS Y15, Y1, Y1
+	VMULPS Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	INCQ DX
+	DECQ CX
+	JNZ  loop
+	VZEROUPPER
+
+done:
+	RET
+
+// func maskMulAVX2(grad *float32, bits *byte, out *float32, n int)
+// out = grad·[bit set].
+TEXT ·maskMulAVX2(SB), NOSPLIT, $0-32
+	MOVQ grad+0(FP), SI
+	MOVQ bits+8(FP), DX
+	MOVQ out+16(FP), DI
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   done
+	VBROADCASTSS ones<>(SB), Y15
+	VMOVDQU bitsel<>(SB), Y14
+
+loop:
+	MOVBLZX (DX), AX
+	VMOVD AX, X1
+	VPBROADCASTD X1, Y1
+	VPAND Y14, Y1, Y1
+	VPCMPEQD Y14, Y1, Y1 // lane i: all ones when bit i is set
+	VANDPS Y15, Y1, Y1
+	VMULPS (SI), Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	INCQ DX
+	DECQ CX
+	JNZ  loop
+	VZEROUPPER
+
+done:
+	RET
+
+// func addAVX2(a, b, out *float32, n int)
+// out = a + b.
+TEXT ·addAVX2(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), BX
+	MOVQ out+16(FP), DI
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   done
+
+loop4:
+	CMPQ CX, $4
+	JB   loop1
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VADDPS (BX), Y0, Y0
+	VADDPS 32(BX), Y1, Y1
+	VADDPS 64(BX), Y2, Y2
+	VADDPS 96(BX), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, BX
+	ADDQ $128, DI
+	SUBQ $4, CX
+	JMP  loop4
+
+loop1:
+	TESTQ CX, CX
+	JZ    end
+	VMOVUPS (SI), Y0
+	VADDPS (BX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JMP  loop1
+
+end:
+	VZEROUPPER
+
+done:
+	RET
+
+// func mulAddAVX2(y, z, out *float32, s float32, n int)
+// out = y + z·s, the product rounded before the sum (no fused multiply-add).
+TEXT ·mulAddAVX2(SB), NOSPLIT, $0-40
+	MOVQ y+0(FP), SI
+	MOVQ z+8(FP), BX
+	MOVQ out+16(FP), DI
+	VBROADCASTSS s+24(FP), Y15
+	MOVQ n+32(FP), CX
+	SHRQ $3, CX
+	JZ   done
+
+loop:
+	VMULPS (BX), Y15, Y0
+	VADDPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop
+	VZEROUPPER
+
+done:
+	RET
+
+// func scaleAVX2(x, out *float32, s float32, n int)
+// out = x·s.
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ out+8(FP), DI
+	VBROADCASTSS s+16(FP), Y15
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   done
+
+loop:
+	VMULPS (SI), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop
+	VZEROUPPER
+
+done:
+	RET

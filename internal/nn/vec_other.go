@@ -1,0 +1,12 @@
+//go:build !amd64 || purego
+
+package nn
+
+// useAVX2 is false: vec.go's loops run their Go forms.
+var useAVX2 = false
+
+func reluMaskAVX2(x, out *float32, bits *byte, n int)            { panic("nn: no AVX2") }
+func maskMulAVX2(grad *float32, bits *byte, out *float32, n int) { panic("nn: no AVX2") }
+func addAVX2(a, b, out *float32, n int)                          { panic("nn: no AVX2") }
+func mulAddAVX2(y, z, out *float32, s float32, n int)            { panic("nn: no AVX2") }
+func scaleAVX2(x, out *float32, s float32, n int)                { panic("nn: no AVX2") }

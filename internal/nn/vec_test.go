@@ -1,0 +1,82 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// specialValues are random floats with every kind of special value among
+// them: zeros of both signs, subnormals, the largest finite, infinities, NaN.
+func specialValues(rng *rand.Rand, n int) []float32 {
+	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1.5e-39, 3.4e38, -3.4e38,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	v := make([]float32, n)
+	for i := range v {
+		if rng.IntN(4) == 0 {
+			v[i] = specials[rng.IntN(len(specials))]
+		} else {
+			v[i] = float32(rng.NormFloat64())
+		}
+	}
+	return v
+}
+
+// The assembly and Go forms of every loop give the same bits, and both give
+// the operation's definition, at every length around the vector widths.
+func TestVecMatchesGo(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2 on this machine: only the Go forms run")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= 70; n++ {
+		x, y := specialValues(rng, n), specialValues(rng, n)
+		s := float32(rng.NormFloat64())
+		bits := make([]byte, (n+7)/8)
+		for i := range n {
+			if rng.IntN(2) == 0 {
+				bits[i/8] |= 1 << (i % 8)
+			}
+		}
+		forms := map[string]func(out []float32, outBits []byte){
+			"reluMask": func(out []float32, ob []byte) { reluMask(x, out, ob) },
+			"maskMul":  func(out []float32, _ []byte) { maskMul(x, bits, out) },
+			"add":      func(out []float32, _ []byte) { add(x, y, out) },
+			"mulAdd":   func(out []float32, _ []byte) { mulAdd(x, y, out, s) },
+			"scale":    func(out []float32, _ []byte) { scale(x, out, s) },
+		}
+		def := map[string]func(i int, ob []byte) float32{
+			"reluMask": func(i int, ob []byte) float32 {
+				m := float32(0)
+				if x[i] >= 0 {
+					m = 1
+				}
+				if got := ob[i/8] >> (i % 8) & 1; float32(got) != m {
+					t.Fatalf("reluMask n=%d: bit %d is %d for %v", n, i, got, x[i])
+				}
+				return x[i] * m
+			},
+			"maskMul": func(i int, _ []byte) float32 { return x[i] * float32(bits[i/8]>>(i%8)&1) },
+			"add":     func(i int, _ []byte) float32 { return x[i] + y[i] },
+			"mulAdd":  func(i int, _ []byte) float32 { p := y[i] * s; return x[i] + p },
+			"scale":   func(i int, _ []byte) float32 { return x[i] * s },
+		}
+		for name, f := range forms {
+			asm, asmBits := make([]float32, n), make([]byte, (n+7)/8)
+			f(asm, asmBits)
+			useAVX2 = false
+			gof, goBits := make([]float32, n), make([]byte, (n+7)/8)
+			f(gof, goBits)
+			useAVX2 = true
+			for i := range n {
+				want := def[name](i, goBits)
+				if math.Float32bits(asm[i]) != math.Float32bits(want) || math.Float32bits(gof[i]) != math.Float32bits(want) {
+					t.Fatalf("%s n=%d [%d]: assembly %v, Go %v, want %v", name, n, i, asm[i], gof[i], want)
+				}
+			}
+			if string(asmBits) != string(goBits) {
+				t.Fatalf("%s n=%d: assembly bits %x, Go bits %x", name, n, asmBits, goBits)
+			}
+		}
+	}
+}
