@@ -117,9 +117,9 @@ func matMul(team *Team, tA, tB bool, m, n, k int, a, b, c []float32) {
 		tb = blas.Trans
 	}
 	rows := func(lo, hi int) {
-		as := a[lo*lda:]
-		if tA {
-			as = a[lo:]
+		as := a[lo:] // the first rows of op(a): columns of a transposed a
+		if !tA {
+			as = a[lo*lda:]
 		}
 		blas.Sgemm(ta, tb, hi-lo, n, k, 1, as, lda, b, ldb, 0, c[lo*n:], n)
 	}
