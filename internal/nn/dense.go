@@ -8,6 +8,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/pixelis/pixelis/internal/par"
 )
 
 // DenseConfig says which terms a Dense layer has.
@@ -45,7 +47,7 @@ type DenseConfig struct {
 // layer (else g):
 //
 //	∂x = d·Wᵀ   ∂W = xᵀ·d   (∂(x·W) = d)   ∂b = Σ_rows d   ∂xa = (Scale·d)·Bᵀ   ∂B = xaᵀ·(Scale·d)   ∂v_i = Σ_j d_{i·Groups+j}
-func Dense(team *Team, cfg DenseConfig, inputs ...*G.Node) (*G.Node, error) {
+func Dense(team *par.Team, cfg DenseConfig, inputs ...*G.Node) (*G.Node, error) {
 	op := &denseOp{cfg: cfg, team: team, out: new(slot)}
 	if len(inputs) != op.Arity() {
 		return nil, fmt.Errorf("nn: %v takes %d inputs, got %d", op, op.Arity(), len(inputs))
@@ -57,7 +59,7 @@ func Dense(team *Team, cfg DenseConfig, inputs ...*G.Node) (*G.Node, error) {
 // a value) for its derivative and its output between runs.
 type denseOp struct {
 	cfg  DenseConfig
-	team *Team
+	team *par.Team
 	out  *slot
 	mask []byte
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/pixelis/pixelis/internal/par"
 )
 
 // Fused forms of four operations the policy's graph runs on every row of a
@@ -312,7 +314,7 @@ func (addRowsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 
 type sumRowsOp struct {
 	fusedOp
-	team *Team
+	team *par.Team
 }
 
 func (sumRowsOp) Arity() int    { return 1 }
@@ -374,7 +376,7 @@ func (op addGroupsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 type sumGroupsOp struct {
 	fusedOp
 	k    int
-	team *Team
+	team *par.Team
 }
 
 func (sumGroupsOp) Arity() int    { return 1 }
@@ -464,7 +466,7 @@ func (op addScaledOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 type scaledOp struct {
 	fusedOp
 	s    float32
-	team *Team
+	team *par.Team
 }
 
 func (scaledOp) Arity() int    { return 1 }

@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/pixelis/pixelis/internal/blas"
+	"github.com/pixelis/pixelis/internal/par"
 )
 
 // MatMul is the matrix product a·b [m, k]·[k, n] as gorgonia's Mul computes
@@ -22,13 +23,13 @@ import (
 // gorgonia's, it transposes nothing in memory, keeps its output between
 // runs and splits the product over team's workers by rows or columns of
 // the result, which changes no element's chain.
-func MatMul(team *Team, a, b *G.Node) (*G.Node, error) {
+func MatMul(team *par.Team, a, b *G.Node) (*G.Node, error) {
 	return G.ApplyOp(matMulOp{fusedOp: newOp(), team: team}, a, b)
 }
 
 type matMulOp struct {
 	fusedOp
-	team   *Team
+	team   *par.Team
 	tA, tB bool // the product is op(a)·op(b) with op transposing when set
 }
 
@@ -101,7 +102,7 @@ const minPartMACs = 1 << 15
 // columns when b is transposed (each part then packs only its own columns
 // of b) or the product has few rows, else by rows. Row bounds are
 // multiples of 12 and column bounds of 16, whole panels of the kernels.
-func matMul(team *Team, tA, tB bool, m, n, k int, a, b, c []float32) {
+func matMul(team *par.Team, tA, tB bool, m, n, k int, a, b, c []float32) {
 	lda, ldb := k, n
 	if tA {
 		lda = m

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/internal/blas"
+	"github.com/pixelis/pixelis/internal/par"
 )
 
 // A product split over any number of workers, by rows or by columns, gives
@@ -30,7 +31,7 @@ func TestMatMulSplitsGiveSgemmBits(t *testing.T) {
 				blas.Sgemm(ta, tb, m, n, k, 1, a, lda, b, ldb, 0, want, n)
 				for _, workers := range []int{1, 2, 3, 4} {
 					got := make([]float32, m*n)
-					matMul(NewTeam(workers), tA, tB, m, n, k, a, b, got)
+					matMul(par.NewTeam(workers), tA, tB, m, n, k, a, b, got)
 					for i := range want {
 						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 							t.Fatalf("tA %t tB %t %v, %d workers: [%d] = %v, Sgemm gives %v", tA, tB, s, workers, i, got[i], want[i])

@@ -73,7 +73,10 @@ func NewUpdater(p *policy.Params, batch int, trainable []string, c LossConfig, a
 
 // SetWorkers sets how many goroutines an update's graph splits its work
 // over (1 at first); the results are the same bits whatever the number.
-func (u *Updater) SetWorkers(n int) { u.tg.SetWorkers(n) }
+func (u *Updater) SetWorkers(n int) {
+	u.tg.SetWorkers(n)
+	u.opt.SetWorkers(n)
+}
 
 // Optimizer is the updater's Adam, for checkpointing.
 func (u *Updater) Optimizer() *optim.Adam { return u.opt }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pixelis/pixelis/internal/nn"
 	"github.com/pixelis/pixelis/internal/optim"
+	"github.com/pixelis/pixelis/internal/par"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -26,7 +27,7 @@ type TrainGraph struct {
 	p     *Params
 	batch int
 	g     *G.ExprGraph
-	team  *nn.Team // the workers the graph's ops split their work over
+	team  *par.Team // the workers the graph's ops split their work over
 
 	// Obs [B, ObsDim] is the observation input.
 	Obs *G.Node
@@ -83,7 +84,7 @@ func buildTrainGraph(p *Params, batch int, trainable []string, temperature float
 	}
 	cfg := p.cfg
 	tg = &TrainGraph{
-		p: p, batch: batch, g: G.NewGraph(), team: nn.NewTeam(1),
+		p: p, batch: batch, g: G.NewGraph(), team: par.NewTeam(1),
 		weights:   map[string]*G.Node{},
 		data:      map[string][]float32{},
 		inputBuf:  map[*G.Node][]float32{},

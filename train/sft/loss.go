@@ -115,7 +115,10 @@ func (t *Trainer) rowWeight(pr *Pair) float64 {
 
 // SetWorkers sets how many goroutines a Step's graph splits its work over
 // (1 at first); the results are the same bits whatever the number.
-func (t *Trainer) SetWorkers(n int) { t.tg.SetWorkers(n) }
+func (t *Trainer) SetWorkers(n int) {
+	t.tg.SetWorkers(n)
+	t.opt.SetWorkers(n)
+}
 
 // Optimizer is the trainer's Adam, for checkpointing.
 func (t *Trainer) Optimizer() *optim.Adam { return t.opt }

@@ -1,11 +1,15 @@
-package nn
+// Package par splits a computation over a fixed number of goroutines by
+// its output: each part computes its own elements with exactly the
+// operations one goroutine would, so results are the same bits whatever the
+// number of goroutines (internal/nn's ops and internal/optim's Adam use it).
+package par
 
 import (
 	"sync"
 	"sync/atomic"
 )
 
-// Team splits an op's work over up to Workers goroutines. Every split is by
+// Team splits a computation's work over up to Workers goroutines. Every split is by
 // output: each part computes its own rows (or columns) of the result with
 // exactly the operations one goroutine would, so the bits do not depend on
 // the number of workers, on how the parts fall or on which goroutine ran
@@ -70,4 +74,14 @@ func (t *Team) For(n, align, grain int, f func(lo, hi int)) {
 	}
 	run()
 	wg.Wait()
+}
+
+// Do runs the functions at once, one goroutine each up to the team's
+// workers (the rest one after another), and returns when all are done.
+func (t *Team) Do(fs ...func()) {
+	t.For(len(fs), 1, 1, func(lo, hi int) {
+		for _, f := range fs[lo:hi] {
+			f()
+		}
+	})
 }
