@@ -7,6 +7,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/pixelis/pixelis/internal/par"
 )
 
 // pair is one fused op and gorgonia's general form of it, built on inputs of
@@ -51,6 +53,14 @@ var pairs = []pair{
 }
 
 func init() {
+	pairs = append(pairs, pair{"LogSoftmax", []tensor.Shape{{9, 13}}, tensor.Shape{9, 13},
+		func(in []*G.Node) (*G.Node, error) { return LogSoftmax(par.NewTeam(3), in[0]) },
+		func(in []*G.Node) (*G.Node, error) {
+			m := G.Must(G.Max(in[0], 1))
+			shifted := G.Must(G.BroadcastSub(in[0], m, nil, []byte{1}))
+			lse := G.Must(G.Log(G.Must(G.Sum(G.Must(G.Exp(shifted)), 1))))
+			return G.BroadcastSub(shifted, lse, nil, []byte{1})
+		}})
 	pairs = append(pairs, pair{"AddScaled", []tensor.Shape{{7, 6}, {7, 6}}, tensor.Shape{7, 6},
 		func(in []*G.Node) (*G.Node, error) { return AddScaled(in[0], in[1], 0.37) },
 		func(in []*G.Node) (*G.Node, error) {

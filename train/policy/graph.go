@@ -72,13 +72,21 @@ func NewTrainGraph(p *Params, batch int, trainable []string) (*TrainGraph, error
 // their recorded log-probabilities is a ratio of the same kind of policy.
 // Logits stay unscaled.
 func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature float64) (*TrainGraph, error) {
-	return buildTrainGraph(p, batch, trainable, temperature, (*TrainGraph).logits)
+	return buildTrainGraph(p, batch, trainable, temperature, graphForms{(*TrainGraph).logits, (*TrainGraph).logSoftmax})
 }
 
-// buildTrainGraph is NewTemperedTrainGraph with the logits built by the
-// given function from the graph's weights, global and cells nodes (tests
-// build them from gorgonia's general ops too and compare).
-func buildTrainGraph(p *Params, batch int, trainable []string, temperature float64, logits func(*TrainGraph) *G.Node) (tg *TrainGraph, err error) {
+// graphForms build a TrainGraph's logits from its weights, global and cells
+// nodes, and the log-softmax of the tempered logits (tests build them from
+// gorgonia's general ops too and compare).
+type graphForms struct {
+	logits     func(*TrainGraph) *G.Node
+	logSoftmax func(*TrainGraph, *G.Node) (*G.Node, error)
+}
+
+func (tg *TrainGraph) logSoftmax(x *G.Node) (*G.Node, error) { return nn.LogSoftmax(tg.team, x) }
+
+// buildTrainGraph is NewTemperedTrainGraph with the given forms.
+func buildTrainGraph(p *Params, batch int, trainable []string, temperature float64, forms graphForms) (tg *TrainGraph, err error) {
 	if err := checkGraphArgs(p, batch, trainable, temperature); err != nil {
 		return nil, err
 	}
@@ -118,12 +126,12 @@ func buildTrainGraph(p *Params, batch int, trainable []string, temperature float
 	cellVal := tensor.New(tensor.WithShape(batch*cfg.Cells, cfg.CellFeatures), tensor.WithBacking(tg.cellsBuf))
 	tg.cells = G.NewMatrix(tg.g, G.Float32, G.WithShape(batch*cfg.Cells, cfg.CellFeatures), G.WithName("cells"), G.WithValue(cellVal))
 
-	tg.Logits = logits(tg)
+	tg.Logits = forms.logits(tg)
 	scaled := tg.Logits
 	if temperature != 1 {
 		scaled = G.Must(G.Mul(tg.Logits, G.NewConstant(float32(1/temperature), G.WithName("inv_temperature"))))
 	}
-	tg.LogProbs, err = logSoftmax(scaled)
+	tg.LogProbs, err = forms.logSoftmax(tg, scaled)
 	if err != nil {
 		return nil, fmt.Errorf("train graph: log-softmax: %w", err)
 	}

@@ -328,7 +328,7 @@ func TestStableLogSoftmaxNode(t *testing.T) {
 	g := G.NewGraph()
 	x := G.NewMatrix(g, G.Float32, G.WithShape(2, 3), G.WithValue(tensor.New(tensor.WithShape(2, 3),
 		tensor.WithBacking([]float32{-1000, 1000, 0, 88, 90, 89}))))
-	lp, err := logSoftmax(x)
+	lp, err := nn.LogSoftmax(nil, x)
 	if err != nil {
 		t.Fatal(err)
 	}
