@@ -223,26 +223,34 @@ func (op *denseOp) forward(l *denseData, lo, hi int) {
 	for r0 := lo; r0 < hi; r0 += denseBlock {
 		r1 := min(r0+denseBlock, hi)
 		y := l.y[r0*l.out : r1*l.out]
+		// src is x·W: written into y, or the rows of the given product,
+		// which the first term added reads in place of a copy.
+		src := y
 		if l.w != nil {
 			matMul(nil, false, false, r1-r0, l.out, l.in, l.x[r0*l.in:], l.w, y)
 		} else {
-			copy(y, l.x[r0*l.out:r1*l.out])
+			src = l.x[r0*l.out : r1*l.out]
 		}
 		if l.bias != nil {
 			for r := range r1 - r0 {
-				row := y[r*l.out : (r+1)*l.out]
-				add(row, l.bias, row)
+				add(src[r*l.out:(r+1)*l.out], l.bias, y[r*l.out:(r+1)*l.out])
 			}
+			src = y
 		}
 		if l.xa != nil {
 			matMul(nil, false, false, r1-r0, l.out, l.rank, l.xa[r0*l.rank:], l.b, ab)
-			mulAdd(y, ab, y, op.cfg.Scale)
+			mulAdd(src, ab, y, op.cfg.Scale)
+			src = y
 		}
 		if k := op.cfg.Groups; k > 0 {
 			for r := r0; r < r1; r++ {
-				row := y[(r-r0)*l.out : (r-r0+1)*l.out]
-				add(row, l.v[r/k*l.out:(r/k+1)*l.out], row)
+				i := (r - r0) * l.out
+				add(src[i:i+l.out], l.v[r/k*l.out:(r/k+1)*l.out], y[i:i+l.out])
 			}
+			src = y
+		}
+		if &src[0] != &y[0] {
+			copy(y, src)
 		}
 		if op.cfg.ReLU {
 			reluMask(y, y, op.mask[r0*l.out/8:])
@@ -294,7 +302,15 @@ func (op *denseOp) SymDiff(in G.Nodes, out, grad *G.Node) (G.Nodes, error) {
 		}
 	}
 	if xa >= 0 {
-		ds, err := G.ApplyOp(scaledOp{fusedOp: newOp(), s: op.cfg.Scale, team: op.team}, d)
+		// Scale·d, from the mask at once where there is one: no d for the
+		// adapter's gradients (where the layer's weights are frozen, no
+		// other gradient reads d, and the graph computes none).
+		var ds *G.Node
+		if op.cfg.ReLU {
+			ds, err = G.ApplyOp(maskGradOp{fusedOp: newOp(), of: op, scale: op.cfg.Scale, scaled: true}, out, grad)
+		} else {
+			ds, err = G.ApplyOp(scaledOp{fusedOp: newOp(), s: op.cfg.Scale, team: op.team}, d)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -314,10 +330,13 @@ func (op *denseOp) SymDiff(in G.Nodes, out, grad *G.Node) (G.Nodes, error) {
 }
 
 // maskGradOp is g ⊙ [pre ≥ 0] of a Dense layer's ReLU, from the mask its
-// forward kept. It reads the layer's output only to run after it.
+// forward kept, or (g ⊙ [pre ≥ 0])·scale when scaled. It reads the layer's
+// output only to run after it.
 type maskGradOp struct {
 	fusedOp
-	of *denseOp
+	of     *denseOp
+	scale  float32
+	scaled bool
 }
 
 func (maskGradOp) Arity() int    { return 2 }
@@ -335,9 +354,19 @@ func (op maskGradOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("nn: %v: a mask of %d bytes for %d values", op, len(op.of.mask), len(g))
 	}
 	res, out := op.out.output(p, sg)
-	op.of.team.For(len(g), 8, 1<<14, func(lo, hi int) { maskMul(g[lo:hi], op.of.mask[lo/8:], out[lo:hi]) })
+	op.of.team.For(len(g), 8, 1<<14, func(lo, hi int) {
+		maskMul(g[lo:hi], op.of.mask[lo/8:], out[lo:hi])
+		if op.scaled {
+			scale(out[lo:hi], out[lo:hi], op.scale)
+		}
+	})
 	return res, nil
 }
-func (maskGradOp) String() string           { return "ReLUMaskGrad" }
+func (op maskGradOp) String() string {
+	if op.scaled {
+		return fmt.Sprintf("ReLUMaskGrad·%v", op.scale)
+	}
+	return "ReLUMaskGrad"
+}
 func (op maskGradOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "%s%p", op, op.of) }
 func (op maskGradOp) Hashcode() uint32      { return hashWritten(op) }

@@ -95,6 +95,14 @@ func (op matMulOp) SymDiff(in G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	return G.Nodes{da, db}, err
 }
 
+// outer is c = a⊗b, row by row: c[i·n+j] = fma(b[j], a[i], +0).
+func outer(a, b, c []float32) {
+	n := len(b)
+	for i, v := range a {
+		product(b, c[i*n:(i+1)*n], v)
+	}
+}
+
 // Each part of a split product is worth at least this many multiply-adds.
 const minPartMACs = 1 << 15
 
@@ -130,6 +138,12 @@ func matMul(team *par.Team, tA, tB bool, m, n, k int, a, b, c []float32) {
 			bs = b[lo*ldb:]
 		}
 		blas.Sgemm(ta, tb, m, hi-lo, k, 1, a, lda, bs, ldb, 0, c[lo:], n)
+	}
+	if k == 1 && blas.FMAChains() {
+		// An outer product: each element one fused multiply-add onto +0,
+		// as the kernels compute it.
+		team.For(m, 1, max(minPartMACs/n, 1), func(lo, hi int) { outer(a[lo:hi], b[:n], c[lo*n:hi*n]) })
+		return
 	}
 	if team.Workers() == 1 {
 		rows(0, m)

@@ -72,6 +72,24 @@ func mulAdd(y, z, out []float32, s float32) {
 	}
 }
 
+// product is out = fma(x, s, +0), the product rounded once as a fused
+// multiply-add onto +0 rounds it: x·s + 0 but for a product too small for a
+// float, which rounds to a zero of its sign. out may be x.
+func product(x, out []float32, s float32) {
+	n := len(x)
+	out = out[:n]
+	done := 0
+	if useFMA && n >= 8 {
+		done = n &^ 7
+		productAVX2(&x[0], &out[0], s, done)
+	}
+	for i := done; i < n; i++ {
+		// The float64 product is exact; adding +0 turns −0 into +0 before
+		// the one rounding to float32.
+		out[i] = float32(float64(x[i])*float64(s) + 0)
+	}
+}
+
 // scale is out = x·s. out may be x.
 func scale(x, out []float32, s float32) {
 	n := len(x)

@@ -8,6 +8,12 @@ import "golang.org/x/sys/cpu"
 // it off to compare with the Go forms.
 var useAVX2 = cpu.X86.HasAVX2
 
+// useFMA is whether product runs its assembly form (AVX2 and FMA).
+var useFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+//go:noescape
+func productAVX2(x, out *float32, s float32, n int)
+
 //go:noescape
 func reluMaskAVX2(x, out *float32, bits *byte, n int)
 

@@ -176,3 +176,28 @@ loop:
 
 done:
 	RET
+
+// func productAVX2(x, out *float32, s float32, n int)
+// out = fma(x, s, +0): the product rounded once, as a chain of fused
+// multiply-adds from +0 computes it (a product too small for a float
+// rounds to a zero of its sign). Needs FMA as well as AVX2.
+TEXT ·productAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ out+8(FP), DI
+	VBROADCASTSS s+16(FP), Y15
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ   done
+
+loop:
+	VXORPS Y0, Y0, Y0
+	VFMADD231PS (SI), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop
+	VZEROUPPER
+
+done:
+	RET

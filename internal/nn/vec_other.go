@@ -5,6 +5,11 @@ package nn
 // useAVX2 is false: vec.go's loops run their Go forms.
 var useAVX2 = false
 
+// useFMA is false: product runs its Go form.
+var useFMA = false
+
+func productAVX2(x, out *float32, s float32, n int) { panic("nn: no FMA") }
+
 func reluMaskAVX2(x, out *float32, bits *byte, n int)            { panic("nn: no AVX2") }
 func maskMulAVX2(grad *float32, bits *byte, out *float32, n int) { panic("nn: no AVX2") }
 func addAVX2(a, b, out *float32, n int)                          { panic("nn: no AVX2") }

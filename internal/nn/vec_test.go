@@ -28,6 +28,7 @@ func TestVecMatchesGo(t *testing.T) {
 	if !useAVX2 {
 		t.Skip("no AVX2 on this machine: only the Go forms run")
 	}
+	hasFMA := useFMA
 	rng := rand.New(rand.NewPCG(3, 4))
 	for n := 0; n <= 70; n++ {
 		x, y := specialValues(rng, n), specialValues(rng, n)
@@ -44,6 +45,7 @@ func TestVecMatchesGo(t *testing.T) {
 			"add":      func(out []float32, _ []byte) { add(x, y, out) },
 			"mulAdd":   func(out []float32, _ []byte) { mulAdd(x, y, out, s) },
 			"scale":    func(out []float32, _ []byte) { scale(x, out, s) },
+			"product":  func(out []float32, _ []byte) { product(x, out, s) },
 		}
 		def := map[string]func(i int, ob []byte) float32{
 			"reluMask": func(i int, ob []byte) float32 {
@@ -60,14 +62,15 @@ func TestVecMatchesGo(t *testing.T) {
 			"add":     func(i int, _ []byte) float32 { return x[i] + y[i] },
 			"mulAdd":  func(i int, _ []byte) float32 { p := y[i] * s; return x[i] + p },
 			"scale":   func(i int, _ []byte) float32 { return x[i] * s },
+			"product": func(i int, _ []byte) float32 { return float32(math.FMA(float64(x[i]), float64(s), 0)) },
 		}
 		for name, f := range forms {
 			asm, asmBits := make([]float32, n), make([]byte, (n+7)/8)
 			f(asm, asmBits)
-			useAVX2 = false
+			useAVX2, useFMA = false, false
 			gof, goBits := make([]float32, n), make([]byte, (n+7)/8)
 			f(gof, goBits)
-			useAVX2 = true
+			useAVX2, useFMA = true, hasFMA
 			for i := range n {
 				want := def[name](i, goBits)
 				if math.Float32bits(asm[i]) != math.Float32bits(want) || math.Float32bits(gof[i]) != math.Float32bits(want) {
