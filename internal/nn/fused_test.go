@@ -53,6 +53,9 @@ var pairs = []pair{
 }
 
 func init() {
+	pairs = append(pairs, pair{"Exp", []tensor.Shape{{9, 13}}, tensor.Shape{9, 13},
+		func(in []*G.Node) (*G.Node, error) { return Exp(par.NewTeam(3), in[0]) },
+		func(in []*G.Node) (*G.Node, error) { return G.Exp(in[0]) }})
 	pairs = append(pairs, pair{"LogSoftmax", []tensor.Shape{{9, 13}}, tensor.Shape{9, 13},
 		func(in []*G.Node) (*G.Node, error) { return LogSoftmax(par.NewTeam(3), in[0]) },
 		func(in []*G.Node) (*G.Node, error) {

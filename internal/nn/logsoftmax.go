@@ -74,10 +74,13 @@ func (op *logSoftmaxOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error)
 					m = v
 				}
 			}
-			var s float32
 			for j, v := range xr {
-				er[j] = math32.Exp(v - m)
-				s += er[j]
+				er[j] = v - m
+			}
+			exp(er, er)
+			var s float32
+			for _, e := range er {
+				s += e
 			}
 			lse := math32.Log(s)
 			for j, v := range xr {

@@ -1,5 +1,7 @@
 package nn
 
+import "github.com/chewxy/math32"
+
 // Element-wise loops of the fused ops. Each has a pure-Go form (below) and,
 // on amd64 with AVX2, an assembly form that computes the same IEEE
 // operation for each element, 8 at a time (vec_amd64.s): the results are
@@ -87,6 +89,21 @@ func product(x, out []float32, s float32) {
 		// The float64 product is exact; adding +0 turns −0 into +0 before
 		// the one rounding to float32.
 		out[i] = float32(float64(x[i])*float64(s) + 0)
+	}
+}
+
+// exp is out = math32.Exp(x) (the exponential gorgonia's Exp computes for
+// float32). out may be x.
+func exp(x, out []float32) {
+	n := len(x)
+	out = out[:n]
+	done := 0
+	if useAVX2 && n >= 8 {
+		done = n &^ 7
+		expAVX2(&x[0], &out[0], done)
+	}
+	for i := done; i < n; i++ {
+		out[i] = math32.Exp(x[i])
 	}
 }
 

@@ -12,6 +12,9 @@ var useAVX2 = cpu.X86.HasAVX2
 var useFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 //go:noescape
+func expAVX2(x, out *float32, n int)
+
+//go:noescape
 func productAVX2(x, out *float32, s float32, n int)
 
 //go:noescape

@@ -201,3 +201,105 @@ loop:
 
 done:
 	RET
+
+// The constants of github.com/chewxy/math32's Exp (exp_amd64.s), as float32.
+DATA expc<>+0(SB)/4, $1.44269502162933349609375   // log2(e)
+DATA expc<>+4(SB)/4, $0.693145751953125           // ln 2, upper part
+DATA expc<>+8(SB)/4, $1.428606765330187045e-06    // ln 2, lower part
+DATA expc<>+12(SB)/4, $0.0625
+DATA expc<>+16(SB)/4, $0.00836596917361021041870117 // T4
+DATA expc<>+20(SB)/4, $0.0416710823774337768554688  // T3
+DATA expc<>+24(SB)/4, $0.166665524244308471679688   // T2
+DATA expc<>+28(SB)/4, $0.5                          // T1
+DATA expc<>+32(SB)/4, $1.0                          // T0
+DATA expc<>+36(SB)/4, $2.0
+DATA expc<>+40(SB)/4, $0x7fffffff                   // |x|
+DATA expc<>+44(SB)/4, $0x7f800000                   // +Inf
+DATA expc<>+48(SB)/4, $0xff800000                   // −Inf
+DATA expc<>+52(SB)/4, $127
+DATA expc<>+56(SB)/4, $255
+GLOBL expc<>(SB), RODATA|NOPTR, $60
+
+// func expAVX2(x, out *float32, n int)
+// out = math32.Exp(x), 8 at a time: math32's instructions in packed form,
+// in its order, with its special cases (±Inf, NaN, an exponent out of
+// range, which includes an x whose log2 overflows an int32) blended in.
+TEXT ·expAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   done
+	VBROADCASTSS expc<>+36(SB), Y15 // 2
+	VBROADCASTSS expc<>+32(SB), Y14 // 1 (T0)
+	VPBROADCASTD expc<>+44(SB), Y13 // +Inf
+	VPBROADCASTD expc<>+52(SB), Y12 // 127
+	VPBROADCASTD expc<>+56(SB), Y11 // 255
+
+loop:
+	VMOVUPS (SI), Y0 // x
+	VBROADCASTSS expc<>+0(SB), Y1
+	VMULPS Y0, Y1, Y1 // x·log2(e)
+	VCVTPS2DQ Y1, Y10 // e = round(x·log2(e))
+	VCVTDQ2PS Y10, Y1 // float(e)
+	VBROADCASTSS expc<>+4(SB), Y2
+	VMULPS Y1, Y2, Y2
+	VSUBPS Y2, Y0, Y3 // x − e·ln2u
+	VBROADCASTSS expc<>+8(SB), Y2
+	VMULPS Y1, Y2, Y2
+	VSUBPS Y2, Y3, Y3 // − e·ln2l
+	VBROADCASTSS expc<>+12(SB), Y2
+	VMULPS Y2, Y3, Y3 // r = ·1/16
+	VBROADCASTSS expc<>+16(SB), Y2
+	VADDPS Y2, Y1, Y1 // float(e) + T4, as math32 starts its series
+	VMULPS Y3, Y1, Y1
+	VBROADCASTSS expc<>+20(SB), Y2
+	VADDPS Y2, Y1, Y1
+	VMULPS Y3, Y1, Y1
+	VBROADCASTSS expc<>+24(SB), Y2
+	VADDPS Y2, Y1, Y1
+	VMULPS Y3, Y1, Y1
+	VBROADCASTSS expc<>+28(SB), Y2
+	VADDPS Y2, Y1, Y1
+	VMULPS Y3, Y1, Y1
+	VADDPS Y14, Y1, Y1
+	VMULPS Y1, Y3, Y3 // r·series
+	VADDPS Y3, Y15, Y1
+	VMULPS Y1, Y3, Y3 // r·(2 + r), four times
+	VADDPS Y3, Y15, Y1
+	VMULPS Y1, Y3, Y3
+	VADDPS Y3, Y15, Y1
+	VMULPS Y1, Y3, Y3
+	VADDPS Y3, Y15, Y1
+	VMULPS Y1, Y3, Y3
+	VADDPS Y14, Y3, Y3 // + 1
+	VPADDD Y12, Y10, Y10 // e + 127
+	VPSLLD $23, Y10, Y4
+	VMULPS Y4, Y3, Y3 // · 2^e
+	// e + 127 ≤ 0: 0; ≥ 255: +Inf.
+	VPXOR Y5, Y5, Y5
+	VPCMPGTD Y5, Y10, Y6 // e + 127 > 0
+	VPAND Y6, Y3, Y3
+	VPCMPGTD Y10, Y11, Y6 // 255 > e + 127
+	VPAND Y6, Y3, Y3
+	VPANDN Y13, Y6, Y7 // +Inf where e + 127 ≥ 255
+	VPOR Y7, Y3, Y3
+	// Not finite (|x| ≥ +Inf as bits): x, or 0 for −Inf.
+	VPBROADCASTD expc<>+40(SB), Y7
+	VPAND Y7, Y0, Y7 // |x|
+	VPCMPGTD Y7, Y13, Y6 // finite: Inf > |x|
+	VPBROADCASTD expc<>+48(SB), Y8
+	VPCMPEQD Y8, Y0, Y8 // x = −Inf
+	VPANDN Y0, Y8, Y9 // x, 0 for −Inf
+	VPAND Y6, Y3, Y3
+	VPANDN Y9, Y6, Y9
+	VPOR Y9, Y3, Y3
+	VMOVUPS Y3, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop
+	VZEROUPPER
+
+done:
+	RET

@@ -8,6 +8,8 @@ var useAVX2 = false
 // useFMA is false: product runs its Go form.
 var useFMA = false
 
+func expAVX2(x, out *float32, n int) { panic("nn: no AVX2") }
+
 func productAVX2(x, out *float32, s float32, n int) { panic("nn: no FMA") }
 
 func reluMaskAVX2(x, out *float32, bits *byte, n int)            { panic("nn: no AVX2") }

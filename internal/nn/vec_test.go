@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/chewxy/math32"
 )
 
 // specialValues are random floats with every kind of special value among
@@ -46,6 +48,7 @@ func TestVecMatchesGo(t *testing.T) {
 			"mulAdd":   func(out []float32, _ []byte) { mulAdd(x, y, out, s) },
 			"scale":    func(out []float32, _ []byte) { scale(x, out, s) },
 			"product":  func(out []float32, _ []byte) { product(x, out, s) },
+			"exp":      func(out []float32, _ []byte) { exp(x, out) },
 		}
 		def := map[string]func(i int, ob []byte) float32{
 			"reluMask": func(i int, ob []byte) float32 {
@@ -63,6 +66,7 @@ func TestVecMatchesGo(t *testing.T) {
 			"mulAdd":  func(i int, _ []byte) float32 { p := y[i] * s; return x[i] + p },
 			"scale":   func(i int, _ []byte) float32 { return x[i] * s },
 			"product": func(i int, _ []byte) float32 { return float32(math.FMA(float64(x[i]), float64(s), 0)) },
+			"exp":     func(i int, _ []byte) float32 { return math32.Exp(x[i]) },
 		}
 		for name, f := range forms {
 			asm, asmBits := make([]float32, n), make([]byte, (n+7)/8)
@@ -82,4 +86,32 @@ func TestVecMatchesGo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The assembly exp gives math32.Exp's bits over a sweep of every kind of
+// float32: a bit pattern every 1021 from 0 to 2³², both signs, all
+// exponents, subnormals, infinities and NaNs among them.
+func TestExpMatchesMath32(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2 on this machine: only the Go form runs")
+	}
+	const stride = 1021
+	x := make([]float32, 0, 1<<20)
+	out := make([]float32, 1<<20)
+	check := func() {
+		exp(x, out)
+		for i, v := range x {
+			if want := math32.Exp(v); math.Float32bits(out[i]) != math.Float32bits(want) {
+				t.Fatalf("exp(%v) (bits %#x) = %v (%#x), math32 gives %v (%#x)", v, math.Float32bits(v), out[i], math.Float32bits(out[i]), want, math.Float32bits(want))
+			}
+		}
+		x = x[:0]
+	}
+	for b := uint64(0); b < 1<<32; b += stride {
+		x = append(x, math.Float32frombits(uint32(b)))
+		if len(x) == cap(x) {
+			check()
+		}
+	}
+	check()
 }

@@ -72,7 +72,7 @@ func NewTrainGraph(p *Params, batch int, trainable []string) (*TrainGraph, error
 // their recorded log-probabilities is a ratio of the same kind of policy.
 // Logits stay unscaled.
 func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature float64) (*TrainGraph, error) {
-	return buildTrainGraph(p, batch, trainable, temperature, graphForms{(*TrainGraph).logits, (*TrainGraph).logSoftmax})
+	return buildTrainGraph(p, batch, trainable, temperature, graphForms{(*TrainGraph).logits, (*TrainGraph).logSoftmax, (*TrainGraph).exp})
 }
 
 // graphForms build a TrainGraph's logits from its weights, global and cells
@@ -81,9 +81,11 @@ func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature
 type graphForms struct {
 	logits     func(*TrainGraph) *G.Node
 	logSoftmax func(*TrainGraph, *G.Node) (*G.Node, error)
+	exp        func(*TrainGraph, *G.Node) (*G.Node, error)
 }
 
 func (tg *TrainGraph) logSoftmax(x *G.Node) (*G.Node, error) { return nn.LogSoftmax(tg.team, x) }
+func (tg *TrainGraph) exp(x *G.Node) (*G.Node, error)        { return nn.Exp(tg.team, x) }
 
 // buildTrainGraph is NewTemperedTrainGraph with the given forms.
 func buildTrainGraph(p *Params, batch int, trainable []string, temperature float64, forms graphForms) (tg *TrainGraph, err error) {
@@ -137,7 +139,7 @@ func buildTrainGraph(p *Params, batch int, trainable []string, temperature float
 	}
 	// log π(a|s) by mask-and-sum: ByIndices would give wrong gradients.
 	tg.ChosenLogProb = G.Must(G.Sum(G.Must(G.HadamardProd(tg.LogProbs, tg.ActionMask)), 1))
-	probs := G.Must(G.Exp(tg.LogProbs))
+	probs := G.Must(forms.exp(tg, tg.LogProbs))
 	tg.Entropy = G.Must(G.Neg(G.Must(G.Sum(G.Must(G.HadamardProd(probs, tg.LogProbs)), 1))))
 	return tg, nil
 }

@@ -144,9 +144,9 @@ func TestTrainGraphMatchesGorgoniaBits(t *testing.T) {
 			}
 			w := values(rng, batch*(cfg.Actions+1))
 			trainable := p.Trainable(tc.adaptersOnly)
-			want := runGraph(t, p.Clone(), batch, trainable, tc.temp, 1, graphForms{plainLogits, plainLogSoftmax}, obs, oneHot(actions, cfg.Actions), w)
+			want := runGraph(t, p.Clone(), batch, trainable, tc.temp, 1, graphForms{plainLogits, plainLogSoftmax, func(_ *TrainGraph, x *G.Node) (*G.Node, error) { return G.Exp(x) }}, obs, oneHot(actions, cfg.Actions), w)
 			for _, workers := range []int{1, 2, 4} {
-				got := runGraph(t, p.Clone(), batch, trainable, tc.temp, workers, graphForms{(*TrainGraph).logits, (*TrainGraph).logSoftmax}, obs, oneHot(actions, cfg.Actions), w)
+				got := runGraph(t, p.Clone(), batch, trainable, tc.temp, workers, graphForms{(*TrainGraph).logits, (*TrainGraph).logSoftmax, (*TrainGraph).exp}, obs, oneHot(actions, cfg.Actions), w)
 				if math.Float32bits(got.loss) != math.Float32bits(want.loss) {
 					t.Fatalf("workers %d: loss %v, gorgonia's ops give %v", workers, got.loss, want.loss)
 				}
