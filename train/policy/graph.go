@@ -333,7 +333,9 @@ func (tg *TrainGraph) Run(feeds map[*G.Node][]float32) error {
 		if buf := tg.inputBuf[in]; len(v) != len(buf) {
 			return fmt.Errorf("run: input %s: %d values, want %d", in.Name(), len(v), len(buf))
 		}
-		copy(tg.inputBuf[in], v)
+		if in != tg.Obs { // the graph reads Obs as the global and cells blocks
+			copy(tg.inputBuf[in], v)
+		}
 	}
 	if len(feeds) != len(tg.inputs) {
 		return fmt.Errorf("run: %d feeds for %d inputs", len(feeds), len(tg.inputs))
@@ -362,10 +364,12 @@ func (tg *TrainGraph) Run(feeds map[*G.Node][]float32) error {
 func (tg *TrainGraph) fillBlocks(obs []float32) {
 	cfg := tg.p.cfg
 	od, g, cw := cfg.ObsDim(), cfg.GlobalFeatures, cfg.Cells*cfg.CellFeatures
-	for i := 0; i < tg.batch; i++ {
-		copy(tg.globalBuf[i*g:(i+1)*g], obs[i*od:i*od+g])
-		copy(tg.cellsBuf[i*cw:(i+1)*cw], obs[i*od+g:(i+1)*od])
-	}
+	tg.team.For(tg.batch, 1, 32, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			copy(tg.globalBuf[i*g:(i+1)*g], obs[i*od:i*od+g])
+			copy(tg.cellsBuf[i*cw:(i+1)*cw], obs[i*od+g:(i+1)*od])
+		}
+	})
 }
 
 // LossValue is the loss of the last Run.
