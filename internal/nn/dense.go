@@ -207,6 +207,10 @@ type denseData struct {
 // the adapter's product stay in cache from the product to the ReLU.
 const denseBlock = 192
 
+// DenseScratch is the bytes a worker computing a Dense layer of out outputs
+// holds besides the layer's own buffers: a block's adapter product.
+func DenseScratch(out int) int { return 4 * denseBlock * out }
+
 var adapterScratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // forward computes rows [lo, hi) of the layer.
