@@ -16,11 +16,9 @@ import (
 //
 //	ConcatCols(a, b)      = [a | b]                        ∂a, ∂b = the columns of g
 //	AddColumns(x, s)      = x + [s | 0]                    ∂x = g, ∂s = g's first columns
-//	MeanGroups(x, k)      = (Σ_j x_{i·k+j})·(1/k)          ∂x_{i·k+j} = g_i·(1/k)
 //
-// Each gives the bits of gorgonia's Concat, of Add with a zero-padded
-// Concat (x + 0 included, which turns −0 into +0) and of Sum then Mul by
-// the constant 1/k.
+// Each gives the bits of gorgonia's Concat and of Add with a zero-padded
+// Concat (x + 0 included, which turns −0 into +0).
 
 // ConcatCols joins a [n, p] and b [n, q] side by side: [n, p+q].
 func ConcatCols(a, b *G.Node) (*G.Node, error) { return G.ApplyOp(concatColsOp{newOp()}, a, b) }
@@ -28,11 +26,6 @@ func ConcatCols(a, b *G.Node) (*G.Node, error) { return G.ApplyOp(concatColsOp{n
 // AddColumns adds s, n·c values read as [n, c], to the first c columns of
 // x [n, m] and 0 to the others.
 func AddColumns(x, s *G.Node) (*G.Node, error) { return G.ApplyOp(addColumnsOp{newOp()}, x, s) }
-
-// MeanGroups is the mean of each group of k consecutive rows of x [G·k, m]: [G, m].
-func MeanGroups(x *G.Node, k int) (*G.Node, error) {
-	return G.ApplyOp(meanGroupsOp{newOp(), k}, x)
-}
 
 type concatColsOp struct{ fusedOp }
 
@@ -162,41 +155,6 @@ func (addColumnsOp) SymDiff(in G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 		}
 	}
 	return G.Nodes{grad, ds}, nil
-}
-
-type meanGroupsOp struct {
-	fusedOp
-	k int
-}
-
-func (meanGroupsOp) Arity() int    { return 1 }
-func (meanGroupsOp) Type() hm.Type { return hm.NewFnType(matT(), matT()) }
-func (op meanGroupsOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	return sumGroupsOp{k: op.k}.InferShape(in...)
-}
-func (op meanGroupsOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
-func (op meanGroupsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
-	_, sx, err := f32(in[0])
-	if err != nil {
-		return nil, err
-	}
-	inv := float32(1 / float64(op.k))
-	return unary(op, func(x, out []float32) {
-		sumGroups(x, out, op.k, sx[1])
-		scale(out, out, inv)
-	}, p, in)
-}
-func (op meanGroupsOp) String() string        { return fmt.Sprintf("MeanGroups{%d}", op.k) }
-func (op meanGroupsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
-func (op meanGroupsOp) Hashcode() uint32      { return hashOf(op) }
-func (meanGroupsOp) DiffWRT(int) []bool       { return []bool{true} }
-func (op meanGroupsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	g, err := G.ApplyOp(scaledOp{fusedOp: newOp(), s: float32(1 / float64(op.k))}, grad)
-	if err != nil {
-		return nil, err
-	}
-	d, err := G.ApplyOp(repeatGroupsOp{newOp(), op.k}, g)
-	return G.Nodes{d}, err
 }
 
 // Exp is gorgonia's Exp (math32.Exp of each value) in one pass, in AVX2

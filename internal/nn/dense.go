@@ -31,6 +31,11 @@ type DenseConfig struct {
 	// example's cells).
 	Groups int
 	ReLU   bool
+	// Pool > 0 (with ReLU): the output is the mean of each group of Pool
+	// rows of the activations, [rows/Pool, out], as gorgonia's Sum over the
+	// group (first row first) and Mul by the constant 1/Pool compute it; the
+	// activations themselves are not kept (the mask is).
+	Pool int
 }
 
 // Dense is a linear layer over the rows of x [rows, in] with W [in, out],
@@ -128,7 +133,7 @@ func (op *denseOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tensor.Shape{rows, out}, nil
+	return tensor.Shape{rows / max(op.cfg.Pool, 1), out}, nil
 }
 
 // check validates the inputs' shapes and returns the output's.
@@ -155,6 +160,9 @@ func (op *denseOp) check(s []tensor.Shape) (rows, out int, err error) {
 	if k := op.cfg.Groups; v >= 0 && (len(s[v]) != 2 || s[v][1] != out || s[v][0]*k != rows) {
 		return 0, 0, fmt.Errorf("nn: %v: v %v for %d rows of %d", op, s[v], rows, out)
 	}
+	if k := op.cfg.Pool; k > 0 && (!op.cfg.ReLU || rows%k != 0) {
+		return 0, 0, fmt.Errorf("nn: %v: pooling %d rows in groups of %d (with a ReLU only)", op, rows, k)
+	}
 	return rows, out, nil
 }
 
@@ -173,7 +181,7 @@ func (op *denseOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, y := op.out.output(p, tensor.Shape{rows, out})
+	res, y := op.out.output(p, tensor.Shape{rows / max(op.cfg.Pool, 1), out})
 	if op.cfg.ReLU && len(op.mask) != (rows*out+7)/8 {
 		op.mask = make([]byte, (rows*out+7)/8)
 	}
@@ -192,8 +200,8 @@ func (op *denseOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 		l.v = data[v]
 	}
 	// Row bounds at multiples of 24: whole panels of the product kernels
-	// (6 or 12 rows) and whole bytes of the mask.
-	op.team.For(rows, 24, max(minPartMACs/(max(l.in, l.rank, 8)*out), 1), func(lo, hi int) { op.forward(&l, lo, hi) })
+	// (6 or 12 rows) and whole bytes of the mask; and of whole groups.
+	op.team.For(rows, op.align(), max(minPartMACs/(max(l.in, l.rank, 8)*out), 1), func(lo, hi int) { op.forward(&l, lo, hi) })
 	return res, nil
 }
 
@@ -207,26 +215,48 @@ type denseData struct {
 // the adapter's product stay in cache from the product to the ReLU.
 const denseBlock = 192
 
-// DenseScratch is the bytes a worker computing a Dense layer of out outputs
-// holds besides the layer's own buffers: a block's adapter product.
-func DenseScratch(out int) int { return 4 * denseBlock * out }
+// align is the multiple a part's rows start at: 24 (whole panels of the
+// product kernels, whole bytes of the mask) and whole pooled groups.
+func (op *denseOp) align() int {
+	a := 24
+	if k := op.cfg.Pool; k > 0 {
+		for a%k != 0 {
+			a += 24
+		}
+	}
+	return a
+}
 
-var adapterScratch = sync.Pool{New: func() any { return new([]float32) }}
+// block is the rows computed at a time: about denseBlock, whole groups.
+func (op *denseOp) block() int {
+	if k := op.cfg.Pool; k > 0 {
+		return max(denseBlock/k, 1) * k
+	}
+	return denseBlock
+}
+
+// DenseScratch is the bytes a worker computing a Dense layer of out outputs
+// holds besides the layer's own buffers: a block's adapter product and, for
+// a pooled layer, its activations.
+func DenseScratch(out int) int { return 2 * 4 * denseBlock * out }
+
+var blockScratch = sync.Pool{New: func() any { return new([]float32) }}
 
 // forward computes rows [lo, hi) of the layer.
 func (op *denseOp) forward(l *denseData, lo, hi int) {
-	var ab []float32
-	if l.xa != nil {
-		s := adapterScratch.Get().(*[]float32)
-		defer adapterScratch.Put(s)
-		if cap(*s) < denseBlock*l.out {
-			*s = make([]float32, denseBlock*l.out)
-		}
-		ab = (*s)[:denseBlock*l.out]
+	bs := op.block() * l.out
+	s := blockScratch.Get().(*[]float32)
+	defer blockScratch.Put(s)
+	if cap(*s) < 2*bs {
+		*s = make([]float32, 2*bs)
 	}
-	for r0 := lo; r0 < hi; r0 += denseBlock {
-		r1 := min(r0+denseBlock, hi)
-		y := l.y[r0*l.out : r1*l.out]
+	ab, act := (*s)[:bs], (*s)[bs:2*bs]
+	for r0 := lo; r0 < hi; r0 += op.block() {
+		r1 := min(r0+op.block(), hi)
+		y := act[:(r1-r0)*l.out]
+		if op.cfg.Pool == 0 {
+			y = l.y[r0*l.out : r1*l.out]
+		}
 		// src is x·W: written into y, or the rows of the given product,
 		// which the first term added reads in place of a copy.
 		src := y
@@ -259,12 +289,20 @@ func (op *denseOp) forward(l *denseData, lo, hi int) {
 		if op.cfg.ReLU {
 			reluMask(y, y, op.mask[r0*l.out/8:])
 		}
+		if k := op.cfg.Pool; k > 0 {
+			inv := float32(1 / float64(k))
+			for g := r0 / k; g < r1/k; g++ {
+				o := l.y[g*l.out : (g+1)*l.out]
+				sumGroups(y[(g*k-r0)*l.out:((g+1)*k-r0)*l.out], o, k, l.out)
+				scale(o, o, inv)
+			}
+		}
 	}
 }
 
 func (op *denseOp) String() string {
-	return fmt.Sprintf("Dense{product %t, bias %t, adapter %t scale %v, groups %d, relu %t}",
-		op.cfg.Product, op.cfg.Bias, op.cfg.Adapter, op.cfg.Scale, op.cfg.Groups, op.cfg.ReLU)
+	return fmt.Sprintf("Dense{product %t, bias %t, adapter %t scale %v, groups %d, relu %t, pool %d}",
+		op.cfg.Product, op.cfg.Bias, op.cfg.Adapter, op.cfg.Scale, op.cfg.Groups, op.cfg.ReLU, op.cfg.Pool)
 }
 func (op *denseOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "%s%p", op, op) }
 func (op *denseOp) Hashcode() uint32      { return hashWritten(op) }
@@ -345,8 +383,16 @@ type maskGradOp struct {
 
 func (maskGradOp) Arity() int    { return 2 }
 func (maskGradOp) Type() hm.Type { return hm.NewFnType(matT(), matT(), matT()) }
-func (maskGradOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	return in[1].(tensor.Shape).Clone(), nil
+func (op maskGradOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return op.shape(in[1].(tensor.Shape))
+}
+
+// shape is the gradient's for a gradient g of the layer's output.
+func (op maskGradOp) shape(g tensor.Shape) (tensor.Shape, error) {
+	if len(g) != 2 {
+		return nil, fmt.Errorf("nn: %v of %v", op, g)
+	}
+	return tensor.Shape{g[0] * max(op.of.cfg.Pool, 1), g[1]}, nil
 }
 func (op maskGradOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
 func (op maskGradOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
@@ -354,17 +400,47 @@ func (op maskGradOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(op.of.mask) != (len(g)+7)/8 {
-		return nil, fmt.Errorf("nn: %v: a mask of %d bytes for %d values", op, len(op.of.mask), len(g))
+	shape, err := op.shape(sg)
+	if err != nil {
+		return nil, err
 	}
-	res, out := op.out.output(p, sg)
-	op.of.team.For(len(g), 8, 1<<14, func(lo, hi int) {
-		maskMul(g[lo:hi], op.of.mask[lo/8:], out[lo:hi])
-		if op.scaled {
-			scale(out[lo:hi], out[lo:hi], op.scale)
-		}
-	})
+	n := shape.TotalSize()
+	if len(op.of.mask) != (n+7)/8 {
+		return nil, fmt.Errorf("nn: %v: a mask of %d bytes for %d values", op, len(op.of.mask), n)
+	}
+	res, out := op.out.output(p, shape)
+	if k := op.of.cfg.Pool; k > 0 {
+		// The mean's gradient: g_i·(1/k) on each of group i's rows.
+		w, inv := sg[1], float32(1/float64(k))
+		op.of.team.For(sg[0], 1, max((1<<14)/(k*w), 1), func(lo, hi int) {
+			gs := make([]float32, w)
+			for i := lo; i < hi; i++ {
+				scale(g[i*w:(i+1)*w], gs, inv)
+				for r := i * k; r < (i+1)*k; r++ {
+					op.rows(gs, r*w, out[r*w:(r+1)*w])
+				}
+			}
+		})
+		return res, nil
+	}
+	op.of.team.For(n, 8, 1<<14, func(lo, hi int) { op.rows(g[lo:hi], lo, out[lo:hi]) })
 	return res, nil
+}
+
+// rows is values [at, at+len(g)) of the gradient from g: g ⊙ mask, then
+// ·scale when scaled.
+func (op maskGradOp) rows(g []float32, at int, out []float32) {
+	if at%8 == 0 {
+		maskMul(g, op.of.mask[at/8:], out)
+	} else {
+		for i, v := range g {
+			b := at + i
+			out[i] = v * float32(op.of.mask[b/8]>>(b%8)&1)
+		}
+	}
+	if op.scaled {
+		scale(out, out, op.scale)
+	}
 }
 func (op maskGradOp) String() string {
 	if op.scaled {

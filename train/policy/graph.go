@@ -174,33 +174,34 @@ func (tg *TrainGraph) logits() *G.Node {
 	// cells; the trunk reads [global, mean_c e_c]. Each layer is one
 	// internal/nn Dense op (product, bias, adapter and ReLU in one pass,
 	// the bits of gorgonia's separate ops).
-	enc := tg.dense(tg.cells, LayerCellEnc, true, nil)
-	h := G.Must(nn.ConcatCols(tg.global, G.Must(nn.MeanGroups(enc, cfg.Cells))))
+	pooled := tg.dense(tg.cells, LayerCellEnc, true, nil, cfg.Cells)
+	h := G.Must(nn.ConcatCols(tg.global, pooled))
 	for i := range cfg.Hidden {
-		h = tg.dense(h, TrunkLayer(i), true, nil)
+		h = tg.dense(h, TrunkLayer(i), true, nil, 0)
 	}
-	base := tg.dense(h, LayerHead, false, nil) // [B, A]
+	base := tg.dense(h, LayerHead, false, nil, 0) // [B, A]
 
 	// Location head: z_c = ReLU(cell_c·U + h·P + b), s_c = z_c·v, added to the
 	// SEGMENT-at-cell-c logit. h·P + b is computed once per example and
 	// added to the rows of that example's cells.
-	hp := tg.dense(h, LayerLocTrunk, false, nil)    // [B, L]
-	z := tg.dense(tg.cells, LayerLocCell, true, hp) // [B·C, L]
-	s := tg.dense(z, LayerLocScore, false, nil)     // [B·C, 1]
+	hp := tg.dense(h, LayerLocTrunk, false, nil, 0)    // [B, L]
+	z := tg.dense(tg.cells, LayerLocCell, true, hp, 0) // [B·C, L]
+	s := tg.dense(z, LayerLocScore, false, nil, 0)     // [B·C, 1]
 	return G.Must(nn.AddColumns(base, s))
 }
 
 // dense is y = act(x·W + b + (α/r)·(x·A)·B + v_group) for the named layer:
-// ReLU when relu, and v [B, out] added to each example's rows when given
-// (the cell rows of a per-cell layer). An adapter whose A and B the graph
+// ReLU when relu, v [B, out] added to each example's rows when given (the
+// cell rows of a per-cell layer), and the mean of each group of pool rows
+// when pool > 0 (an example's cells). An adapter whose A and B the graph
 // does not train and whose B is zero adds exactly nothing, and stays so for
 // the graph's life (the optimiser touches only the trainable parameters):
 // it is left out of the graph, as in SFT, where the adapters wait at B = 0
 // for RFT.
-func (tg *TrainGraph) dense(x *G.Node, layer string, relu bool, v *G.Node) *G.Node {
+func (tg *TrainGraph) dense(x *G.Node, layer string, relu bool, v *G.Node, pool int) *G.Node {
 	l := tg.p.Layer(layer)
 	w := tg.weights[layer+SuffixWeight]
-	cfg := nn.DenseConfig{Bias: l.Bias != nil, ReLU: relu}
+	cfg := nn.DenseConfig{Bias: l.Bias != nil, ReLU: relu, Pool: pool}
 	inputs := []*G.Node{x, w}
 	adapter := l.Rank > 0 && !tg.inert(l)
 	if adapter {
