@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/pixelis/pixelis/internal/nn"
 )
 
 // A run gives the same bits whatever the number of cores and workers: the
@@ -24,6 +26,7 @@ func TestSameBitsWhateverTheCores(t *testing.T) {
 		t.Skip("six smoke runs")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	defer nn.SplitFinely()() // every op splits, as the default network's large ones do
 	type result struct {
 		metrics []map[string]float64
 		files   map[string][]byte

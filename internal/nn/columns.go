@@ -177,7 +177,7 @@ func (expOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 func (op expOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
 func (op expOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 	return unary(op, func(x, out []float32) {
-		op.team.For(len(x), 8, 1<<12, func(lo, hi int) { exp(x[lo:hi], out[lo:hi]) })
+		op.team.For(len(x), 8, minPartValues/4, func(lo, hi int) { exp(x[lo:hi], out[lo:hi]) })
 	}, p, in)
 }
 func (expOp) String() string           { return "Exp" }

@@ -412,7 +412,7 @@ func (op maskGradOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 	if k := op.of.cfg.Pool; k > 0 {
 		// The mean's gradient: g_i·(1/k) on each of group i's rows.
 		w, inv := sg[1], float32(1/float64(k))
-		op.of.team.For(sg[0], 1, max((1<<14)/(k*w), 1), func(lo, hi int) {
+		op.of.team.For(sg[0], 1, max(minPartValues/(k*w), 1), func(lo, hi int) {
 			gs := make([]float32, w)
 			for i := lo; i < hi; i++ {
 				scale(g[i*w:(i+1)*w], gs, inv)
@@ -423,7 +423,7 @@ func (op maskGradOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 		})
 		return res, nil
 	}
-	op.of.team.For(n, 8, 1<<14, func(lo, hi int) { op.rows(g[lo:hi], lo, out[lo:hi]) })
+	op.of.team.For(n, 8, minPartValues, func(lo, hi int) { op.rows(g[lo:hi], lo, out[lo:hi]) })
 	return res, nil
 }
 

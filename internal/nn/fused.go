@@ -335,7 +335,7 @@ func (op sumRowsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 	m := sx[len(sx)-1]
 	return unary(op, func(x, out []float32) {
 		// By columns, 8 at a time: each column's sum runs over the rows in order.
-		op.team.For(m, 8, max(minPartMACs*len(out)/len(x), 8), func(c0, c1 int) { sumColumns(x, out, m, c0, c1) })
+		op.team.For(m, 8, max(minPartValues*len(out)/len(x), 8), func(c0, c1 int) { sumColumns(x, out, m, c0, c1) })
 	}, p, in)
 }
 func (sumRowsOp) String() string           { return "SumRows" }
@@ -396,7 +396,7 @@ func (op sumGroupsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 	}
 	m := sx[1]
 	return unary(op, func(x, out []float32) {
-		op.team.For(len(out)/m, 1, max(minPartMACs/(op.k*m), 1), func(lo, hi int) {
+		op.team.For(len(out)/m, 1, max(minPartValues/(op.k*m), 1), func(lo, hi int) {
 			sumGroups(x[lo*op.k*m:hi*op.k*m], out[lo*m:hi*m], op.k, m)
 		})
 	}, p, in)
@@ -477,7 +477,7 @@ func (scaledOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 func (op scaledOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
 func (op scaledOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 	return unary(op, func(x, out []float32) {
-		op.team.For(len(x), 8, 1<<14, func(lo, hi int) { scale(x[lo:hi], out[lo:hi], op.s) })
+		op.team.For(len(x), 8, minPartValues, func(lo, hi int) { scale(x[lo:hi], out[lo:hi], op.s) })
 	}, p, in)
 }
 func (op scaledOp) String() string        { return fmt.Sprintf("Scaled{%v}", op.s) }

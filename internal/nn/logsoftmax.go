@@ -65,7 +65,7 @@ func (op *logSoftmaxOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error)
 	if len(op.e) != len(x) {
 		op.m, op.s, op.e = make([]float32, rows), make([]float32, rows), make([]float32, len(x))
 	}
-	op.team.For(rows, 1, 8, func(lo, hi int) {
+	op.team.For(rows, 1, max(minPartValues/(4*a), 1), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, er, or := x[r*a:(r+1)*a], op.e[r*a:(r+1)*a], out[r*a:(r+1)*a]
 			m := xr[0]
@@ -131,7 +131,7 @@ func (op logSoftmaxGradOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, err
 	}
 	rows, a := sx[0], sx[1]
 	res, dx := op.out.output(p, sx)
-	f.team.For(rows, 1, 8, func(lo, hi int) {
+	f.team.For(rows, 1, max(minPartValues/(4*a), 1), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, er, gr, dr := x[r*a:(r+1)*a], f.e[r*a:(r+1)*a], g[r*a:(r+1)*a], dx[r*a:(r+1)*a]
 			var dlse float32

@@ -103,8 +103,22 @@ func outer(a, b, c []float32) {
 	}
 }
 
-// Each part of a split product is worth at least this many multiply-adds.
-const minPartMACs = 1 << 15
+// Each part of a split product is worth at least this many multiply-adds,
+// and each part of a split element-wise pass this many values: tens of
+// microseconds, much more than handing the part to a goroutine.
+var (
+	minPartMACs   = 1 << 20
+	minPartValues = 1 << 15
+)
+
+// SplitFinely makes every op split its work into parts as small as their
+// alignment allows until restore is called: tests of small networks use it
+// so that their ops split as the default network's do. Not while ops run.
+func SplitFinely() (restore func()) {
+	macs, values := minPartMACs, minPartValues
+	minPartMACs, minPartValues = 1, 1
+	return func() { minPartMACs, minPartValues = macs, values }
+}
 
 // matMul is c = op(a)·op(b), [m, n] = [m, k]·[k, n], split over team: by
 // columns when b is transposed (each part then packs only its own columns

@@ -13,6 +13,7 @@ import (
 // the bits of one Sgemm call, for every transpose and shapes around the
 // kernels' panels.
 func TestMatMulSplitsGiveSgemmBits(t *testing.T) {
+	defer SplitFinely()()
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, tA := range []bool{false, true} {
 		for _, tB := range []bool{false, true} {

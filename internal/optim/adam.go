@@ -123,7 +123,7 @@ func (a *Adam) Step(params []Param, lr float64) (StepResult, error) {
 		m, v := a.moments(p.Name, len(p.Data))
 		nx := a.pending(p.Name, len(p.Data))
 		var bad atomic.Bool
-		a.team.For(len(p.Data), 8, 1<<13, func(lo, hi int) {
+		a.team.For(len(p.Data), 8, 1<<14, func(lo, hi int) {
 			if !adamUpdate(&c, p.Grad[lo:hi], p.Data[lo:hi], m[lo:hi], v[lo:hi], nx.data[lo:hi], nx.m[lo:hi], nx.v[lo:hi]) {
 				bad.Store(true)
 			}

@@ -365,7 +365,7 @@ func (tg *TrainGraph) Run(feeds map[*G.Node][]float32) error {
 func (tg *TrainGraph) fillBlocks(obs []float32) {
 	cfg := tg.p.cfg
 	od, g, cw := cfg.ObsDim(), cfg.GlobalFeatures, cfg.Cells*cfg.CellFeatures
-	tg.team.For(tg.batch, 1, 32, func(lo, hi int) {
+	tg.team.For(tg.batch, 1, 64, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			copy(tg.globalBuf[i*g:(i+1)*g], obs[i*od:i*od+g])
 			copy(tg.cellsBuf[i*cw:(i+1)*cw], obs[i*od+g:(i+1)*od])

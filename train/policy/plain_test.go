@@ -7,6 +7,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/pixelis/pixelis/internal/nn"
 )
 
 // plainLogits is the policy's network built from gorgonia's general ops
@@ -120,6 +122,7 @@ func runGraph(t *testing.T, p *Params, batch int, trainable []string, temp float
 // the base weights with inert adapters (SFT) and for the adapters (RFT),
 // at two temperatures, and whatever the number of workers.
 func TestTrainGraphMatchesGorgoniaBits(t *testing.T) {
+	defer nn.SplitFinely()()
 	cfg := Config{Hidden: []int{40, 24}, LocHidden: 16, CellEmbed: 8, LoRARank: 4, LoRAAlpha: 8,
 		GlobalFeatures: 13, Cells: 6, CellFeatures: 5, Actions: 11}
 	const batch = 50 // cell rows 300: several blocks and parts

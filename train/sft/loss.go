@@ -144,7 +144,7 @@ func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
 			return Stats{}, fmt.Errorf("sft step: pair %d has %d features, want %d", i, pr.ObsLen(), obsDim)
 		}
 	}
-	t.team.For(len(pairs), 1, 16, func(lo, hi int) {
+	t.team.For(len(pairs), 1, 64, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			pairs[i].Observation(t.obs[i*obsDim : (i+1)*obsDim])
 		}
