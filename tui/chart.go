@@ -35,6 +35,24 @@ func drawChart(st *styles, lines []plotLine, lo, hi float64, w, h int) []string 
 	if w < 1 || h < 1 {
 		return nil
 	}
+	c := newCanvas(lo, hi, w, h)
+	for li, l := range lines {
+		c.plot(li, l)
+	}
+	return c.render(st, lines)
+}
+
+// canvas is a chart's cells as they are drawn: the braille dots of each, the
+// line that drew it last, and the marks written over lines' newest points.
+type canvas struct {
+	w, h, rows int // rows: dot rows, 4 a cell
+	lo, span   float64
+	bits       []uint8
+	owner      []int8 // the line that set a cell last, -1 none
+	marks      []rune
+}
+
+func newCanvas(lo, hi float64, w, h int) *canvas {
 	span := hi - lo
 	if !(span > 0) || math.IsInf(span, 0) {
 		span, lo = 1, lo-0.5
@@ -42,87 +60,96 @@ func drawChart(st *styles, lines []plotLine, lo, hi float64, w, h int) []string 
 			lo = 0
 		}
 	}
-	rows := 4 * h
-	bits := make([]uint8, w*h)
-	owner := make([]int8, w*h)
-	for i := range owner {
-		owner[i] = -1
+	c := &canvas{w: w, h: h, rows: 4 * h, lo: lo, span: span,
+		bits: make([]uint8, w*h), owner: make([]int8, w*h), marks: make([]rune, w*h)}
+	for i := range c.owner {
+		c.owner[i] = -1
 	}
-	marks := make([]rune, w*h)
-	set := func(x, y, line int) {
-		cx, cy := x/2, (rows-1-y)/4
-		if cx < 0 || cx >= w || cy < 0 || cy >= h {
-			return
+	return c
+}
+
+// set lights dot (x, y), y counted from the bottom, for line li.
+func (c *canvas) set(x, y, li int) {
+	cx, cy := x/2, (c.rows-1-y)/4
+	if cx < 0 || cx >= c.w || cy < 0 || cy >= c.h {
+		return
+	}
+	i := cy*c.w + cx
+	c.bits[i] |= brailleBits[x%2][(c.rows-1-y)%4]
+	c.owner[i] = int8(li)
+}
+
+// level is the dot row of v.
+func (c *canvas) level(v float64) int {
+	y := int(math.Round((v - c.lo) / c.span * float64(c.rows-1)))
+	return max(0, min(c.rows-1, y))
+}
+
+// plot draws line li: a dot per value, each joined to the one before, and its
+// mark over its newest point.
+func (c *canvas) plot(li int, l plotLine) {
+	prevX, prevY := -1, 0
+	for x, v := range l.ys[:min(len(l.ys), 2*c.w)] {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
 		}
-		c := cy*w + cx
-		bits[c] |= brailleBits[x%2][(rows-1-y)%4]
-		owner[c] = int8(line)
-	}
-	level := func(v float64) int {
-		y := int(math.Round((v - lo) / span * float64(rows-1)))
-		return max(0, min(rows-1, y))
-	}
-	for li, l := range lines {
-		prevX, prevY := -1, 0
-		for x, v := range l.ys[:min(len(l.ys), 2*w)] {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				continue
+		y := c.level(v)
+		c.set(x, y, li)
+		if prevX >= 0 {
+			// Join to the previous value: a vertical run split between the
+			// two columns, and the columns between them level.
+			mid := (prevY + y) / 2
+			for yy := min(prevY, mid); yy <= max(prevY, mid); yy++ {
+				c.set(prevX, yy, li)
 			}
-			y := level(v)
-			set(x, y, li)
-			if prevX >= 0 {
-				// Join to the previous value: a vertical run split between
-				// the two columns, and the columns between them level.
-				mid := (prevY + y) / 2
-				for yy := min(prevY, mid); yy <= max(prevY, mid); yy++ {
-					set(prevX, yy, li)
-				}
-				for xx := prevX + 1; xx < x; xx++ {
-					set(xx, mid, li)
-				}
-				for yy := min(mid, y); yy <= max(mid, y); yy++ {
-					set(x, yy, li)
-				}
+			for xx := prevX + 1; xx < x; xx++ {
+				c.set(xx, mid, li)
 			}
-			prevX, prevY = x, y
+			for yy := min(mid, y); yy <= max(mid, y); yy++ {
+				c.set(x, yy, li)
+			}
 		}
-		if l.mark != 0 && prevX >= 0 {
-			cx, cy := prevX/2, (rows-1-prevY)/4
-			marks[cy*w+cx] = l.mark
-			owner[cy*w+cx] = int8(li)
-		}
+		prevX, prevY = x, y
 	}
-	// Each line's colour as the escape codes around its text, found once:
-	// rendering every run of cells through lipgloss would cost more than the
-	// whole chart.
+	if l.mark != 0 && prevX >= 0 {
+		i := (c.rows-1-prevY)/4*c.w + prevX/2
+		c.marks[i], c.owner[i] = l.mark, int8(li)
+	}
+}
+
+// render writes the cells as text, each run of cells of one line in its
+// colour: the escape codes around a line's text are found once, as rendering
+// every run through lipgloss would cost more than the whole chart.
+func (c *canvas) render(st *styles, lines []plotLine) []string {
 	pre, post := make([]string, len(lines)), make([]string, len(lines))
 	for i, l := range lines {
 		if r := st.render(l.style, "\x00"); r != "\x00" {
 			pre[i], post[i], _ = strings.Cut(r, "\x00")
 		}
 	}
-	out := make([]string, h)
+	out := make([]string, c.h)
 	var b, run strings.Builder
-	for r := range h {
-		b.Reset()
-		cur := int8(-2)
-		flush := func() {
-			if run.Len() == 0 {
-				return
-			}
-			if cur >= 0 {
-				b.WriteString(pre[cur])
-				b.WriteString(run.String())
-				b.WriteString(post[cur])
-			} else {
-				b.WriteString(run.String())
-			}
-			run.Reset()
+	cur := int8(-2)
+	flush := func() {
+		if run.Len() == 0 {
+			return
 		}
-		for c := range w {
-			i := r*w + c
-			o := owner[i]
-			if bits[i] == 0 && marks[i] == 0 {
+		if cur >= 0 {
+			b.WriteString(pre[cur])
+			b.WriteString(run.String())
+			b.WriteString(post[cur])
+		} else {
+			b.WriteString(run.String())
+		}
+		run.Reset()
+	}
+	for r := range c.h {
+		b.Reset()
+		cur = -2
+		for x := range c.w {
+			i := r*c.w + x
+			o := c.owner[i]
+			if c.bits[i] == 0 && c.marks[i] == 0 {
 				o = -1
 			}
 			if o != cur {
@@ -130,12 +157,12 @@ func drawChart(st *styles, lines []plotLine, lo, hi float64, w, h int) []string 
 				cur = o
 			}
 			switch {
-			case marks[i] != 0:
-				run.WriteRune(marks[i])
-			case bits[i] == 0:
+			case c.marks[i] != 0:
+				run.WriteRune(c.marks[i])
+			case c.bits[i] == 0:
 				run.WriteByte(' ')
 			default:
-				run.WriteRune(rune(0x2800 + int(bits[i])))
+				run.WriteRune(rune(0x2800 + int(c.bits[i])))
 			}
 		}
 		flush()

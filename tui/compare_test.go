@@ -214,7 +214,7 @@ func TestCompareOpensRun(t *testing.T) {
 		hs.send(feedMsg(u))
 	}
 	f := hs.frame()
-	if !strings.Contains(f, "Reward (batch · MA100)") || !strings.Contains(f, "[attached]") {
+	if !strings.Contains(f, "Reward (batch · MA 100 steps)") || !strings.Contains(f, "[attached]") {
 		t.Fatalf("the run's console:\n%s", f)
 	}
 	hs.press("q")
@@ -293,8 +293,8 @@ func BenchmarkCompare(b *testing.B) {
 		}
 	}
 	hs.send(cmpFrameMsg{})
-	if s := hs.c.runs[7].metrics.get("policy/kl"); s.vals.len() != 10000 {
-		b.Fatalf("%d points", s.vals.len())
+	if s := hs.c.runs[7].metrics.get("policy/kl"); s.held() != 10000 {
+		b.Fatalf("%d points", s.held())
 	}
 	for _, cold := range []bool{false, true} {
 		name := "200x60"

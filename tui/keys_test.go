@@ -477,8 +477,8 @@ func TestFeedReset(t *testing.T) {
 	hs.send(feedMsg(telemetry.Update{Reset: true, Points: []telemetry.Point{
 		{Step: 1, Phase: telemetry.PhaseRFT, Metrics: map[string]float64{"policy/kl": 0.5}}},
 		Events: []telemetry.Event{{Step: 1, Kind: telemetry.EventPhase, Message: "resumed from step_001200"}}}))
-	if s := hs.m.metrics.get("policy/kl"); s.vals.len() != 1 || s.latest != 0.5 {
-		t.Fatalf("after reset kl holds %d points", s.vals.len())
+	if s := hs.m.metrics.get("policy/kl"); s.held() != 1 || s.latest != 0.5 {
+		t.Fatalf("after reset kl holds %d points", s.held())
 	}
 	if hs.m.metrics.get("policy/entropy") != nil || hs.m.events.len() != 1 {
 		t.Fatalf("reset kept old history: %d events", hs.m.events.len())
@@ -587,8 +587,8 @@ func TestBacklog(t *testing.T) {
 	for _, u := range ups[6:] {
 		hs.send(feedMsg(u))
 	}
-	if s := hs.m.metrics.get("policy/kl"); s.vals.len() != 1240 {
-		t.Fatalf("kl holds %d points, want the backlog's and the feed's", s.vals.len())
+	if s := hs.m.metrics.get("policy/kl"); s.held() != 1240 {
+		t.Fatalf("kl holds %d points, want the backlog's and the feed's", s.held())
 	}
 	if hs.m.events.len() != len(rftEvents()) {
 		t.Fatalf("%d events", hs.m.events.len())

@@ -127,6 +127,7 @@ type Model struct {
 	overlayID     overlayID
 
 	snap    *telemetry.Snapshot // the latest snapshot: the header, commands and several panes read it
+	watch   watchInfo           // what a watched run's feed says of its files
 	metrics *store              // every metric series: the charts and several panes read it
 	events  *eventLog           // the run's events: the events pane and the event log read it
 	now     time.Time           // the clock as of the latest message
@@ -168,7 +169,7 @@ func New(feed telemetry.Feed, opts Options) Model {
 		profile: p,
 		focus:   newFocus(paneSample),
 		panes: [numPanes]pane{
-			paneReward:     statelessPane(viewReward),
+			paneReward:     statelessPane(viewWatchFirst),
 			paneValidation: statelessPane(viewValidation),
 			paneKPI:        kpiPane{},
 			paneCurriculum: curriculumPane{},
@@ -287,6 +288,9 @@ func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
 		m.status = ""
 		return nil, true
 	case clockMsg:
+		if m.opts.Role == RoleWatch {
+			m.watch = readWatchInfo(m.feed) // a long history's reading progresses between updates
+		}
 		return m.tick(time.Second, clockMsg{}), !m.quitting
 	case tea.KeyPressMsg:
 		return m.key(msg), true
@@ -303,8 +307,12 @@ func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
 
 // env is what a pane of inner size a is lent for one update or one frame.
 func (m *Model) env(a area) env {
-	return env{area: a, keys: &m.keys, st: &m.st, snap: m.snap, metrics: m.metrics, events: m.events,
+	e := env{area: a, keys: &m.keys, st: &m.st, snap: m.snap, metrics: m.metrics, events: m.events,
 		kind: m.kind, phase: m.phase(), now: m.now}
+	if m.snap != nil {
+		e.runKind = m.snap.Kind
+	}
+	return e
 }
 
 // paneEnv is the env of pane id, at its size in the layout.
@@ -386,6 +394,9 @@ func (m *Model) fold(u telemetry.Update) tea.Cmd {
 		m.kind = k
 		m.relayout()
 	}
+	if m.opts.Role == RoleWatch {
+		m.watch = readWatchInfo(m.feed)
+	}
 	m.broadcast(feedMsg(u))
 	return m.acknowledge(u.Events)
 }
@@ -438,7 +449,7 @@ func (m *Model) screenKey(msg tea.KeyPressMsg) {
 		m.toggleOverlay(overlayLog)
 	case key.Matches(msg, k.Info):
 		m.toggleOverlay(overlayInfo)
-	case key.Matches(msg, k.Metrics) && m.kind != screenWatch:
+	case key.Matches(msg, k.Metrics):
 		m.toggleOverlay(overlayMetrics)
 	case key.Matches(msg, k.Close) && !m.navigate(msg):
 		switch {
@@ -495,7 +506,11 @@ func (m *Model) toggleOverlay(id overlayID) {
 	case overlayLog:
 		m.overlay = newLogPane()
 	case overlayInfo:
-		m.overlay = newInfoPane(m.opts.Config, m.opts.RunDir)
+		config, heading := m.opts.Config, "Effective config (config.toml, as the run resolved it):"
+		if config == "" && m.watch.settings != "" {
+			config, heading = m.watch.settings, "The trainer's settings, as the run's files hold them:"
+		}
+		m.overlay = newInfoPane(config, heading, m.opts.RunDir)
 	case overlayMetrics:
 		m.overlay = newMetricsPane(false)
 	}

@@ -16,6 +16,7 @@ import (
 // (n and N jump between matches).
 type infoPane struct {
 	config  []string // the config's lines
+	heading string   // what they are
 	runDir  string
 	input   lineInput
 	query   string
@@ -23,8 +24,8 @@ type infoPane struct {
 	current int // line of the current match, -1 none
 }
 
-func newInfoPane(config, runDir string) infoPane {
-	p := infoPane{runDir: runDir, current: -1}
+func newInfoPane(config, heading, runDir string) infoPane {
+	p := infoPane{runDir: runDir, heading: heading, current: -1}
 	if config != "" {
 		p.config = strings.Split(strings.TrimRight(config, "\n"), "\n")
 	}
@@ -99,7 +100,7 @@ func (p infoPane) lines(e env) []string {
 	if len(p.config) == 0 {
 		return append(out, "No config for this run (a run of another trainer, or one pixelis did not record).")
 	}
-	out = append(out, "Effective config (config.toml, as the run resolved it):", "")
+	out = append(out, p.heading, "")
 	return append(out, p.config...)
 }
 
@@ -161,7 +162,14 @@ func runInfo(e env, runDir string) []string {
 		run += "  (" + clean(runDir) + ")"
 	}
 	out := []string{field("Run", run)}
-	where := fmt.Sprintf("%s · step %s/%s", phaseLabel(s.Phase), fmtInt(s.Step), fmtInt(s.TotalSteps))
+	label := phaseLabel(s.Phase)
+	if s.Kind != "" {
+		label = runKindLabel(s.Kind) + " run" // a run of another trainer: no phases of pixelis's
+	}
+	where := label + " · step " + fmtInt(s.Step)
+	if s.TotalSteps > 0 {
+		where += "/" + fmtInt(s.TotalSteps)
+	}
 	if s.RunStep > 0 {
 		where += fmt.Sprintf(" (run-wide step %s)", fmtInt(s.RunStep))
 	}

@@ -73,6 +73,7 @@ type env struct {
 	metrics *store              // every metric series of the run
 	events  *eventLog           // the run's events
 	kind    screenKind          // what the console shows: the panes' choice of sets and rows
+	runKind string              // a watched run's kind (Snapshot.Kind): its panes' choice
 	phase   telemetry.Phase     // the training phase shown (the newest data's)
 	now     time.Time           // the console's clock, as of this update
 }

@@ -89,9 +89,18 @@ func (m Model) headerParts() []headerPart {
 	st := &m.st
 	s := m.snap
 	phase, step, total := m.where()
-	parts := []headerPart{{text: st.render(st.title, "pixelis"), keep: always}, {text: phaseLabel(phase), keep: always}}
+	parts := []headerPart{{text: st.render(st.title, "pixelis"), keep: always}}
+	if s.Kind == "" { // a run of another trainer has no phases of pixelis's: its run label says its kind
+		parts = append(parts, headerPart{text: phaseLabel(phase), keep: always})
+	}
 	if s.Run != "" {
 		parts = append(parts, headerPart{text: "run " + clean(s.Run), keep: 30})
+	}
+	if runs := m.watch.otherRuns(); runs != "" {
+		parts = append(parts, headerPart{text: st.render(st.dim, runs), keep: 25})
+	}
+	if l := m.watch.loading(); l != "" {
+		parts = append(parts, headerPart{text: st.render(st.warn, l), keep: 96, right: true})
 	}
 	cur := s.Curriculum
 	if n := len(cur.Stages); n > 0 && phase == s.Phase && cur.Current >= 0 && cur.Current < n {

@@ -123,6 +123,15 @@ var (
 	kpiVfClip    = kpi{label: "vf clipfrac", metrics: []string{"critic/vf_clipfrac"}}
 	kpiReturns   = kpi{label: "returns mean", metrics: []string{"critic/returns/mean"}}
 	kpiCriticSet = kpiSet{name: "critic", pick: 4, items: []kpi{kpiExplVar, kpiVfLoss, kpiValues, kpiScore, kpiVfClip, kpiAdvMax, kpiReturns}}
+	// Watched SFT and preference runs.
+	kpiTrainLoss = kpi{label: "loss", metrics: []string{"sft/loss", "policy/loss"}}
+	kpiEvalLoss  = kpi{label: "eval loss", metrics: []string{"val/loss"}}
+	kpiTokenAcc  = kpi{label: "token accuracy", metrics: []string{"sft/accuracy"}}
+	kpiLRWatch   = kpi{label: "lr", metrics: []string{"policy/lr", "train/lr(1e-3)"}}
+	kpiChosen    = kpi{label: "chosen", metrics: []string{"pref/chosen"}}
+	kpiRejected  = kpi{label: "rejected", metrics: []string{"pref/rejected"}}
+	kpiMargin    = kpi{label: "margin", metrics: []string{"pref/margin"}}
+	kpiPrefAcc   = kpi{label: "accuracy", metrics: []string{"pref/accuracy"}}
 )
 
 // The chart sets m and ←/→ cycle through, per kind of screen.
@@ -152,12 +161,28 @@ var (
 	}
 )
 
-// kpiSetsFor is the chart sets of a screen.
-func kpiSetsFor(k screenKind) []kpiSet {
-	switch k {
-	case screenSFT:
+// The chart sets of watched SFT and preference runs.
+var (
+	kpiSetsWatchSFT = []kpiSet{
+		{name: "training", items: []kpi{kpiTrainLoss, kpiEvalLoss, kpiTokenAcc, kpiLRWatch}},
+		{name: "optimisation", items: []kpi{kpiTrainLoss, kpiGrad, kpiLRWatch, kpiStepT}},
+	}
+	kpiSetsWatchPreference = []kpiSet{
+		{name: "preference", items: []kpi{kpiChosen, kpiRejected, kpiMargin, kpiPrefAcc}},
+		{name: "optimisation", items: []kpi{kpiLoss, kpiGrad, kpiLR, kpiMargin}},
+	}
+)
+
+// kpiSetsFor is the chart sets of a screen, and of a watched run's kind.
+func kpiSetsFor(k screenKind, runKind string) []kpiSet {
+	switch {
+	case k == screenSFT:
 		return kpiSetsSFT
-	case screenWatch:
+	case k == screenWatch && runKind == kindSFT:
+		return kpiSetsWatchSFT
+	case k == screenWatch && runKind == kindPreference:
+		return kpiSetsWatchPreference
+	case k == screenWatch:
 		return kpiSetsWatch
 	}
 	return kpiSetsRFT
@@ -180,6 +205,7 @@ type kpiPane struct {
 	charts []kpiChart // the shown set's charts, in grid order
 	win    xrange     // the window drawn
 	zoomed bool       // win is not the whole phase
+	coarse int        // the widest bucket of steps the charts drawn were downsampled to
 }
 
 // kpiChart is one drawn chart: its series' latest value and label, the
@@ -200,7 +226,7 @@ func (p kpiPane) update(msg tea.Msg, e env) pane {
 	switch msg := msg.(type) {
 	case resizeMsg, feedMsg, tea.ColorProfileMsg:
 	case nextSetMsg:
-		p.set = wrap(p.set+1, len(kpiSetsFor(e.kind)))
+		p.set = wrap(p.set+1, len(kpiSetsFor(e.kind, e.runKind)))
 	case chartMsg:
 		p.window = p.window.apply(msg)
 	default:
@@ -214,7 +240,7 @@ func (p kpiPane) key(msg tea.KeyPressMsg, e env) (pane, bool) {
 	if !ok {
 		return p, false
 	}
-	p.set = wrap(p.set+d, len(kpiSetsFor(e.kind)))
+	p.set = wrap(p.set+d, len(kpiSetsFor(e.kind, e.runKind)))
 	return p.draw(e), true
 }
 
@@ -234,7 +260,7 @@ const kpiGap = 2 // columns between two charts side by side
 // grid lays the shown set out in a pane of size a.
 func (p kpiPane) grid(e env) kpiGrid {
 	a := e.area
-	sets := kpiSetsFor(e.kind)
+	sets := kpiSetsFor(e.kind, e.runKind)
 	g := kpiGrid{index: p.set % len(sets), n: len(sets), cols: 1}
 	g.set = sets[g.index].resolve(e.metrics)
 	if a.w >= 56 && len(g.set.items) > 1 {
@@ -280,6 +306,7 @@ func (p kpiPane) draw(e env) kpiPane {
 	}
 	g := p.grid(e)
 	p.win, p.zoomed = p.window.window(e.metrics, e.phase)
+	p.coarse = 1
 	var buf []float64
 	for i := range g.shown {
 		ch, ok := g.height(i, e.h)
@@ -291,14 +318,11 @@ func (p kpiPane) draw(e env) kpiPane {
 		sparkW := g.cw - kpiTextW(ch) - 1
 		if s != nil {
 			c.have, c.latest = true, s.latest
+			p.coarse = max(p.coarse, s.width)
 		}
 		if s != nil && sparkW >= 4 {
 			buf = resize(buf, 2*sparkW)
-			win := p.win
-			if !p.zoomed {
-				win = heldWindow(win, s)
-			}
-			lo, hi, n := s.buckets(win, buf)
+			lo, hi, n := s.buckets(p.win, buf)
 			if n > 0 {
 				c.lo, c.hi = lo, hi
 				line := []plotLine{{ys: buf, style: e.st.spark}}
@@ -332,6 +356,7 @@ func (p kpiPane) view(e env) (string, []string) {
 	if p.zoomed {
 		title += " · steps " + fmtInt(p.win.lo) + "–" + fmtInt(p.win.hi)
 	}
+	title += coarseNote(p.coarse)
 	if e.h <= 0 || e.w <= 0 {
 		return title, nil
 	}
@@ -452,15 +477,11 @@ func (v chartView) window(st *store, phase telemetry.Phase) (xrange, bool) {
 	return xrange{max(oldest, hi-width+1), hi}, true
 }
 
-// heldWindow narrows a chart's window to the steps its series still holds
-// when it has let its oldest values go (each keeps its newest History), so
-// that no chart of a long run is drawn squeezed into the right of its box.
-func heldWindow(w xrange, s *series) xrange {
-	if s.vals.len() < s.vals.max {
-		return w // it holds all it was given: a late start is real
+// coarseNote says, in a chart pane's title, that its charts were drawn from a
+// downsampled history: "· min/max per 64 steps"; "" when nothing was dropped.
+func coarseNote(width int) string {
+	if width <= 1 {
+		return ""
 	}
-	if first, _, ok := s.bounds(); ok && first > w.lo && first <= w.hi {
-		w.lo = first
-	}
-	return w
+	return " · min/max per " + fmtInt(width) + " steps"
 }

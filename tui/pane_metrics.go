@@ -22,6 +22,7 @@ type metricsPane struct {
 	window      chartView
 	win         xrange
 	zoomed      bool
+	coarse      int      // the widest bucket of steps the charts drawn were downsampled to
 	names       []string // the metrics shown, filtered
 	cells       []metricCell
 }
@@ -45,8 +46,17 @@ const (
 
 // grid is how many cells a row holds and how wide each is, and how many rows
 // fit above the status line.
-func (metricsPane) grid(a area) (cols, cw, rows int) {
-	cols = max(1, (a.w+1)/(metricCellW+1))
+func (p metricsPane) grid(a area) (cols, cw, rows int) {
+	cellW := metricCellW
+	if !p.unknownOnly {
+		// The list of every metric is where full names are read (reward
+		// functions that share a long prefix): cells as wide as the longest
+		// name and its value, as far as the pane allows.
+		for _, n := range p.names {
+			cellW = max(cellW, min(a.w, len([]rune(n))+8))
+		}
+	}
+	cols = max(1, (a.w+1)/(cellW+1))
 	cw = (a.w - (cols - 1)) / cols
 	rows = max(0, (a.h-1)/metricCellH)
 	return cols, cw, rows
@@ -68,7 +78,7 @@ func (p metricsPane) update(msg tea.Msg, e env) pane {
 func (p metricsPane) shown(e env) []string {
 	var out []string
 	for _, name := range e.metrics.names() {
-		if p.unknownOnly && paneKnows(e.kind, name) {
+		if p.unknownOnly && paneKnows(e.kind, e.runKind, name) {
 			continue
 		}
 		if p.filter != "" && !containsFold(name, p.filter) {
@@ -88,6 +98,7 @@ func (p metricsPane) draw(e env) metricsPane {
 		return p
 	}
 	p.win, p.zoomed = p.window.window(e.metrics, e.phase)
+	p.coarse = 1
 	cols, cw, rows := p.grid(e.area)
 	p.scroll = clamp(p.scroll, 0, max(0, (len(p.names)+cols-1)/cols-rows))
 	first := p.scroll * cols
@@ -96,13 +107,10 @@ func (p metricsPane) draw(e env) metricsPane {
 	var buf []float64
 	for _, name := range p.names[first:last] {
 		s := e.metrics.get(name)
+		p.coarse = max(p.coarse, s.width)
 		c := metricCell{name: name, latest: s.latest}
 		buf = resize(buf, 2*chartW)
-		win := p.win
-		if !p.zoomed {
-			win = heldWindow(win, s)
-		}
-		if lo, hi, n := s.buckets(win, buf); n > 0 {
+		if lo, hi, n := s.buckets(p.win, buf); n > 0 {
 			c.lo, c.hi = lo, hi
 			line := []plotLine{{ys: buf, style: e.st.spark}}
 			c.key = chartKey(line, lo, hi, chartW, metricCellH-1, e.st.color)
@@ -173,6 +181,7 @@ func (p metricsPane) view(e env) (string, []string) {
 	if p.zoomed {
 		title += " · steps " + fmtInt(p.win.lo) + "–" + fmtInt(p.win.hi)
 	}
+	title += coarseNote(p.coarse)
 	if e.h <= 0 {
 		return title, nil
 	}
@@ -214,7 +223,7 @@ func (p metricsPane) view(e env) (string, []string) {
 // with the value range beside it.
 func metricCellLines(st *styles, c metricCell, w int) []string {
 	val := fmtVal(c.latest)
-	name := fit(c.name, max(4, w-len(val)-1), false)
+	name := fitMiddle(c.name, max(4, w-len(val)-1)) // names differ at either end
 	out := []string{spread(st.render(st.label, name), val, w)}
 	for i := range metricCellH - 1 {
 		side := ""
@@ -238,13 +247,13 @@ func metricCellLines(st *styles, c metricCell, w int) []string {
 
 // paneKnows reports whether a pane of the screen shows the metric, so the
 // grid of other metrics can leave it out.
-func paneKnows(kind screenKind, name string) bool {
-	for _, prefix := range []string{"reward/", "curriculum/", "tools/", "data_curriculum/"} {
+func paneKnows(kind screenKind, runKind, name string) bool {
+	for _, prefix := range []string{"reward/", "curriculum/", "tools/", "data_curriculum/", "pref/", "val/pref/"} {
 		if strings.HasPrefix(name, prefix) {
 			return true
 		}
 	}
-	for _, set := range kpiSetsFor(kind) {
+	for _, set := range kpiSetsFor(kind, runKind) {
 		for _, k := range set.items {
 			if slices.Contains(k.metrics, name) {
 				return true

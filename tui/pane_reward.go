@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -24,9 +25,9 @@ var rewardComponents = []string{"final", "coherence", "curiosity", "penalty", "c
 // metric store (env.metrics): the pane has no state of its own.
 func viewReward(e env) (string, []string) {
 	st, metrics, w, h := e.st, e.metrics, e.w, e.h
-	title, totalName := "Reward (batch · MA100)", "Σ w·z"
+	title, totalName := "Reward (batch · MA 100 steps)", "Σ w·z"
 	if e.kind == screenWatch {
-		title, totalName = "Reward (step · MA100)", "reward"
+		title, totalName = "Reward · MA 100 steps", "reward"
 	}
 	rows, scale := rewardRows(metrics)
 	if len(rows) == 0 && metrics.get("reward/total") == nil {
@@ -39,29 +40,53 @@ func viewReward(e env) (string, []string) {
 	total := rewardRow{name: totalName}
 	if s := metrics.get("reward/total"); s != nil {
 		total.v, total.ok = s.latest, true
-		total.ma, _ = s.mean(maWindow)
+		total.ma, _ = s.meanSteps(maWindow)
 	}
-	nameW, weights := rewardNameW, false
+	if suffix := commonSuffix(rows); suffix != "" {
+		// TRL's reward functions are often all named *_reward_func: what tells
+		// them apart is what comes before.
+		for i := range rows {
+			rows[i].name = strings.TrimSuffix(rows[i].name, suffix)
+		}
+		title += " · *" + suffix
+	}
+	nameW, weights, stds := rewardNameW, false, false
 	for _, r := range rows {
 		nameW = max(nameW, len([]rune(r.name))+1)
 		weights = weights || r.haveWeight
+		stds = stds || r.haveStd
 	}
-	cols := newRewardColumns(st, w, nameW, weights)
+	cols := newRewardColumns(st, w, nameW, weights, stds)
+	// The total keeps its row however many components there are (a blank line
+	// before it when there is room): the ones that do not fit are counted, and a
+	// lists them all.
+	room, gap := h, ""
+	if total.ok {
+		room--
+		if len(rows) < room {
+			room, gap = room-1, "gap"
+		}
+	}
 	var out []string
-	for _, r := range rows {
+	for i, r := range rows {
+		if len(rows) > room && i == room-1 {
+			out = append(out, st.render(st.dim, fit(fmt.Sprintf("… %d more · a lists every metric", len(rows)-i), w, false)))
+			break
+		}
 		out = append(out, cols.line(r, scale))
 	}
-	if h >= len(rows)+2 && total.ok {
-		out = append(out, "", cols.line(total, math.Max(scale, math.Abs(total.v))))
+	if total.ok && h > len(out) {
+		if gap != "" {
+			out = append(out, "")
+		}
+		out = append(out, cols.line(total, math.Max(scale, math.Abs(total.v))))
 	}
-	if h >= len(rows)+3 {
-		if s := metrics.get("reward/total"); s != nil && s.vals.len() > 0 {
-			lo, hi := math.Inf(1), math.Inf(-1)
-			n := s.vals.len()
-			for i := max(0, n-maWindow); i < n; i++ {
-				lo, hi = math.Min(lo, s.vals.at(i)), math.Max(hi, s.vals.at(i))
+	if h >= len(out)+1 {
+		if s := metrics.get("reward/total"); s != nil {
+			if lo, hi, n := s.rangeSteps(maWindow); n > 0 {
+				line := fmt.Sprintf("%s, last %d steps: %s … %s", totalName, maWindow, fmtSigned(lo), fmtSigned(hi))
+				out = append(out, st.render(st.dim, fit(line, w, false)))
 			}
-			out = append(out, st.render(st.dim, fit(totalName+" over last 100: "+fmtSigned(lo)+" … "+fmtSigned(hi), w, false)))
 		}
 	}
 	if len(out) > h {
@@ -78,6 +103,8 @@ type rewardRow struct {
 	ok         bool
 	weight     float64
 	haveWeight bool
+	std        float64 // the spread over the batch, when the run logs it (TRL's rewards/<f>/std)
+	haveStd    bool
 }
 
 // rewardRows reads the components from the store — pixelis's in their
@@ -99,8 +126,9 @@ func rewardRows(metrics *store) ([]rewardRow, float64) {
 	for _, c := range names {
 		s := metrics.get("reward/" + c + "/raw")
 		r := rewardRow{name: c, v: s.latest, ok: true}
-		r.ma, _ = s.mean(maWindow)
+		r.ma, _ = s.meanSteps(maWindow)
 		r.weight, r.haveWeight = metrics.latestValue("curriculum/weight/" + c)
+		r.std, r.haveStd = metrics.latestValue("reward/" + c + "/std")
 		if !math.IsNaN(r.v) && !math.IsInf(r.v, 0) {
 			scale = math.Max(scale, math.Abs(r.v))
 		}
@@ -110,10 +138,11 @@ func rewardRows(metrics *store) ([]rewardRow, float64) {
 }
 
 // rewardColumns lays a reward row out in a pane w cells wide: name, bar,
-// value · MA, and the weight when there is room.
+// value · MA, and the weight (or a watched run's spread, ± its std) when there
+// is room.
 type rewardColumns struct {
 	st                *styles
-	showW             bool
+	showW, showStd    bool
 	nameW, wcol, half int
 }
 
@@ -122,12 +151,20 @@ const rewardNameW, rewardNumW = 11, 13
 // newRewardColumns fits the columns in w cells: names as wide as the longest
 // (a watched run's reward functions have long names) while the bar keeps 9
 // cells, and the weights only when the run has them and there is room.
-func newRewardColumns(st *styles, w, nameW int, weights bool) rewardColumns {
+func newRewardColumns(st *styles, w, nameW int, weights, stds bool) rewardColumns {
 	c := rewardColumns{st: st, showW: weights && w >= 52}
-	if c.showW {
+	c.showStd = stds && !c.showW && w >= 40
+	switch {
+	case c.showW:
+		c.wcol = 6
+	case c.showStd:
 		c.wcol = 6
 	}
-	c.nameW = max(rewardNameW, min(nameW, w-rewardNumW-c.wcol-1-9))
+	minBar := 9
+	if c.showStd {
+		minBar = 5 // the spread is worth more than a finer bar
+	}
+	c.nameW = max(rewardNameW, min(nameW, w-rewardNumW-c.wcol-1-minBar))
 	barW := max(3, w-c.nameW-rewardNumW-c.wcol-1)
 	c.half = (barW - 1) / 2
 	return c
@@ -136,7 +173,7 @@ func newRewardColumns(st *styles, w, nameW int, weights bool) rewardColumns {
 func (c rewardColumns) line(r rewardRow, scale float64) string {
 	st := c.st
 	var b strings.Builder
-	b.WriteString(fit(r.name, c.nameW-1, true) + " ")
+	b.WriteString(fitMiddle(r.name, c.nameW-1) + " ")
 	if !r.ok {
 		b.WriteString(strings.Repeat(" ", c.half) + st.render(st.dim, "│") + strings.Repeat(" ", c.half))
 		b.WriteString(padLeft("—", rewardNumW))
@@ -150,6 +187,13 @@ func (c rewardColumns) line(r rewardRow, scale float64) string {
 			ws = "×" + fmtShort(r.weight)
 		}
 		b.WriteString(" " + padLeft(ws, c.wcol-1))
+	}
+	if c.showStd {
+		sd := ""
+		if r.haveStd {
+			sd = "±" + fmtShort(r.std)
+		}
+		b.WriteString(" " + padLeft(sd, c.wcol-1))
 	}
 	s := b.String()
 	if r.haveWeight && r.weight == 0 {
@@ -181,4 +225,47 @@ func divergingBar(st *styles, v, scale float64, n int) string {
 		right = st.render(st.barPos, hbar(frac, n))
 	}
 	return left + st.render(st.dim, "│") + right
+}
+
+// fitMiddle fits a name in n cells, cutting from its middle: reward functions
+// often share a long prefix (mixed_correctness_a, mixed_correctness_b) and differ
+// at the end. a lists the full names.
+func fitMiddle(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n || n < 5 {
+		return fit(s, n, true)
+	}
+	head := (n - 1) / 2
+	tail := n - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// commonSuffix is the ending all components' names share from a "_" or "/" on
+// ("_reward_func"), when they are long enough to be cut and it is 4 characters or
+// more; "" otherwise.
+func commonSuffix(rows []rewardRow) string {
+	if len(rows) < 2 {
+		return ""
+	}
+	longest, suffix := 0, rows[0].name
+	for _, r := range rows {
+		longest = max(longest, len(r.name))
+		for !strings.HasSuffix(r.name, suffix) {
+			suffix = suffix[1:]
+		}
+	}
+	i := strings.IndexAny(suffix, "_/")
+	if i < 0 || longest <= rewardNameW+7 {
+		return ""
+	}
+	suffix = suffix[i:]
+	for _, r := range rows {
+		if len(r.name) <= len(suffix) {
+			return ""
+		}
+	}
+	if len(suffix) < 4 {
+		return ""
+	}
+	return suffix
 }

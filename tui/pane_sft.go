@@ -17,7 +17,7 @@ import (
 func viewValidation(e env) (string, []string) {
 	st, metrics, w, h := e.st, e.metrics, e.w, e.h
 	all := metrics.get("val/all/greedy")
-	if all == nil || all.vals.len() == 0 {
+	if all == nil || all.held() == 0 {
 		return "Validation", []string{st.render(st.dim, "no validation yet: greedy accuracy per family and difficulty shows here after the first")}
 	}
 	title := "Validation · greedy · step " + fmtInt(all.lastStep)
@@ -75,8 +75,8 @@ func viewValidation(e env) (string, []string) {
 		}
 		v := s.latest
 		delta := ""
-		if n := s.vals.len(); n >= 2 {
-			delta = fmtDelta(v - s.vals.at(n-2))
+		if prev, ok := s.previous(); ok {
+			delta = fmtDelta(v - prev)
 		}
 		line := fit(label, nameW, true) + " " + st.render(st.bar, hbar(v, barW)) + " " + padLeft(fmt.Sprintf("%.3f", v), 5) + " " + padLeft(delta, 6)
 		if g == "all" {
@@ -99,7 +99,8 @@ func fmtDelta(d float64) string {
 }
 
 // imitationWindow is how many steps of per-operation accuracy the imitation
-// pane averages: one batch holds few rows of the rarer operations.
+// pane averages (the values logged in the last 50 steps): one batch holds few
+// rows of the rarer operations.
 const imitationWindow = 50
 
 // viewImitation shows, per operation, how often the policy's choice on the
@@ -107,7 +108,7 @@ const imitationWindow = 50
 // sft/accuracy/<OP>, and overall sft/accuracy.
 func viewImitation(e env) (string, []string) {
 	st, metrics, w, h := e.st, e.metrics, e.w, e.h
-	title := fmt.Sprintf("Imitation accuracy (MA%d)", imitationWindow)
+	title := fmt.Sprintf("Imitation · MA %d steps", imitationWindow)
 	var ops []string
 	for name := range metrics.series {
 		if op, ok := strings.CutPrefix(name, "sft/accuracy/"); ok {
@@ -125,7 +126,7 @@ func viewImitation(e env) (string, []string) {
 		if s == nil || len(out) >= h {
 			return
 		}
-		v, _ := s.mean(imitationWindow)
+		v, _ := s.meanSteps(imitationWindow)
 		line := fit(label, labelW, true) + " " + st.render(st.bar, hbar(v, barW)) + " " + padLeft(fmt.Sprintf("%.3f", v), 5)
 		if bold {
 			line = st.render(st.label, line)

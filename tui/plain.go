@@ -144,10 +144,7 @@ func plainLine(s telemetry.Snapshot) string {
 			tail = append(tail, "eta "+fmtDuration(float64(s.TotalSteps-s.Step)/s.StepsPerS))
 		}
 	}
-	fields := plainFieldsRFT
-	if s.Phase == telemetry.PhaseSFT {
-		fields = plainFieldsSFT
-	}
+	fields := plainFields(s)
 	widest := s
 	widest.Step = max(s.Step, s.TotalSteps)
 	end := ""
@@ -193,7 +190,11 @@ func plainStateLine(s telemetry.Snapshot) string {
 
 // plainHead is where the run is: "rft 1240/3000 stage 2/3".
 func plainHead(s telemetry.Snapshot) string {
-	head := fmt.Sprintf("%s %d/%d", phaseLabel(s.Phase), s.Step, s.TotalSteps)
+	label := phaseLabel(s.Phase)
+	if s.Kind != "" {
+		label = "step" // a run of another trainer: no phases of pixelis's
+	}
+	head := fmt.Sprintf("%s %d/%d", label, s.Step, s.TotalSteps)
 	cur := s.Curriculum
 	if n := len(cur.Stages); n > 0 && cur.Current >= 0 && cur.Current < n {
 		word := "stage"
@@ -230,7 +231,7 @@ func phaseLabel(p telemetry.Phase) string {
 // the run's own start and end.
 func eventStep(e telemetry.Event) string {
 	switch e.Phase {
-	case telemetry.PhaseSFT, telemetry.PhaseRFT:
+	case telemetry.PhaseSFT, telemetry.PhaseRFT, telemetry.PhaseSteps:
 		return fmt.Sprintf("%s %d", e.Phase, e.PhaseStep)
 	}
 	return phaseLabel(e.Phase)

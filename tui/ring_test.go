@@ -3,6 +3,7 @@ package tui
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -37,8 +38,8 @@ func near(a, b []float64) bool {
 // Buckets split the window by step, whatever the series' density, and the
 // range is the raw values' (the newest and the extremes inside it).
 func TestBuckets(t *testing.T) {
-	st := newStore(6)
-	for i, v := range []float64{100, 100, 1, 2, 3, 4, 5, 6} { // the 100s are evicted
+	st := newStore(100)
+	for i, v := range []float64{100, 100, 1, 2, 3, 4, 5, 6} { // the 100s lie before the windows
 		st.add("x", i+1, telemetry.PhaseRFT, v)
 	}
 	s := st.get("x")
@@ -60,8 +61,8 @@ func TestBuckets(t *testing.T) {
 	if lo, hi, n := s.buckets(xrange{5, 6}, out); !near(out, []float64{3, 4}) || lo != 3 || hi != 4 || n != 2 {
 		t.Fatalf("inner window: %v [%v, %v] %d", out, lo, hi, n)
 	}
-	if m, _ := s.mean(2); m != 5.5 {
-		t.Fatalf("mean(2) = %v", m)
+	if m, n := s.meanSteps(2); m != 5.5 || n != 2 {
+		t.Fatalf("meanSteps(2) = %v of %d", m, n)
 	}
 	// Sparse values (a validation every 200 steps) land at their steps.
 	st.add("val", 200, telemetry.PhaseRFT, 0.5)
@@ -73,8 +74,8 @@ func TestBuckets(t *testing.T) {
 	}
 }
 
-// However long the run, the console holds at most History points per series
-// and eventsCap events.
+// However long the run, the console holds at most History points per series —
+// downsampled, from the run's first step to its last — and eventsCap events.
 func TestMemoryBounded(t *testing.T) {
 	feed := newFakeFeed(true)
 	hs := newHarness(t, feed, Options{Color: "never", History: 500}, 120, 40)
@@ -89,8 +90,8 @@ func TestMemoryBounded(t *testing.T) {
 		hs.send(feedMsg(u))
 	}
 	s := hs.m.metrics.get("policy/kl")
-	if s.vals.len() != 500 || s.vals.at(0) != 4501 || s.steps.at(0) != 4501 || s.latest != 5000 {
-		t.Fatalf("series holds %d points from %v to %v", s.vals.len(), s.vals.at(0), s.latest)
+	if first, last, _ := s.bounds(); s.held() > 500 || first != 1 || last != 5000 || s.latest != 5000 || s.width < 2 {
+		t.Fatalf("series holds %d points from %d to %d (width %d)", s.held(), first, last, s.width)
 	}
 	if hs.m.events.len() != eventsCap || hs.m.events.at(eventsCap-1).Step != 5000 {
 		t.Fatalf("event log holds %d", hs.m.events.len())
@@ -110,15 +111,15 @@ func TestStoreSteps(t *testing.T) {
 	st.add("policy/loss", 10, telemetry.PhaseSFT, 2) // the snapshot repeating the last point
 	st.add("policy/loss", 11, telemetry.PhaseSFT, math.NaN())
 	s := st.get("policy/loss")
-	if s.vals.len() != 1 || !math.IsNaN(s.latest) {
-		t.Fatalf("duplicate or NaN handling: %d points, latest %v", s.vals.len(), s.latest)
+	if s.held() != 1 || !math.IsNaN(s.latest) {
+		t.Fatalf("duplicate or NaN handling: %d points, latest %v", s.held(), s.latest)
 	}
 	st.add("policy/loss", 1, telemetry.PhaseRFT, 5) // a source that counts RFT from zero again
-	if s.vals.len() != 1 || s.vals.at(0) != 5 {
-		t.Fatalf("new phase did not restart the series: %d points", s.vals.len())
+	if s.held() != 1 || s.hist[0].v != 5 {
+		t.Fatalf("new phase did not restart the series: %d points", s.held())
 	}
 	st.add("policy/loss", 1, telemetry.PhaseEval, 7) // an eval point at a seen step is not a restart
-	if s.vals.len() != 1 {
+	if s.held() != 1 {
 		t.Fatalf("eval point restarted the series")
 	}
 }
@@ -187,5 +188,51 @@ func TestEventLogOrder(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"a", "b", "c", "d"}) || l.dropped != 3 {
 		t.Fatalf("log %v, dropped %d", got, l.dropped)
+	}
+}
+
+// Averages and ranges are over the last steps, not the last values: a metric
+// logged every 5 steps averages 20 values over 100 steps.
+func TestMovingAverageOverSteps(t *testing.T) {
+	st := newStore(1000)
+	for s := 5; s <= 1000; s += 5 {
+		st.add("reward/total", s, telemetry.PhaseRFT, float64(s))
+	}
+	s := st.get("reward/total")
+	if m, n := s.meanSteps(100); n != 20 || m != 952.5 {
+		t.Fatalf("meanSteps(100) = %v of %d values", m, n)
+	}
+	if lo, hi, n := s.rangeSteps(100); lo != 905 || hi != 1000 || n != 20 {
+		t.Fatalf("rangeSteps(100) = %v…%v of %d", lo, hi, n)
+	}
+}
+
+// Past History values a metric, the console keeps the whole run downsampled:
+// every chart of the KPI pane spans the same steps, from the run's first, and the
+// pane's title says detail was dropped.
+func TestChartsSpanTheWholeRun(t *testing.T) {
+	feed := newFakeFeed(true)
+	hs := newHarness(t, feed, Options{Color: "never", History: 100}, 120, 40)
+	var u telemetry.Update
+	for s := 1; s <= 5000; s++ {
+		m := map[string]float64{"policy/kl": float64(s % 7)}
+		if s%10 == 0 {
+			m["behavior/traj_len_mean"] = float64(s % 13)
+		}
+		u.Points = append(u.Points, telemetry.Point{Step: s, Phase: telemetry.PhaseRFT, Metrics: m})
+	}
+	hs.send(feedMsg(u))
+	k := hs.kpi()
+	if k.win.lo != 1 || k.win.hi != 5000 {
+		t.Fatalf("window %v", k.win)
+	}
+	for _, name := range []string{"policy/kl", "behavior/traj_len_mean"} {
+		s := hs.m.metrics.get(name)
+		if first, last, _ := s.bounds(); s.held() > 100 || (first != 1 && first != 10) || last != 5000 || s.width < 2 {
+			t.Errorf("%s holds %d points from %d to %d", name, s.held(), first, last)
+		}
+	}
+	if title := hs.m.pane(paneKPI)[0]; !strings.Contains(title, "min/max per") {
+		t.Errorf("KPI title does not say detail was dropped: %q", title)
 	}
 }

@@ -6,65 +6,117 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pixelis/pixelis/internal/downsample"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// series is one metric's history: its newest History values and the steps
-// they were recorded at (ascending). Non-finite values are shown as the
-// latest value (a NaN loss must be visible) but kept out of the history,
-// where they would flatten every chart.
+// series is one metric's history: the whole run, downsampled once it holds more
+// than the store's capacity (internal/downsample: the lowest and highest value of
+// each bucket of steps stay), so that every chart of a long run spans all of it;
+// and its newest raw values, for averages over the last steps. Non-finite values
+// are shown as the latest value (a NaN loss must be visible) but kept out of the
+// history, where they would flatten every chart.
 type series struct {
-	vals     *ring[float64]
-	steps    *ring[int]
+	hist     []point      // ascending steps, at most the store's capacity
+	width    int          // steps per bucket of hist: 1 while no value was dropped
+	capacity int          // the bound on hist
+	recent   *ring[point] // the newest raw values
 	latest   float64
 	lastStep int
 	phase    telemetry.Phase // the training phase of the newest value
 }
 
-// mean is the mean of the last k values held (fewer when fewer are held).
-func (s *series) mean(k int) (float64, bool) {
-	n := s.vals.len()
+// point is one value of a series and its step.
+type point struct {
+	step int
+	v    float64
+}
+
+// recentCap bounds the raw values a series keeps for its averages: enough for the
+// widest window (maWindow steps: steps strictly increase within a series).
+const recentCap = 128
+
+func newSeries(capacity int, phase telemetry.Phase) *series {
+	return &series{width: 1, capacity: max(capacity, 2), recent: newRing[point](recentCap), lastStep: math.MinInt, phase: phase}
+}
+
+// push appends a value, downsampling the history when it outgrows its bound (to
+// three quarters of it, so that thinning is rare).
+func (s *series) push(step int, v float64) {
+	s.hist = append(s.hist, point{step, v})
+	s.recent.push(point{step, v})
+	if len(s.hist) > s.capacity {
+		s.hist, s.width = downsample.Keep(s.hist, s.width, s.capacity*3/4,
+			func(p point) int { return p.step }, func(p point) float64 { return p.v })
+	}
+}
+
+// reset forgets every value.
+func (s *series) reset() {
+	s.hist, s.width = s.hist[:0], 1
+	s.recent.reset()
+}
+
+// held is the number of points the history holds.
+func (s *series) held() int { return len(s.hist) }
+
+// meanSteps is the mean of the values logged in the last window steps (those after
+// lastStep − window), and how many there were.
+func (s *series) meanSteps(window int) (float64, int) {
+	sum, n := 0.0, 0
+	for i := s.recent.len() - 1; i >= 0; i-- {
+		p := s.recent.at(i)
+		if p.step <= s.lastStep-window {
+			break
+		}
+		sum += p.v
+		n++
+	}
 	if n == 0 {
-		return 0, false
+		return 0, 0
 	}
-	k = min(k, n)
-	sum := 0.0
-	for i := n - k; i < n; i++ {
-		sum += s.vals.at(i)
+	return sum / float64(n), n
+}
+
+// rangeSteps is the lowest and highest value logged in the last window steps.
+func (s *series) rangeSteps(window int) (lo, hi float64, n int) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for i := s.recent.len() - 1; i >= 0; i-- {
+		p := s.recent.at(i)
+		if p.step <= s.lastStep-window {
+			break
+		}
+		lo, hi, n = math.Min(lo, p.v), math.Max(hi, p.v), n+1
 	}
-	return sum / float64(k), true
+	return lo, hi, n
+}
+
+// previous is the finite value logged before the newest one.
+func (s *series) previous() (float64, bool) {
+	if n := s.recent.len(); n >= 2 {
+		return s.recent.at(n - 2).v, true
+	}
+	return 0, false
 }
 
 // bounds are the steps of the oldest and newest values held.
 func (s *series) bounds() (first, last int, ok bool) {
-	n := s.steps.len()
-	if n == 0 {
+	if len(s.hist) == 0 {
 		return 0, 0, false
 	}
-	return s.steps.at(0), s.steps.at(n - 1), true
+	return s.hist[0].step, s.hist[len(s.hist)-1].step, true
 }
 
-// index is the position of the first value at or after step.
+// index is the position in the history of the first value at or after step.
 func (s *series) index(step int) int {
-	return sort.Search(s.steps.len(), func(i int) bool { return s.steps.at(i) >= step })
+	return sort.Search(len(s.hist), func(i int) bool { return s.hist[i].step >= step })
 }
 
-// valueAt is the newest value at or before step.
-func (s *series) valueAt(step int) (float64, bool) {
-	i := sort.Search(s.steps.len(), func(i int) bool { return s.steps.at(i) > step })
-	if i == 0 {
-		return 0, false
-	}
-	return s.vals.at(i - 1), true
-}
-
-// buckets reduces the values whose steps lie in [x.lo, x.hi] to len(out)
-// means, bucketed by step so that charts of one window line up whatever
-// their series' density; a bucket with no value is NaN. It returns the
-// range of the raw values in the window (not of the means: the newest value
-// and the extremes stay inside it) and how many there were. This is the
-// console's hot path with 10,000-point histories: it walks the ring's two
-// contiguous halves directly.
+// buckets reduces the values whose steps lie in [x.lo, x.hi] to len(out) means,
+// bucketed by step so that charts of one window line up whatever their series'
+// density; a bucket with no value is NaN. It returns the range of the values in
+// the window (not of the means: the newest value and the extremes stay inside it)
+// and how many there were. This is the console's hot path.
 func (s *series) buckets(x xrange, out []float64) (lo, hi float64, n int) {
 	w := len(out)
 	lo, hi = math.Inf(1), math.Inf(-1)
@@ -81,37 +133,23 @@ func (s *series) buckets(x xrange, out []float64) (lo, hi float64, n int) {
 	} else {
 		counts = make([]int32, w)
 	}
-	i0, i1 := s.index(x.lo), s.index(x.hi+1)
+	pts := s.hist[s.index(x.lo):s.index(x.hi+1)]
 	span := x.hi - x.lo + 1
-	vs, st := s.vals, s.steps
-	// Steps ascend: walk the buckets' boundaries instead of dividing for
-	// every value. Bucket b holds the steps from lo + ⌈b·span/w⌉.
+	// Steps ascend: walk the buckets' boundaries instead of dividing for every
+	// value. Bucket b holds the steps from lo + ⌈b·span/w⌉.
 	b := 0
 	next := x.lo + (span+w-1)/w // the first step of bucket 1
 	sum, k := 0.0, int32(0)
-	for i := i0; i < i1; {
-		// One contiguous run of the ring's backing arrays.
-		p := (st.head + i) % len(st.buf)
-		end := min(i1-i, len(st.buf)-p)
-		steps, vals := st.buf[p:p+end], vs.buf[p:p+end]
-		for j, v := range vals {
-			if steps[j] >= next {
-				out[b], counts[b] = sum, k
-				sum, k = 0, 0
-				b = (steps[j] - x.lo) * w / span
-				next = x.lo + ((b+1)*span+w-1)/w
-			}
-			sum += v
-			k++
-			if v < lo {
-				lo = v
-			}
-			if v > hi {
-				hi = v
-			}
+	for _, p := range pts {
+		if p.step >= next {
+			out[b], counts[b] = sum, k
+			sum, k = 0, 0
+			b = (p.step - x.lo) * w / span
+			next = x.lo + ((b+1)*span+w-1)/w
 		}
-		n += end
-		i += end
+		sum += p.v
+		k++
+		lo, hi = math.Min(lo, p.v), math.Max(hi, p.v)
 	}
 	if k > 0 {
 		out[b], counts[b] = sum, k
@@ -123,7 +161,7 @@ func (s *series) buckets(x xrange, out []float64) (lo, hi float64, n int) {
 			out[b] /= float64(c)
 		}
 	}
-	return lo, hi, n
+	return lo, hi, len(pts)
 }
 
 // xrange is a window of steps, both ends included.
@@ -160,23 +198,21 @@ func (st *store) add(name string, step int, phase telemetry.Phase, v float64) {
 		if len(st.series) >= maxSeries || (st.keep != nil && !st.keep(name)) {
 			return
 		}
-		s = &series{vals: newRing[float64](st.capacity), steps: newRing[int](st.capacity), lastStep: math.MinInt, phase: phase}
+		s = newSeries(st.capacity, phase)
 		st.series[name] = s
 	}
 	if step <= s.lastStep {
 		if phase == s.phase || phase == telemetry.PhaseEval || s.phase == telemetry.PhaseEval {
 			return
 		}
-		s.vals.reset()
-		s.steps.reset()
+		s.reset()
 	}
 	s.lastStep, s.latest = step, v
 	if phase != telemetry.PhaseEval {
 		s.phase = phase
 	}
 	if !math.IsNaN(v) && !math.IsInf(v, 0) {
-		s.vals.push(v)
-		s.steps.push(step)
+		s.push(step, v)
 	}
 }
 
@@ -277,8 +313,8 @@ func (st *store) names() []string {
 func (st *store) oldest() int {
 	o := st.latest
 	for _, s := range st.series {
-		if s.steps.len() > 0 {
-			o = min(o, s.steps.at(0))
+		if first, _, ok := s.bounds(); ok {
+			o = min(o, first)
 		}
 	}
 	return o

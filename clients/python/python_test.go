@@ -1,20 +1,29 @@
-// Package pythonclient_test runs the Python client's test (test_client.py)
-// from `go test ./...`, so CI covers it: it builds pixelis, plays reference
-// episodes in process and hands both to the Python test, which starts
-// `pixelis serve`, plays the same episodes through it and checks that every
-// answer, step result, pixel and reward is the same. Without python3 on PATH
-// the test skips and says so.
+// Package pythonclient_test runs the Python package's tests (tests/) from
+// `go test ./...`, so CI covers them: it builds pixelis, plays reference
+// episodes in process, installs the package into a fresh virtual environment
+// (`pip install ./clients/python`, as a user would, with no package index),
+// and runs the tests with that environment's interpreter; they start
+// `pixelis serve`, play the same episodes through it and check that every
+// answer, step result, observation, pixel and reward is the same.
+//
+// The interpreter is /usr/bin/python3 (Debian's, with torch and numpy in CI),
+// else python3 on PATH. Without one, or without the venv module, the test
+// skips and says so; under CI=true it fails instead, and so does any Python
+// test that skipped.
 package pythonclient_test
 
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"image"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -24,11 +33,50 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 )
 
-func TestPythonClient(t *testing.T) {
+var inCI = os.Getenv("CI") == "true"
+
+// unavailable skips, or under CI=true fails, for a missing prerequisite.
+func unavailable(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if inCI {
+		t.Fatalf("CI=true: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// interpreter finds the Python the tests run with.
+func interpreter(t *testing.T) string {
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		return "/usr/bin/python3"
+	}
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not on PATH: the Python client's test (clients/python/test_client.py) did not run")
+		unavailable(t, "no /usr/bin/python3 and no python3 on PATH: the Python package's tests (clients/python/tests) did not run")
 	}
+	return py
+}
+
+// install makes a virtual environment (seeing the system's packages, so
+// Debian's torch and numpy) and installs the package into it with pip.
+func install(t *testing.T, py, dir string) string {
+	venv := filepath.Join(dir, "venv")
+	if out, err := exec.Command(py, "-m", "venv", "--system-site-packages", venv).CombinedOutput(); err != nil {
+		unavailable(t, "%s -m venv failed (install python3-venv): %v\n%s", py, err, out)
+	}
+	vpy := filepath.Join(venv, "bin", "python")
+	pip := exec.Command(vpy, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", ".")
+	pip.Env = append(os.Environ(), "PIP_NO_INPUT=1")
+	if out, err := pip.CombinedOutput(); err != nil {
+		t.Fatalf("pip install ./clients/python: %v\n%s", err, out)
+	}
+	return vpy
+}
+
+// skippedLine is unittest's summary when tests skipped.
+var skippedLine = regexp.MustCompile(`(?m)^(OK|FAILED) \(.*skipped=\d+`)
+
+func TestPythonPackage(t *testing.T) {
+	py := interpreter(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "pixelis")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/pixelis/pixelis/cmd/pixelis").CombinedOutput(); err != nil {
@@ -36,15 +84,21 @@ func TestPythonClient(t *testing.T) {
 	}
 	ref := filepath.Join(dir, "reference.json")
 	writeReference(t, ref)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	vpy := install(t, py, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "test_client")
-	cmd.Env = append(os.Environ(), "PIXELIS_BIN="+bin, "PIXELIS_REFERENCE="+ref, "PYTHONDONTWRITEBYTECODE=1")
+	// From tests/, so that `import pixelis` finds the installed package, not the source tree.
+	cmd := exec.CommandContext(ctx, vpy, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py")
+	cmd.Dir = "tests"
+	cmd.Env = append(os.Environ(), "PIXELIS_BIN="+bin, "PIXELIS_REFERENCE="+ref, "PYTHONDONTWRITEBYTECODE=1", "PIXELIS_EXPECT_INSTALLED=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("python3 -m unittest test_client: %v\n%s", err, out)
+		t.Fatalf("python -m unittest (clients/python/tests): %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+	if inCI && skippedLine.Match(out) {
+		t.Fatalf("CI=true: Python tests skipped (a skip is a failure in CI):\n%s", out)
+	}
 }
 
 // refEpisode is one episode played in process.
@@ -60,6 +114,7 @@ type refEpisode struct {
 	Correct      bool           `json:"correct"`
 	GroundTruth  string         `json:"ground_truth"`
 	FramesSHA256 []string       `json:"frames_rgb_sha256"` // each source frame's RGB bytes
+	ObsSHA256    []string       `json:"obs_sha256"`        // the coarse view before each step and at the end, float32 LE
 	ViewSHA256   string         `json:"view_rgb_sha256"`   // the full view, ViewSize² RGB, before any step
 }
 
@@ -114,6 +169,15 @@ type reference struct {
 	Batches   [][]refReward `json:"scorer_batches"`
 }
 
+// obsSHA is the sha256 of an observation's float32 little-endian bytes.
+func obsSHA(obs []float32) string {
+	b := make([]byte, 0, 4*len(obs))
+	for _, v := range obs {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	}
+	return sha(b)
+}
+
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
@@ -158,6 +222,7 @@ func writeReference(t *testing.T, path string) {
 		for _, a := range acts {
 			obs := make([]float32, env.ObsDim)
 			e.Observe(obs)
+			re.ObsSHA256 = append(re.ObsSHA256, obsSHA(obs))
 			e.Step(a)
 			st := e.Trajectory()
 			last := st[len(st)-1]
@@ -183,6 +248,7 @@ func writeReference(t *testing.T, path string) {
 		re.Correct = e.Correct()
 		tr.FinalObs = make([]float32, env.ObsDim)
 		e.Observe(tr.FinalObs)
+		re.ObsSHA256 = append(re.ObsSHA256, obsSHA(tr.FinalObs))
 		tr.Answered, tr.Correct = re.Answered, re.Correct
 		trajs = append(trajs, tr)
 		ref.Episodes = append(ref.Episodes, re)

@@ -101,7 +101,7 @@ func TestAttachCompareEndToEnd(t *testing.T) {
 	s.keys("t")
 	s.waitScreen("arms × seeds", "Arms × seeds", "seed 1", "seed 2", "mean (n)")
 	s.keys("Enter")
-	s.waitScreen("run alone", "Reward (batch · MA100)", "[attached · read-only]")
+	s.waitScreen("run alone", "Reward (batch · MA 100 steps)", "[attached · read-only]")
 	s.keys("q")
 	s.waitScreen("back to compare", "pixelis · compare")
 	s.keys("q")

@@ -55,7 +55,7 @@ func init() {
 		"analyze":    {"compare checkpoints' trajectories; plots and a report", cmdAnalyze},
 		"experiment": {"arms × seeds of runs from an experiment file, with results: experiment FILE", cmdExperiment},
 		"serve":      {"the pixel world and its reward over HTTP for external trainers", cmdServe},
-		"watch":      {"the console, read-only, on a TRL, verl or TensorBoard run: watch DIR", cmdWatch},
+		"watch":      {"the console, read-only, on a Hugging Face/TRL, verl or TensorBoard run: watch PATH", cmdWatch},
 	}
 }
 

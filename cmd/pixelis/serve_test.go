@@ -28,6 +28,10 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--set", "env.max_stepz=3"}, "unknown key env.max_stepz"},
 		{[]string{"serve", "--set", "env.max_steps=2"}, "env.max_steps: must be in [5, 64], got 2"},
 		{[]string{"serve", "extra"}, "want no arguments"},
+		{[]string{"serve", "--token", " "}, "--token is blank"},
+		{[]string{"serve", "--addr", "0.0.0.0:0", "--token", "  "}, "--token is blank"},
+		{[]string{"serve", "--addr", "0.0.0.0:0", "--token", "x"}, "--token has 1 characters: off loopback a token needs at least 16"},
+		{[]string{"serve", "--max-memory", "10"}, "--max-memory 10: must be at least 64"},
 	}
 	for _, c := range cases {
 		code, out, errOut := run(t, c.args...)

@@ -35,11 +35,13 @@ var usages = map[string]usageText{
 		"Open the console on a run from another terminal, live or finished: its keys reach the run over\n" +
 			"RUN_DIR/control.sock, and leaving the console never stops the run. With several run directories, or an\n" +
 			"experiment's directory, the runs are shown side by side: overlaid charts, a run list and a results table."},
-	"watch": {"pixelis watch DIR [--run NAME] [--map FILE]",
-		"Open the console, read-only, on a run pixelis did not train: a TRL output directory (trainer_state.json,\n" +
-			"checkpoint-N/, runs/), a TensorBoard log directory (verl's tensorboard_log/<project>/<experiment>/, anything a\n" +
-			"SummaryWriter wrote), or a pixelis run directory. Metric names are mapped to the panes' by the embedded\n" +
-			"mapping, extended by --map; names no pane knows are charted in a grid with a / filter."},
+	"watch": {"pixelis watch PATH [--run NAME] [--map FILE] [--no-tui [--once]]",
+		"Open the console, read-only, on a run pixelis did not train: a Hugging Face or TRL output directory\n" +
+			"(trainer_state.json, checkpoint-N/, runs/), verl's FileLogger JSONL or console log (a file or its directory),\n" +
+			"a TensorBoard log directory (verl's tensorboard_log/<project>/<experiment>/, anything a SummaryWriter wrote),\n" +
+			"or a pixelis run directory. Metric names are mapped to the panes' by the embedded mapping, extended by --map,\n" +
+			"which also tells RL, SFT and preference runs apart; names no pane knows are charted in a grid with a / filter.\n" +
+			"--no-tui prints plain lines until the run ends (--once: what its files hold now)."},
 	"export":       {"pixelis export RUN_DIR --csv FILE", "Export a run's metrics.jsonl as a wide CSV (one row a step, one column a metric)."},
 	"ckpt inspect": {"pixelis ckpt inspect PATH", "Print a checkpoint's manifest: phase, step, stage, config hash and every file with its size and sha256."},
 	"ckpt verify":  {"pixelis ckpt verify PATH", "Check every file of a checkpoint against its manifest: presence, size, sha256 and tensor shapes."},

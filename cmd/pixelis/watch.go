@@ -8,19 +8,23 @@ import (
 	"github.com/pixelis/pixelis/tui"
 )
 
-// cmdWatch: the console, read-only, on a TRL, verl or TensorBoard run (or a
-// pixelis run directory), live or finished.
+// cmdWatch: the console, read-only, on a run of another trainer — a Hugging Face
+// or TRL output directory, verl's logs, any TensorBoard log — or a pixelis run
+// directory, live or finished. --no-tui (or a stdout that is not a terminal)
+// prints plain lines instead, as runs print them, until the run ends.
 func cmdWatch(ctx context.Context, args []string, std stdio) error {
 	fs := newFlagSet("watch", std)
-	run := fs.String("run", "", "the run `NAME` to show when DIR holds several TensorBoard runs (default: the one written last)")
+	run := fs.String("run", "", "the run `NAME` to show when DIR holds several TensorBoard runs, or the end of its name (default: the one written last)")
 	mapFile := fs.String("map", "", "a TOML `FILE` of metric-name rules that extends the embedded mapping (see train/telemetry/watch/mapping.toml)")
-	history := fs.Int("history", 10000, "values `N` kept of each metric")
+	history := fs.Int("history", 10000, "points `N` kept of each metric's whole history (older ones are downsampled)")
 	color := fs.String("color", "auto", "colours: auto (honouring NO_COLOR), always or never")
+	noTUI := fs.Bool("no-tui", false, "plain lines instead of the console, until the run ends (automatic when stdout is not a terminal)")
+	once := fs.Bool("once", false, "with --no-tui: print what the files hold and exit, without following the run")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(pos, 1, "DIR"); err != nil {
+	if err := wantArgs(pos, 1, "PATH"); err != nil {
 		return err
 	}
 	if *history < 1 {
@@ -28,9 +32,6 @@ func cmdWatch(ctx context.Context, args []string, std stdio) error {
 	}
 	if *color != "auto" && *color != "always" && *color != "never" {
 		return usagef("--color %q: want auto, always or never", *color)
-	}
-	if !isTerminal(std.out) {
-		return usagef("watch draws the console and needs a terminal")
 	}
 	opts := watch.Options{MaxPoints: *history, Run: *run}
 	if *mapFile != "" {
@@ -42,11 +43,14 @@ func cmdWatch(ctx context.Context, args []string, std stdio) error {
 	}
 	feed, err := watch.Open(ctx, pos[0], opts)
 	if err != nil {
-		return usageError{err} // ErrNoRun, or a --run that names no run of DIR
+		return usageError{err} // nothing readable, or a --run that names no run of PATH
 	}
 	defer feed.Close()
+	if *noTUI || !isTerminal(std.out) {
+		return tui.PlainWatch(ctx, feed, std.out, !*once)
+	}
 	role := tui.RoleWatch
-	if feed.Kind() == watch.KindPixelis {
+	if f := feed.Format(); f == watch.FormatPixelis || f == watch.FormatPixelisTB {
 		role = tui.RoleAttached // pixelis's own panes, read-only (attach commands it)
 	}
 	err = tui.Run(ctx, feed, tui.Options{RunDir: pos[0], History: *history, Color: *color, Role: role})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -78,7 +79,86 @@ func decodeJSON(body []byte, dst any, emptyOK bool) *apiError {
 	if _, err := dec.Token(); err != io.EOF {
 		return badField("body", "trailing data after the JSON object")
 	}
+	return checkMembers(body)
+}
+
+// checkMembers refuses what encoding/json lets pass in valid JSON: a key given
+// twice in one object (encoding/json keeps the last, so a client's first
+// value would be dropped unseen) and null as a member's value (a pointer
+// field left nil reads as "not given", so {"split": null} would silently
+// mean a random task). body must be valid JSON; the error names the member
+// by its path ("items[2].task.split").
+func checkMembers(body []byte) *apiError {
+	type frame struct {
+		path   string
+		object bool
+		keys   []string // the object's keys so far
+		index  int      // the array's next element
+	}
+	var stack []frame
+	key := ""          // the member whose value comes next
+	expectKey := false // the next string in an object is a key
+	member := func() string {
+		f := &stack[len(stack)-1]
+		if f.object {
+			return joinPath(f.path, key)
+		}
+		return fmt.Sprintf("%s[%d]", f.path, f.index)
+	}
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; c {
+		case '{', '[':
+			path := ""
+			if len(stack) > 0 {
+				path = member()
+			}
+			stack = append(stack, frame{path: path, object: c == '{'})
+			expectKey = c == '{'
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		case ',':
+			f := &stack[len(stack)-1]
+			expectKey = f.object
+			if !f.object {
+				f.index++
+			}
+		case '"':
+			j := i + 1
+			escaped := false
+			for ; body[j] != '"'; j++ {
+				if body[j] == '\\' {
+					escaped = true
+					j++
+				}
+			}
+			if expectKey {
+				k := string(body[i+1 : j])
+				if escaped {
+					json.Unmarshal(body[i:j+1], &k)
+				}
+				f := &stack[len(stack)-1]
+				if slices.Contains(f.keys, k) {
+					return badField(joinPath(f.path, k), "given twice in one object")
+				}
+				f.keys = append(f.keys, k)
+				key, expectKey = k, false
+			}
+			i = j
+		case 'n':
+			if len(stack) > 0 {
+				return badField(member(), "null is no value here: leave the field out")
+			}
+			i += 3
+		}
+	}
 	return nil
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
 
 // jsonError turns a decoding error into an apiError naming the field.
@@ -89,7 +169,9 @@ func jsonError(err error) *apiError {
 	case errors.As(err, &syn):
 		return badField("body", "invalid JSON at byte %d: %s", syn.Offset, strings.TrimPrefix(syn.Error(), "json: "))
 	case errors.As(err, &typ):
-		field := typ.Field
+		// encoding/json names a field of an embedded struct with the
+		// struct's Go name in front (episodeRequest embeds taskSpec).
+		field := strings.ReplaceAll(typ.Field, "taskSpec.", "")
 		if field == "" {
 			field = "body"
 		}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/pixelis/pixelis/train/env"
 )
@@ -21,7 +20,33 @@ type episode struct {
 	env    *env.Episode
 	task   *env.Task
 	region image.Rectangle // source region of the current view
+	steps  int             // steps taken in the current episode
+	obs    obsOptions      // what its answers carry
+	vector string          // the vector it is a slot of, "" for none
 	used   atomic.Int64    // last use, Unix ns
+}
+
+// reset starts t (nil: the same task again) in e.
+func (e *episode) reset(t *env.Task) {
+	if t != nil {
+		e.task = t
+	}
+	e.env.Reset(e.task)
+	e.region = fullView
+	e.steps = 0
+}
+
+// step applies a (as the request decoders make it: no argument its
+// operation does not take) and returns the step the episode recorded.
+func (e *episode) step(a env.Action) (env.Step, bool) {
+	res, done := e.env.Step(a)
+	e.region = regionAfter(e.region, a, res)
+	e.steps++
+	idx, err := env.EncodeAction(a)
+	if err != nil {
+		idx = -1 // a segment outside the view has no index
+	}
+	return env.Step{Action: a, Result: res, Index: idx}, done
 }
 
 func (e *episode) lastUse() *atomic.Int64 { return &e.used }
@@ -41,15 +66,26 @@ func newTaskStream(seed uint64) *taskStream {
 // randomSpan is the range of task indices random tasks are drawn from.
 const randomSpan = 1 << 30
 
-// draw returns a random index of split whose family is families[family]
-// (any family when family < 0).
+// draw returns a random task index whose family is families[family] (any
+// family when family < 0) of nf families.
 func (ts *taskStream) draw(family, nf int) int {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	return drawIndex(ts.r, family, nf)
+}
+
+func drawIndex(r *rand.Rand, family, nf int) int {
 	if family < 0 {
-		return ts.r.IntN(randomSpan)
+		return r.IntN(randomSpan)
 	}
-	return ts.r.IntN(randomSpan/nf)*nf + family
+	return r.IntN(randomSpan/nf)*nf + family
+}
+
+// seed draws a seed for a vector's own task streams.
+func (ts *taskStream) seed() uint64 {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.r.Uint64() >> 11 // exact in a JSON number (2^53)
 }
 
 // task generates the task a resolved spec names.
@@ -94,34 +130,38 @@ func (s *Server) closeEpisode(e *episode) {
 func (s *Server) full(what, flag string, limit int, oldest int64) *apiError {
 	e := errorf(http.StatusServiceUnavailable, "", "%d live %s, the most this server keeps (%s); close finished ones (DELETE) or retry once idle ones expire (idle timeout %s)",
 		limit, what, flag, s.opt.IdleTimeout)
-	wait := time.Second
-	if oldest > 0 {
-		wait = time.Duration(oldest + int64(s.opt.IdleTimeout) - s.opt.Now().UnixNano())
-	}
-	e.retryAfter = max(1, int((wait+time.Second-1)/time.Second))
+	e.retryAfter = s.retryAfter(oldest)
 	return e
 }
 
+// episodeRequest is the body of POST /v1/episodes: a task and what the
+// episode's answers carry.
+type episodeRequest struct {
+	taskSpec
+	Observation *obsSpec `json:"observation,omitempty"`
+}
+
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
-	var spec taskSpec
-	if err := decodeBody(w, r, &spec, maxSmallBody, true); err != nil {
+	var req episodeRequest
+	if err := decodeBody(w, r, &req, maxSmallBody, true); err != nil {
 		writeError(w, err)
 		return
 	}
-	rt, err := spec.resolve("", s.envCfg.Families)
+	rt, err := req.resolve("", s.envCfg.Families)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if !s.episodes.reserve() {
-		writeError(w, s.full("episodes", "--max-episodes", s.opt.MaxEpisodes, s.episodes.oldestUse()))
+	opt, err := req.Observation.resolve("observation.")
+	if err != nil {
+		writeError(w, err)
 		return
 	}
-	e := &episode{id: newID("ep-"), env: s.pool.Get().(*env.Episode)}
-	e.task = s.task(rt)
-	e.env.Reset(e.task)
-	e.region = fullView
-	e.used.Store(s.opt.Now().UnixNano())
+	if err := s.admit(1); err != nil {
+		writeError(w, err)
+		return
+	}
+	e := s.newEpisode(s.task(rt), opt, "")
 	s.episodes.insert(e.id, e)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -130,7 +170,15 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/episodes/"+e.id)
-	writeJSON(w, http.StatusCreated, s.episodeView(e))
+	s.writeEpisode(w, r, http.StatusCreated, e)
+}
+
+// newEpisode starts t in pooled buffers; the caller holds a store slot.
+func (s *Server) newEpisode(t *env.Task, opt obsOptions, vector string) *episode {
+	e := &episode{id: newID("ep-"), env: s.pool.Get().(*env.Episode), obs: opt, vector: vector}
+	e.reset(t)
+	e.used.Store(s.opt.Now().UnixNano())
+	return e
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
@@ -140,13 +188,17 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.mu.Unlock()
-	writeJSON(w, http.StatusOK, s.episodeView(e))
+	s.writeEpisode(w, r, http.StatusOK, e)
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	e, ok := s.episodes.remove(id)
-	if !ok {
+	e, ok := s.episodes.get(id)
+	if ok && e.vector != "" {
+		writeError(w, errorf(http.StatusConflict, "id", "episode %s is slot of vector %s: DELETE /v1/vectors/%s closes it", id, e.vector, e.vector))
+		return
+	}
+	if e, ok = s.episodes.remove(id); !ok {
 		writeError(w, errorf(http.StatusNotFound, "id", "no live episode %q (closed, idle for more than %s, or never created)", id, s.opt.IdleTimeout))
 		return
 	}
@@ -160,16 +212,13 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var rt resolvedTask
-	if spec != nil {
-		var err *apiError
-		if rt, err = spec.resolve("", s.envCfg.Families); err != nil {
+	var t *env.Task
+	if spec != nil { // generated before taking the episode's lock
+		rt, err := spec.resolve("", s.envCfg.Families)
+		if err != nil {
 			writeError(w, err)
 			return
 		}
-	}
-	var t *env.Task
-	if spec != nil { // generated before taking the episode's lock
 		t = s.task(rt)
 	}
 	e, err := s.lookup(r.PathValue("id"))
@@ -178,12 +227,12 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.mu.Unlock()
-	if t != nil {
-		e.task = t
+	if e.vector != "" {
+		writeError(w, errorf(http.StatusConflict, "id", "episode %s is a slot of vector %s: POST /v1/vectors/%s/reset resets it", e.id, e.vector, e.vector))
+		return
 	}
-	e.env.Reset(e.task)
-	e.region = fullView
-	writeJSON(w, http.StatusOK, s.episodeView(e))
+	e.reset(t)
+	s.writeEpisode(w, r, http.StatusOK, e)
 }
 
 func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
@@ -203,23 +252,49 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.mu.Unlock()
+	if e.vector != "" {
+		writeError(w, errorf(http.StatusConflict, "id", "episode %s is a slot of vector %s: POST /v1/vectors/%s/step steps it", e.id, e.vector, e.vector))
+		return
+	}
 	if e.env.Done() {
-		n := len(e.env.Trajectory())
+		n := e.steps
 		writeError(w, errorf(http.StatusConflict, "id", "episode %s is over after %d steps; reset it or create another", e.id, n))
 		return
 	}
-	res, done := e.env.Step(a)
-	if a.Op == env.OpZoom && res.Misuse == env.MisuseNone {
-		e.region = res.BBox // ZOOM_IN reports the new view region
-	}
-	traj := e.env.Trajectory()
-	k := len(traj) - 1
-	out := stepView{Step: k + 1, stepJSON: stepOf(traj[k]), Done: done, Region: rectJSON(e.region)}
+	last, done := e.step(a)
+	out := stepView{Step: e.steps, stepJSON: stepOf(last), Done: done, Region: rectJSON(e.region)}
+	out.Terminated, out.Truncated = ending(last, done)
+	out.RewardTerms, out.Reward = s.termsView(e.env, last)
 	if done {
 		fin := s.finish(e)
 		out.Finish = &fin
 	}
-	writeJSON(w, http.StatusOK, out)
+	var rows obsRows
+	rows.resize(e.obs, 1)
+	rows.fill(0, e)
+	out.AllowedActions = allowed(rows.mask)
+	s.writeFrame(w, r, http.StatusOK, e.obs.encoding, out, squeeze(rows.arrays("", 1, false)))
+}
+
+// termsView is a step's reward terms by name, and their weighted sum.
+func (s *Server) termsView(e *env.Episode, last env.Step) (map[string]float64, float64) {
+	terms, sum := s.terms.of(e, last)
+	m := make(map[string]float64, len(termNames))
+	for i, n := range termNames {
+		m[n] = terms[i]
+	}
+	return m, sum
+}
+
+// allowed lists the indices a mask allows.
+func allowed(mask []bool) []int {
+	out := []int{}
+	for i, ok := range mask {
+		if ok {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) {
@@ -258,37 +333,13 @@ func (s *Server) handleTrajectory(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errorf(http.StatusConflict, "format", "a CoTA record holds the ground truth: finish the episode first"))
 			return
 		}
-		writeJSON(w, http.StatusOK, cotaRecord(e.task, traj))
+		writeJSON(w, http.StatusOK, s.cotaRecord(e.task, traj))
 		return
 	}
 	out := trajectoryView{Episode: e.id, Task: publicTask(e.task), Steps: stepsOf(traj), Done: e.env.Done()}
 	if out.Done {
 		fin := s.finish(e)
 		out.Finish = &fin
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) handleExpert(w http.ResponseWriter, r *http.Request) {
-	var spec taskSpec
-	if err := decodeBody(w, r, &spec, maxSmallBody, true); err != nil {
-		writeError(w, err)
-		return
-	}
-	rt, err := spec.resolve("", s.envCfg.Families)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	t := s.task(rt)
-	ep := s.pool.Get().(*env.Episode)
-	defer s.pool.Put(ep)
-	acts := env.SolveIn(ep, t) // in an episode with the server's budgets, as pixelis data gen
-	sample := cotaRecord(t, ep.Trajectory())
-	out := expertView{Task: publicTask(t), Sample: sample}
-	out.Task.GroundTruth = t.Answer
-	for _, a := range acts {
-		out.Actions = append(out.Actions, actionOut(a))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -303,22 +354,19 @@ func (s *Server) finish(e *episode) finishView {
 	return f
 }
 
-func (s *Server) episodeView(e *episode) episodeView {
+// writeEpisode answers with e's state and its current observation.
+func (s *Server) writeEpisode(w http.ResponseWriter, r *http.Request, status int, e *episode) {
+	var rows obsRows
+	rows.resize(e.obs, 1)
+	rows.fill(0, e)
 	v := episodeView{
-		Episode: e.id, Task: publicTask(e.task), Steps: len(e.env.Trajectory()), MaxSteps: s.envCfg.MaxSteps,
+		Episode: e.id, Vector: e.vector, Task: publicTask(e.task), Steps: e.steps, MaxSteps: s.envCfg.MaxSteps,
 		Done: e.env.Done(), Region: rectJSON(e.region), IdleTimeoutS: s.opt.IdleTimeout.Seconds(),
-		AllowedActions: []int{},
-	}
-	mask := make([]bool, env.NumActions())
-	e.env.ActionMask(mask)
-	for i, ok := range mask {
-		if ok {
-			v.AllowedActions = append(v.AllowedActions, i)
-		}
+		AllowedActions: allowed(rows.mask), Observation: e.obs.space(),
 	}
 	if v.Done {
 		f := s.finish(e)
 		v.Finish = &f
 	}
-	return v
+	s.writeFrame(w, r, status, e.obs.encoding, v, squeeze(rows.arrays("", 1, false)))
 }

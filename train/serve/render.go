@@ -19,39 +19,73 @@ const (
 	maxImageSize = 1024
 )
 
-// render resamples region reg of a source frame to size×size with a box
-// filter: each output pixel is the mean of the source pixels of its cell (at
-// least one), which is the env's own view resampling when size is
-// env.ViewSize, and nearest-neighbour enlargement when size exceeds the
-// region. The result is opaque.
+// render resamples region reg of a source frame to an opaque size×size
+// image (see resample).
 func render(src *image.RGBA, reg image.Rectangle, size int) *image.RGBA {
 	dst := image.NewRGBA(image.Rect(0, 0, size, size))
+	resample(dst.Pix, 4, src, reg, size)
+	return dst
+}
+
+// resample writes region reg of a source frame, resampled to size×size with
+// a box filter, into dst as rows of pixels of channels bytes (3: RGB, 4:
+// RGBA with alpha 255). Each output pixel is the mean of the source pixels
+// of its cell (at least one), which is the env's own view resampling when
+// size is env.ViewSize, and nearest-neighbour enlargement when size exceeds
+// the region.
+func resample(dst []uint8, channels int, src *image.RGBA, reg image.Rectangle, size int) {
 	w, h := reg.Dx(), reg.Dy()
-	xs := make([]int, size+1)
+	pix, stride := src.Pix, src.Stride
+	var xsBuf [maxImageSize + 1]int
+	xs := xsBuf[:size+1]
 	for i := range xs {
-		xs[i] = reg.Min.X + i*w/size
+		xs[i] = (reg.Min.X - src.Rect.Min.X + i*w/size) * 4 // byte offset of the cell's first column
 	}
+	if w <= size && h <= size { // enlargement: every cell is one source pixel
+		d := 0
+		for dy := 0; dy < size; dy++ {
+			o := (reg.Min.Y - src.Rect.Min.Y + dy*h/size) * stride
+			for dx := 0; dx < size; dx++ {
+				p := pix[o+xs[dx] : o+xs[dx]+3 : o+xs[dx]+3]
+				dst[d], dst[d+1], dst[d+2] = p[0], p[1], p[2]
+				if channels == 4 {
+					dst[d+3] = 255
+				}
+				d += channels
+			}
+		}
+		return
+	}
+	d := 0
 	for dy := 0; dy < size; dy++ {
-		y0 := reg.Min.Y + dy*h/size
-		y1 := max(reg.Min.Y+(dy+1)*h/size, y0+1)
+		y0 := reg.Min.Y - src.Rect.Min.Y + dy*h/size
+		y1 := max(reg.Min.Y-src.Rect.Min.Y+(dy+1)*h/size, y0+1)
+		rows := y1 - y0
 		for dx := 0; dx < size; dx++ {
-			x0, x1 := xs[dx], max(xs[dx+1], xs[dx]+1)
-			var s0, s1, s2, n int
-			for y := y0; y < y1; y++ {
-				o := src.PixOffset(x0, y)
-				for x := x0; x < x1; x++ {
-					s0 += int(src.Pix[o])
-					s1 += int(src.Pix[o+1])
-					s2 += int(src.Pix[o+2])
-					o += 4
-					n++
+			x0, x1 := xs[dx], max(xs[dx+1], xs[dx]+4)
+			var s0, s1, s2 uint32
+			for o := y0*stride + x0; o < y1*stride; o += stride {
+				row := pix[o : o+x1-x0 : o+x1-x0]
+				for k := 0; k+2 < len(row); k += 4 {
+					s0 += uint32(row[k])
+					s1 += uint32(row[k+1])
+					s2 += uint32(row[k+2])
 				}
 			}
-			d := dst.PixOffset(dx, dy)
-			dst.Pix[d], dst.Pix[d+1], dst.Pix[d+2], dst.Pix[d+3] = uint8(s0/n), uint8(s1/n), uint8(s2/n), 255
+			switch n := uint32(rows * (x1 - x0) / 4); n { // divisions dominate: spare the common ones
+			case 1:
+			case 4:
+				s0, s1, s2 = s0>>2, s1>>2, s2>>2
+			default:
+				s0, s1, s2 = s0/n, s1/n, s2/n
+			}
+			dst[d], dst[d+1], dst[d+2] = uint8(s0), uint8(s1), uint8(s2)
+			if channels == 4 {
+				dst[d+3] = 255
+			}
+			d += channels
 		}
 	}
-	return dst
 }
 
 var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngPool{}}
@@ -95,6 +129,19 @@ func intParam(r *http.Request, name string, def, lo, hi int) (int, *apiError) {
 	return n, nil
 }
 
+// maxFrame bounds a frame number before the task is looked at.
+const maxFrame = 1 << 20
+
+// hasFrame is the one answer, for ?frame=k and /frames/k alike, to a frame
+// number the task lacks: 404 naming the parameter, since the number is
+// well formed but no such frame exists.
+func hasFrame(t *env.Task, field string, k int) *apiError {
+	if n := len(t.Frames); k < 0 || k >= n {
+		return errorf(http.StatusNotFound, field, "task %s has %d frame(s): %s must be in [0, %d), got %d", t.ID, n, field, n, k)
+	}
+	return nil
+}
+
 // handleView sends the current view: the episode's view region of frame 0
 // (or ?frame=k) resampled to env.ViewSize pixels (or ?size=N), which is what
 // SEGMENT_OBJECT_AT's x and y and READ_TEXT refer to.
@@ -109,8 +156,10 @@ func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	frames := len(e.task.Frames)
-	frame, err := intParam(r, "frame", 0, 0, frames-1)
+	frame, err := intParam(r, "frame", 0, -maxFrame, maxFrame)
+	if err == nil {
+		err = hasFrame(e.task, "frame", frame)
+	}
 	if err != nil {
 		e.mu.Unlock()
 		writeError(w, err)
@@ -143,10 +192,9 @@ func (s *Server) handleFrame(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	frames := len(e.task.Frames)
-	if k < 0 || k >= frames {
+	if err := hasFrame(e.task, "k", k); err != nil {
 		e.mu.Unlock()
-		writeError(w, errorf(http.StatusNotFound, "k", "task %s has %d frame(s): k must be in [0, %d), got %d", e.task.ID, frames, frames, k))
+		writeError(w, err)
 		return
 	}
 	src := e.task.Frames[k]

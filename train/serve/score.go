@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train"
-	"github.com/pixelis/pixelis/train/env"
 )
 
 // Scoring. A pixelis reward is not a pure function of one trajectory: the
@@ -31,6 +29,13 @@ import (
 //     = "icm" the curiosity (and coherence's similarity term) come from the
 //     untrained model, so trainers that want the curiosity reward use a scorer.
 //
+// A lone trajectory is never normalised: z-scored against a batch of one, a
+// right and a wrong answer would get the same total. POST /v1/score
+// z-scores the components across the trajectories of its request when
+// there are at least two, and otherwise totals the stage-weighted raw
+// values; a scorer z-scores against its window, as a run does. Every answer
+// says which ("normalization").
+//
 // Trainers that normalise rewards themselves (GRPO's group baseline in verl
 // and TRL) can use the raw components with the documented formula instead of
 // the total: R = clip(Σ_c w_c·z_c + penalty + cost, ±clip), the raw value of
@@ -48,9 +53,16 @@ type scorer struct {
 func (sc *scorer) lastUse() *atomic.Int64 { return &sc.used }
 
 // newOrchestrator builds an orchestrator with the weights ws chooses: the
-// config curriculum's first stage, or the named stage, then ws.Weights.
-func (s *Server) newOrchestrator(ws weightsSpec) (*reward.Orchestrator, *apiError) {
-	o, err := train.NewOrchestrator(s.cfg)
+// config curriculum's first stage, or the named stage, then ws.Weights;
+// with normalize false its components are not z-scored (whatever the
+// config says).
+func (s *Server) newOrchestrator(ws weightsSpec, normalize bool) (*reward.Orchestrator, *apiError) {
+	cfg := s.cfg
+	if !normalize && cfg.Reward.Normalize {
+		cfg = cfg.Clone()
+		cfg.Reward.Normalize = false
+	}
+	o, err := train.NewOrchestrator(cfg)
 	if err != nil {
 		return nil, &apiError{Status: http.StatusInternalServerError, Message: err.Error()}
 	}
@@ -105,13 +117,13 @@ func (s *Server) handleScorerCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if !s.scorers.reserve() {
+	if !s.scorers.reserve(1) {
 		writeError(w, s.full("scorers", "--max-scorers", s.opt.MaxScorers, s.scorers.oldestUse()))
 		return
 	}
-	o, err := s.newOrchestrator(ws)
+	o, err := s.newOrchestrator(ws, true)
 	if err != nil {
-		s.scorers.release()
+		s.scorers.release(1)
 		writeError(w, err)
 		return
 	}
@@ -168,17 +180,36 @@ func (s *Server) handleScore(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	trajs, aerr := s.trajectories(req.Items)
+	plans, aerr := s.planScore(req.Items)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
 	}
-	o, aerr := s.newOrchestrator(req.weights())
+	together := len(plans) > 1 && s.cfg.Reward.Normalize
+	o, aerr := s.newOrchestrator(req.weights(), together)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
 	}
-	writeJSON(w, http.StatusOK, scoreView(o, trajs, "", 1))
+	trajs, release, aerr := s.replayScored(r, plans)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	defer release()
+	out := scoreView(o, trajs, "", 1)
+	switch {
+	case together:
+		out.Normalization = normalization{Mode: "batch", Trajectories: len(trajs),
+			Note: "each weighted component is z-scored across the trajectories of this request, as in the first batch of a run"}
+	case !s.cfg.Reward.Normalize:
+		out.Normalization = normalization{Mode: "none", Trajectories: len(trajs),
+			Note: "reward.normalize is false: total = clip(sum of w_c*raw_c + penalty + cost)"}
+	default:
+		out.Normalization = normalization{Mode: "none", Trajectories: 1,
+			Note: "a lone trajectory is not normalised: total = clip(sum of w_c*raw_c + penalty + cost); send a group together to have it z-scored"}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleScorerScore(w http.ResponseWriter, r *http.Request) {
@@ -192,11 +223,17 @@ func (s *Server) handleScorerScore(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	trajs, aerr := s.trajectories(req.Items)
+	plans, aerr := s.planScore(req.Items)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
 	}
+	trajs, release, aerr := s.replayScored(r, plans)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	defer release()
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if aerr := s.applyWeights(sc.orch, req.weights()); aerr != nil {
@@ -204,7 +241,14 @@ func (s *Server) handleScorerScore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sc.batches++
-	writeJSON(w, http.StatusOK, scoreView(sc.orch, trajs, sc.id, sc.batches))
+	out := scoreView(sc.orch, trajs, sc.id, sc.batches)
+	mode := "window"
+	if !s.cfg.Reward.Normalize {
+		mode = "none"
+	}
+	out.Normalization = normalization{Mode: mode, Trajectories: len(trajs),
+		Note: "each weighted component is z-scored against this scorer's running window (its last reward.norm_window values, this batch included), as in a pixelis run"}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // scoredItem is one trajectory's reward.
@@ -220,19 +264,22 @@ type scoredItem struct {
 	PerStep  []map[string]float64 `json:"per_step"`
 }
 
-type scoreResult struct {
-	Scorer  string             `json:"scorer,omitempty"`
-	Batch   int                `json:"batch"`
-	Names   []string           `json:"names"`
-	Weights map[string]float64 `json:"weights"`
-	Items   []scoredItem       `json:"items"`
-	Metrics map[string]float64 `json:"metrics"`
+// normalization says what "norm" and "total" of an answer were measured
+// against.
+type normalization struct {
+	Mode         string `json:"mode"` // none, batch or window
+	Trajectories int    `json:"trajectories"`
+	Note         string `json:"note"`
 }
 
-// scored is a replayed trajectory with the task it played.
-type scored struct {
-	task *env.Task
-	traj *reward.Trajectory
+type scoreResult struct {
+	Scorer        string             `json:"scorer,omitempty"`
+	Batch         int                `json:"batch"`
+	Names         []string           `json:"names"`
+	Weights       map[string]float64 `json:"weights"`
+	Normalization normalization      `json:"normalization"`
+	Items         []scoredItem       `json:"items"`
+	Metrics       map[string]float64 `json:"metrics"`
 }
 
 func scoreView(o *reward.Orchestrator, in []scored, id string, batch int) scoreResult {
@@ -245,141 +292,8 @@ func scoreView(o *reward.Orchestrator, in []scored, id string, batch int) scoreR
 	out := scoreResult{Scorer: id, Batch: batch, Names: b.Names, Weights: o.Weights(), Items: make([]scoredItem, len(in)), Metrics: o.Metrics(b)}
 	for i, tr := range b.Trajs {
 		t := in[i].traj
-		out.Items[i] = scoredItem{Task: in[i].task.ID, Group: t.Group, Steps: len(t.Steps), Answered: t.Answered, Correct: t.Correct,
+		out.Items[i] = scoredItem{Task: in[i].task, Group: t.Group, Steps: len(t.Steps), Answered: t.Answered, Correct: t.Correct,
 			Total: tr.Total, Raw: tr.Raw, Norm: tr.Norm, PerStep: tr.Steps}
 	}
 	return out
-}
-
-// trajectories validates the items and replays each in a fresh episode,
-// recording the observation before every step as a rollout does. Items name
-// a finished live episode or a task with its actions; the rewards are always
-// computed from the server's own replay, never from results a client sends.
-func (s *Server) trajectories(items []scoreItem) ([]scored, *apiError) {
-	switch {
-	case len(items) == 0:
-		return nil, badField("items", "required: at least one trajectory")
-	case len(items) > maxScoreItems:
-		return nil, badField("items", "at most %d per request, got %d", maxScoreItems, len(items))
-	}
-	withGroup := 0
-	for _, it := range items {
-		if it.Group != nil {
-			withGroup++
-		}
-	}
-	if withGroup != 0 && withGroup != len(items) {
-		for i, it := range items {
-			if it.Group == nil {
-				return nil, badField(itemPath(i)+"group", "give a group for every item or for none")
-			}
-		}
-	}
-	type plan struct {
-		task *env.Task
-		acts []env.Action
-	}
-	plans := make([]plan, len(items))
-	for i, it := range items {
-		p := itemPath(i)
-		switch {
-		case it.Episode != nil && (it.Task != nil || it.Actions != nil):
-			return nil, badField(p+"episode", "give an episode, or a task with actions, not both")
-		case it.Episode != nil:
-			e, err := s.lookup(*it.Episode)
-			if err != nil {
-				err.Field = p + "episode"
-				err.Message = p + "episode: " + err.Message
-				return nil, err
-			}
-			if !e.env.Done() {
-				n := len(e.env.Trajectory())
-				e.mu.Unlock()
-				return nil, errorf(http.StatusConflict, p+"episode", "episode %s is not finished (%d of %d steps, no ANSWER): only finished trajectories are scored", *it.Episode, n, s.envCfg.MaxSteps)
-			}
-			traj := e.env.Trajectory()
-			plans[i].task = e.task
-			for _, st := range traj {
-				plans[i].acts = append(plans[i].acts, st.Action)
-			}
-			e.mu.Unlock()
-		case it.Task != nil:
-			rt, err := it.Task.resolve(p+"task.", s.envCfg.Families)
-			if err != nil {
-				return nil, err
-			}
-			if rt.random {
-				return nil, badField(p+"task", "index or seed required: a scored trajectory names its task")
-			}
-			if len(it.Actions) == 0 {
-				return nil, badField(p+"actions", "required with task: the actions taken, ending with ANSWER or at the step limit")
-			}
-			if len(it.Actions) > s.envCfg.MaxSteps {
-				return nil, badField(p+"actions", "%d actions, more than env.max_steps = %d", len(it.Actions), s.envCfg.MaxSteps)
-			}
-			for k := range it.Actions {
-				a, err := it.Actions[k].action(fmt.Sprintf("%sactions[%d].", p, k))
-				if err != nil {
-					return nil, err
-				}
-				plans[i].acts = append(plans[i].acts, a)
-			}
-			plans[i].task = env.Generate(s.envCfg, rt.split, rt.index)
-		default:
-			return nil, badField(p+"episode", "required: an episode id, or a task with actions")
-		}
-	}
-	// Groups: as given, else one per distinct task in order of appearance
-	// (the rollouts of one task are a GRPO group; RaPR is computed per group).
-	groupOf := map[string]int{}
-	out := make([]scored, len(items))
-	ep := s.pool.Get().(*env.Episode)
-	defer s.pool.Put(ep)
-	for i, pl := range plans {
-		tr, err := replay(ep, pl.task, pl.acts)
-		if err != nil {
-			err.Field = itemPath(i) + err.Field
-			err.Message = itemPath(i) + err.Message
-			return nil, err
-		}
-		if items[i].Group != nil {
-			tr.Group = *items[i].Group
-		} else {
-			g, ok := groupOf[pl.task.ID]
-			if !ok {
-				g = len(groupOf)
-				groupOf[pl.task.ID] = g
-			}
-			tr.Group = g
-		}
-		out[i] = scored{task: pl.task, traj: tr}
-	}
-	return out, nil
-}
-
-// replay plays acts on t in ep and returns the trajectory the reward sees:
-// steps with the observation each action was chosen from, the final
-// observation, and whether the answer was given and right.
-func replay(ep *env.Episode, t *env.Task, acts []env.Action) (*reward.Trajectory, *apiError) {
-	ep.Reset(t)
-	obs := make([]float32, (len(acts)+1)*env.ObsDim)
-	for k, a := range acts {
-		if ep.Done() {
-			return nil, badField(fmt.Sprintf("actions[%d]", k), "the episode ended at step %d; %d action(s) follow", k, len(acts)-k)
-		}
-		ep.Observe(obs[k*env.ObsDim : (k+1)*env.ObsDim])
-		ep.Step(a)
-	}
-	if !ep.Done() {
-		return nil, badField("actions", "the trajectory is not finished (%d steps, no ANSWER, below the step limit): only finished trajectories are scored", len(acts))
-	}
-	n := len(acts)
-	steps := ep.Trajectory()
-	for k := range steps {
-		steps[k].Obs = obs[k*env.ObsDim : (k+1)*env.ObsDim : (k+1)*env.ObsDim]
-	}
-	final := obs[n*env.ObsDim:]
-	ep.Observe(final)
-	_, answered := ep.Answer()
-	return &reward.Trajectory{Steps: steps, FinalObs: final, Answered: answered, Correct: ep.Correct(), Frames: len(t.Frames)}, nil
 }

@@ -11,14 +11,17 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"golang.org/x/sync/semaphore"
 )
 
 // Options size the server. Zero values take the defaults.
@@ -31,8 +34,17 @@ type Options struct {
 	// IdleTimeout closes an episode or scorer no request has touched for
 	// this long. Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// MaxMemory bounds the world's memory: a create is refused (503,
+	// Retry-After) when the live heap plus the new episodes would pass it.
+	// Default DefaultMaxMemory; negative for no bound. `pixelis serve` also
+	// makes it the Go runtime's soft memory limit.
+	MaxMemory int64
+	// ScoreWait is how long a score request waits for its share of the
+	// bounded score work before it is refused with 503. Default
+	// DefaultScoreWait.
+	ScoreWait time.Duration
 	// Token, when not empty, is required as "Authorization: Bearer <token>"
-	// on every request but GET /v1/health.
+	// (the scheme in any case) on every request but GET /v1/health.
 	Token string
 	// Log receives one line per server error (a 5xx or a recovered panic);
 	// nil discards them.
@@ -46,24 +58,32 @@ const (
 	DefaultMaxEpisodes = 4096
 	DefaultMaxScorers  = 64
 	DefaultIdleTimeout = 10 * time.Minute
+	DefaultMaxMemory   = 1536 << 20
+	DefaultScoreWait   = time.Minute
 )
 
 // Server serves the pixel world and its reward. Create it with New, serve
 // it as an http.Handler, and Close it to stop its janitor.
 type Server struct {
-	cfg      *configs.Config
-	envCfg   env.Config
-	opt      Options
-	mux      *http.ServeMux
-	cfgHash  string
-	names    []string // reward component names, in scoring order
-	episodes *store[*episode]
-	scorers  *store[*scorer]
-	tasks    *taskStream
-	pool     sync.Pool // *env.Episode buffers of closed episodes and replays
-	stop     chan struct{}
-	done     chan struct{}
-	logMu    sync.Mutex
+	cfg            *configs.Config
+	envCfg         env.Config
+	opt            Options
+	mux            *http.ServeMux
+	cfgHash        string
+	names          []string // reward component names, in scoring order
+	terms          stepTerms
+	episodes       *store[*episode]
+	scorers        *store[*scorer]
+	vectors        *store[*vector]
+	scoreSem       *semaphore.Weighted // replayed steps of score work in flight
+	scoreCap       int64               // its size: one maximal request's
+	tasks          *taskStream
+	pool           sync.Pool        // *env.Episode buffers of closed episodes and replays
+	difficultyCuts func() []float64 // the reference cut points of CoTA buckets
+	expired        int              // episodes expired since the janitor last released memory
+	stop           chan struct{}
+	done           chan struct{}
+	logMu          sync.Mutex
 }
 
 // New checks cfg's world and reward and returns a server for them.
@@ -85,6 +105,12 @@ func New(cfg *configs.Config, opt Options) (*Server, error) {
 	if opt.IdleTimeout <= 0 {
 		opt.IdleTimeout = DefaultIdleTimeout
 	}
+	if opt.MaxMemory == 0 {
+		opt.MaxMemory = DefaultMaxMemory
+	}
+	if opt.ScoreWait <= 0 {
+		opt.ScoreWait = DefaultScoreWait
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -98,10 +124,18 @@ func New(cfg *configs.Config, opt Options) (*Server, error) {
 		names:    orch.Names(),
 		episodes: newStore[*episode](opt.MaxEpisodes),
 		scorers:  newStore[*scorer](opt.MaxScorers),
+		vectors:  newStore[*vector](opt.MaxEpisodes), // every vector holds an episode
+		scoreCap: int64(maxScoreItems) * scoreWork(ec.MaxSteps),
 		tasks:    newTaskStream(cfg.Run.Seed),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	s.terms = stepTerms{final: reward.NewFinal(), misuse: reward.NewMisuse(cfg.Reward.Misuse), cost: reward.NewCost(cfg.Reward.ToolCost), wFinal: 1}
+	if len(cfg.Curriculum.Stages) > 0 {
+		s.terms.wFinal = cfg.Curriculum.Stages[0].Weights.Final
+	}
+	s.scoreSem = semaphore.NewWeighted(s.scoreCap)
+	s.difficultyCuts = sync.OnceValue(func() []float64 { return referenceCuts(ec) })
 	s.pool.New = func() any { return env.NewEpisode(ec) }
 	s.buildMux()
 	go s.janitor()
@@ -118,6 +152,9 @@ func (s *Server) Close() {
 	}
 	close(s.stop)
 	<-s.done
+	for _, v := range s.vectors.removeAll() {
+		s.closeVector(v)
+	}
 	for _, e := range s.episodes.removeAll() {
 		s.closeEpisode(e)
 	}
@@ -146,10 +183,35 @@ func (s *Server) janitor() {
 // expire closes what has been idle for longer than the idle timeout.
 func (s *Server) expire() {
 	cut := s.opt.Now().Add(-s.opt.IdleTimeout).UnixNano()
-	for _, e := range s.episodes.removeIdle(cut) {
+	for _, v := range s.vectors.removeIdle(cut) {
+		s.closeVector(v)
+	}
+	closed := s.episodes.removeIdle(cut)
+	for _, e := range closed {
 		s.closeEpisode(e)
 	}
 	s.scorers.removeIdle(cut)
+	s.expired += len(closed)
+	if s.expired >= max(releaseAfter, s.opt.MaxEpisodes/8) && len(closed) > 0 {
+		releaseMemory()
+		s.expired = 0
+	}
+}
+
+// releaseAfter is the least number of expired episodes after which the
+// janitor hands their memory back to the operating system (an eighth of
+// --max-episodes when that is more).
+const releaseAfter = 64
+
+// releaseMemory returns the freed heap to the operating system at once
+// (the runtime would keep it for minutes), so that the process's RSS
+// follows its live episodes, round after round of fill and expiry, instead
+// of settling at its highest. The first collection empties the episode
+// pool into its victim cache, the second (FreeOSMemory's) drops it; two
+// full collections, once per mass expiry.
+func releaseMemory() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 // route is one endpoint: a ServeMux pattern ("METHOD /path") and its handler.
@@ -172,7 +234,13 @@ var routes = []route{
 	{"GET /v1/episodes/{id}/frames/{k}", (*Server).handleFrame},
 	{"GET /v1/episodes/{id}/results", (*Server).handleResults},
 	{"GET /v1/episodes/{id}/trajectory", (*Server).handleTrajectory},
+	{"POST /v1/vectors", (*Server).handleVectorCreate},
+	{"GET /v1/vectors/{id}", (*Server).handleVectorGet},
+	{"DELETE /v1/vectors/{id}", (*Server).handleVectorDelete},
+	{"POST /v1/vectors/{id}/reset", (*Server).handleVectorReset},
+	{"POST /v1/vectors/{id}/step", (*Server).handleVectorStep},
 	{"POST /v1/expert", (*Server).handleExpert},
+	{"POST /v1/experts", (*Server).handleExperts},
 	{"POST /v1/score", (*Server).handleScore},
 	{"POST /v1/scorers", (*Server).handleScorerCreate},
 	{"GET /v1/scorers/{id}", (*Server).handleScorerGet},
@@ -224,9 +292,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// authorized checks the bearer token; the scheme's name is
+// case-insensitive (RFC 9110, section 11.1).
 func (s *Server) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opt.Token)) == 1
+	scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opt.Token)) == 1
 }
 
 // captureWriter records what the mux's fallback handlers answer.

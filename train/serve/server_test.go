@@ -360,7 +360,7 @@ func TestImagesAreTheTasksPixels(t *testing.T) {
 	}{
 		{"/view.png?size=4", 400, "size"},
 		{"/view.png?size=big", 400, "size"},
-		{"/view.png?frame=1", 400, "frame"},
+		{"/view.png?frame=1", 404, "frame"},
 		{"/frames/1.png", 404, "k"},
 		{"/frames/x.png", 400, "k"},
 		{"/trajectory?format=xml", 400, "format"},

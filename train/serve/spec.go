@@ -65,9 +65,16 @@ type spec struct {
 		Layout            string   `json:"layout"`
 		ToolOps           []string `json:"tool_ops"`
 	} `json:"action_space"`
-	AnswerVocab []string `json:"answer_vocab"`
-	Misuses     []string `json:"misuses"`
-	Reward      struct {
+	AnswerVocab []string    `json:"answer_vocab"`
+	Observation observation `json:"observation"`
+	StepReward  rewardTerms `json:"step_reward"`
+	Vectors     struct {
+		MaxN       int      `json:"max_n"`
+		Autoreset  []string `json:"autoreset"`
+		MaxExperts int      `json:"max_experts"`
+	} `json:"vectors"`
+	Misuses []string `json:"misuses"`
+	Reward  struct {
 		Components []string    `json:"components"`
 		Priced     []string    `json:"priced"`
 		Formula    string      `json:"formula"`
@@ -79,11 +86,42 @@ type spec struct {
 		Stages     []stageSpec `json:"stages"`
 	} `json:"reward"`
 	Server struct {
+		MaxMemoryMiB int64   `json:"max_memory_mib"`
 		MaxEpisodes  int     `json:"max_episodes"`
 		MaxScorers   int     `json:"max_scorers"`
 		IdleTimeoutS float64 `json:"idle_timeout_s"`
 		MaxItems     int     `json:"max_score_items"`
 	} `json:"server"`
+}
+
+// observation describes what a session may ask its answers to carry.
+type observation struct {
+	Coarse struct {
+		space
+		Doc string `json:"doc"`
+	} `json:"coarse"`
+	Pixels struct {
+		DType   string `json:"dtype"`
+		Shape   string `json:"shape"`
+		MinSize int    `json:"min_size"`
+		MaxSize int    `json:"max_size"`
+		Doc     string `json:"doc"`
+	} `json:"pixels"`
+	Mask      space    `json:"action_mask"`
+	Encodings []string `json:"encodings"`
+	Default   obsSpace `json:"default"`
+}
+
+func observationSpec() observation {
+	var o observation
+	o.Coarse.space = space{"float32", []int{obsWidth()}}
+	o.Coarse.Doc = "the coarse view: the numbers pixelis's own policy reads (env.Episode.Observe)"
+	o.Pixels.DType, o.Pixels.Shape, o.Pixels.MinSize, o.Pixels.MaxSize = "uint8", "[size, size, 3]", minImageSize, maxImageSize
+	o.Pixels.Doc = "the current view's RGB pixels resampled to size (view.png's pixels at ?size=size)"
+	o.Mask = space{"bool", []int{env.NumActions()}}
+	o.Encodings = []string{encodingJSON, encodingNPY}
+	o.Default = defaultObs.space()
+	return o
 }
 
 var opDocs = [env.NumOps]opSpec{
@@ -119,6 +157,9 @@ func (s *Server) handleSpec(w http.ResponseWriter, r *http.Request) {
 		as.ToolOps = append(as.ToolOps, op.String())
 	}
 	sp.AnswerVocab = env.AnswerVocab
+	sp.Observation, sp.StepReward = observationSpec(), s.rewardTerms()
+	sp.Vectors.MaxN, sp.Vectors.MaxExperts = maxVector, maxExperts
+	sp.Vectors.Autoreset = []string{autoresetNext, autoresetSame, autoresetOff}
 	for m := env.Misuse(0); m < env.NumMisuses; m++ {
 		sp.Misuses = append(sp.Misuses, m.String())
 	}
@@ -134,6 +175,7 @@ func (s *Server) handleSpec(w http.ResponseWriter, r *http.Request) {
 		rw.Stages = append(rw.Stages, stageSpec{Name: st.Name, Weights: stageWeights(st.Weights.Final, st.Weights.Coherence, st.Weights.Curiosity)})
 	}
 	sv := &sp.Server
+	sv.MaxMemoryMiB = s.opt.MaxMemory >> 20
 	sv.MaxEpisodes, sv.MaxScorers, sv.IdleTimeoutS, sv.MaxItems = s.opt.MaxEpisodes, s.opt.MaxScorers, s.opt.IdleTimeout.Seconds(), maxScoreItems
 	writeJSON(w, http.StatusOK, sp)
 }

@@ -23,21 +23,21 @@ func newStore[T entry](max int) *store[T] {
 	return &store[T]{m: make(map[string]T), max: max}
 }
 
-// reserve takes a slot; false when the store is full.
-func (s *store[T]) reserve() bool {
+// reserve takes n slots; false when the store has fewer free.
+func (s *store[T]) reserve(n int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.m)+s.reserved >= s.max {
+	if len(s.m)+s.reserved+n > s.max {
 		return false
 	}
-	s.reserved++
+	s.reserved += n
 	return true
 }
 
-// release gives back a slot that was not used.
-func (s *store[T]) release() {
+// release gives back n slots that were not used.
+func (s *store[T]) release(n int) {
 	s.mu.Lock()
-	s.reserved--
+	s.reserved -= n
 	s.mu.Unlock()
 }
 

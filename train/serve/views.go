@@ -39,6 +39,7 @@ type finishView struct {
 
 type episodeView struct {
 	Episode        string      `json:"episode"`
+	Vector         string      `json:"vector,omitempty"`
 	Task           taskView    `json:"task"`
 	Steps          int         `json:"steps"`
 	MaxSteps       int         `json:"max_steps"`
@@ -47,6 +48,7 @@ type episodeView struct {
 	AllowedActions []int       `json:"allowed_actions"`
 	IdleTimeoutS   float64     `json:"idle_timeout_s"`
 	Finish         *finishView `json:"finish,omitempty"`
+	Observation    obsSpace    `json:"observation"`
 }
 
 // stepJSON is one step: the CoTA step (action, parameters, result) with the
@@ -58,12 +60,20 @@ type stepJSON struct {
 	CutOff bool `json:"cut_off"`
 }
 
+// stepView answers a step: the step, how it left the episode, the reward
+// terms known at it, the mask of the next step (and, as arrays, the next
+// observation).
 type stepView struct {
 	Step int `json:"step"` // 1-based number of this step
 	stepJSON
-	Done   bool        `json:"done"`
-	Region [4]int      `json:"region"`
-	Finish *finishView `json:"finish,omitempty"`
+	Done           bool               `json:"done"`
+	Terminated     bool               `json:"terminated"`
+	Truncated      bool               `json:"truncated"`
+	RewardTerms    map[string]float64 `json:"reward_terms"`
+	Reward         float64            `json:"reward"`
+	Region         [4]int             `json:"region"`
+	AllowedActions []int              `json:"allowed_actions"`
+	Finish         *finishView        `json:"finish,omitempty"`
 }
 
 type trajectoryView struct {
@@ -72,15 +82,6 @@ type trajectoryView struct {
 	Steps   []stepJSON  `json:"steps"`
 	Done    bool        `json:"done"`
 	Finish  *finishView `json:"finish,omitempty"`
-}
-
-type expertView struct {
-	Task    taskView     `json:"task"`
-	Actions []actionJSON `json:"actions"`
-	// Sample is the CoTA record of the expert's episode, as one line of
-	// `pixelis data gen` (difficulty bucket left empty: buckets are
-	// assigned over a whole data set).
-	Sample env.Sample `json:"sample"`
 }
 
 // actionJSON is an action as the step endpoint takes it, with its index.

@@ -14,6 +14,9 @@ const (
 	PhaseSFT  Phase = "sft"
 	PhaseRFT  Phase = "rft"
 	PhaseEval Phase = "eval"
+	// PhaseSteps marks the events of a run of another trainer (watched, or
+	// launched), which has no phases of pixelis's: they are placed by step alone.
+	PhaseSteps Phase = "step"
 )
 
 // State of a run, as shown in the console header.
@@ -42,8 +45,12 @@ func (s State) Ended() bool {
 // Metrics uses the slash-namespaced names of DESIGN.md ("reward/total", "kpi/success_rate_ma100",
 // "tools/SEGMENT_OBJECT_AT" …). Snapshots are coalesced: a slow viewer only sees the newest.
 type Snapshot struct {
-	Run        string             `json:"run"`
-	Phase      Phase              `json:"phase"`
+	Run   string `json:"run"`
+	Phase Phase  `json:"phase"`
+	// Kind is what the run trains when its phase does not say: "rl", "sft" or
+	// "preference" for a run of another trainer (watched, or launched), as its
+	// metric names tell; "" for pixelis's own runs and while unknown.
+	Kind       string             `json:"kind,omitempty"`
 	State      State              `json:"state"`
 	Step       int                `json:"step"`
 	TotalSteps int                `json:"total_steps"`

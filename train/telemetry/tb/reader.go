@@ -32,6 +32,12 @@ const headerLen, trailerLen = 12, 4
 // being sound.
 const MaxRecord = 64 << 20
 
+// maxPlausibleRecord bounds the length a sound header can hold: TensorBoard's
+// writers never write a record of a gigabyte. A header whose checksum holds but
+// whose length is beyond it (2^60, say) is corrupt, not a record still being
+// written, and is skipped like a bad checksum.
+const maxPlausibleRecord = 1 << 30
+
 // ErrRewritten is returned when an event file shrank, vanished or was replaced since
 // it was last read. Event files only grow, so the log directory was rewritten: the
 // caller starts over.
@@ -66,6 +72,8 @@ type File struct {
 	off     int64       // start of the first record not yet consumed
 	bad     int64       // offset of a bad header already reported while waiting; -1 none
 	scanned int64       // a resync scan from bad found nothing before this offset
+	limit   int64       // when > 0, Read stops at the first record starting at or after it
+	size    int64       // the file's size when last read
 	buf     []byte
 	br      *bufio.Reader
 	ev      Event
@@ -109,6 +117,7 @@ func (f *File) Read(fn func(*Event), warn func(*CorruptError)) (int, error) {
 	}
 	f.id = fi
 	size := fi.Size()
+	f.size = size
 	if f.off >= size {
 		return 0, nil
 	}
@@ -127,12 +136,19 @@ func (f *File) Read(fn func(*Event), warn func(*CorruptError)) (int, error) {
 	seek(f.off)
 	var hdr [headerLen]byte
 	n := 0
-	for size-f.off >= headerLen {
+	for size-f.off >= headerLen && (f.limit <= 0 || f.off < f.limit) {
 		if _, err := io.ReadFull(f.br, hdr[:]); err != nil {
 			return n, readErr(f.path, err)
 		}
 		length := binary.LittleEndian.Uint64(hdr[:8])
-		if maskedCRC(hdr[:8]) != binary.LittleEndian.Uint32(hdr[8:]) {
+		reason := ""
+		switch {
+		case maskedCRC(hdr[:8]) != binary.LittleEndian.Uint32(hdr[8:]):
+			reason = "bad length checksum"
+		case length > maxPlausibleRecord:
+			reason = fmt.Sprintf("implausible record length %d", length)
+		}
+		if reason != "" {
 			next, found, err := f.resync(fh, size)
 			if err != nil {
 				return n, err
@@ -140,11 +156,11 @@ func (f *File) Read(fn func(*Event), warn func(*CorruptError)) (int, error) {
 			if !found {
 				if f.bad != f.off {
 					f.bad = f.off
-					report(&CorruptError{Path: f.path, Offset: f.off, Reason: "bad length checksum"})
+					report(&CorruptError{Path: f.path, Offset: f.off, Reason: reason})
 				}
 				break
 			}
-			report(&CorruptError{Path: f.path, Offset: f.off, Reason: "bad length checksum", Skipped: next - f.off})
+			report(&CorruptError{Path: f.path, Offset: f.off, Reason: reason, Skipped: next - f.off})
 			f.bad, f.scanned = -1, 0
 			seek(next)
 			continue
@@ -235,6 +251,35 @@ func (f *File) resync(fh *os.File, size int64) (int64, bool, error) {
 	return 0, false, nil
 }
 
+// ReadSpan reads the sound records of the event file at path that start within
+// about n bytes from the first sound record at or after off (the last one read is
+// whole), for a glance into a long file without reading all of it: its newest
+// steps, or a sample of its history. Corrupt records are skipped silently.
+func ReadSpan(path string, off, n int64, fn func(*Event)) error {
+	f := NewFile(path)
+	if off > 0 {
+		fh, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		fi, err := fh.Stat()
+		if err != nil {
+			fh.Close()
+			return err
+		}
+		f.off = off - 1 // resync looks from the byte after f.off
+		start, found, err := f.resync(fh, fi.Size())
+		fh.Close()
+		if err != nil || !found {
+			return err
+		}
+		f.off, f.scanned = start, 0
+	}
+	f.limit = f.off + n
+	_, err := f.Read(fn, nil)
+	return err
+}
+
 // Reader follows every event file of one run, including files that appear later:
 // those directly in a directory (TensorBoard's notion of a run) or, with recursive,
 // those anywhere below it (a Hugging Face output directory's runs/, one
@@ -248,6 +293,9 @@ type Reader struct {
 	order     []*File
 	// Warn receives corrupt records; nil drops them.
 	Warn func(*CorruptError)
+	// Budget bounds the bytes one Read consumes (0: no bound), so that a long
+	// history is read in slices, each Read going on where the last stopped.
+	Budget int64
 }
 
 // NewReader follows the event files in dir (and below it when recursive).
@@ -279,14 +327,51 @@ func (r *Reader) Read(fn func(*Event)) (int, error) {
 		slices.SortStableFunc(r.order, func(a, b *File) int { return compareFiles(a.path, b.path) })
 	}
 	total := 0
+	left := r.Budget
 	for _, f := range r.order {
+		from := f.off
+		f.limit = 0
+		if r.Budget > 0 {
+			f.limit = f.off + left
+		}
 		n, err := f.Read(fn, r.Warn)
 		total += n
 		if err != nil {
 			return total, err
 		}
+		if r.Budget > 0 {
+			if left -= f.off - from; left <= 0 {
+				break
+			}
+		}
 	}
 	return total, nil
+}
+
+// Files lists the run's event files in the order Read reads them.
+func (r *Reader) Files() ([]string, error) {
+	paths, err := listEventFiles(r.dir, r.recursive)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(paths, compareFiles)
+	return paths, nil
+}
+
+// Progress is how many bytes of the run's files Read has consumed, of how many
+// they held when last read.
+func (r *Reader) Progress() (done, total int64) {
+	for _, f := range r.order {
+		size := f.size
+		if size == 0 { // not opened yet: a Read's budget ran out before it
+			if fi, err := os.Stat(f.path); err == nil {
+				size = fi.Size()
+			}
+		}
+		done += f.off
+		total += max(size, f.off)
+	}
+	return done, total
 }
 
 // compareFiles orders event files by the Unix time in their names

@@ -1,6 +1,7 @@
 package tb
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -282,6 +283,30 @@ func TestBadLengthChecksumResyncs(t *testing.T) {
 	}
 }
 
+// A header whose checksum holds but whose length is absurd (2^60) is corrupt,
+// not a record still being written: it is reported and skipped, and the sound
+// records after it are read.
+func TestAbsurdLengthResyncs(t *testing.T) {
+	r0, r2 := tbtest.Record(tbtest.Version(1)), tbtest.Record(tbtest.Simple(3, 2, "a", 2.0))
+	var hdr [headerLen]byte
+	binary.LittleEndian.PutUint64(hdr[:8], 1<<60)
+	binary.LittleEndian.PutUint32(hdr[8:], maskedCRC(hdr[:8]))
+	bad := append(hdr[:], "junk"...)
+	path := filepath.Join(t.TempDir(), FilePrefix+"1.host")
+	writeFile(t, path, tbtest.Cat(r0, bad, r2))
+	var out []got
+	var warns []*CorruptError
+	if _, err := NewFile(path).Read(collect(&out), func(e *CorruptError) { warns = append(warns, e) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || out[1].Step != 2 {
+		t.Fatalf("events %+v, want the version and step 2", out)
+	}
+	if len(warns) != 1 || warns[0].Offset != int64(len(r0)) || !strings.Contains(warns[0].Reason, "implausible record length") || warns[0].Skipped != int64(len(bad)) {
+		t.Fatalf("warnings %+v", warns)
+	}
+}
+
 // Garbage at the end of a file is reported once, not at every poll; a sound record
 // written after it is found and read.
 func TestBadTailWaitsForASoundRecord(t *testing.T) {
@@ -481,5 +506,55 @@ func BenchmarkRead(b *testing.B) {
 			b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
 			b.ReportMetric(float64(values)/b.Elapsed().Seconds(), "values/s")
 		})
+	}
+}
+
+// A budget reads a long run in slices, each going on where the last stopped,
+// across files; ReadSpan glances into the middle of a file from a sound record.
+func TestBudgetAndSpan(t *testing.T) {
+	dir := t.TempDir()
+	var recs [][]byte
+	for i := range 100 {
+		recs = append(recs, tbtest.Record(tbtest.Simple(float64(i), int64(i), "a", float64(i))))
+	}
+	writeFile(t, filepath.Join(dir, FilePrefix+"1.host"), tbtest.Cat(recs[:50]...))
+	writeFile(t, filepath.Join(dir, FilePrefix+"2.host"), tbtest.Cat(recs[50:]...))
+	r := NewReader(dir, false)
+	r.Budget = int64(len(recs[0]) * 30)
+	var steps []int64
+	fn := func(e *Event) { steps = append(steps, e.Step) }
+	for reads := 0; ; reads++ {
+		n, err := r.Read(fn)
+		if err != nil || reads > 10 {
+			t.Fatal(err, reads)
+		}
+		if done, total := r.Progress(); n == 0 && done == total {
+			break
+		}
+	}
+	if len(steps) != 100 || !slices.IsSorted(steps) {
+		t.Fatalf("read %d steps %v", len(steps), steps)
+	}
+	var mid []int64
+	path := filepath.Join(dir, FilePrefix+"1.host")
+	if err := ReadSpan(path, int64(len(recs[0])*20)+5, int64(len(recs[0])*3), func(e *Event) { mid = append(mid, e.Step) }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(mid, []int64{21, 22, 23}) {
+		t.Fatalf("span read %v, want the 3 records after the offset", mid)
+	}
+}
+
+// The fast record builder writes the bytes the plain one does.
+func TestAppendScalarRecord(t *testing.T) {
+	for _, c := range []struct {
+		step int64
+		tag  string
+		v    float64
+	}{{0, "a", 1}, {999_999, "actor/entropy", -0.25}, {1 << 40, strings.Repeat("x", 100), 3.5}} {
+		got := tbtest.AppendScalarRecord(nil, 1.7e9+0.5, c.step, c.tag, float32(c.v))
+		if want := tbtest.Record(tbtest.Simple(1.7e9+0.5, c.step, c.tag, c.v)); !bytes.Equal(got, want) {
+			t.Fatalf("%+v:\n got %x\nwant %x", c, got, want)
+		}
 	}
 }

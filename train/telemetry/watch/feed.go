@@ -17,15 +17,6 @@ import (
 	"github.com/pixelis/pixelis/train/telemetry/tb"
 )
 
-// Kind is what a watched directory holds.
-type Kind string
-
-const (
-	KindPixelis     Kind = "pixelis"     // a pixelis run directory (metrics.jsonl …)
-	KindTRL         Kind = "trl"         // a TRL / Hugging Face Trainer output directory
-	KindTensorBoard Kind = "tensorboard" // a TensorBoard log directory (verl, SummaryWriter …)
-)
-
 // StateIdle is the state a watched run shows when nothing was written to it for
 // Options.IdleAfter and it did not record its end: finished, crashed or stalled, the
 // files cannot tell which.
@@ -35,8 +26,8 @@ const StateIdle telemetry.State = "idle"
 // `pixelis attach` to command a pixelis run). It wraps telemetry.ErrNotLive.
 var ErrReadOnly = fmt.Errorf("read-only view: %w", telemetry.ErrNotLive)
 
-// ErrNoRun is returned by Open for a directory holding nothing it can read.
-var ErrNoRun = errors.New("no run found: not a pixelis run directory, a TRL output directory or a TensorBoard log directory")
+// ErrNoRun is returned by Open for a path holding nothing it can read.
+var ErrNoRun = errors.New("no run found: not a pixelis run directory, a Hugging Face or TRL output directory, a verl log or a TensorBoard log directory")
 
 // Options bound and steer a Feed. Zero fields take the defaults.
 type Options struct {
@@ -55,6 +46,9 @@ type Options struct {
 	Interval time.Duration
 	// IdleAfter is how long without a write makes a run StateIdle. Default 10 minutes.
 	IdleAfter time.Duration
+	// Now is the feed's clock, against which it tells a running run from an
+	// idle one; nil is time.Now. Tests fix it.
+	Now func() time.Time
 }
 
 const (
@@ -68,9 +62,10 @@ const (
 // records in its files come as events. Send returns ErrReadOnly and Live is false.
 type Feed struct {
 	dir     string
-	kind    Kind
+	format  Format
 	name    string   // the run shown, as the header names it
 	runs    []string // the runs of a log directory, as Options.Run names them
+	note    string   // what the console should say about the choice of reader
 	inner   *telemetry.RunFeed
 	sources []source
 
@@ -95,89 +90,74 @@ type source interface {
 	rewind()
 }
 
-// Open looks at dir, picks the reader its contents call for, reads the history and
-// follows the directory until ctx ends or Close:
+// Open looks at path, picks the reader its contents call for (Detect), reads the
+// history and follows the files until ctx ends or Close:
 //
-//   - a pixelis run directory (metrics.jsonl, events.jsonl or status.json): the
-//     files `pixelis attach` reads, through telemetry.RunFeed;
-//   - a TRL output directory (trainer_state.json, at the top or in a checkpoint-N/):
-//     the log history of the newest trainer_state.json, the event files below the
-//     directory (runs/<launch>/, where report_to="tensorboard" writes by default) as
-//     one run, and checkpoint-N/ directories as checkpoint events. A Trainer whose
-//     event files go elsewhere (logging_dir set outside, or $TENSORBOARD_LOGGING_DIR
-//     in transformers versions that read it) gives its history here only at each
-//     checkpoint: watch the event files' directory to see every logged step;
+//   - a pixelis run directory (status.json, events.jsonl, pixelis's metrics.jsonl):
+//     the files `pixelis attach` reads, through telemetry.RunFeed; a pixelis run's
+//     tb/ directory is read the same way, from the run directory around it;
+//   - a Hugging Face Trainer's output directory (trainer_state.json, at the top or in
+//     a checkpoint-N/, TRL's trainers among them): the log history of the
+//     trainer_state.json of the highest step, the event files below the directory
+//     (runs/<launch>/, where report_to="tensorboard" writes by default) as one run,
+//     and checkpoint-N/ directories as checkpoint events. A Trainer whose event
+//     files go elsewhere (logging_dir set outside) gives its history here only at
+//     each checkpoint: watch the event files' directory to see every logged step;
+//   - verl's FileLogger JSONL or a captured verl console log: the file, or the one a
+//     directory holds (written last when several);
 //   - a TensorBoard log directory (event files up to six levels down; verl writes
-//     tensorboard_log/<project>/<experiment>/): one of its runs, Options.Run or the
-//     one written last.
+//     tensorboard_log/<project>/<experiment>/): one of its runs, Options.Run (or the
+//     one run whose name ends so) or the one written last.
 func Open(ctx context.Context, dir string, opts Options) (*Feed, error) {
-	return open(ctx, dir, opts, time.Now)
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return open(ctx, dir, opts, now)
 }
 
-func open(ctx context.Context, dir string, opts Options, now func() time.Time) (*Feed, error) {
-	fi, err := os.Stat(dir)
+func open(ctx context.Context, path string, opts Options, now func() time.Time) (*Feed, error) {
+	format, err := Detect(path)
 	if err != nil {
-		return nil, fmt.Errorf("watch: %w", err)
+		return nil, err
 	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("watch: %s is not a directory", dir)
-	}
-	if opts.MaxPoints <= 0 {
-		opts.MaxPoints = telemetry.DefaultMaxPoints
-	}
-	if opts.MaxEvents <= 0 {
-		opts.MaxEvents = telemetry.DefaultMaxEvents
-	}
-	if opts.Mapping == nil {
-		opts.Mapping = DefaultMapping()
-	}
-	if opts.Interval <= 0 {
-		opts.Interval = defaultInterval
-	}
-	if opts.IdleAfter <= 0 {
-		opts.IdleAfter = defaultIdleAfter
-	}
-	f := &Feed{dir: dir, idleAfter: opts.IdleAfter, now: now, ready: make(chan struct{}, 1), done: make(chan struct{})}
-	abs, err := filepath.Abs(dir)
+	opts = opts.withDefaults()
+	f := &Feed{dir: path, format: format, idleAfter: opts.IdleAfter, now: now, ready: make(chan struct{}, 1), done: make(chan struct{})}
+	abs, err := filepath.Abs(path)
 	if err != nil {
-		abs = dir
+		abs = path
 	}
 	f.name = filepath.Base(abs)
-
-	switch {
-	case isPixelisRun(dir):
-		f.kind = KindPixelis
-		inner, err := telemetry.OpenRunContext(ctx, dir, telemetry.RunFeedOptions{MaxPoints: opts.MaxPoints, MaxEvents: opts.MaxEvents})
-		if err != nil {
-			return nil, fmt.Errorf("watch: %w", err)
+	switch format {
+	case FormatPixelis, FormatPixelisTB:
+		return f.openPixelis(ctx, opts)
+	case FormatTrainerState:
+		dir := path
+		if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+			dir = filepath.Dir(path)
+			f.name = filepath.Base(filepath.Dir(abs))
 		}
-		f.inner = inner
-		close(f.done)
-		return f, nil
-	case isTRLOutput(dir):
-		f.kind = KindTRL
-		f.c = newCore(opts, string(KindTRL))
+		f.c = newCore(opts, NamerOptions{Trainer: "trl"}, "trl")
 		f.sources = []source{newTRLSource(dir), newTBSource(dir, true)}
+	case FormatVerlJSONL, FormatVerlConsole:
+		file := path
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			file, _ = logFile(path)
+			f.note = "reading " + file
+		}
+		f.c = newCore(opts, NamerOptions{Trainer: "verl"}, "verl")
+		f.c.settings = configNear(file)
+		if format == FormatVerlJSONL {
+			f.sources = []source{newVerlJSONLSource(file)}
+		} else {
+			f.sources = []source{newVerlConsoleSource(file)}
+		}
+	case FormatTensorBoard:
+		if err := f.openTensorBoard(opts); err != nil {
+			return nil, err
+		}
 	default:
-		runs, err := tb.FindRuns(dir)
-		if err != nil {
-			return nil, fmt.Errorf("watch: %w", err)
-		}
-		if len(runs) == 0 {
-			return nil, fmt.Errorf("watch %s: %w", dir, ErrNoRun)
-		}
-		run := opts.Run
-		if run == "" {
-			run = newestRun(dir, runs)
-		} else if !slices.Contains(runs, run) {
-			return nil, fmt.Errorf("watch %s: no run %q; the runs are %s", dir, run, strings.Join(runs, ", "))
-		}
-		f.kind, f.runs = KindTensorBoard, runs
-		if run != "." {
-			f.name = run
-		}
-		f.c = newCore(opts, "")
-		f.sources = []source{newTBSource(filepath.Join(dir, filepath.FromSlash(run)), false)}
+		return nil, fmt.Errorf("%s: %w", path, ErrNoRun)
 	}
 	f.poll()
 	ctx, f.cancel = context.WithCancel(ctx)
@@ -185,26 +165,93 @@ func open(ctx context.Context, dir string, opts Options, now func() time.Time) (
 	return f, nil
 }
 
-func isPixelisRun(dir string) bool {
-	for _, name := range []string{telemetry.MetricsFile, telemetry.EventsFile, telemetry.StatusFile} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return true
+// openPixelis reads a pixelis run directory (or, for a run's tb/, the run around it)
+// through telemetry.RunFeed.
+func (f *Feed) openPixelis(ctx context.Context, opts Options) (*Feed, error) {
+	dir := f.dir
+	if f.format == FormatPixelisTB {
+		dir = filepath.Dir(f.dir)
+		f.note = f.dir + " is the TensorBoard log of the pixelis run " + dir + ": showing the run"
+		if abs, err := filepath.Abs(dir); err == nil {
+			f.name = filepath.Base(abs)
 		}
 	}
-	return false
+	inner, err := telemetry.OpenRunContext(ctx, dir, telemetry.RunFeedOptions{MaxPoints: opts.MaxPoints, MaxEvents: opts.MaxEvents})
+	if err != nil {
+		return nil, err
+	}
+	f.inner = inner
+	close(f.done)
+	return f, nil
 }
 
-func isTRLOutput(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, trainerStateFile)); err == nil {
-		return true
+// openTensorBoard picks the run of a TensorBoard log directory to follow.
+func (f *Feed) openTensorBoard(opts Options) error {
+	dir := f.dir
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		dir = filepath.Dir(dir) // an event file: its run
 	}
-	ckpts, _ := checkpoints(dir)
-	for _, c := range ckpts {
-		if _, err := os.Stat(filepath.Join(dir, c.name, trainerStateFile)); err == nil {
-			return true
+	runs, err := tb.FindRuns(dir)
+	if err != nil {
+		return err
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("%s: %w", f.dir, ErrNoRun)
+	}
+	run, err := chooseRun(dir, runs, opts.Run)
+	if err != nil {
+		return err
+	}
+	f.runs = runs
+	if run != "." {
+		f.name = run
+	}
+	f.c = newCore(opts, NamerOptions{}, "")
+	f.sources = []source{newTBSource(filepath.Join(dir, filepath.FromSlash(run)), false)}
+	return nil
+}
+
+// chooseRun is the run --run names — exactly, or the one run whose name ends with
+// it — or, without one, the run written last.
+func chooseRun(dir string, runs []string, want string) (string, error) {
+	if want == "" {
+		return newestRun(dir, runs), nil
+	}
+	if slices.Contains(runs, want) {
+		return want, nil
+	}
+	var match []string
+	for _, r := range runs {
+		if r == want || strings.HasSuffix(r, "/"+strings.TrimPrefix(want, "/")) {
+			match = append(match, r)
 		}
 	}
-	return false
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return "", fmt.Errorf("%s: no run %q; the runs are %s", dir, want, strings.Join(runs, ", "))
+	}
+	return "", fmt.Errorf("%s: --run %q names %d runs (%s): give more of the name", dir, want, len(match), strings.Join(match, ", "))
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxPoints <= 0 {
+		o.MaxPoints = telemetry.DefaultMaxPoints
+	}
+	if o.MaxEvents <= 0 {
+		o.MaxEvents = telemetry.DefaultMaxEvents
+	}
+	if o.Mapping == nil {
+		o.Mapping = DefaultMapping()
+	}
+	if o.Interval <= 0 {
+		o.Interval = defaultInterval
+	}
+	if o.IdleAfter <= 0 {
+		o.IdleAfter = defaultIdleAfter
+	}
+	return o
 }
 
 // newestRun is the run whose event files were modified last.
@@ -239,7 +286,39 @@ func (f *Feed) follow(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 			f.poll()
 		}
+		// A long history is read a slice a poll, one after the other, with
+		// the lock let go between them so that the viewer can take the glance.
+		for f.loadingMore() && ctx.Err() == nil {
+			f.poll()
+		}
 	}
+}
+
+// progresser is a source that reads a long history in slices.
+type progresser interface{ progress() (done, total int64) }
+
+// Loading is how much of a long history is read so far, in bytes of its files,
+// of how many: (0, 0) when there is none being read (a short one is read at once).
+// Until it is all read, the feed shows a glance at it (its newest steps and a
+// sample of the whole run); then the whole history, with Update.Reset.
+func (f *Feed) Loading() (done, total int64) {
+	if f.inner != nil {
+		return 0, 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.sources {
+		if p, ok := s.(progresser); ok {
+			d, t := p.progress()
+			done, total = done+d, total+t
+		}
+	}
+	return done, total
+}
+
+func (f *Feed) loadingMore() bool {
+	done, total := f.Loading()
+	return done < total
 }
 
 // poll reads what the sources wrote since the previous poll.
@@ -252,6 +331,7 @@ func (f *Feed) poll() {
 			// again; what they say now replaces what was read before.
 			f.c.warn(0, err.Error()+"; reading the run again")
 			f.c.st.clear()
+			f.c.fill = nil
 			for _, s := range f.sources {
 				s.rewind()
 			}
@@ -276,14 +356,24 @@ func (f *Feed) poll() {
 	}
 }
 
+// stateLocked is the run's state as its files tell it. A run that recorded its
+// end is done; one its trainer stopped before max_steps (should_training_stop) is
+// stopped; one nothing was written to for IdleAfter is stopped when it is short of
+// its step budget and idle when no budget is known (finished, crashed or stalled:
+// the files cannot tell which).
 func (f *Feed) stateLocked() telemetry.State {
+	c := f.c
 	switch {
-	case f.c.finished:
+	case c.finished:
 		return telemetry.StateDone
-	case !f.c.lastWrite.IsZero() && f.now().Sub(f.c.lastWrite) < f.idleAfter:
+	case c.stoppedEarly:
+		return telemetry.StateStopped
+	case !c.lastWrite.IsZero() && f.now().Sub(c.lastWrite) < f.idleAfter:
 		return telemetry.StateRunning
-	case f.c.st.latest == math.MinInt:
+	case c.st.latest == math.MinInt:
 		return telemetry.StateStarting
+	case c.totalSteps > 0 && c.step() < c.totalSteps:
+		return telemetry.StateStopped
 	}
 	return StateIdle
 }
@@ -301,20 +391,48 @@ func (f *Feed) Close() error {
 	return nil
 }
 
-// Kind is what the directory was recognised as.
-func (f *Feed) Kind() Kind { return f.kind }
+// Format is what the path was recognised as.
+func (f *Feed) Format() Format { return f.format }
 
-// Trainer names the trainer whose metric names the run uses: "pixelis", "trl",
-// another table of the mapping whose rules matched most of the run's names (verl's
-// for a verl run), or "tensorboard" when none matched.
+// Trainer names the trainer whose metric names the run uses: "pixelis", "trl" (a
+// Hugging Face Trainer), "verl", another table of the mapping whose rules matched
+// most of the run's names, or "tensorboard" when none matched.
 func (f *Feed) Trainer() string {
-	if f.kind == KindPixelis {
+	if f.inner != nil {
 		return "pixelis"
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.c.trainerName()
 }
+
+// RunKind is the kind of run the metric names seen so far mark ("" for a pixelis
+// run, whose phases say, and while no name has).
+func (f *Feed) RunKind() RunKind {
+	if f.inner != nil {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.c.namer.Kind()
+}
+
+// Settings are the trainer's settings the run's files hold (trainer_state.json's
+// batch size, logging, evaluation and save steps, max steps, best checkpoint), as
+// text for the console's run view; "" when they hold none.
+func (f *Feed) Settings() string {
+	if f.inner != nil {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.c.settings
+}
+
+// Note says what the console should know about how the path is read: the file
+// of a directory that is read, a pixelis run read from its tb/'s parent; "" when
+// nothing needs saying.
+func (f *Feed) Note() string { return f.note }
 
 // Runs lists the runs a TensorBoard log directory held when it was opened, as
 // Options.Run names them ("." for event files directly in it); nil for other kinds.
@@ -354,12 +472,17 @@ func (f *Feed) Take() telemetry.Update {
 func (f *Feed) snapshotLocked() *telemetry.Snapshot {
 	st := f.c.st
 	s := &telemetry.Snapshot{
-		Run:        f.name + " (" + f.c.trainerName() + ")",
+		Run:        f.name + " (" + f.label() + ")",
 		Phase:      telemetry.PhaseRFT,
+		Kind:       string(f.c.namer.Kind()),
 		State:      f.state,
-		Step:       st.latest,
+		Step:       f.c.step(),
 		TotalSteps: f.c.totalSteps,
-		Metrics:    st.metricsAt(st.latest),
+	}
+	if s.Step == st.latest {
+		// The newest values, at their step; when the trainer's own count is
+		// ahead of its last logging, the step has no values of its own.
+		s.Metrics = st.metricsAt(st.latest)
 	}
 	if st.latestWall > 0 {
 		s.Time = wallTime(st.latestWall)
@@ -372,71 +495,110 @@ func (f *Feed) snapshotLocked() *telemetry.Snapshot {
 	return s
 }
 
+// label names the trainer and the kind of run: "trl · RL".
+func (f *Feed) label() string {
+	l := f.c.trainerName()
+	if k := f.c.namer.Kind(); k != "" {
+		l += " · " + k.Label()
+	}
+	return l
+}
+
 // Send refuses: a watched run is read-only.
 func (f *Feed) Send(telemetry.Command) error { return ErrReadOnly }
 
 // Live is false: no run listens to a watch feed.
 func (f *Feed) Live() bool { return false }
 
-// core is what sources write into, under the feed's lock: the store, the mapping and
+// core is what sources write into, under the feed's lock: the store, the namer and
 // what the sources learnt about the run.
 type core struct {
 	st       *store
-	mapping  *Mapping
-	declared string                     // the trainer the directory was recognised as, "" unknown
-	byName   map[string]*series         // source name → its pixelis series (nil: over maxSeries)
-	hits     map[string]map[string]bool // trainer → the source names its rules matched
-	errs     map[int]string             // the last error of each source, reported once
+	fill     *store // a long history being read in full, to replace st's glance at it; nil none
+	opts     Options
+	namer    *Namer
+	declared string         // the trainer the files were recognised as, "" unknown
+	errs     map[int]string // the last error of each source, reported once
 
-	totalSteps int
-	finished   bool
-	lastWrite  time.Time
+	totalSteps   int    // the trainer's step budget (max_steps), 0 unknown
+	runStep      int    // the trainer's own step count (global_step), 0 unknown
+	settings     string // the trainer's settings, for the console's run view
+	finished     bool   // the run recorded its end
+	stoppedEarly bool   // the trainer stopped before its step budget
+	lastWrite    time.Time
 }
 
-func newCore(opts Options, declared string) *core {
+func newCore(opts Options, namer NamerOptions, declared string) *core {
 	return &core{
 		st:       newStore(opts.MaxPoints, opts.MaxEvents),
-		mapping:  opts.Mapping,
+		opts:     opts,
+		namer:    opts.Mapping.Namer(namer),
 		declared: declared,
-		byName:   map[string]*series{},
-		hits:     map[string]map[string]bool{},
 		errs:     map[int]string{},
 	}
 }
 
-// resolve returns the series a source name is kept in, after the mapping.
+// resolve returns the series a source name's values are kept in, after the
+// mapping; nil for a name that lost its pixelis name to a better-ranked one (or
+// past maxSeries names). A name taking a pixelis name over drops the values the
+// loser left in it.
 func (c *core) resolve(name string) *series {
-	if s, ok := c.byName[name]; ok {
-		return s
+	to, keep, took := c.namer.name(name)
+	if !keep {
+		return nil
 	}
-	to, by := c.mapping.Rename(c.declared, name)
-	if by != "" {
-		if c.hits[by] == nil {
-			c.hits[by] = map[string]bool{}
-		}
-		c.hits[by][name] = true
-	}
-	wasFull := c.st.full
-	s := c.st.get(to)
+	st := c.target()
+	wasFull := st.full
+	s := st.get(to)
 	if s == nil && !wasFull {
 		c.warn(0, fmt.Sprintf("more than %d metrics: %s and later names are not kept", maxSeries, name))
 	}
-	if len(c.byName) < 4*maxSeries {
-		c.byName[name] = s
+	if took {
+		st.drop(s)
 	}
 	return s
 }
 
+// target is the store values go to: the fill store while a long history is read
+// in full, else the one the viewer takes from.
+func (c *core) target() *store {
+	if c.fill != nil {
+		return c.fill
+	}
+	return c.st
+}
+
+// beginFill starts reading a long history in full into a store of its own, while
+// the viewer keeps the glance at it.
+func (c *core) beginFill() { c.fill = newStore(c.opts.MaxPoints, c.opts.MaxEvents) }
+
+// endFill puts the history read in full in the glance's place.
+func (c *core) endFill() {
+	if c.fill != nil {
+		c.st.adopt(c.fill)
+		c.fill = nil
+	}
+}
+
 // value records one value of a metric under its source name.
 func (c *core) value(name string, step int, wall, v float64) {
-	c.st.add(c.resolve(name), step, wall, v)
+	c.target().add(c.resolve(name), step, wall, v)
 }
 
 // purge drops the values of one metric at step from and later.
-func (c *core) purge(name string, from int) { c.st.purge(c.resolve(name), from) }
+func (c *core) purge(name string, from int) { c.target().purge(c.resolve(name), from) }
 
 // restart drops every value at step from and later.
-func (c *core) restart(from int) { c.st.restart(from) }
+func (c *core) restart(from int) { c.target().restart(from) }
+
+// step is the run's newest step: the newest logged, or the trainer's own count when
+// it is ahead (a run ending between two logging steps).
+func (c *core) step() int {
+	if c.st.latest == math.MinInt {
+		return c.runStep
+	}
+	return max(c.st.latest, c.runStep)
+}
 
 // wrote notes a write to the run's files at t.
 func (c *core) wrote(t time.Time) {
@@ -445,9 +607,16 @@ func (c *core) wrote(t time.Time) {
 	}
 }
 
+// wroteFile notes a write to a file, by its modification time.
+func (c *core) wroteFile(fi os.FileInfo) {
+	if fi != nil {
+		c.wrote(fi.ModTime())
+	}
+}
+
 // event records an event of the run.
 func (c *core) event(e telemetry.Event) {
-	e.Phase = telemetry.PhaseRFT
+	e.Phase = telemetry.PhaseSteps
 	e.PhaseStep = e.Step
 	c.st.event(e)
 }
@@ -478,13 +647,10 @@ func (c *core) trainerName() string {
 	if c.declared != "" {
 		return c.declared
 	}
-	best, n := string(KindTensorBoard), 0
-	for _, t := range c.mapping.Trainers() {
-		if k := len(c.hits[t]); k > n {
-			best, n = t, k
-		}
+	if t := c.namer.Trainer(); t != "" {
+		return t
 	}
-	return best
+	return string(FormatTensorBoard)
 }
 
 // ignoreMissing treats a file that vanished between listing and reading as absent.

@@ -80,8 +80,8 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs
 
 func TestTRLFixture(t *testing.T) {
 	f := openTest(t, trlFixture, Options{}, time.Unix(int64(fixtureWall)+65, 0))
-	if f.Kind() != KindTRL || f.Trainer() != "trl" {
-		t.Fatalf("kind %s trainer %s, want trl", f.Kind(), f.Trainer())
+	if f.Format() != FormatTrainerState || f.Trainer() != "trl" {
+		t.Fatalf("kind %s trainer %s, want trl", f.Format(), f.Trainer())
 	}
 	var h history
 	h.fold(f.Take())
@@ -135,7 +135,7 @@ func TestTRLFixture(t *testing.T) {
 	if s == nil {
 		t.Fatal("no snapshot")
 	}
-	if s.Run != "trl (trl)" || s.Phase != telemetry.PhaseRFT || s.Step != 6 || s.TotalSteps != 6 || s.State != telemetry.StateRunning {
+	if s.Run != "trl (trl · RL)" || s.Phase != telemetry.PhaseRFT || s.Step != 6 || s.TotalSteps != 6 || s.State != telemetry.StateRunning {
 		t.Errorf("snapshot %+v", s)
 	}
 	if !near(s.Metrics["reward/total"], 0.25+0.125*6) || !s.Time.Equal(time.Unix(int64(fixtureWall)+60, 0)) {
@@ -151,8 +151,8 @@ func TestTRLFixture(t *testing.T) {
 
 func TestVerlFixture(t *testing.T) {
 	f := openTest(t, verlFixture, Options{}, time.Unix(int64(fixtureWall)+6*40+1, 0))
-	if f.Kind() != KindTensorBoard || f.Trainer() != "verl" || f.Run() != verlRun || !slices.Equal(f.Runs(), []string{verlRun}) {
-		t.Fatalf("kind %s trainer %s run %s runs %v", f.Kind(), f.Trainer(), f.Run(), f.Runs())
+	if f.Format() != FormatTensorBoard || f.Trainer() != "verl" || f.Run() != verlRun || !slices.Equal(f.Runs(), []string{verlRun}) {
+		t.Fatalf("kind %s trainer %s run %s runs %v", f.Format(), f.Trainer(), f.Run(), f.Runs())
 	}
 	var h history
 	h.fold(f.Take())
@@ -191,7 +191,7 @@ func TestVerlFixture(t *testing.T) {
 		}
 	}
 	s := h.snap
-	if s == nil || s.Run != verlRun+" (verl)" || s.Step != 6 || s.TotalSteps != 0 || s.State != telemetry.StateRunning || !near(s.StepsPerS, 1.0/40) {
+	if s == nil || s.Run != verlRun+" (verl · RL)" || s.Step != 6 || s.TotalSteps != 0 || s.State != telemetry.StateRunning || !near(s.StepsPerS, 1.0/40) {
 		t.Fatalf("snapshot %+v", s)
 	}
 }
@@ -264,14 +264,24 @@ func TestBoundedPerSeries(t *testing.T) {
 	u := f.Take()
 	var h history
 	h.fold(u)
-	if got := h.steps("a"); !slices.Equal(got, []int{92, 93, 94, 95, 96, 97, 98, 99}) {
-		t.Errorf("a at %v, want the newest 8", got)
+	// The whole run, downsampled: the first and the newest step, at most 8 points.
+	for _, name := range []string{"a", "sparse"} {
+		got := h.steps(name)
+		want := 99
+		if name == "sparse" {
+			want = 90
+		}
+		if len(got) > 8 || got[0] != 0 || got[len(got)-1] != want {
+			t.Errorf("%s at %v, want at most 8 steps from 0 to %d", name, got, want)
+		}
+		for _, st := range got {
+			if h.values[name][st] != float64(st) {
+				t.Errorf("%s@%d = %v, which the file does not hold", name, st, h.values[name][st])
+			}
+		}
 	}
-	if got := h.steps("sparse"); !slices.Equal(got, []int{20, 30, 40, 50, 60, 70, 80, 90}) {
-		t.Errorf("sparse at %v, want its own newest 8", got)
-	}
-	if u.Dropped != 92+2 {
-		t.Errorf("dropped %d, want 94", u.Dropped)
+	if u.Dropped != 0 {
+		t.Errorf("dropped %d: values are downsampled, not dropped", u.Dropped)
 	}
 }
 
@@ -412,8 +422,8 @@ func TestPixelisRun(t *testing.T) {
 	dir := t.TempDir()
 	put(t, filepath.Join(dir, telemetry.MetricsFile), []byte(`{"step":3,"phase":"rft","time":"2026-01-02T03:04:05Z","m":{"reward/total":0.5}}`+"\n"))
 	f := openTest(t, dir, Options{}, time.Now())
-	if f.Kind() != KindPixelis || f.Trainer() != "pixelis" {
-		t.Fatalf("kind %s", f.Kind())
+	if f.Format() != FormatPixelis || f.Trainer() != "pixelis" {
+		t.Fatalf("kind %s", f.Format())
 	}
 	u := f.Take()
 	if len(u.Points) != 1 || u.Points[0].Metrics["reward/total"] != 0.5 {

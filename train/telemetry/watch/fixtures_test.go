@@ -137,7 +137,7 @@ func tbLogEvents(m map[string]any, wall float64) [][]byte {
 		if k == "step" {
 			continue
 		}
-		out = append(out, tbtest.Simple(wall, step, tensorBoardName(k), toFloat(m[k])))
+		out = append(out, tbtest.Simple(wall, step, HFLogName(k), toFloat(m[k])))
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -17,24 +18,37 @@ var defaultMapping string
 // Mapping renames other trainers' metrics to the names pixelis's panes read. It is
 // read from TOML: one table per trainer, each key a name as the trainer logs it
 // (with `*` matching any non-empty text), each value the pixelis name (whose `*`s
-// take the matched texts in order; "" keeps the name). The embedded mapping.toml is
-// the default and documents where each trainer's names come from. A Mapping is
-// immutable once built and safe for concurrent use.
+// take the matched texts in order; "" keeps the name). The table [kinds] says which
+// kind of run a pixelis name marks (RunKind). The embedded mapping.toml is the
+// default and documents where each trainer's names come from. A Mapping is
+// immutable once built and safe for concurrent use; a Namer applies it to one run.
 type Mapping struct {
 	trainers []*ruleSet // sorted by name
+	kinds    *ruleSet   // pixelis name → RunKind, "" when the mapping has none
 }
 
 type ruleSet struct {
 	name     string
-	exact    map[string]string
+	exact    map[string]rule
 	patterns []pattern // most specific first
+}
+
+// rule is one rename; rank is its place in the mapping (a user file's rules first,
+// then the embedded file's, each in the order written), which decides between two
+// source names of one run that map to one pixelis name.
+type rule struct {
+	to   string
+	rank int
 }
 
 type pattern struct {
 	from  string
 	parts []string // the literal texts around the stars: len(parts) = stars+1
-	to    string
+	rule
 }
+
+// kindsTable names the table of run kinds, which is not a trainer's.
+const kindsTable = "kinds"
 
 // DefaultMapping is the embedded mapping.
 func DefaultMapping() *Mapping {
@@ -60,81 +74,159 @@ func ParseMapping(text string) (*Mapping, error) {
 	return parseMapping(DefaultMapping(), "mapping", text)
 }
 
-func parseMapping(base *Mapping, name, text string) (*Mapping, error) {
+// rawRule is a rule as written: its table, key and value, in file order.
+type rawRule struct{ table, from, to string }
+
+// decodeRules reads the rules of a mapping file in the order they are written.
+func decodeRules(name, text string) ([]rawRule, error) {
 	var raw map[string]any
-	if _, err := toml.Decode(text, &raw); err != nil {
+	md, err := toml.Decode(text, &raw)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var errs []error
-	doc := map[string]map[string]string{}
 	for trainer, v := range raw {
-		table, ok := v.(map[string]any)
-		if !ok {
+		if _, ok := v.(map[string]any); !ok {
 			errs = append(errs, fmt.Errorf("%s: %q: want a [trainer] table of \"name\" = \"pixelis name\", got %T", name, trainer, v))
+		}
+	}
+	var out []rawRule
+	for _, k := range md.Keys() {
+		if len(k) != 2 {
 			continue
 		}
-		doc[trainer] = map[string]string{}
-		for from, to := range table {
-			s, ok := to.(string)
-			if !ok {
-				errs = append(errs, fmt.Errorf("%s: [%s] %q: want a name in quotes, got %T %v", name, trainer, from, to, to))
-				continue
-			}
-			doc[trainer][from] = s
+		table, ok := raw[k[0]].(map[string]any)
+		if !ok {
+			continue
 		}
+		to, ok := table[k[1]].(string)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: [%s] %q: want a name in quotes, got %T %v", name, k[0], k[1], table[k[1]], table[k[1]]))
+			continue
+		}
+		out = append(out, rawRule{k[0], k[1], to})
 	}
-	rules := map[string]map[string]string{}
+	return out, sortedErrors(errs)
+}
+
+func sortedErrors(errs []error) error {
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+func parseMapping(base *Mapping, name, text string) (*Mapping, error) {
+	rules, err := decodeRules(name, text)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	merged := map[string]map[string]rule{}
+	add := func(table, from string, r rule) {
+		if merged[table] == nil {
+			merged[table] = map[string]rule{}
+		}
+		merged[table][from] = r
+	}
+	for i, r := range rules {
+		check := checkRule
+		if r.table == kindsTable {
+			check = checkKindRule
+		}
+		if err := check(r.from, r.to); err != nil {
+			errs = append(errs, fmt.Errorf("%s: [%s] %q: %w", name, r.table, r.from, err))
+			continue
+		}
+		add(r.table, r.from, rule{to: r.to, rank: i})
+	}
 	if base != nil {
-		for _, t := range base.trainers {
-			r := map[string]string{}
-			for from, to := range t.exact {
-				r[from] = to
+		// The base's rules rank after this file's and give way to its keys.
+		for _, t := range base.sets() {
+			for from, r := range t.all() {
+				if _, ok := merged[t.name][from]; !ok {
+					add(t.name, from, rule{to: r.to, rank: len(rules) + r.rank})
+				}
 			}
-			for _, p := range t.patterns {
-				r[p.from] = p.to
-			}
-			rules[t.name] = r
-		}
-	}
-	for trainer, table := range doc {
-		if rules[trainer] == nil {
-			rules[trainer] = map[string]string{}
-		}
-		for from, to := range table {
-			if err := checkRule(from, to); err != nil {
-				errs = append(errs, fmt.Errorf("%s: [%s] %q: %w", name, trainer, from, err))
-				continue
-			}
-			rules[trainer][from] = to
 		}
 	}
 	if len(errs) > 0 {
-		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-		return nil, errors.Join(errs...)
+		return nil, sortedErrors(errs)
 	}
 	m := &Mapping{}
-	for trainer, r := range rules {
-		t := &ruleSet{name: trainer, exact: map[string]string{}}
-		for from, to := range r {
-			if !strings.Contains(from, "*") {
-				t.exact[from] = to
-				continue
-			}
-			t.patterns = append(t.patterns, pattern{from: from, parts: strings.Split(from, "*"), to: to})
+	for table, r := range merged {
+		t := newRuleSet(table, r)
+		if table == kindsTable {
+			m.kinds = t
+			continue
 		}
-		slices.SortFunc(t.patterns, func(a, b pattern) int {
-			if la, lb := len(a.from)-len(a.parts)+1, len(b.from)-len(b.parts)+1; la != lb {
-				return lb - la // more literal text first
-			}
-			if len(a.parts) != len(b.parts) {
-				return len(a.parts) - len(b.parts) // fewer stars first
-			}
-			return strings.Compare(a.from, b.from)
-		})
 		m.trainers = append(m.trainers, t)
 	}
 	slices.SortFunc(m.trainers, func(a, b *ruleSet) int { return strings.Compare(a.name, b.name) })
 	return m, nil
+}
+
+// sets is every rule set of the mapping, the kinds table included.
+func (m *Mapping) sets() []*ruleSet {
+	if m.kinds == nil {
+		return m.trainers
+	}
+	return append(slices.Clone(m.trainers), m.kinds)
+}
+
+func newRuleSet(name string, rules map[string]rule) *ruleSet {
+	t := &ruleSet{name: name, exact: map[string]rule{}}
+	for from, r := range rules {
+		if !strings.Contains(from, "*") {
+			t.exact[from] = r
+			continue
+		}
+		t.patterns = append(t.patterns, pattern{from: from, parts: strings.Split(from, "*"), rule: r})
+	}
+	slices.SortFunc(t.patterns, func(a, b pattern) int {
+		if la, lb := len(a.from)-len(a.parts)+1, len(b.from)-len(b.parts)+1; la != lb {
+			return lb - la // more literal text first
+		}
+		if len(a.parts) != len(b.parts) {
+			return len(a.parts) - len(b.parts) // fewer stars first
+		}
+		return strings.Compare(a.from, b.from)
+	})
+	return t
+}
+
+// all is the set's rules by key.
+func (t *ruleSet) all() map[string]rule {
+	out := make(map[string]rule, len(t.exact)+len(t.patterns))
+	for from, r := range t.exact {
+		out[from] = r
+	}
+	for _, p := range t.patterns {
+		out[p.from] = p.rule
+	}
+	return out
+}
+
+// match returns the rule of the set for name (exact before patterns) and the texts
+// its stars matched.
+func (t *ruleSet) match(name string, caps []string) (rule, []string, bool) {
+	if r, ok := t.exact[name]; ok {
+		return r, nil, true
+	}
+	for _, p := range t.patterns {
+		if caps = p.match(name, caps[:0]); caps != nil {
+			return p.rule, caps, true
+		}
+	}
+	return rule{}, nil, false
+}
+
+func checkKindRule(from, to string) error {
+	if err := checkRule(from, ""); err != nil {
+		return err
+	}
+	if _, ok := kindStrength[RunKind(to)]; !ok || to == "" {
+		return fmt.Errorf("%q is not a kind of run: want %q, %q or %q", to, RunRL, RunSFT, RunPreference)
+	}
+	return nil
 }
 
 func checkRule(from, to string) error {
@@ -162,6 +254,15 @@ func (m *Mapping) Trainers() []string {
 // ("" and the name itself when none did). The rules of trainer (when not "") are
 // tried first, then the others' in name order; exact rules before patterns.
 func (m *Mapping) Rename(trainer, name string) (to, by string) {
+	to, by, _ = m.rename(trainer, name)
+	return to, by
+}
+
+// noRule ranks a name no rule matched: after every rule.
+const noRule = math.MaxInt
+
+// rename is Rename with the rank of the rule that matched (noRule for none).
+func (m *Mapping) rename(trainer, name string) (to, by string, rank int) {
 	order := m.trainers
 	if trainer != "" {
 		if i := slices.IndexFunc(order, func(t *ruleSet) bool { return t.name == trainer }); i > 0 {
@@ -169,22 +270,31 @@ func (m *Mapping) Rename(trainer, name string) (to, by string) {
 		}
 	}
 	for _, t := range order {
-		if to, ok := t.exact[name]; ok {
-			if to == "" {
-				to = name
-			}
-			return to, t.name
+		if r, ok := t.exact[name]; ok {
+			return r.expand(name, nil), t.name, r.rank
 		}
 	}
 	var caps []string
 	for _, t := range order {
 		for _, p := range t.patterns {
 			if caps = p.match(name, caps[:0]); caps != nil {
-				return p.expand(name, caps), t.name
+				return p.expand(name, caps), t.name, p.rank
 			}
 		}
 	}
-	return name, ""
+	return name, "", noRule
+}
+
+// KindOf is the kind of run a pixelis name marks ("" for none): the [kinds] table.
+func (m *Mapping) KindOf(name string) RunKind {
+	if m.kinds == nil {
+		return ""
+	}
+	r, _, ok := m.kinds.match(name, nil)
+	if !ok {
+		return ""
+	}
+	return RunKind(r.to)
 }
 
 // match returns the texts the stars matched, nil when name does not match. Each
@@ -221,19 +331,19 @@ func matchParts(s string, parts []string, caps []string) []string {
 	return nil
 }
 
-func (p pattern) expand(name string, caps []string) string {
-	if p.to == "" {
+func (r rule) expand(name string, caps []string) string {
+	if r.to == "" {
 		return name
 	}
 	var b strings.Builder
 	k := 0
-	for i := 0; i < len(p.to); i++ {
-		if p.to[i] == '*' {
+	for i := 0; i < len(r.to); i++ {
+		if r.to[i] == '*' {
 			b.WriteString(caps[k])
 			k++
 			continue
 		}
-		b.WriteByte(p.to[i])
+		b.WriteByte(r.to[i])
 	}
 	return b.String()
 }

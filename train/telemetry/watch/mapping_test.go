@@ -10,7 +10,7 @@ import (
 
 func TestDefaultMapping(t *testing.T) {
 	m := DefaultMapping()
-	if got := m.Trainers(); !slices.Equal(got, []string{"trl", "verl"}) {
+	if got := m.Trainers(); !slices.Equal(got, []string{"pixelis", "trl", "verl"}) {
 		t.Fatalf("trainers %v", got)
 	}
 	for _, c := range []struct{ name, to, by string }{
@@ -44,7 +44,7 @@ func TestDefaultMapping(t *testing.T) {
 		{"val-aux/geo3k/reward/std@8", "val-aux/geo3k/reward/std@8", ""},
 		{"train/num_tokens", "train/num_tokens", ""},
 		{"reward/total", "reward/total", ""},
-		{"kpi/success_rate_ma100", "kpi/success_rate_ma100", ""},
+		{"kpi/success_rate_ma100", "kpi/success_rate_ma100", "pixelis"},
 	} {
 		if to, by := m.Rename("", c.name); to != c.to || by != c.by {
 			t.Errorf("Rename(%q) = %q by %q, want %q by %q", c.name, to, by, c.to, c.by)
@@ -95,7 +95,7 @@ func TestLoadMappingExtends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.Trainers(); !slices.Equal(got, []string{"openrlhf", "trl", "verl"}) {
+	if got := m.Trainers(); !slices.Equal(got, []string{"openrlhf", "pixelis", "trl", "verl"}) {
 		t.Fatalf("trainers %v", got)
 	}
 	for name, want := range map[string]string{

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/pixelis/pixelis/internal/downsample"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -20,9 +21,11 @@ type entry struct {
 }
 
 // series is one metric's history: steps strictly increase, at most maxPoints entries
-// are kept, and sent is the newest step the viewer has taken.
+// are kept — the whole run, downsampled (internal/downsample) once it holds more —
+// and sent is the newest step the viewer has taken.
 type series struct {
 	entries []entry
+	width   int // steps per bucket of entries: 1 while none was dropped
 	last    int // newest step added (lowered by a purge); math.MinInt when none
 	sent    int
 }
@@ -59,7 +62,7 @@ func (st *store) get(name string) *series {
 			st.full = true
 			return nil
 		}
-		s = &series{last: math.MinInt, sent: math.MinInt}
+		s = &series{width: 1, last: math.MinInt, sent: math.MinInt}
 		st.series[name] = s
 	}
 	return s
@@ -71,16 +74,11 @@ func (st *store) add(s *series, step int, wall, v float64) {
 		return
 	}
 	s.entries = append(s.entries, entry{step, wall, v})
-	if over := len(s.entries) - st.maxPoints; over > 0 {
-		for _, e := range s.entries[:over] {
-			if e.step > s.sent {
-				st.dropped++
-			}
-		}
-		s.entries = s.entries[over:]
-		if cap(s.entries) > 4*st.maxPoints { // re-slicing from the front: copy now and then
-			s.entries = slices.Clone(s.entries)
-		}
+	if len(s.entries) > st.maxPoints {
+		// Non-finite values rank as neither lowest nor highest: the newest is
+		// what the console shows of them.
+		s.entries, s.width = downsample.Keep(s.entries, s.width, st.maxPoints*3/4,
+			func(e entry) int { return e.step }, func(e entry) float64 { return e.v })
 	}
 	s.last = step
 	st.changed = true
@@ -117,6 +115,31 @@ func (st *store) restart(from int) {
 	}
 }
 
+// drop forgets every value of s: another source name took its pixelis name over.
+func (st *store) drop(s *series) {
+	if s == nil || len(s.entries) == 0 {
+		return
+	}
+	if s.sent != math.MinInt {
+		st.reset = true // the viewer holds values that no longer stand
+	}
+	clear(s.entries)
+	s.entries, s.width, s.last, s.sent = s.entries[:0], 1, math.MinInt, math.MinInt
+	st.relatest()
+	st.changed = true
+}
+
+// adopt takes the series of fill (a long history read in full) in place of its
+// own (a glance at it): the viewer starts over with them.
+func (st *store) adopt(fill *store) {
+	st.series, st.full = fill.series, fill.full
+	st.latest, st.latestWall, st.clock = fill.latest, fill.latestWall, fill.clock
+	for _, s := range st.series {
+		s.sent = math.MinInt
+	}
+	st.reset, st.changed = true, true
+}
+
 // clear drops every value: the run's files were rewritten.
 func (st *store) clear() {
 	for _, s := range st.series {
@@ -124,7 +147,7 @@ func (st *store) clear() {
 			st.reset = true
 		}
 		clear(s.entries)
-		s.entries, s.last, s.sent = s.entries[:0], math.MinInt, math.MinInt
+		s.entries, s.width, s.last, s.sent = s.entries[:0], 1, math.MinInt, math.MinInt
 	}
 	st.clock = st.clock[:0]
 	st.latest, st.latestWall = math.MinInt, 0

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -34,10 +35,13 @@ type trlSource struct {
 
 	state     os.FileInfo // the trainer_state.json read last
 	statePath string
+	top       *stateFile  // the output directory's own trainer_state.json, parsed
+	newest    *stateFile  // the newest checkpoint's, parsed
 	badState  os.FileInfo // one that failed to parse, reported once
 	seen      []logMark   // the log_history entries read, in order
 	endAt     int         // index in seen of the entry train() logs when it ends, -1 none
 	ckpts     map[int]bool
+	warned    map[string]bool // metrics whose odd values were warned about
 }
 
 // logMark identifies a log_history entry already read: a history that no longer
@@ -48,7 +52,7 @@ type logMark struct {
 }
 
 func newTRLSource(dir string) *trlSource {
-	return &trlSource{dir: dir, ckpts: map[int]bool{}, endAt: -1}
+	return &trlSource{dir: dir, ckpts: map[int]bool{}, endAt: -1, warned: map[string]bool{}}
 }
 
 type checkpoint struct {
@@ -81,6 +85,7 @@ func checkpoints(dir string) ([]checkpoint, error) {
 // Checkpoints already reported are not reported again.
 func (s *trlSource) rewind() {
 	s.state, s.statePath, s.badState, s.seen, s.endAt = nil, "", nil, nil, -1
+	s.top, s.newest = nil, nil
 }
 
 func (s *trlSource) poll(c *core) error {
@@ -105,44 +110,101 @@ func (s *trlSource) poll(c *core) error {
 	return s.readState(c, ckpts)
 }
 
-// readState reads the newest trainer_state.json when it changed.
-func (s *trlSource) readState(c *core, ckpts []checkpoint) error {
-	var path string
-	var fi os.FileInfo
-	candidates := []string{filepath.Join(s.dir, trainerStateFile)}
-	for _, ck := range slices.Backward(ckpts) {
-		candidates = append(candidates, filepath.Join(s.dir, ck.name, trainerStateFile))
-	}
-	for _, p := range candidates {
-		if st, err := os.Stat(p); err == nil && (fi == nil || st.ModTime().After(fi.ModTime())) {
-			path, fi = p, st
-		}
-	}
-	if fi == nil || (path == s.statePath && sameFile(s.state, fi)) || sameFile(s.badState, fi) {
+// stateDoc is what the feed reads of a trainer_state.json.
+type stateDoc struct {
+	GlobalStep        int               `json:"global_step"`
+	MaxSteps          int               `json:"max_steps"`
+	LogHistory        []json.RawMessage `json:"log_history"`
+	StatefulCallbacks struct {
+		TrainerControl struct {
+			Args struct {
+				ShouldTrainingStop bool `json:"should_training_stop"`
+			} `json:"args"`
+		} `json:"TrainerControl"`
+	} `json:"stateful_callbacks"`
+	settings string // the trainer's settings, as `i` shows them
+}
+
+// stateFile is one trainer_state.json read: its identity when read and its contents.
+type stateFile struct {
+	path string
+	fi   os.FileInfo
+	doc  *stateDoc
+}
+
+// readStateFile reads and parses path, reusing prev when the file has not changed.
+// A file that does not parse is reported once it has stayed so for a while (one
+// being written parses once it is complete) and not read again until it changes.
+func (s *trlSource) readStateFile(c *core, path string, prev *stateFile) *stateFile {
+	fi, err := os.Stat(path)
+	if err != nil {
 		return nil
 	}
-	c.wrote(fi.ModTime())
+	if prev != nil && prev.path == path && sameFile(prev.fi, fi) {
+		return prev
+	}
+	if sameFile(s.badState, fi) {
+		return nil
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return ignoreMissing(err)
+		return nil
 	}
-	var doc struct {
-		GlobalStep int               `json:"global_step"`
-		MaxSteps   int               `json:"max_steps"`
-		LogHistory []json.RawMessage `json:"log_history"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		// A file being written parses once it is complete; report only one that has
-		// stayed unparseable for a while.
+	doc, err := parseState(b)
+	if err != nil {
 		if time.Since(fi.ModTime()) > 2*time.Second {
 			s.badState = fi
 			c.warn(0, fmt.Sprintf("%s: %v (keeping the history read before)", path, err))
 		}
 		return nil
 	}
-	s.statePath, s.state = path, fi
-	c.totalSteps = doc.MaxSteps
+	return &stateFile{path: path, fi: fi, doc: doc}
+}
 
+// parseState parses a trainer_state.json. Python's json.dumps writes non-finite
+// floats as NaN, Infinity and -Infinity, which Go's decoder refuses: they are read
+// as the non-finite values they are.
+func parseState(b []byte) (*stateDoc, error) {
+	b = quoteNonFinite(b)
+	var doc stateDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) == nil {
+		doc.settings = stateSettings(top)
+	}
+	return &doc, nil
+}
+
+// readState reads the trainer_state.json holding the most steps when it changed:
+// the output directory's own (save_state) or the one in the checkpoint of the
+// highest step — by the step in its name, not by modification time, which copies
+// and downloads reorder.
+func (s *trlSource) readState(c *core, ckpts []checkpoint) error {
+	top := s.readStateFile(c, filepath.Join(s.dir, trainerStateFile), s.top)
+	s.top = top
+	var newest *stateFile
+	if n := len(ckpts); n > 0 {
+		newest = s.readStateFile(c, filepath.Join(s.dir, ckpts[n-1].name, trainerStateFile), s.newest)
+		s.newest = newest
+	}
+	pick := top
+	if pick == nil || (newest != nil && newest.doc.GlobalStep > pick.doc.GlobalStep) {
+		pick = newest
+	}
+	if pick == nil || (pick.path == s.statePath && sameFile(s.state, pick.fi)) {
+		return nil
+	}
+	c.wrote(pick.fi.ModTime())
+	s.statePath, s.state = pick.path, pick.fi
+	s.apply(c, pick.doc)
+	return nil
+}
+
+// apply reads a parsed trainer_state.json into c.
+func (s *trlSource) apply(c *core, doc *stateDoc) {
+	c.totalSteps, c.runStep, c.settings = doc.MaxSteps, doc.GlobalStep, doc.settings
 	// Keep what matches the history read before; a history that diverges from it
 	// was rewritten from the first differing entry on.
 	k := 0
@@ -174,13 +236,19 @@ func (s *trlSource) readState(c *core, ckpts []checkpoint) error {
 			s.endAt = i
 		}
 	}
-	c.finished = s.endAt >= 0 || (doc.MaxSteps > 0 && doc.GlobalStep >= doc.MaxSteps)
-	return nil
+	reachedMax := doc.MaxSteps > 0 && doc.GlobalStep >= doc.MaxSteps
+	c.finished = s.endAt >= 0 || reachedMax
+	// A Trainer told to stop (early stopping, a callback) before max_steps saves
+	// should_training_stop in its last checkpoint: the run stopped early.
+	c.stoppedEarly = !c.finished && doc.StatefulCallbacks.TrainerControl.Args.ShouldTrainingStop
 }
 
-// readEntry records the metrics of one log_history entry, named as transformers'
-// TensorBoardCallback names them, and returns its step and whether it is the
-// entry train() logs when it ends (the one holding "train_runtime").
+// readEntry records the metrics of one log_history entry and returns its step and
+// whether it is the entry train() logs when it ends (the one holding
+// "train_runtime"). A null is a non-finite value (TRL logs None for a series
+// whose values were all NaN); a number written as a string ("np.float64(-0.48)",
+// from a callback that logged a NumPy scalar's repr) is read, and warned about
+// once a metric; any other value is warned about once a metric and skipped.
 func (s *trlSource) readEntry(c *core, raw json.RawMessage) (step int, end bool) {
 	var m map[string]any
 	if json.Unmarshal(raw, &m) != nil {
@@ -188,30 +256,124 @@ func (s *trlSource) readEntry(c *core, raw json.RawMessage) (step int, end bool)
 	}
 	st, ok := m["step"].(float64)
 	if !ok {
+		c.warn(0, fmt.Sprintf("%s: a log_history entry without a numeric \"step\" skipped", s.statePath))
 		return -1, false
 	}
 	step = int(st)
-	for k, v := range m {
-		x, ok := v.(float64) // null (a metric with no value this time), strings, lists: skipped
-		if !ok || k == "step" {
+	for _, k := range slices.Sorted(maps.Keys(m)) { // warnings in a stable order
+		v := m[k]
+		if k == "step" {
 			continue
 		}
-		c.value(tensorBoardName(k), step, 0, x)
+		x, read, note := logValue(v)
+		if note != "" && !s.warned[k] {
+			s.warned[k] = true
+			c.warn(step, fmt.Sprintf("%s: %q at step %d %s", s.statePath, k, step, note))
+		}
+		if read {
+			c.value(HFLogName(k), step, 0, x)
+		}
 	}
 	_, end = m["train_runtime"]
 	return step, end
 }
 
-// tensorBoardName is the tag transformers' TensorBoardCallback gives a logged
-// metric (rewrite_logs in transformers/integrations/integration_utils.py).
-func tensorBoardName(k string) string {
-	switch {
-	case strings.HasPrefix(k, "eval_"):
-		return "eval/" + k[len("eval_"):]
-	case strings.HasPrefix(k, "test_"):
-		return "test/" + k[len("test_"):]
+// logValue reads one logged value: a number, or a non-finite one (null, NaN,
+// ±Infinity). note says what was odd about anything else ("" when nothing was),
+// and read whether a value was read all the same.
+func logValue(v any) (x float64, read bool, note string) {
+	switch v := v.(type) {
+	case float64:
+		return v, true, ""
+	case nil:
+		return math.NaN(), true, ""
+	case string:
+		if x, ok := nonFinite[v]; ok {
+			return x, true, ""
+		}
+		if x, ok := reprNumber(v); ok {
+			return x, true, fmt.Sprintf("is a string, %q: read as %v", v, x)
+		}
+		return 0, false, fmt.Sprintf("is the string %q, not a number: not shown", v)
+	case bool:
+		return 0, false, fmt.Sprintf("is %v, not a number: not shown", v)
+	case []any:
+		return 0, false, "is a list, not a number: not shown"
 	}
-	return "train/" + k
+	return 0, false, "is an object, not a number: not shown"
+}
+
+// nonFinite are the values quoteNonFinite writes for Python's bare NaN and
+// ±Infinity: strings no JSON file holds unescaped (JSON text escapes a NUL).
+var nonFinite = map[string]float64{"\x00NaN": math.NaN(), "\x00Infinity": math.Inf(1), "\x00-Infinity": math.Inf(-1)}
+
+// reprNumber reads NumPy's repr of a scalar, "np.float64(0.5)": what a trainer
+// writes when it logs a NumPy number through str(). Any other string is text (verl
+// logs token texts such as "5" as strings): it is not read as a number.
+func reprNumber(s string) (float64, bool) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexByte(t, '(')
+	if i < 0 || !strings.HasPrefix(t, "np.") || !strings.HasSuffix(t, ")") {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(t[i+1:len(t)-1], 64)
+	return x, err == nil
+}
+
+// quoteNonFinite rewrites the bare tokens NaN, Infinity and -Infinity outside JSON
+// strings as the strings nonFinite reads, so that the document parses.
+func quoteNonFinite(b []byte) []byte {
+	if !bytes.Contains(b, []byte("NaN")) && !bytes.Contains(b, []byte("Infinity")) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+64)
+	inString := false
+	for i := 0; i < len(b); i++ {
+		ch := b[i]
+		switch {
+		case inString && ch == '\\' && i+1 < len(b):
+			out = append(out, ch, b[i+1])
+			i++
+			continue
+		case ch == '"':
+			inString = !inString
+		case !inString && (ch == 'N' || ch == 'I' || ch == '-'):
+			if tok := nonFiniteToken(b[i:]); tok != "" {
+				out = append(out, `"\u0000`+tok+`"`...)
+				i += len(tok) - 1
+				continue
+			}
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// nonFiniteToken is the non-finite token b starts with, "" for none.
+func nonFiniteToken(b []byte) string {
+	for _, tok := range []string{"NaN", "Infinity", "-Infinity"} {
+		if bytes.HasPrefix(b, []byte(tok)) {
+			return tok
+		}
+	}
+	return ""
+}
+
+// stateSettings writes the trainer's settings a trainer_state.json holds — batch
+// size, logging, evaluation and save steps, max steps and epochs, the best metric
+// and checkpoint — one "key = value" line each, in name order; the log history
+// and the callbacks' state are left out.
+func stateSettings(top map[string]json.RawMessage) string {
+	var lines []string
+	for k, v := range top {
+		switch k {
+		case "log_history", "stateful_callbacks", "is_local_process_zero", "is_world_process_zero", "trial_params":
+			continue
+		}
+		lines = append(lines, k+" = "+strings.ReplaceAll(string(v), `"\u0000`, `"`))
+	}
+	slices.Sort(lines)
+	return "[trainer_state.json]\n" + strings.Join(lines, "\n")
 }
 
 func entryStep(raw json.RawMessage) (int, bool) {

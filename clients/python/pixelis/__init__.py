@@ -1,0 +1,20 @@
+"""pixelis: its pixel world and reward over HTTP (`pixelis serve`), from Python.
+
+- Client, Episode, Scorer (pixelis.client): every endpoint of the API, over
+  one kept-alive connection per thread.
+- VectorEnv (pixelis.vector): N episodes with gymnasium's vector API, one
+  request per vector step, observations as raw arrays.
+- decode_png (pixelis.png): the PNG views, through PIL when installed.
+
+The standard library is enough; numpy, when installed, makes observations
+numpy arrays decoded without copying. Modules that drive a pixelis run (the
+launch SDK) live beside these in this package.
+"""
+
+__version__ = "0.2.0"
+
+from .client import Client, Episode, PixelisError, Scorer
+from .png import decode_png
+from .vector import VectorEnv
+
+__all__ = ["Client", "Episode", "Scorer", "PixelisError", "VectorEnv", "decode_png", "__version__"]
