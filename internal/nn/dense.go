@@ -201,7 +201,8 @@ func (op *denseOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 	}
 	// Row bounds at multiples of 24: whole panels of the product kernels
 	// (6 or 12 rows) and whole bytes of the mask; and of whole groups.
-	op.team.For(rows, op.align(), max(minPartMACs/(max(l.in, l.rank, 8)*out), 1), func(lo, hi int) { op.forward(&l, lo, hi) })
+	// A row costs a panel of the kernels' 16 columns however few it has.
+	op.team.For(rows, op.align(), max(minPartMACs/(max(l.in, l.rank, 8)*max(out, 16)), 1), func(lo, hi int) { op.forward(&l, lo, hi) })
 	return res, nil
 }
 

@@ -167,7 +167,7 @@ func matMul(team *par.Team, tA, tB bool, m, n, k int, a, b, c []float32) {
 		team.For(n, 16, max(minPartMACs/(m*k), 16), cols)
 		return
 	}
-	team.For(m, 12, max(minPartMACs/(n*k), 1), rows)
+	team.For(m, 12, max(minPartMACs/(max(n, 16)*k), 1), rows) // a row costs 16 columns at least
 }
 
 // ProductFLOPs is 2·m·n·k summed over the matrix products an op of this
