@@ -43,7 +43,7 @@ type DenseConfig struct {
 //	y = act( ((x·W + b) + Scale·(xa·B)) + v_group )
 //
 // with the terms of cfg only, added in this order and each rounded as
-// gorgonia's MatMul, AddRows, AddScaled, AddGroups and ReLU would compute
+// gorgonia's Mul, BroadcastAdd, Add of a product by a constant and Rectify would compute
 // them one after the other — the same bits (policy's
 // TestTrainGraphMatchesGorgoniaBits) — in one pass over blocks of rows
 // that stay in cache, split over team's workers by rows. The inputs follow
