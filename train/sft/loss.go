@@ -134,7 +134,7 @@ func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
 	}
 	obsDim := len(t.obs) / B
 	nA := len(t.mask) / B
-	clear(t.obs)
+	clear(t.obs[len(pairs)*obsDim:]) // the padding rows; the others are decoded below
 	clear(t.mask)
 	clear(t.w)
 	clear(t.wAvoid)
