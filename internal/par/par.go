@@ -54,25 +54,30 @@ func (t *Team) For(n, align, grain int, f func(lo, hi int)) {
 		return
 	}
 	bound := func(p int) int { return min(units*p/parts*align, n) }
-	var next atomic.Int64
-	run := func() {
-		for {
-			p := int(next.Add(1) - 1)
-			if p >= parts {
-				return
+	// Worker w starts at its own share of the parts, the same rows from one
+	// op to the next (they stay in its core's cache), then takes any part
+	// left: a worker held up by another process leaves its share to the
+	// others instead of holding up the op.
+	claimed := make([]atomic.Bool, parts)
+	helpers := min(t.workers, parts) - 1
+	run := func(w int) {
+		start := w * parts / (helpers + 1)
+		for i := range parts {
+			p := (start + i) % parts
+			if claimed[p].CompareAndSwap(false, true) {
+				f(bound(p), bound(p+1))
 			}
-			f(bound(p), bound(p+1))
 		}
 	}
 	var wg sync.WaitGroup
-	for range min(t.workers, parts) - 1 {
+	for w := range helpers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run()
+			run(w + 1)
 		}()
 	}
-	run()
+	run(0)
 	wg.Wait()
 }
 
