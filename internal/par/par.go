@@ -69,17 +69,35 @@ func (t *Team) For(n, align, grain int, f func(lo, hi int)) {
 			}
 		}
 	}
+	// A part's panic, on any goroutine, is raised on the caller's once every
+	// worker has stopped (where the run's own recovery sees it).
+	var failed atomic.Value
+	guarded := func(w int) {
+		defer func() {
+			if r := recover(); r != nil {
+				failed.CompareAndSwap(nil, partPanic{r})
+			}
+		}()
+		run(w)
+	}
 	var wg sync.WaitGroup
 	for w := range helpers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run(w + 1)
+			guarded(w + 1)
 		}()
 	}
-	run(0)
+	guarded(0)
 	wg.Wait()
+	if r := failed.Load(); r != nil {
+		panic(r.(partPanic).value)
+	}
 }
+
+// partPanic carries a part's panic value (atomic.Value needs one concrete
+// type).
+type partPanic struct{ value any }
 
 // Do runs the functions at once, one goroutine each up to the team's
 // workers (the rest one after another), and returns when all are done.

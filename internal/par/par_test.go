@@ -36,3 +36,19 @@ func TestDoRunsEach(t *testing.T) {
 		t.Fatalf("ran %d, %d, %d times", a.Load(), b.Load(), c.Load())
 	}
 }
+
+// A part that panics on a helper goroutine panics on the caller's, where
+// the run's own recovery sees it.
+func TestForRaisesAHelpersPanic(t *testing.T) {
+	defer func() {
+		if r := recover(); r != "part 7" {
+			t.Fatalf("recovered %v, want the part's panic", r)
+		}
+	}()
+	NewTeam(2).For(8, 1, 1, func(lo, hi int) {
+		if lo == 7 {
+			panic("part 7")
+		}
+	})
+	t.Fatal("no panic")
+}
