@@ -42,14 +42,15 @@ type DenseConfig struct {
 //
 //	y = act( ((x·W + b) + Scale·(xa·B)) + v_group )
 //
-// with the terms of cfg only, added in this order and each rounded as
-// gorgonia's Mul, BroadcastAdd, Add of a product by a constant and Rectify would compute
-// them one after the other — the same bits (policy's
-// TestTrainGraphMatchesGorgoniaBits) — in one pass over blocks of rows
-// that stay in cache, split over team's workers by rows. The inputs follow
-// the same order: x and W (or x·W with cfg.Product), then b, xa and B, v
-// as cfg has them. Its derivatives are, with d = g ⊙ [pre ≥ 0] for a ReLU
-// layer (else g):
+// with the terms of cfg only (and pooled with cfg.Pool), added in this
+// order and each rounded as gorgonia's Mul, BroadcastAdd, Add of a product
+// by a constant and Rectify would compute them one after the other — the
+// same bits (train/policy's TestTrainGraphMatchesGorgoniaBits) — in one
+// pass over blocks of rows that stay in cache, split over team's workers by
+// rows. The inputs follow the same order: x and W (or x·W with
+// cfg.Product), then b, xa and B, v as cfg has them. Its derivatives are,
+// with d = g ⊙ [pre ≥ 0] for a ReLU layer (else g; for a pooled layer g is
+// the mean's gradient ·(1/Pool) on each row of the group):
 //
 //	∂x = d·Wᵀ   ∂W = xᵀ·d   (∂(x·W) = d)   ∂b = Σ_rows d   ∂xa = (Scale·d)·Bᵀ   ∂B = xaᵀ·(Scale·d)   ∂v_i = Σ_j d_{i·Groups+j}
 func Dense(team *par.Team, cfg DenseConfig, inputs ...*G.Node) (*G.Node, error) {
