@@ -54,16 +54,35 @@ func (k Kind) known() bool {
 // Manifest is the content of manifest.json. It is written last, so its presence in a checkpoint
 // directory means every file it lists was complete and synced when it was written.
 type Manifest struct {
-	FormatVersion int         `json:"format_version"`
-	Name          string      `json:"name"`
-	Phase         string      `json:"phase"`
-	Step          int64       `json:"step"`
-	Stage         string      `json:"stage,omitempty"` // curriculum stage name
-	StageIndex    int         `json:"stage_index"`     // curriculum stage number, from 0
-	Kind          Kind        `json:"kind"`
-	ConfigHash    string      `json:"config_hash"`
-	Created       time.Time   `json:"created"` // RFC 3339, UTC
-	Files         []FileEntry `json:"files"`
+	FormatVersion int    `json:"format_version"`
+	Name          string `json:"name"`
+	Phase         string `json:"phase"`
+	Step          int64  `json:"step"`
+	Stage         string `json:"stage,omitempty"` // curriculum stage name
+	StageIndex    int    `json:"stage_index"`     // curriculum stage number, from 0
+	Kind          Kind   `json:"kind"`
+	ConfigHash    string `json:"config_hash"`
+	// Observation is what the policy's network reads; absent in checkpoints
+	// written before it was recorded (observation version 1).
+	Observation *Observation `json:"observation,omitempty"`
+	Created     time.Time    `json:"created"` // RFC 3339, UTC
+	Files       []FileEntry  `json:"files"`
+}
+
+// Observation names the observation a checkpoint's networks were trained on:
+// its version (train/env.ObsVersion) and width in floats.
+type Observation struct {
+	Version int `json:"version"`
+	Width   int `json:"width"`
+}
+
+// ObservationVersion is the version of the observation the checkpoint was
+// made on: 1 when the manifest predates the record.
+func (m Manifest) ObservationVersion() int {
+	if m.Observation == nil {
+		return 1
+	}
+	return m.Observation.Version
 }
 
 // FileEntry vouches for one file of a checkpoint.
@@ -117,6 +136,9 @@ func (m Manifest) Validate() error {
 	}
 	if !m.Kind.known() {
 		bad("kind %q: want periodic, stage, manual, signal or final", m.Kind)
+	}
+	if o := m.Observation; o != nil && (o.Version < 1 || o.Width < 1) {
+		bad("observation: version %d and width %d must be positive", o.Version, o.Width)
 	}
 	if m.Created.IsZero() {
 		bad("created is missing")

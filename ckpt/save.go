@@ -13,8 +13,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pixelis/pixelis/internal/faults"
 )
 
 // Checkpoint is everything one save writes.
@@ -27,7 +30,9 @@ type Checkpoint struct {
 	StageIndex int
 	Kind       Kind
 	ConfigHash string
-	Created    time.Time // zero means now
+	// Observation is what the networks read; nil records nothing.
+	Observation *Observation
+	Created     time.Time // zero means now
 
 	// Files maps a file name ending in ".safetensors" to its tensors, for example
 	// "policy.safetensors", "adapters.safetensors", "optimizer.safetensors".
@@ -60,6 +65,18 @@ var afterStep func(step string) error
 
 var errCrash = errors.New("simulated crash")
 
+// saving is held shared by every Save in progress; HoldSaves takes it whole.
+var saving sync.RWMutex
+
+// HoldSaves waits for the saves in progress in this process to finish and keeps
+// new ones from starting until release is called. A process about to exit at
+// once calls it first: the save in flight ends complete (a cut one would only
+// leave a temporary directory behind, but its work would be lost).
+func HoldSaves() (release func()) {
+	saving.Lock()
+	return saving.Unlock
+}
+
 // Save writes c under root/<name> so that a crash at any moment leaves the previous checkpoint and
 // the latest pointer valid, then points root/latest at it. It returns the checkpoint's directory.
 //
@@ -70,6 +87,8 @@ var errCrash = errors.New("simulated crash")
 // the new one, never a mixture. A checkpoint of the same name is moved aside first and deleted
 // only once its replacement is durable. One process at a time may save into a root.
 func Save(root string, c Checkpoint) (path string, err error) {
+	saving.RLock()
+	defer saving.RUnlock()
 	if c.Name == "" {
 		c.Name = StepName(c.Step)
 	}
@@ -120,6 +139,7 @@ func Save(root string, c Checkpoint) (path string, err error) {
 		StageIndex:    c.StageIndex,
 		Kind:          c.Kind,
 		ConfigHash:    c.ConfigHash,
+		Observation:   c.Observation,
 		Created:       c.Created,
 	}
 	for _, name := range sortedKeys(c.Files) {
@@ -171,6 +191,7 @@ func Save(root string, c Checkpoint) (path string, err error) {
 	if err := step("write " + ManifestFile); err != nil {
 		return "", err
 	}
+	faults.At(faults.CheckpointSave)
 	target := filepath.Join(root, c.Name)
 	if err := install(root, c.Name, tmp, step); err != nil {
 		return "", err

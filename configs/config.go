@@ -37,8 +37,11 @@ type Run struct {
 	Name string `toml:"name"`
 	// Dir is the parent directory of run directories. Default "runs".
 	Dir string `toml:"dir"`
-	// Seed of every random stream of the run (data, initial weights, sampling).
-	// At most 2^63-1, the largest TOML integer. Default 1.
+	// Seed of every random stream of the run: initial weights, the order SFT
+	// reads its data in, sampling, RFT's task draws. The world does not depend
+	// on it: a task is a function of [env], its split and its index, so runs of
+	// every seed train on the same tasks and are scored on the same held-out
+	// ones. At most 2^63-1, the largest TOML integer. Default 1.
 	Seed uint64 `toml:"seed"`
 	// LogEvery is the number of steps between metric records and console updates. Default 10.
 	LogEvery int `toml:"log_every"`
@@ -75,7 +78,8 @@ type Env struct {
 	// Confusion is the probability that a task is confusable from the coarse view, in [0, 1]: a
 	// referred object has a look-alike of the neighbouring palette colour in the scene (geometric
 	// comparison: the two areas are close), so a guess without operations is often wrong. Other
-	// tasks keep look-alikes out. Default 0.5.
+	// tasks keep look-alikes out. Spatial questions always have one, whatever this says (the
+	// coarse view would answer them otherwise). Default 0.5.
 	Confusion float64 `toml:"confusion"`
 	// Families are the task families generated, names from Families (no repeats). Default all six.
 	Families []string `toml:"families"`
@@ -499,8 +503,6 @@ type Eval struct {
 	Samples int `toml:"samples"`
 	// Temperature of the pass@n samples, > 0. Default 1.
 	Temperature float64 `toml:"temperature"`
-	// Greedy makes pass@1 use the most likely action instead of a sample. Default true.
-	Greedy bool `toml:"greedy"`
 	// SaveEpisodes writes every evaluation episode to the run directory. Default true.
 	SaveEpisodes bool `toml:"save_episodes"`
 }

@@ -337,6 +337,8 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown key in array of tables",
 			"[[curriculum.stages]]\nname = \"a\"\ncolour = 1\nweights = { final = 1.0, extra = 2.0 }\n",
 			[]string{"curriculum.stages[0].colour: unknown key", "curriculum.stages[0].weights.extra: unknown key"}},
+		{"removed key", "[eval]\ngreedy = true\n",
+			[]string{"eval.greedy: removed: nothing read it; the test evaluation always reports greedy pass@1 (test/<model>/all/greedy) beside sampled pass@1 — delete the key"}},
 		{"string for integer", "[rft]\ngroup_size = \"four\"\n",
 			[]string{`rft.group_size: must be an integer, got string "four"`}},
 		{"float for integer", "[rft]\ngroup_size = 2.5\n",

@@ -61,7 +61,8 @@ func assignTable(c *collector, path string, m map[string]any, v reflect.Value) {
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		c.add(joinPath(path, k), ruleUnknown)
+		fe := unknownKey(joinPath(path, k))
+		c.add(fe.Path, "%s", fe.Rule)
 	}
 	t := v.Type()
 	for i := range t.NumField() {

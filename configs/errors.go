@@ -9,6 +9,21 @@ import (
 // ruleUnknown is the Rule of a FieldError for a key that no field has.
 const ruleUnknown = "unknown key"
 
+// removedKeys are keys an earlier pixelis read, with why they are gone: a
+// config that still sets one is refused with the reason rather than as an
+// unknown key.
+var removedKeys = map[string]string{
+	"eval.greedy": "removed: nothing read it; the test evaluation always reports greedy pass@1 (test/<model>/all/greedy) beside sampled pass@1 — delete the key",
+}
+
+// unknownKey is the error of a key no field has: its removal when it had one.
+func unknownKey(path string) *FieldError {
+	if why, ok := removedKeys[path]; ok {
+		return &FieldError{Path: path, Rule: why}
+	}
+	return &FieldError{Path: path, Rule: ruleUnknown}
+}
+
 // FieldError is one problem with one key: Path is the dotted key path ("rft.group_size",
 // "curriculum.stages[1].exit[0].n"), Rule says what is wrong ("must be >= 2, got 1").
 type FieldError struct {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sort"
 
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/sft"
 )
@@ -38,6 +40,9 @@ func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
 		if len(samples) == 0 {
 			return nil, fmt.Errorf("data.train_file %s: no samples", path)
 		}
+		if err := CheckTrainSamples(r.cfg, path, samples); err != nil {
+			return nil, fmt.Errorf("data.train_file %w", err)
+		}
 		for i := range samples {
 			if samples[i].Difficulty == "" {
 				env.AssignBuckets(samples)
@@ -45,6 +50,7 @@ func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
 			}
 		}
 	} else {
+		faults.AtContext(ctx, faults.DataBuild)
 		var err error
 		samples, err = env.GenerateDatasetContext(ctx, r.envCfg, env.Train, r.cfg.Data.TrainTasks, sampleMix(r.cfg))
 		if err != nil {
@@ -118,4 +124,23 @@ func (d *dataset) bucketsOf(tasks []*env.Task) []string {
 		}
 	}
 	return out
+}
+
+// CheckTrainSamples refuses SFT samples read from path that SFT must not
+// imitate: tasks of another split than train (the validation and test tasks
+// the run is scored on), and training tasks in RFT's task range, which RFT
+// keeps apart so its rewards come from scenes the policy has not memorised
+// (with rft.task_pool = 0, RFT reuses SFT's tasks by choice and nothing is
+// refused for it). The error names the file and the sample's line.
+func CheckTrainSamples(cfg *configs.Config, path string, samples []env.Sample) error {
+	base, size := rftTaskRange(cfg)
+	for _, s := range samples {
+		if s.Split != env.Train.String() {
+			return fmt.Errorf("%s line %d: sample %s is of the %s split; SFT imitates training tasks only (write them with pixelis data gen --split train)", path, s.Line, s.SampleID, s.Split)
+		}
+		if cfg.RFT.TaskPool > 0 && s.Index >= base && s.Index < base+size {
+			return fmt.Errorf("%s line %d: sample %s is training task %d, in RFT's task range [%d, %d) (data.train_tasks onwards, rft.task_pool of them): SFT may not imitate the tasks RFT is rewarded on", path, s.Line, s.SampleID, s.Index, base, base+size)
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 )
@@ -68,6 +69,7 @@ func splitTasks(cfg env.Config, split env.Split, n int) taskList {
 // stream whatever the chunking, and the scores are summed in task order, so
 // the result does not depend on evalChunk or on the number of workers.
 func evaluate(ctx context.Context, r *roller, tasks taskList, spec evalSpec) (EvalResult, error) {
+	faults.AtContext(ctx, faults.Evaluation)
 	res := EvalResult{Tasks: tasks.n, Samples: spec.samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{}}
 	if spec.samples > 0 {
 		res.Pass1, res.PassN = map[string]float64{}, map[string]float64{}

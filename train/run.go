@@ -47,13 +47,13 @@ type Options struct {
 	Resume   string // a checkpoint directory to continue from; "" starts fresh
 	Sink     telemetry.Sink
 	Commands <-chan telemetry.Command
-	// Interrupt, when set, is closed when a stop has been asked for (a signal,
-	// the console's quit, a stop over the control socket). The run stops at the
-	// next step boundary as on CmdStop, and the long steps outside a training
-	// step stop at once: building the training set, an evaluation on request,
-	// the test phase, checkpoint retention (interrupt.go).
-	Interrupt <-chan struct{}
-	Log       *slog.Logger
+	// Stop, when set, is the run owner's stop request (a signal, the console's
+	// quit, a stop over the control socket). The run stops at the next step
+	// boundary as on CmdStop, and the long steps outside a training step stop
+	// at once: building the training set, an evaluation on request, the test
+	// phase, checkpoint retention (interrupt.go).
+	Stop Stop
+	Log  *slog.Logger
 }
 
 // ErrStopped is returned by Run when a stop command ended the run early (after a
@@ -82,11 +82,12 @@ type Runner struct {
 	pausedFor    time.Duration // time spent paused, which step rates leave out
 	state        telemetry.State
 	ckptRoot     string
-	// ictx is the run's context, also cancelled by Options.Interrupt: the
-	// context of the long steps a stop request ends.
-	ictx    context.Context
-	started time.Time // when this process started (or resumed) the run
-	proc    telemetry.ProcessMeter
+	// ctx is the run's context (Run's), which a stop at once cancels; ictx is
+	// also cancelled by a stop request: the context of the long steps it ends.
+	ctx, ictx context.Context
+	saved     saved     // the newest checkpoint of a step, which a stop there keeps
+	started   time.Time // when this process started (or resumed) the run
+	proc      telemetry.ProcessMeter
 }
 
 // New checks the options and prepares the run directory: config.toml is written
@@ -140,6 +141,24 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	}, nil
 }
 
+// Wire connects the run to its owner (train/owner) before Run: the sink it
+// reports to, the commands it takes between steps, its stop request and its
+// log. A nil argument keeps what Options gave.
+func (r *Runner) Wire(sink telemetry.Sink, cmds <-chan telemetry.Command, stop Stop, log *slog.Logger) {
+	if sink != nil {
+		r.opt.Sink = sink
+	}
+	if cmds != nil {
+		r.opt.Commands = cmds
+	}
+	if stop != nil {
+		r.opt.Stop = stop
+	}
+	if log != nil {
+		r.opt.Log, r.log = log, log
+	}
+}
+
 // Run executes the phases in order. It returns ErrStopped after a stop command,
 // ctx.Err() when cancelled, and the first failure otherwise.
 func (r *Runner) Run(ctx context.Context) error {
@@ -149,7 +168,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	ictx, cancel := r.interruptible(ctx)
 	defer cancel()
-	r.ictx = ictx
+	r.ctx, r.ictx = ctx, ictx
 	err := r.guarded(ctx)
 	switch {
 	case err == nil:
@@ -159,7 +178,8 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.offset++ // the test phase records its results as one step after training's
 		}
 		r.emit(0, telemetry.EventPhase, "run finished", nil)
-	case errors.Is(err, ErrStopped):
+	case errors.Is(err, ErrStopped), ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// Stopped on request, or at once: the run's owner says what was kept.
 		r.state = telemetry.StateStopped
 	default:
 		r.state = telemetry.StateFailed
@@ -215,6 +235,9 @@ func (r *Runner) run(ctx context.Context) error {
 		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT, PhaseTest: telemetry.PhaseEval}[p]
 		if resume.done(p) {
 			continue // finished before the checkpoint was taken
+		}
+		if res := resume.forPhase(p); res != nil {
+			r.saved = saved{phase: r.phase, step: res.step, path: r.opt.Resume} // a stop right away keeps it
 		}
 		var err error
 		switch p {
@@ -272,85 +295,102 @@ func (r *Runner) record(phase telemetry.Phase, step int, m map[string]float64) {
 }
 
 // control applies the commands waiting between two steps. It blocks while the
-// run is paused. stop reports a stop command (a checkpoint was saved first).
+// run is paused. stop reports a stop (a stop command or request, with a
+// checkpoint unless it asked for none); a stop at once (ctx) comes first.
 func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop bool, err error) {
 	for {
-		var c telemetry.Command
-		if r.paused {
-			t := time.Now()
-			select {
-			case <-ctx.Done():
-				return false, ctx.Err()
-			case <-r.opt.Interrupt:
-				c.Kind = telemetry.CmdStop
-			case c = <-r.opt.Commands:
-			}
-			r.pausedFor += time.Since(t)
-		} else {
-			select {
-			case c = <-r.opt.Commands:
-			default:
-				if !r.interrupted() {
-					return false, nil
-				}
-				c.Kind = telemetry.CmdStop
-			}
+		if err := ctx.Err(); err != nil {
+			return false, err
 		}
-		switch c.Kind {
-		case telemetry.CmdCheckpoint:
-			r.checkpointNow(step, ph, ckpt.KindManual)
-		case telemetry.CmdEval:
-			r.state = telemetry.StateEvaluating
-			ph.publish()
-			if err := ph.evaluate(r.ictx); err != nil {
-				if !r.interruptedBy(ctx, err) {
-					return false, err
-				}
-				r.emit(step, telemetry.EventCommand, "evaluation interrupted by a stop request", nil)
-				r.state = telemetry.StateRunning
-				return r.stopNow(step, ph), nil
-			}
-			r.state = telemetry.StateRunning
-			r.emit(step, telemetry.EventCommand, "evaluation done", nil)
-		case telemetry.CmdPause:
-			if !r.paused {
-				r.paused = true
-				r.state = telemetry.StatePaused
-				r.emit(step, telemetry.EventCommand, "paused", nil)
-			}
-		case telemetry.CmdResume:
-			if r.paused {
-				r.paused = false
-				r.state = telemetry.StateRunning
-				r.emit(step, telemetry.EventCommand, "resumed", nil)
-			}
-		case telemetry.CmdStop:
-			if c.NoCheckpoint {
-				r.paused = false
-				r.emit(step, telemetry.EventCommand, "stopped on request without a checkpoint; resume from the last one with: pixelis resume "+r.opt.RunDir,
-					map[string]any{"kind": string(telemetry.CmdStop)})
-				return true, nil
-			}
-			return r.stopNow(step, ph), nil
-		default:
-			r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)
+		c, ok, err := r.nextCommand(ctx)
+		if err != nil || !ok {
+			return false, err
+		}
+		if stop, err := r.apply(ctx, c, step, ph); stop || err != nil {
+			return stop, err
 		}
 		ph.publish()
 	}
 }
 
-// stopNow saves a checkpoint to resume from and reports the stop.
-func (r *Runner) stopNow(step int, ph phaseControl) bool {
-	r.paused = false
-	r.checkpointNow(step, ph, ckpt.KindSignal)
-	r.emit(step, telemetry.EventCommand, "stopped on request; resume with: pixelis resume "+r.opt.RunDir, map[string]any{"kind": string(telemetry.CmdStop)})
-	return true
+// nextCommand is the next command to apply between two steps: one sent, else a
+// stop requested (ok false: none). While the run is paused it waits for one.
+func (r *Runner) nextCommand(ctx context.Context) (c telemetry.Command, ok bool, err error) {
+	if !r.paused {
+		select {
+		case c = <-r.opt.Commands:
+			return c, true, nil
+		default:
+			if !r.interrupted() {
+				return c, false, nil
+			}
+			return r.stopCommand(), true, nil
+		}
+	}
+	t := time.Now()
+	defer func() { r.pausedFor += time.Since(t) }()
+	select {
+	case <-ctx.Done():
+		return c, false, ctx.Err()
+	case <-r.requested():
+		return r.stopCommand(), true, nil
+	case c = <-r.opt.Commands:
+		return c, true, nil
+	}
+}
+
+// apply carries out one command between two steps.
+func (r *Runner) apply(ctx context.Context, c telemetry.Command, step int, ph phaseControl) (stop bool, err error) {
+	switch c.Kind {
+	case telemetry.CmdCheckpoint:
+		r.checkpointNow(step, ph, ckpt.KindManual)
+	case telemetry.CmdEval:
+		return r.evaluateNow(ctx, step, ph)
+	case telemetry.CmdPause:
+		if !r.paused {
+			r.paused = true
+			r.state = telemetry.StatePaused
+			r.emit(step, telemetry.EventCommand, "paused", nil)
+		}
+	case telemetry.CmdResume:
+		if r.paused {
+			r.paused = false
+			r.state = telemetry.StateRunning
+			r.emit(step, telemetry.EventCommand, "resumed", nil)
+		}
+	case telemetry.CmdStop:
+		return r.stopNow(step, ph, !c.NoCheckpoint), nil
+	default:
+		r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)
+	}
+	return false, nil
+}
+
+// evaluateNow runs an evaluation on request; a stop request ends it and stops
+// the run there.
+func (r *Runner) evaluateNow(ctx context.Context, step int, ph phaseControl) (stop bool, err error) {
+	r.state = telemetry.StateEvaluating
+	ph.publish()
+	err = ph.evaluate(r.ictx)
+	r.state = telemetry.StateRunning
+	switch {
+	case r.interruptedBy(ctx, err):
+		r.emit(step, telemetry.EventCommand, "evaluation interrupted by a stop request", nil)
+		return r.stopNow(step, ph, r.opt.Stop.Checkpoint()), nil
+	case err != nil:
+		return false, err
+	}
+	r.emit(step, telemetry.EventCommand, "evaluation done", nil)
+	return false, nil
 }
 
 // checkpointNow saves a checkpoint and reports it as an event; a failed save is
 // a warning, not the end of the run: training goes on and the last good
-// checkpoint stays valid.
+// checkpoint stays valid. None is started once the run is stopping at once.
 func (r *Runner) checkpointNow(step int, ph phaseControl, kind ckpt.Kind) string {
+	if r.ctx != nil && r.ctx.Err() != nil {
+		return ""
+	}
 	prev := r.state
 	r.state = telemetry.StateCheckpointing
 	ph.publish()
@@ -361,6 +401,7 @@ func (r *Runner) checkpointNow(step int, ph phaseControl, kind ckpt.Kind) string
 		r.emit(step, telemetry.EventWarning, "checkpoint failed, training continues: "+err.Error(), nil)
 		return ""
 	}
+	r.saved = saved{phase: r.phase, step: step, path: path}
 	r.emit(step, telemetry.EventCheckpoint, "checkpoint "+filepath.Base(path), map[string]any{
 		"path": path, "kind": string(kind), "seconds": time.Since(start).Seconds(),
 	})

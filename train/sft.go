@@ -8,6 +8,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/curriculum"
+	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
@@ -147,6 +148,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		faults.AtContext(ctx, faults.TrainingStep)
 		step := s.step + 1
 		t0 := time.Now()
 		idx = s.pools.Sample(stream(cfg.Run.Seed, streamSFTBatch, step, 0), cfg.SFT.BatchSize, idx[:0])

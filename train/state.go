@@ -79,24 +79,27 @@ func CheckResume(cfg *configs.Config, path string) error {
 func readResume(cfg *configs.Config, path string) (*resumePoint, error) {
 	l, err := ckpt.Load(path)
 	if err != nil {
-		return nil, refuseCheckpoint(path, trainingHash(cfg), err)
+		return nil, refuseCheckpoint(path, TrainingHash(cfg), err)
 	}
-	if want := trainingHash(cfg); l.Manifest.ConfigHash != want {
+	if err := env.CheckObsVersion(path, l.Manifest.ObservationVersion()); err != nil {
+		return nil, err
+	}
+	if want := TrainingHash(cfg); l.Manifest.ConfigHash != want {
 		return nil, refuseCheckpoint(path, want, fmt.Errorf("it was written under another config (hash %.12s, this run's is %.12s)", l.Manifest.ConfigHash, want))
 	}
 	var st runState
 	if err := json.Unmarshal(l.State, &st); err != nil {
-		return nil, refuseCheckpoint(path, trainingHash(cfg), fmt.Errorf("%s: %w", ckpt.StateFile, err))
+		return nil, refuseCheckpoint(path, TrainingHash(cfg), fmt.Errorf("%s: %w", ckpt.StateFile, err))
 	}
 	if _, ok := phaseOrder[st.Phase]; !ok || st.Phase == PhaseTest {
-		return nil, refuseCheckpoint(path, trainingHash(cfg), fmt.Errorf("%s: unknown phase %q", ckpt.StateFile, st.Phase))
+		return nil, refuseCheckpoint(path, TrainingHash(cfg), fmt.Errorf("%s: unknown phase %q", ckpt.StateFile, st.Phase))
 	}
 	return &resumePoint{phase: st.Phase, step: st.Step, loaded: l, state: st}, nil
 }
 
 // refuse explains why a checkpoint cannot be used and points at an older one.
 func (r *Runner) refuse(path string, err error) error {
-	return refuseCheckpoint(path, trainingHash(r.cfg), err)
+	return refuseCheckpoint(path, TrainingHash(r.cfg), err)
 }
 
 // refuseCheckpoint is the error for a checkpoint that cannot be resumed from:
@@ -145,18 +148,22 @@ func checkpointPlace(path string) (phase string, step int64, ok bool) {
 	return "", 0, false
 }
 
-// trainingHash is the config hash a checkpoint records: the config with the
+// TrainingHash is the config hash a checkpoint records: the config with the
 // fields that cannot change a later number (run naming, console, exports,
 // checkpoint cadence, the memory cap, the divergence guard, which only decide
 // whether a run may go on) set to fixed values, so a resume may change those.
-func trainingHash(cfg *configs.Config) string {
+// Two configs with the same TrainingHash train the same numbers.
+func TrainingHash(cfg *configs.Config) string { return TrainingConfig(cfg).Hash() }
+
+// TrainingConfig is the copy of cfg that TrainingHash digests.
+func TrainingConfig(cfg *configs.Config) *configs.Config {
 	c := cfg.Clone()
 	c.Run.Name, c.Run.Dir, c.Run.Workers, c.Run.LogEvery, c.Run.MaxMemoryGB = "", "", 0, 0, 0
 	c.Divergence = configs.Divergence{}
 	c.UI = configs.UI{}
 	c.Export = configs.Export{}
 	c.Checkpoint = configs.Checkpoint{}
-	return c.Hash()
+	return c
 }
 
 // save writes a checkpoint of the current phase into the run's checkpoint root.
@@ -176,7 +183,8 @@ func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, st
 	}
 	return ckpt.Save(r.ckptRoot, ckpt.Checkpoint{
 		Name: name, Phase: st.Phase, Step: int64(st.Step), Stage: stage, StageIndex: stageIdx,
-		Kind: kind, ConfigHash: trainingHash(r.cfg), Files: files, State: data,
+		Kind: kind, ConfigHash: TrainingHash(r.cfg), Files: files, State: data,
+		Observation: &ckpt.Observation{Version: env.ObsVersion, Width: env.ObsDim},
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -94,6 +95,7 @@ func (r *Runner) testModels() map[string]string {
 func (r *Runner) runTest(ctx context.Context) error {
 	cfg := r.cfg
 	r.state = telemetry.StateEvaluating
+	faults.AtContext(ctx, faults.TestPhase)
 	tasks := splitTasks(r.envCfg, env.Test, cfg.Eval.Tasks) // generated chunk by chunk, for each model
 	out := FinalEval{Split: "test", Tasks: tasks.n, Samples: cfg.Eval.Samples, Models: map[string]EvalResult{}, Time: time.Now().UTC()}
 	m := map[string]float64{}
@@ -161,6 +163,9 @@ func (r *Runner) runTest(ctx context.Context) error {
 func LoadPolicy(cfg *configs.Config, path string) (*policy.Params, error) {
 	l, err := ckpt.Load(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := env.CheckObsVersion(path, l.Manifest.ObservationVersion()); err != nil {
 		return nil, err
 	}
 	params, err := policy.New(policyConfig(cfg), stream(cfg.Run.Seed, streamInit, 0, 0))

@@ -49,6 +49,10 @@ const (
 // evaluation's result acknowledge their commands too. An error naming a
 // command, or the warning of a failed checkpoint, reports it failed.
 func ackOf(e telemetry.Event) (kind telemetry.CommandKind, failed, ok bool) {
+	if _, owners := e.Data["request"]; owners {
+		// The run's owner saying it took a request: the trainer has not yet.
+		return "", false, false
+	}
 	msg := strings.ToLower(e.Message)
 	switch e.Kind {
 	case telemetry.EventCheckpoint:
@@ -132,6 +136,16 @@ func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
 // live reports whether commands can reach a run.
 func (m *Model) live() bool { return m.feed != nil && m.feed.Live() }
 
+// notLive says why a command cannot reach the run: none listens here. A run
+// whose files say it is running trains elsewhere (a cluster job on its node,
+// whose control socket is out of this machine's reach).
+func notLive(s *telemetry.Snapshot) string {
+	if s != nil && s.State == telemetry.StateRunning {
+		return "no live run — read-only: its control socket does not answer here (a job on another machine takes commands only there)"
+	}
+	return "no live run — read-only"
+}
+
 // runActive reports whether the run has not ended (as far as we know).
 func runActive(s *telemetry.Snapshot) bool { return s == nil || !s.State.Ended() }
 
@@ -147,7 +161,7 @@ func (m *Model) command(c telemetry.Command) tea.Cmd {
 	case !runActive(m.snap):
 		return m.setStatus(fmt.Sprintf("the run is %s: it takes no commands", m.snap.State), true)
 	case !m.live():
-		return m.setStatus("no live run — read-only", true)
+		return m.setStatus(notLive(m.snap), true)
 	}
 	m.pending[commandIndex(c.Kind)] = true
 	m.status = ""
@@ -168,7 +182,7 @@ func (m *Model) sent(msg sentMsg) tea.Cmd {
 	m.pending[commandIndex(msg.kind)] = false
 	text := fmt.Sprintf("%s: %v", msg.kind, msg.err)
 	if errors.Is(msg.err, telemetry.ErrNotLive) {
-		text = "no live run — read-only"
+		text = notLive(m.snap)
 	}
 	cmd := m.setStatus(text, true)
 	if m.quitAfterAck {
@@ -206,8 +220,9 @@ func (m *Model) quit() tea.Cmd {
 // nothing while it is asked.
 //
 // Stopping the run (the owner's q): y sends a stop, which saves a
-// checkpoint, and quits once the run acknowledges it (or after
-// quitAckBound); n sends a stop without a checkpoint and quits; esc stays.
+// checkpoint, and quits once the run acknowledges it (the run's owner ends
+// the console when the stopped run has ended, whatever the answer); n sends a
+// stop without a checkpoint and quits; esc stays.
 //
 // Leaving a paused run (an attached console's q): y resumes it and leaves;
 // n leaves it paused; esc stays.
@@ -218,13 +233,8 @@ func (m *Model) answer(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Close):
 		m.ask = noQuestion
 		return nil
-	case msg.String() == "ctrl+c" && q == askStop:
-		// ctrl+c at the question: stop at once, as n does.
-		return m.stopNow()
 	case key.Matches(msg, k.Yes) && q == askStop:
-		m.ask, m.quitAfterAck = noQuestion, true
-		cmd := m.command(telemetry.Command{Kind: telemetry.CmdStop})
-		return tea.Batch(cmd, m.tick(quitAckBound, quitTimeoutMsg{}))
+		return m.interrupt()
 	case key.Matches(msg, k.No) && q == askStop:
 		return m.stopNow()
 	case key.Matches(msg, k.Yes) && q == askLeavePaused:
@@ -235,6 +245,17 @@ func (m *Model) answer(msg tea.KeyPressMsg) tea.Cmd {
 		return m.quit()
 	}
 	return nil
+}
+
+// interrupt is ctrl+c on the console of the process training the run, what
+// SIGINT is to a headless run (and y at the stop question): the first asks the
+// run to stop at the end of its step with a checkpoint, and the console stays
+// until it has; a second asks again, which the run's owner takes as a stop at
+// once.
+func (m *Model) interrupt() tea.Cmd {
+	m.ask, m.quitAfterAck = noQuestion, true
+	m.stops++
+	return m.command(telemetry.Command{Kind: telemetry.CmdStop})
 }
 
 // stopNow asks the run to stop without a checkpoint and quits once the

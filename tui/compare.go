@@ -25,15 +25,30 @@ import (
 
 // Job is one job of an experiment as the compare view shows it.
 type Job struct {
-	Name        string // "arm/seed-N", "sft/seed-N" for a shared SFT
-	Arm         string // "" for a shared SFT
-	Seed        uint64
-	Dir         string // its run directory
-	State       string // waiting, running, partial, done, failed
+	Name string // "arm/seed-N", "sft/seed-N" for a shared SFT
+	Arm  string // "" for a shared SFT
+	Seed uint64
+	Dir  string // its run directory
+	// State is the experiment's word: waiting, queued, running, partial,
+	// done, failed, cancelled, interrupted.
+	State       string
 	Phase       string
 	Step, Total int
 	Metrics     map[string]float64 // the experiment's watched metrics, latest
 	Err         string
+	Scheduler   string   // local or slurm
+	Sched       JobSched // where the scheduler has it; zero when never submitted
+}
+
+// JobSched is a job as its scheduler has it.
+type JobSched struct {
+	ID       string // Slurm's "1234_1", "pid 5678" locally
+	State    string // the scheduler's word: PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, PREEMPTED …
+	Reason   string // why it waits
+	Node     string // where it runs
+	ExitCode string // "code:signal"
+	Restarts int    // requeues seen
+	Since    time.Time
 }
 
 // CompareRun is one run of the compare view.
@@ -57,6 +72,9 @@ type CompareOptions struct {
 	// Jobs, when set, delivers an experiment's progress, every job each time;
 	// closed when the experiment ends.
 	Jobs <-chan []Job
+	// JobsDetached: the jobs go on when the view quits (Slurm's), so q quits
+	// without asking.
+	JobsDetached bool
 }
 
 // cmpRun is one run: its feed, its metrics (those the view shows), its
@@ -443,7 +461,7 @@ func (c *Compare) key(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
-		if c.jobsOpen && msg.String() != "ctrl+c" {
+		if c.jobsOpen && msg.String() != "ctrl+c" && !c.opts.JobsDetached {
 			c.ask = true
 			return nil
 		}
@@ -585,7 +603,7 @@ func (c *Compare) summary() string {
 			n[j.State]++
 		}
 		parts := []string{fmt.Sprintf("%d/%d jobs done", n["done"], len(c.jobs))}
-		for _, s := range []string{"running", "waiting", "partial", "failed"} {
+		for _, s := range []string{"running", "queued", "waiting", "partial", "interrupted", "cancelled", "failed"} {
 			if n[s] > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
 			}

@@ -318,3 +318,50 @@ func BenchmarkCompare(b *testing.B) {
 }
 
 var _ = ansi.Strip
+
+// A Slurm experiment's jobs: each with its Slurm id and state and what the
+// state needs (the reason it waits, the node it runs on, its requeues, an
+// exit code and the log's last line); q leaves without asking, the jobs go
+// on.
+func TestCompareSlurmJobs(t *testing.T) {
+	jobs := make(chan []Job, 4)
+	hs := newCmpHarness(t, CompareOptions{Options: Options{Color: "never"}, Title: "experiment smoke", Jobs: jobs, JobsDetached: true}, 120, 40)
+	slurm := func(j Job, s JobSched) Job { j.Scheduler, j.Sched = "slurm", s; return j }
+	js := []Job{
+		slurm(Job{Name: "sft/seed-1", Seed: 1, Dir: "x/sft/seed-1", State: "done", Phase: "sft", Step: 20, Total: 20},
+			JobSched{ID: "41_0", State: "COMPLETED", Node: "node7", ExitCode: "0:0"}),
+		slurm(Job{Name: "sft/seed-2", Seed: 2, Dir: "x/sft/seed-2", State: "cancelled", Err: "cancelled"},
+			JobSched{ID: "41_1", State: "CANCELLED"}),
+		slurm(Job{Name: "none/seed-1", Arm: "none", Seed: 1, Dir: "x/runs/none/seed-1", State: "running", Phase: "rft", Step: 4, Total: 8},
+			JobSched{ID: "42_0", State: "RUNNING", Node: "node3", Restarts: 2}),
+		slurm(Job{Name: "none/seed-2", Arm: "none", Seed: 2, Dir: "x/runs/none/seed-2", State: "queued", Err: "Dependency"},
+			JobSched{ID: "42_1", State: "PENDING", Reason: "Dependency"}),
+		slurm(Job{Name: "rapr/seed-1", Arm: "rapr", Seed: 1, Dir: "x/runs/rapr/seed-1", State: "failed",
+			Err: "exit code 1:0: sft step 1: the run diverged"},
+			JobSched{ID: "43_0", State: "FAILED", Node: "node3", ExitCode: "1:0"}),
+		slurm(Job{Name: "rapr/seed-2", Arm: "rapr", Seed: 2, Dir: "x/runs/rapr/seed-2", State: "interrupted", Err: "timeout"},
+			JobSched{ID: "43_1", State: "TIMEOUT", Node: "node4"}),
+	}
+	hs.send(jobsMsg{jobs: js})
+	hs.send(cmpFrameMsg{})
+	hs.press("t")
+	f := hs.frame()
+	for _, want := range []string{"1/6 jobs done · 1 running · 1 queued · 1 interrupted · 1 cancelled · 1 failed",
+		"Jobs · slurm", "41_1         cancelled", "42_0         running     on node3 · requeued 2×",
+		"42_1         pending     waits: Dependency", "43_0         failed      exit code 1:0: sft step 1: the run diverged",
+		"43_1         timeout", "⊘ cancelled", "↻ interrupted", "q leave (the jobs go on)"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("frame lacks %q:\n%s", want, f)
+		}
+	}
+	for _, twice := range []string{"cancelled   cancelled", "timeout     timeout"} {
+		if strings.Contains(f, twice) {
+			t.Errorf("the state said twice, %q:\n%s", twice, f)
+		}
+	}
+	golden(t, "compare_slurm_120x40", f)
+	hs.press("q")
+	if !hs.quit {
+		t.Fatal("q did not leave a detached experiment's view at once")
+	}
+}

@@ -37,7 +37,7 @@ func corpusRuns(t *testing.T) []string {
 			runs = append(runs, e.Name())
 		}
 	}
-	if len(runs) < 9 {
+	if len(runs) < 11 {
 		t.Fatalf("the corpus holds %d runs", len(runs))
 	}
 	return runs

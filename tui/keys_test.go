@@ -133,7 +133,7 @@ func TestQuit(t *testing.T) {
 	// n stops without saving: one stop command, marked so, and nothing else.
 	t.Run("n stops without a checkpoint", func(t *testing.T) {
 		hs := rftHarness(t, 120, 40, "never", true)
-		hs.press("ctrl+c", "n")
+		hs.press("q", "n")
 		want := []telemetry.Command{{Kind: telemetry.CmdStop, NoCheckpoint: true}}
 		if !hs.quit || !hs.m.StopRequested() || !slices.Equal(hs.feed.sentCommands(), want) {
 			t.Fatalf("quit=%v stop=%v sent=%v", hs.quit, hs.m.StopRequested(), hs.feed.sent)
@@ -150,7 +150,7 @@ func TestQuit(t *testing.T) {
 		if got := hs.feed.sentCommands(); !slices.Equal(got, []telemetry.Command{{Kind: telemetry.CmdStop}}) {
 			t.Fatalf("sent %v, want one stop with its checkpoint", got)
 		}
-		if !strings.Contains(footer(hs), "quitting once the run has saved its checkpoint") {
+		if !strings.Contains(footer(hs), "stopping at the end of this step, with a checkpoint (ctrl+c: at once)") {
 			t.Fatalf("footer %q", footer(hs))
 		}
 		hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{
@@ -174,19 +174,42 @@ func TestQuit(t *testing.T) {
 			t.Fatal("did not quit when the run stopped")
 		}
 	})
-	t.Run("y quits after the bound without an ack", func(t *testing.T) {
+	// ctrl+c is what SIGINT is to a headless run: the first asks for a stop
+	// with a checkpoint and waits for it, however long the save takes; a
+	// second (after y too) asks again, which the run's owner takes as a stop
+	// at once. The owner ends the console when the stopped run has ended.
+	t.Run("ctrl+c stops with a checkpoint and waits", func(t *testing.T) {
 		hs := rftHarness(t, 120, 40, "never", true)
-		hs.press("q", "y")
-		hs.fire(quitTimeoutMsg{})
-		if !hs.quit {
-			t.Fatal("did not quit when the ack bound passed")
+		hs.press("ctrl+c")
+		if hs.quit || !slices.Equal(hs.feed.sentCommands(), []telemetry.Command{{Kind: telemetry.CmdStop}}) {
+			t.Fatalf("quit=%v sent=%v", hs.quit, hs.feed.sent)
+		}
+		if !strings.Contains(footer(hs), "stopping at the end of this step, with a checkpoint (ctrl+c: at once)") {
+			t.Fatalf("footer %q", footer(hs))
 		}
 	})
-	t.Run("ctrl+c while waiting quits now", func(t *testing.T) {
+	for _, keys := range [][]string{{"ctrl+c", "ctrl+c"}, {"q", "y", "ctrl+c"}, {"q", "ctrl+c", "ctrl+c"}} {
+		t.Run(strings.Join(keys, ",")+" stops at once", func(t *testing.T) {
+			hs := rftHarness(t, 120, 40, "never", true)
+			hs.press(keys...)
+			stop := telemetry.Command{Kind: telemetry.CmdStop}
+			if hs.quit || !slices.Equal(hs.feed.sentCommands(), []telemetry.Command{stop, stop}) {
+				t.Fatalf("quit=%v sent=%v", hs.quit, hs.feed.sent)
+			}
+			if !strings.Contains(footer(hs), "stopping at once") {
+				t.Fatalf("footer %q", footer(hs))
+			}
+		})
+	}
+	// The owner's word that it took the stop is not the run's: the console
+	// waits on.
+	t.Run("the owner's announcement is not an ack", func(t *testing.T) {
 		hs := rftHarness(t, 120, 40, "never", true)
-		hs.press("q", "y", "ctrl+c")
-		if !hs.quit {
-			t.Fatal("ctrl+c did not cut the wait short")
+		hs.press("ctrl+c")
+		hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 3241, Kind: telemetry.EventCommand,
+			Message: "stop asked (the console): the run stops at the end of this step with a checkpoint", Data: map[string]any{"request": "stop"}}}}))
+		if hs.quit {
+			t.Fatal("quit on the owner's announcement")
 		}
 	})
 }

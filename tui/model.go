@@ -51,8 +51,8 @@ const (
 	defaultFPS     = 30
 	defaultHistory = 10000
 	eventsCap      = 1000
-	// quitAckBound is how long "checkpoint, then stop" waits for the run to
-	// acknowledge the stop before quitting anyway.
+	// quitAckBound is how long leaving a paused run ("resume, then leave")
+	// waits for the run to acknowledge the resume before leaving anyway.
 	quitAckBound = 20 * time.Second
 	// statusTTL is how long a one-off status line ("no live run", "checkpoint
 	// saved") stays.
@@ -140,6 +140,7 @@ type Model struct {
 
 	ask          question // the question the footer asks; noQuestion when none
 	quitAfterAck bool     // quit once the run acknowledges the stop (or resume) asked for
+	stops        int      // stops asked for by y and ctrl+c: a second one stops at once
 	quitting     bool
 	userQuit     bool // quit while the run was live and not finished
 
@@ -410,6 +411,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case m.quitting:
 		return nil
+	case msg.String() == "ctrl+c" && m.opts.Role == RoleOwner && m.commandable():
+		return m.interrupt()
 	case m.ask != noQuestion:
 		return m.answer(msg)
 	case isTyping(target) && msg.String() != "ctrl+c":

@@ -72,7 +72,7 @@ func fmtSig(v float64, signed bool) string {
 func viewTraining(e env) (string, []string) {
 	st, metrics, w, h := e.st, e.metrics, e.w, e.h
 	title := fmt.Sprintf("Training · SFT (MA %d steps)", maWindow)
-	cols := statColumns(w)
+	cols := statColumns(w, 7)
 	out := []string{st.render(st.dim, cols.header("latest", fmt.Sprintf("MA %d", maWindow), ""))}
 	for _, r := range trainingRows {
 		if s := metrics.first(r.names); s != nil {
@@ -112,7 +112,7 @@ func bestNote(s *series) string {
 func viewPreference(e env) (string, []string) {
 	st, metrics, w, h := e.st, e.metrics, e.w, e.h
 	title := fmt.Sprintf("Preference (MA %d steps)", maWindow)
-	cols := statColumns(w)
+	cols := statColumns(w, len("-0.003713")) // the eval column holds numbers whole
 	out := []string{st.render(st.dim, cols.header("latest", fmt.Sprintf("MA %d", maWindow), "eval"))}
 	for _, r := range preferenceRows {
 		s := metrics.first(r.names)
@@ -134,9 +134,10 @@ func viewPreference(e env) (string, []string) {
 // statCols lays a statRow out: label, latest, mean, note.
 type statCols struct{ labelW, numW, noteW int }
 
-func statColumns(w int) statCols {
+// statColumns lays out w cells, the note keeping noteW of them when it can.
+func statColumns(w, noteW int) statCols {
 	c := statCols{numW: 9}
-	c.labelW = min(14, max(8, w-2*c.numW-1-7)) // the note keeps 7 cells when it can
+	c.labelW = min(14, max(8, w-2*c.numW-1-noteW))
 	c.noteW = max(0, w-c.labelW-2*c.numW-1)
 	return c
 }

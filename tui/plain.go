@@ -188,13 +188,17 @@ func plainStateLine(s telemetry.Snapshot) string {
 	return plainHead(s) + " " + state
 }
 
-// plainHead is where the run is: "rft 1240/3000 stage 2/3".
+// plainHead is where the run is: "rft 1240/3000 stage 2/3"; "step 60" when the
+// step budget is unknown.
 func plainHead(s telemetry.Snapshot) string {
 	label := phaseLabel(s.Phase)
 	if s.Kind != "" {
 		label = "step" // a run of another trainer: no phases of pixelis's
 	}
-	head := fmt.Sprintf("%s %d/%d", label, s.Step, s.TotalSteps)
+	head := fmt.Sprintf("%s %d", label, s.Step)
+	if s.TotalSteps > 0 {
+		head += fmt.Sprintf("/%d", s.TotalSteps) // a watched run's budget may be unknown
+	}
 	cur := s.Curriculum
 	if n := len(cur.Stages); n > 0 && cur.Current >= 0 && cur.Current < n {
 		word := "stage"

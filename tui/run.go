@@ -63,6 +63,11 @@ func run(parent context.Context, feed telemetry.Feed, opts Options, extra ...tea
 	defer cancel()
 	m := New(feed, opts)
 	m.done = ctx.Done() // stops the feed waiter when the program ends
+	if m.opts.Role == RoleOwner {
+		// The run's owner takes SIGINT and SIGTERM (the stop contract); the
+		// console takes ctrl+c as a key.
+		extra = append([]tea.ProgramOption{tea.WithoutSignalHandler()}, extra...)
+	}
 	final, err := program(ctx, parent, m, m.opts, extra...)
 	if err == nil {
 		if fm, ok := final.(Model); ok && fm.StopRequested() {

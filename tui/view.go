@@ -313,7 +313,10 @@ func (m Model) statusText() string {
 		parts = append(parts, m.st.render(m.st.statusOK, label))
 	}
 	if m.quitAfterAck {
-		what := "stopping: quitting once the run has saved its checkpoint (ctrl+c: now)"
+		what := "stopping at the end of this step, with a checkpoint (ctrl+c: at once)"
+		if m.stops > 1 {
+			what = "stopping at once"
+		}
 		if m.pending[commandIndex(telemetry.CmdResume)] {
 			what = "resuming the run, then leaving"
 		}

@@ -127,6 +127,31 @@ func TestWatchOverlays(t *testing.T) {
 	}
 }
 
+// i on a TensorBoard run shows the settings its event files hold: the TRL
+// DPOTrainer's arguments, which its TensorBoardCallback wrote as the text "args".
+// Their max_steps is the run's budget, and its end-of-training log makes it done.
+func TestWatchTensorBoardSettings(t *testing.T) {
+	hs := corpusHarness(t, "trl-dpo-tensorboard", 120, 40)
+	if head := strings.Split(ansi.Strip(hs.frame()), "\n")[0]; !strings.Contains(head, "step 40/40") || !strings.Contains(head, "done") {
+		t.Errorf("header: %q", head)
+	}
+	hs.press("i")
+	frame := ansi.Strip(hs.frame())
+	for _, want := range []string{"The trainer's settings", "[args, a text in the event files]", "beta = 0.1", "preference run · step 40/40"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("i lacks %q:\n%s", want, frame)
+		}
+	}
+	hs.press("/")
+	for _, r := range "loss_type" {
+		hs.press(string(r))
+	}
+	hs.press("enter")
+	if frame := ansi.Strip(hs.frame()); !strings.Contains(frame, `loss_type = "sigmoid"`) {
+		t.Errorf("i searched for loss_type:\n%s", frame)
+	}
+}
+
 // A directory of several TensorBoard runs says on the main screen which one is
 // shown and that there are others.
 func TestWatchSaysWhichRun(t *testing.T) {

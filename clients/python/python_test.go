@@ -198,7 +198,7 @@ func writeReference(t *testing.T, path string) {
 	ref := reference{Config: "smoke", Stage: cfg.Curriculum.Stages[len(cfg.Curriculum.Stages)-1].Name}
 	var trajs []*reward.Trajectory
 	for i := range 12 {
-		task := env.Generate(ec, env.Val, i)
+		task := env.Generate(ec, env.Train, i)
 		acts := env.Solve(task)
 		switch i {
 		case 3:
@@ -213,7 +213,7 @@ func writeReference(t *testing.T, path string) {
 		}
 		e := env.NewEpisode(ec)
 		e.Reset(task)
-		re := refEpisode{Split: "val", Index: i, Question: task.Question, GroundTruth: task.Answer,
+		re := refEpisode{Split: "train", Index: i, Question: task.Question, GroundTruth: task.Answer,
 			ViewSHA256: sha(task.RGB(0, env.ViewSize, env.ViewSize))}
 		for k := range task.Frames {
 			re.FramesSHA256 = append(re.FramesSHA256, sha(task.RGB(k, env.SourceSize, env.SourceSize)))

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/experiment"
 	"github.com/pixelis/pixelis/train/telemetry"
 	"github.com/pixelis/pixelis/tui"
 )
@@ -32,6 +34,11 @@ func cmdAttach(ctx context.Context, args []string, std stdio) error {
 	if !isTerminal(std.out) {
 		return usagef("attach draws the console and needs a terminal; for text, read %s", filepath.Join(pos[0], "console.log"))
 	}
+	if len(pos) == 1 {
+		if _, err := experiment.ReadRecord(pos[0]); err == nil {
+			return attachExperiment(ctx, pos[0])
+		}
+	}
 	runs, names, err := attachRuns(pos)
 	if err != nil {
 		return err
@@ -42,7 +49,7 @@ func cmdAttach(ctx context.Context, args []string, std stdio) error {
 	}
 	if len(runs) > 1 {
 		opts.RunDir = strings.Join(pos, " ")
-		return compareRuns(ctx, opts, fmt.Sprintf("%d runs", len(runs)), runs, names, nil)
+		return compareRuns(ctx, opts, fmt.Sprintf("%d runs", len(runs)), runs, names, nil, false)
 	}
 	opts.Config = readConfig(runs[0])
 	// The feed holds at most what the console keeps: the first view of a long run
@@ -55,6 +62,38 @@ func cmdAttach(ctx context.Context, args []string, std stdio) error {
 	err = tui.Run(ctx, feed, opts)
 	if errors.Is(err, tui.ErrUserQuit) || errors.Is(err, tui.ErrHangup) {
 		return nil // quitting an attached console never stops the run
+	}
+	return err
+}
+
+// attachExperiment shows an experiment's jobs and runs in the compare view,
+// read-only: what the live `pixelis experiment` records, or without one what
+// the scheduler says of the recorded jobs (Slurm's squeue, from a login node
+// too). Quitting leaves everything as it is.
+func attachExperiment(ctx context.Context, dir string) error {
+	rec, err := experiment.ReadRecord(dir)
+	if err != nil {
+		return usageError{err}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan []tui.Job, 1)
+	go func() {
+		defer close(jobs)
+		experiment.Follow(ctx, dir, 2*time.Second, nil, func(p experiment.Progress) {
+			select {
+			case <-jobs: // the newest progress replaces one not taken yet
+			default:
+			}
+			select {
+			case jobs <- tuiJobs(p):
+			case <-ctx.Done():
+			}
+		})
+	}()
+	err = compareRuns(ctx, tui.Options{RunDir: dir, Role: tui.RoleAttached}, "experiment "+rec.Name, nil, nil, jobs, true)
+	if errors.Is(err, tui.ErrUserQuit) {
+		return nil
 	}
 	return err
 }
@@ -121,14 +160,16 @@ func readConfig(dir string) string {
 }
 
 // compareRuns shows runs side by side; with jobs, an experiment's progress.
-func compareRuns(ctx context.Context, opts tui.Options, title string, dirs, names []string, jobs <-chan []tui.Job) error {
+// detached: quitting leaves the jobs going (Slurm's), so the console asks
+// nothing.
+func compareRuns(ctx context.Context, opts tui.Options, title string, dirs, names []string, jobs <-chan []tui.Job, detached bool) error {
 	var runs []tui.CompareRun
 	for i, d := range dirs {
 		runs = append(runs, tui.CompareRun{Name: names[i], Dir: d})
 	}
 	history := opts.History
 	err := tui.RunCompare(ctx, tui.CompareOptions{
-		Options: opts, Title: title, Runs: runs, Jobs: jobs, Config: readConfig,
+		Options: opts, Title: title, Runs: runs, Jobs: jobs, JobsDetached: detached, Config: readConfig,
 		Open: func(dir string) (telemetry.Feed, error) {
 			return telemetry.OpenRunContext(ctx, dir, telemetry.RunFeedOptions{MaxPoints: history})
 		},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,8 +29,10 @@ func TestConsoleViewsEndToEnd(t *testing.T) {
 	s.waitScreen("search", `"checkpoint":`, "matches")
 	s.keys("f")
 	s.waitScreen("kind filter", "· curriculum")
+	// Each Escape once the one before has been taken: two at once would read
+	// as Alt+Escape.
 	s.keys("Escape")
-	time.Sleep(300 * time.Millisecond)
+	s.waitScreenWithout("search cleared", `"checkpoint":`, "Event log · ")
 	s.keys("Escape")
 	s.waitScreen("log closed", "Tools", "Reward")
 
@@ -44,9 +47,9 @@ func TestConsoleViewsEndToEnd(t *testing.T) {
 	s.keys("-l", "timing")
 	s.waitScreen("metrics filter", `matching "timing"`, "timing_s/rollout")
 	s.keys("Enter")
-	time.Sleep(300 * time.Millisecond)
+	s.waitScreenWithout("filter applied", "enter apply", `matching "timing"`, "/ filter")
 	s.keys("Escape")
-	time.Sleep(300 * time.Millisecond)
+	s.waitScreenWithout("filter cleared", `matching "timing"`, "All metrics · ")
 	s.keys("Escape")
 	s.waitScreen("metrics closed", "Tools")
 
@@ -71,8 +74,14 @@ func TestConsoleNoColorEndToEnd(t *testing.T) {
 	s := newTmux(t, "NO_COLOR=1 "+killOnCleanup(t, append([]string{bin, "run", "--run-dir", dir}, longSmoke...))+"; sleep 60")
 	s.run("pipe-pane", "-t", "e2e", "-o", "cat >> "+raw)
 	s.waitScreen("rft phase", "pixelis · rft", "┏ Sample trajectory")
-	time.Sleep(time.Second)
-	b, _ := os.ReadFile(raw)
+	// What the console wrote since the pipe opened, once it holds an RFT frame.
+	var b []byte
+	if !waitFor(2*time.Minute, func() bool {
+		b, _ = os.ReadFile(raw)
+		return len(b) >= 1000 && bytes.Contains(b, []byte("Sample trajectory"))
+	}) {
+		t.Fatalf("the console wrote %d bytes without an RFT frame", len(b))
+	}
 	// A colour is an SGR sequence (…m) setting a foreground or background.
 	colour := regexp.MustCompile(`\x1b\[(?:[0-9]*;)*(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9]*)*m`)
 	if loc := colour.FindIndex(b); loc != nil {
@@ -122,7 +131,7 @@ func TestExperimentConsoleEndToEnd(t *testing.T) {
 	s.waitScreen("experiment console", "pixelis · compare · experiment smoke", "jobs done")
 	s.keys("t")
 	s.waitScreen("arms × seeds", "Arms × seeds", "sft (shared)", "none", "rapr")
-	if !waitFor(120*time.Second, func() bool { return strings.Contains(s.screen(), "experiment ended") }) {
+	if !waitFor(5*time.Minute, func() bool { return strings.Contains(s.screen(), "experiment ended") }) {
 		t.Fatalf("the experiment did not end:\n%s", s.screen())
 	}
 	s.waitScreen("all done", "6/6 jobs done")

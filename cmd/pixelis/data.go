@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
+	"github.com/pixelis/pixelis/internal/cputime"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/baseline"
 	"github.com/pixelis/pixelis/train/env"
 )
 
@@ -31,14 +34,15 @@ func cmdData(ctx context.Context, args []string, std stdio) error {
 	return usagef("unknown data command %q (want gen, show or probe)", args[0])
 }
 
-// dataProbe trains and prints the no-tool baseline of the config's world.
+// dataProbe runs the adversarial no-tool baseline on the config's world and
+// prints its table.
 func dataProbe(ctx context.Context, args []string, std stdio) error {
 	fs := newFlagSet("data probe", std)
 	var cf configFlags
 	cf.registerReading(fs)
-	tasks := fs.Int("tasks", 12000, "training tasks `N` the probe learns from")
-	test := fs.Int("test", 3000, "test tasks `N` it is scored on")
-	steps := fs.Int("steps", 1500, "imitation updates")
+	reduced := fs.Bool("reduced", false, "the CI test's budget: networks on fewer tasks for fewer epochs (hand features and rules as in the full probe)")
+	tasks := fs.Int("tasks", 0, "training tasks `N` of all families (0: the budget's, 60,000)")
+	test := fs.Int("test", 0, "test tasks `N` it is scored on (0: the budget's)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -47,16 +51,32 @@ func dataProbe(ctx context.Context, args []string, std stdio) error {
 	if err := wantArgs(pos, 0, "no arguments"); err != nil {
 		return err
 	}
-	if *tasks < 1 || *test < 1 || *steps < 1 {
-		return usagef("--tasks, --test and --steps must be >= 1")
+	if *tasks < 0 || *test < 0 {
+		return usagef("--tasks and --test must be >= 0")
 	}
 	cfg, err := cf.load()
 	if err != nil {
 		return err
 	}
-	rep, err := train.Probe(ctx, cfg, train.ProbeOptions{
-		TrainTasks: *tasks, TestTasks: *test, Steps: *steps, Batch: 256, LR: 1e-3, Seed: cfg.Run.Seed,
-	})
+	ec, err := train.EnvConfig(cfg)
+	if err != nil {
+		return usageError{err}
+	}
+	opts := baseline.FullOptions(cfg.Run.Seed)
+	if *reduced {
+		opts = baseline.ReducedOptions(cfg.Run.Seed)
+	}
+	if *tasks > 0 {
+		opts.TrainTasks = *tasks
+	}
+	if *test > 0 {
+		opts.TestTasks = *test
+	}
+	if err := opts.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	wall, cpu0 := time.Now(), cputime.Process()
+	rep, err := baseline.Run(ctx, ec, opts)
 	if err != nil {
 		return err
 	}
@@ -65,7 +85,8 @@ func dataProbe(ctx context.Context, args []string, std stdio) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(std.out, "no-tool baseline: the policy network trained on %d tasks to answer from the first observation, scored on %d test tasks\n\n%s", *tasks, *test, rep)
+	fmt.Fprintf(std.out, "no-tool baseline (observation version %d): %d training tasks (%.0f%% held out for early stopping and the choice of probe), %d test tasks; %s, %.0f CPU-s\n\n%s",
+		env.ObsVersion, opts.TrainTasks, 100*opts.ValShare, opts.TestTasks, time.Since(wall).Round(time.Second), (cputime.Process() - cpu0).Seconds(), rep)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train"
 )
 
@@ -26,22 +28,6 @@ import (
 // longSmoke keeps the smoke pipeline busy long enough to press keys at it.
 var longSmoke = []string{"--config", "smoke", "--set", "sft.steps=200", "--set", "rft.steps=3000",
 	"--set", "data.train_tasks=600", "--set", "checkpoint.every=0"}
-
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
-	}
-	bin := filepath.Join(t.TempDir(), "pixelis")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // tmuxSession runs a shell command in a detached 120×40 tmux session on its own server.
 type tmuxSession struct {
@@ -67,15 +53,41 @@ func (s *tmuxSession) run(args ...string) string {
 }
 
 func (s *tmuxSession) screen() string { return s.run("capture-pane", "-p", "-t", "e2e") }
+
+// joined is the screen with wrapped lines joined, as they were written.
+func (s *tmuxSession) joined() string { return s.run("capture-pane", "-p", "-J", "-t", "e2e") }
 func (s *tmuxSession) keys(k ...string) {
 	s.run(append([]string{"send-keys", "-t", "e2e"}, k...)...)
+}
+
+// waitScreenWithout waits until the screen no longer shows gone and shows
+// every want.
+func (s *tmuxSession) waitScreenWithout(what, gone string, want ...string) string {
+	s.t.Helper()
+	var scr string
+	ok := waitFor(5*time.Minute, func() bool {
+		scr = s.screen()
+		if strings.Contains(scr, gone) {
+			return false
+		}
+		for _, w := range want {
+			if !strings.Contains(scr, w) {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		s.t.Fatalf("%s: screen still showed %q or never showed %q:\n%s", what, gone, want, scr)
+	}
+	return scr
 }
 
 // waitScreen waits until the screen contains every want.
 func (s *tmuxSession) waitScreen(what string, want ...string) string {
 	s.t.Helper()
 	var scr string
-	ok := waitFor(30*time.Second, func() bool {
+	ok := waitFor(5*time.Minute, func() bool {
 		scr = s.screen()
 		for _, w := range want {
 			if !strings.Contains(scr, w) {
@@ -88,31 +100,6 @@ func (s *tmuxSession) waitScreen(what string, want ...string) string {
 		s.t.Fatalf("%s: screen never showed %q:\n%s", what, want, scr)
 	}
 	return scr
-}
-
-// waitFor polls cond (a real process in another terminal has no channel to wait on).
-func waitFor(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return cond()
-}
-
-func fileContains(path, s string) bool {
-	b, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(b, []byte(s))
-}
-
-func waitFile(t *testing.T, what, path, s string) {
-	t.Helper()
-	if !waitFor(60*time.Second, func() bool { return fileContains(path, s) }) {
-		b, _ := os.ReadFile(path)
-		t.Fatalf("%s: %s never contained %q:\n%s", what, path, s, b)
-	}
 }
 
 // killOnCleanup returns a shell command that runs args and records its pid, so
@@ -159,7 +146,7 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 
 	s.keys("p")
 	waitFile(t, "pause key", events, `"message":"paused"`)
-	s.waitScreen("paused state", "paused")
+	s.waitScreen("paused state", "● paused", "p resume") // the run's state, not the event
 	s.keys("p")
 	waitFile(t, "resume key", events, `"message":"resumed"`)
 
@@ -172,7 +159,7 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 	s.keys("q")
 	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)", "n stop without a checkpoint")
 	s.keys("n")
-	if !waitFor(60*time.Second, func() bool { return fileContains(exit, "\n") }) {
+	if !waitFor(3*time.Minute, func() bool { return fileContains(exit, "\n") }) {
 		t.Fatalf("pixelis did not exit after q, n:\n%s", s.screen())
 	}
 	if b, _ := os.ReadFile(exit); strings.TrimSpace(string(b)) != "0" {
@@ -185,12 +172,27 @@ func TestConsoleKeysEndToEnd(t *testing.T) {
 	if !fileContains(events, "stopped on request without a checkpoint") {
 		t.Fatal("the run did not say it stopped")
 	}
+	// The terminal the console left says where the run stopped, that this step
+	// was not saved, and which checkpoint the resume command goes on from.
+	line := terminalClosing(t, s, dir)
+	m := regexp.MustCompile(`^stopped at step (\d+) without a checkpoint of it; resume continues from (step_0*(\d+)(?:_stage)?|sft_final) \(step (\d+)\): pixelis resume ` + regexp.QuoteMeta(dir) + `$`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("the closing line does not say the run stopped without a checkpoint, from which one it resumes and how:\n%s", line)
+	}
+	if step := lastStep(t, dir); m[1] != strconv.Itoa(step) {
+		t.Errorf("the closing line says step %s, the run's last step is %d", m[1], step)
+	}
+	if latest := latestCheckpoint(t, dir); m[2] != latest || m[3] != "" && m[3] != m[4] {
+		t.Errorf("the closing line resumes from %s (step %s); checkpoints/latest names %s", m[2], m[4], latest)
+	}
 	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
 		t.Fatal("status.json does not say stopped")
 	}
 }
 
-// q, y: the run stops with exactly one checkpoint, the stop's own.
+// q, y: the run stops with a checkpoint of its step, written once (the stop's
+// own, or the one the step already had: a stage's), and the terminal the
+// console leaves names it.
 func TestConsoleStopWithCheckpoint(t *testing.T) {
 	bin := buildBinary(t)
 	dir := filepath.Join(t.TempDir(), "run")
@@ -201,19 +203,90 @@ func TestConsoleStopWithCheckpoint(t *testing.T) {
 	s.keys("q")
 	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)")
 	s.keys("y")
-	if !waitFor(60*time.Second, func() bool { return fileContains(exit, "\n") }) {
+	if !waitFor(3*time.Minute, func() bool { return fileContains(exit, "\n") }) {
 		t.Fatalf("pixelis did not exit after q, y:\n%s", s.screen())
+	}
+	if b, _ := os.ReadFile(exit); strings.TrimSpace(string(b)) != "0" {
+		t.Fatalf("exit code %q, want 0", b)
+	}
+	line := terminalClosing(t, s, dir)
+	m := regexp.MustCompile(`^stopped at step (\d+) with checkpoint (step_0*(\d+)(?:_stage)?); resume with: pixelis resume ` + regexp.QuoteMeta(dir) + `$`).FindStringSubmatch(line)
+	if m == nil || m[1] != m[3] {
+		t.Fatalf("the closing line does not name the checkpoint of the step the run stopped at, and the resume command:\n%s", line)
+	}
+	if step := lastStep(t, dir); m[1] != strconv.Itoa(step) {
+		t.Errorf("the closing line says step %s, the run's last step is %d", m[1], step)
+	}
+	if latest := latestCheckpoint(t, dir); m[2] != latest {
+		t.Errorf("the closing line names %s; checkpoints/latest names %s", m[2], latest)
 	}
 	b, err := os.ReadFile(events)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(b), `"kind":"signal"`); n != 1 || strings.Contains(string(b), `"kind":"manual"`) {
-		t.Fatalf("%d stop checkpoints (and manual ones: %v), want exactly one", n, strings.Contains(string(b), `"kind":"manual"`))
+	if n := strings.Count(string(b), `"message":"checkpoint `+m[2]+`"`); n != 1 || strings.Contains(string(b), `"kind":"manual"`) {
+		t.Fatalf("%s written %d times (and manual checkpoints: %v), want once", m[2], n, strings.Contains(string(b), `"kind":"manual"`))
 	}
 	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
 		t.Fatal("status.json does not say stopped")
 	}
+}
+
+// terminalClosing is what the terminal shows once the console has left it and
+// the run has exited: the run's closing line, the same line console.log ends
+// with (a headless run prints it last on its standard output), and nothing
+// else — no rest of the console, no prompt left bare.
+func terminalClosing(t *testing.T, s *tmuxSession, dir string) string {
+	t.Helper()
+	want, scr := s.waitLastLogged(dir)
+	var shown []string
+	for _, l := range strings.Split(scr, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			shown = append(shown, l)
+		}
+	}
+	if !slices.Equal(shown, []string{want}) {
+		t.Fatalf("the terminal the console left shows\n%s\nwant the closing line the run logged:\n%s", strings.Join(shown, "\n"), want)
+	}
+	return want
+}
+
+// waitLastLogged waits, once the run has exited, until the terminal shows the
+// last line of the run's console.log (tmux may not have drawn the run's last
+// output when the exit is seen), and returns that line and the screen with
+// wrapped lines joined.
+func (s *tmuxSession) waitLastLogged(dir string) (line, screen string) {
+	s.t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "console.log"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	logged := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	line = logged[len(logged)-1]
+	if !waitFor(time.Minute, func() bool { screen = s.joined(); return strings.Contains(screen, line) }) {
+		s.t.Fatalf("the terminal never showed the run's last line %q:\n%s", line, screen)
+	}
+	return line, screen
+}
+
+// lastStep is the run-wide step of the last training step in metrics.jsonl.
+func lastStep(t *testing.T, dir string) int {
+	t.Helper()
+	last := -1
+	for step := range readMetrics(t, dir) {
+		last = max(last, step)
+	}
+	return last
+}
+
+// latestCheckpoint is the checkpoint checkpoints/latest names.
+func latestCheckpoint(t *testing.T, dir string) string {
+	t.Helper()
+	path, err := ckpt.Latest(filepath.Join(dir, "checkpoints"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Base(path)
 }
 
 func TestAttachToHeadlessRun(t *testing.T) {
@@ -289,7 +362,7 @@ func TestHangupContinuesHeadless(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFile(t, "hang-up note", filepath.Join(dir, "console.log"), "continuing headless")
-	if !waitFor(120*time.Second, func() bool { return fileContains(exit, "\n") }) {
+	if !waitFor(5*time.Minute, func() bool { return fileContains(exit, "\n") }) {
 		t.Fatal("run did not finish after SIGHUP")
 	}
 	if b, _ := os.ReadFile(exit); strings.TrimSpace(string(b)) != "0" {
@@ -334,12 +407,12 @@ func readMetrics(t testing.TB, runDir string) map[int]map[string]any {
 	return out
 }
 
-// A run killed with SIGKILL at several moments (checkpointing every step, so
-// kills land during saves too) and resumed each time ends with exactly the
-// metrics and test results of a run that was never interrupted. The first kill
-// comes while the run is starting, before any checkpoint exists; the others
-// come a few recorded steps into each resumed attempt, so they land at the
-// same points of the run on a fast machine and on a slow one.
+// A run killed with SIGKILL at several moments (checkpointing every step) and
+// resumed each time ends with exactly the metrics and test results of a run
+// that was never interrupted. Each attempt is held at a fault point where the
+// kill lands — the data build before any checkpoint exists, inside a save, in
+// the rollouts — so they land at the same points on a fast machine and on a
+// slow one.
 func TestKilledRunResumesExactly(t *testing.T) { testKilledRunResumesExactly(t) }
 
 // The same with PPO's critic, with a short SFT so that the kills land in RFT,
@@ -353,10 +426,7 @@ func testKilledRunResumesExactly(t *testing.T, sets ...string) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
-	bin := filepath.Join(t.TempDir(), "pixelis")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	args := append([]string{"--no-tui", "--config", "smoke", "--set", "checkpoint.every=1", "--set", "run.workers=2"}, sets...)
 	whole := filepath.Join(t.TempDir(), "whole")
 	if out, err := exec.Command(bin, append([]string{"run", "--run-dir", whole}, args...)...).CombinedOutput(); err != nil {
@@ -364,50 +434,37 @@ func testKilledRunResumesExactly(t *testing.T, sets ...string) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "killed")
-	metrics := filepath.Join(dir, "metrics.jsonl")
 	cmd := exec.Command(bin, append([]string{"run", "--run-dir", dir}, args...)...)
 	kills, startedOver := 0, false
-	// Each kill comes once the attempt has recorded this many new metric lines
-	// (0: once run.json exists, so the directory is a run), then after a delay.
-	for _, k := range []struct {
-		steps int
-		delay time.Duration
-	}{{0, 20 * time.Millisecond}, {3, 0}, {2, 15 * time.Millisecond}, {4, 40 * time.Millisecond}, {1, 5 * time.Millisecond}} {
-		var out bytes.Buffer
+	// Each attempt is held at a fault point and killed there: the first while
+	// it builds its training set, before any checkpoint exists; the others
+	// inside the attempt's n-th checkpoint save, or in its rollouts.
+	for _, point := range []string{faults.DataBuild, faults.CheckpointSave + "#3", faults.CheckpointSave + "#4",
+		faults.RolloutWorker + "#3", faults.CheckpointSave + "#2"} {
+		var out syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
-		before := countLines(metrics)
-		reached := func() bool {
-			_, err := os.Stat(filepath.Join(dir, "run.json"))
-			return err == nil && countLines(metrics) >= before+k.steps
-		}
+		h := newHolds(t)
+		cmd.Env = append(os.Environ(), h.env(point)...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		ready, ended := make(chan struct{}), make(chan struct{})
-		go func() {
-			for !reached() {
-				select {
-				case <-ended:
-					return
-				case <-time.After(2 * time.Millisecond):
-				}
-			}
-			time.Sleep(k.delay)
-			close(ready)
-		}()
-		select {
-		case err := <-done:
-			close(ended)
-			if err != nil {
-				t.Fatalf("run ended with %v before it could be killed:\n%s", err, out.String())
-			}
-		case <-ready:
+		name, _, _ := strings.Cut(point, "#")
+		held := filepath.Join(h.dir, name+".reached")
+		if !waitFor(3*time.Minute, func() bool {
+			_, err := os.Stat(held)
+			return err == nil || len(done) > 0
+		}) {
+			t.Fatalf("the attempt neither reached %s nor ended:\n%s", point, out.String())
+		}
+		if _, err := os.Stat(held); err == nil {
 			cmd.Process.Kill()
-			if err := <-done; err != nil { // nil: it finished before the signal arrived
-				kills++
-			}
+			<-done
+			kills++
+			t.Logf("killed at %s", point)
+		} else if err := <-done; err != nil {
+			t.Fatalf("run ended with %v before it could be killed:\n%s", err, out.String())
 		}
 		if strings.Contains(out.String(), "starting it over") {
 			startedOver = true

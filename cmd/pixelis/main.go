@@ -17,6 +17,8 @@ import (
 	"syscall"
 
 	"github.com/pixelis/pixelis/internal/crash"
+	"github.com/pixelis/pixelis/train/experiment"
+	"github.com/pixelis/pixelis/train/owner"
 )
 
 // Exit codes.
@@ -133,7 +135,7 @@ func interruptOnSignal(ctx context.Context, std stdio) (context.Context, func())
 		}
 		select {
 		case s := <-sig:
-			fmt.Fprintf(std.err, "pixelis: stopped at once by a second %s\n", signalName(s))
+			fmt.Fprintf(std.err, "pixelis: stopped at once by a second %s\n", owner.SignalName(s))
 			os.Exit(exitFailed)
 		case <-done:
 		}
@@ -168,6 +170,10 @@ func reportPanic(w io.Writer, args []string, v any) int {
 func report(w io.Writer, name string, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the flag set printed the usage
 		return exitOK
+	}
+	if errors.Is(err, owner.ErrRequeue) {
+		fmt.Fprintf(w, "pixelis %s: %v\n", name, err)
+		return experiment.ExitRequeue
 	}
 	var ue usageError
 	if errors.As(err, &ue) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -39,12 +40,14 @@ func TestUsageErrorsExitTwoWithoutStackTrace(t *testing.T) {
 		{"negative loss weight", []string{"config", "print", "--set", "sft.op_weight=-1"}, "sft.op_weight: must be >= 0, got -1"},
 		{"threshold out of range", []string{"config", "print", "--set", "sft.curriculum.rollback_threshold=0.5"}, "rollback_threshold: must be in [-1, 0], got 0.5"},
 		{"unknown key", []string{"sft", "--set", "sft.stepz=3"}, "unknown key sft.stepz"},
+		{"removed key", []string{"config", "print", "--set", "eval.greedy=false"}, "--set eval.greedy=false: removed: nothing read it; the test evaluation always reports greedy pass@1"},
 		{"missing data file", []string{"sft", "--no-tui", "--run-dir", filepath.Join(dir, "r1"), "--set", "data.train_file=" + filepath.Join(dir, "none.jsonl")}, "data.train_file: open"},
 		{"corrupt data file", []string{"sft", "--no-tui", "--run-dir", filepath.Join(dir, "r2"), "--set", "data.train_file=" + corrupt}, "cota line 1"},
 		{"rft without sft", []string{"rft", "--no-tui", "--run-dir", filepath.Join(dir, "r3")}, "run `pixelis sft` first"},
 		{"resume nothing", []string{"resume", filepath.Join(dir, "nope")}, "is not a pixelis run directory"},
 		{"bad seed", []string{"sft", "--seed", "x"}, `--seed "x": must be a non-negative integer`},
 		{"bad flag", []string{"sft", "--bogus"}, "flag provided but not defined: -bogus"},
+		{"held-out expert without a reason", []string{"serve", "--heldout-expert", "yes"}, `--heldout-expert "yes": say why`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -239,5 +242,47 @@ func TestVerifyAdapterExport(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "ckpt", "verify", bad); code != 1 || !strings.Contains(errOut, "lora_A.weight") {
 		t.Fatalf("verify of a NaN adapter: exit %d: %s", code, errOut)
+	}
+}
+
+// SFT imitates training tasks outside RFT's range only: a data file of test
+// or validation tasks, or of tasks RFT is rewarded on, is refused with exit 2
+// naming the file and the line, before the run directory exists.
+func TestSFTRefusesHeldOutData(t *testing.T) {
+	dir := t.TempDir()
+	gen := func(split string) string {
+		path := filepath.Join(dir, split+".jsonl")
+		if code, _, errOut := run(t, "data", "gen", "--config", "smoke", "--n", "4", "--split", split, "--out", path); code != 0 {
+			t.Fatalf("data gen --split %s: exit %d: %s", split, code, errOut)
+		}
+		return path
+	}
+	test, val, trainFile := gen("test"), gen("val"), gen("train")
+	cases := []struct {
+		name, file string
+		set        []string
+		want       string
+	}{
+		{"test split", test, nil, test + " line 1: sample test-000000 is of the test split"},
+		{"val split", val, nil, val + " line 1: sample val-000000 is of the val split"},
+		{"rft range", trainFile, []string{"--set", "data.train_tasks=2", "--set", "rft.task_pool=100"}, trainFile + " line 3: sample train-000002 is training task 2, in RFT's task range [2, 102)"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			runDir := filepath.Join(dir, fmt.Sprintf("run%d", i))
+			args := append([]string{"sft", "--config", "smoke", "--no-tui", "--run-dir", runDir, "--set", "data.train_file=" + c.file}, c.set...)
+			code, out, errOut := run(t, args...)
+			if code != exitBadUsage || !strings.Contains(errOut, c.want) {
+				t.Fatalf("exit %d, want 2 with %q\nstdout %s\nstderr %s", code, c.want, out, errOut)
+			}
+			if _, err := os.Stat(runDir); err == nil {
+				t.Error("the refused run created its directory")
+			}
+		})
+	}
+	// Training tasks outside RFT's range are accepted: the run gets past the check.
+	code, _, errOut := run(t, "sft", "--config", "smoke", "--no-tui", "--run-dir", filepath.Join(dir, "ok"), "--set", "data.train_file="+trainFile, "--set", "sft.steps=1", "--set", "sft.warmup_steps=0")
+	if code != 0 {
+		t.Fatalf("a file of training tasks was refused: exit %d: %s", code, errOut)
 	}
 }

@@ -56,7 +56,7 @@ func TestAbsurdSizesAreRefused(t *testing.T) {
 // one line naming the crash log, which holds the stack; the run's files record
 // the failure.
 func TestCrashExitsOneWithoutStack(t *testing.T) {
-	defer faults.Set(func(point string) {
+	defer faults.Set(func(_ context.Context, point string) {
 		if point == faults.RolloutWorker {
 			panic("injected fault")
 		}

@@ -55,6 +55,7 @@ func cmdServe(ctx context.Context, args []string, std stdio) error {
 	maxScorers := fs.Int("max-scorers", serve.DefaultMaxScorers, "live scorer sessions kept at most `N`")
 	idle := fs.Duration("idle-timeout", serve.DefaultIdleTimeout, "close episodes and scorers idle for `DURATION`")
 	maxMemory := fs.Int("max-memory", serve.DefaultMaxMemory>>20, "the world's memory bound in `MiB`: creates beyond it are refused with 503; also the Go runtime's soft memory limit")
+	heldOut := fs.String("heldout-expert", "", "hand out expert trajectories and CoTA records of val and test tasks too, for the reason `WHY` (shown in /v1/spec); by default they are refused")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -67,6 +68,9 @@ func cmdServe(ctx context.Context, args []string, std stdio) error {
 	}
 	if *maxScorers < 1 {
 		return usagef("--max-scorers %d: must be >= 1", *maxScorers)
+	}
+	if *heldOut != "" && len(strings.TrimSpace(*heldOut)) < 8 {
+		return usagef("--heldout-expert %q: say why val and test tasks' expert data is handed out (at least 8 characters)", *heldOut)
 	}
 	if *idle < time.Second {
 		return usagef("--idle-timeout %s: must be at least 1s", *idle)
@@ -90,6 +94,7 @@ func cmdServe(ctx context.Context, args []string, std stdio) error {
 	}
 	srv, err := serve.New(cfg, serve.Options{
 		MaxEpisodes: *maxEpisodes, MaxScorers: *maxScorers, IdleTimeout: *idle, Token: *token, Log: std.err, MaxMemory: mem,
+		HeldOutExpert: strings.TrimSpace(*heldOut),
 	})
 	if err != nil {
 		return usageError{err}
@@ -107,6 +112,9 @@ func cmdServe(ctx context.Context, args []string, std stdio) error {
 	}
 	fmt.Fprintf(std.out, "pixelis serve: listening on http://%s (%s; at most %d episodes in %d MiB, idle timeout %s; API at /v1, schema at /v1/openapi.json)\n",
 		ln.Addr(), auth, *maxEpisodes, *maxMemory, *idle)
+	if *heldOut != "" {
+		fmt.Fprintf(std.out, "pixelis serve: handing out expert data of val and test tasks: %s\n", strings.TrimSpace(*heldOut))
+	}
 	if serveListening != nil {
 		serveListening(ln.Addr().String())
 	}

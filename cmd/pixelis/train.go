@@ -6,26 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/term"
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/owner"
 	"github.com/pixelis/pixelis/train/telemetry"
-	"github.com/pixelis/pixelis/train/telemetry/tb"
 	"github.com/pixelis/pixelis/tui"
 )
 
@@ -104,7 +98,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	}
 	if cfg.Data.TrainFile != "" && phases[0] == train.PhaseSFT {
 		// A missing or corrupt data file is the user's input: say so before creating the run.
-		if err := checkCoTA(cfg.Data.TrainFile); err != nil {
+		if err := checkCoTA(cfg, cfg.Data.TrainFile); err != nil {
 			return usageError{fmt.Errorf("data.train_file: %w", err)}
 		}
 	}
@@ -237,243 +231,80 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init, Resume: path}, *noTUI, "resuming from "+path, step)
 }
 
-// execute wires a run to its files, the console or the plain printer, the
-// control socket and the signals, and runs it. The caller holds the run
-// directory's lock.
+// execute runs a training run under its owner (train/owner): its files, the
+// console or the plain printer, the control socket and the signals, and the
+// stop contract. The caller holds the run directory's lock.
 // note, when set, opens the run's console output (how a resume starts);
 // resumeStep is the run-wide step a resume starts from (-1 for a fresh run).
 func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Options, noTUI bool, note string, resumeStep int) error {
-	if err := os.MkdirAll(opt.RunDir, 0o755); err != nil {
-		return err
-	}
-	crashLog := filepath.Join(opt.RunDir, CrashFile)
-	if fatalToFile {
-		// What the Go runtime prints as it dies (out of memory, a stack overflow)
-		// goes to the run's crash log, not over the console.
-		if restore, err := crash.Redirect(crashLog); err == nil {
-			defer restore()
-		}
-	}
 	defer runtimeLimits(cfg)()
-	rec, err := telemetry.NewRecorder(opt.RunDir)
-	if err != nil {
-		return err
-	}
-	defer rec.Close()
-	consoleLog, err := os.OpenFile(filepath.Join(opt.RunDir, "console.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer consoleLog.Close()
-	logFile, err := os.OpenFile(filepath.Join(opt.RunDir, "pixelis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	opt.Log = slog.New(slog.NewTextHandler(logFile, nil))
-
-	useTUI := !noTUI && isTerminal(std.out)
-	cmds := make(chan telemetry.Command, telemetry.DefaultCommands)
-	bus := telemetry.NewBus(telemetry.BusOptions{Commands: cmds})
-	var others []telemetry.Sink // every sink but the recorder
-	if cfg.Export.TensorBoard {
-		w, err := tb.NewWriter(opt.RunDir)
-		if err != nil {
-			return err
-		}
-		defer w.Close()
-		if resumeStep >= 0 {
-			w.Restart(resumeStep + 1)
-		}
-		others = append(others, w)
-	}
-	var plainOut io.Writer = consoleLog
-	if !useTUI {
-		plainOut = io.MultiWriter(std.out, consoleLog)
-	}
-	others = append(others, tui.Plain(plainOut, cfg.Run.LogEvery))
-	if useTUI {
-		others = append(others, bus)
-	}
-	// A full disk is said when it happens, on the console, not only when the run ends.
-	rec.OnFail(func(err error, step int) {
-		telemetry.Multi(others...).Emit(telemetry.Event{Step: step, Time: time.Now(), Kind: telemetry.EventWarning,
-			Message: fmt.Sprintf("the run's files are no longer written (%v); training goes on, and the console still shows it", err)})
-	})
-	opt.Sink = telemetry.Multi(append([]telemetry.Sink{rec}, others...)...)
-	opt.Commands = cmds
-	interrupt := make(chan struct{})
-	requestStop := sync.OnceFunc(func() { close(interrupt) })
-	opt.Interrupt = interrupt
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Commands over the socket pass through here, so that a stop there also
-	// ends a long step at once, as a signal does.
-	ctlCmds := make(chan telemetry.Command, telemetry.DefaultCommands)
-	ctl, err := telemetry.ListenControl(runCtx, opt.RunDir, ctlCmds)
-	if err != nil {
-		return err
-	}
-	defer ctl.Close()
-	go func() {
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case c := <-ctlCmds:
-				if c.Kind == telemetry.CmdStop {
-					requestStop()
-				}
-				select {
-				case cmds <- c:
-				case <-runCtx.Done():
-					return
-				}
-			}
-		}
-	}()
-
-	// SIGUSR1 checkpoints; SIGINT/SIGTERM stop with a checkpoint (exit 0); a
-	// second one stops at once. SIGHUP is the console's: it stops drawing and
-	// the run goes on headless into console.log.
-	finished := make(chan struct{})
-	defer close(finished)
-	var forced atomic.Pointer[string] // the signal that stopped the run at once
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	if !useTUI {
-		signal.Ignore(syscall.SIGHUP)
-	}
-	go func() {
-		stops := 0
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case s := <-sig:
-				if s == syscall.SIGUSR1 {
-					trySend(cmds, telemetry.Command{Kind: telemetry.CmdCheckpoint})
-					continue
-				}
-				stops++
-				name := signalName(s)
-				if stops == 1 {
-					requestStop()
-					fmt.Fprintf(plainOut, "%s: stopping (another %s stops at once)\n", name, name)
-					continue
-				}
-				forced.Store(&name)
-				cancel()
-				// Every loop of the run watches its context; should one not
-				// come back, the process does not wait for it.
-				select {
-				case <-finished:
-				case <-time.After(forceExitAfter):
-					fmt.Fprintf(std.err, "pixelis: stopped at once by a second %s; resume with `pixelis resume %s`\n", name, opt.RunDir)
-					ctl.Close()
-					os.Exit(exitFailed)
-				}
-				return
-			}
-		}
-	}()
-
 	r, err := train.New(cfg, opt)
 	if err != nil {
 		return usageError{err}
 	}
-	if note != "" {
-		fmt.Fprintln(plainOut, note)
+	o := owner.Options{
+		RunDir: opt.RunDir, Stdout: std.out, Stderr: std.err,
+		Plain:       func(w io.Writer) telemetry.Sink { return tui.Plain(w, cfg.Run.LogEvery) },
+		TensorBoard: cfg.Export.TensorBoard, CSV: cfg.Export.CSV,
+		Note: note, ResumeStep: resumeStep, Resumed: opt.Resume, FatalToFile: fatalToFile,
 	}
-	done := make(chan error, 1)
-	go func() {
-		err := r.Run(runCtx)
-		bus.Close() // the console now shows the run as finished and refuses commands
-		done <- err
-	}()
+	if !noTUI && isTerminal(std.out) {
+		o.Console = terminalConsole{cfg: cfg, runDir: opt.RunDir, resumeStep: resumeStep}
+	}
+	return owner.Run(ctx, ownedRunner{r}, o)
+}
 
-	if useTUI {
-		var conf bytes.Buffer
-		_ = configs.Encode(&conf, cfg) // shown by the console's i; the run writes the same to config.toml
-		topts := tui.Options{FPS: cfg.UI.FPS, History: cfg.UI.History, Mouse: cfg.UI.Mouse, Color: cfg.UI.Color,
-			RunDir: opt.RunDir, Config: conf.String()}
-		if resumeStep >= 0 {
-			// A resumed run's console starts from its history up to the checkpoint.
-			if f, err := telemetry.OpenRunContext(runCtx, opt.RunDir, telemetry.RunFeedOptions{MaxPoints: cfg.UI.History}); err == nil {
-				u := f.Take()
-				f.Close()
-				u.Snapshot = nil // the run publishes its own as it starts
-				topts.Backlog = &u
-			}
-		}
-		terr := tui.Run(runCtx, bus, topts)
-		switch {
-		case errors.Is(terr, tui.ErrUserQuit):
-			// The console asked the run to stop as the user chose (with or
-			// without a checkpoint); should that request not have reached it,
-			// stop it without one rather than leave it training unseen.
-			trySend(cmds, telemetry.Command{Kind: telemetry.CmdStop, NoCheckpoint: true})
-			requestStop() // and end a long step at once, as a signal does
-		case errors.Is(terr, tui.ErrHangup):
-			signal.Ignore(syscall.SIGHUP)
-			fmt.Fprintln(consoleLog, "terminal hung up: continuing headless")
-		case terr != nil:
-			fmt.Fprintln(consoleLog, "console failed, continuing headless:", terr)
-		}
-		bus.Close()
+// ownedRunner is pixelis's own trainer as the run's owner runs it.
+type ownedRunner struct{ *train.Runner }
+
+func (r ownedRunner) Train(ctx context.Context, w owner.Wiring) error {
+	r.Wire(w.Sink, w.Commands, w.Stop, w.Log)
+	if err := r.Run(ctx); !errors.Is(err, train.ErrStopped) {
+		return err
 	}
-	err = <-done
-	if cfg.Export.CSV {
-		if cerr := writeCSV(opt.RunDir); cerr != nil {
-			fmt.Fprintln(consoleLog, "metrics.csv:", cerr)
+	return owner.ErrStopped
+}
+
+// terminalConsole is the console on the terminal of the run's owner.
+type terminalConsole struct {
+	cfg        *configs.Config
+	runDir     string
+	resumeStep int
+}
+
+func (c terminalConsole) Show(ctx context.Context, feed telemetry.Feed) error {
+	var conf bytes.Buffer
+	_ = configs.Encode(&conf, c.cfg) // shown by the console's i; the run writes the same to config.toml
+	ui := c.cfg.UI
+	opts := tui.Options{FPS: ui.FPS, History: ui.History, Mouse: ui.Mouse, Color: ui.Color, RunDir: c.runDir, Config: conf.String()}
+	if c.resumeStep >= 0 {
+		// A resumed run's console starts from its history up to the checkpoint.
+		if f, err := telemetry.OpenRunContext(ctx, c.runDir, telemetry.RunFeedOptions{MaxPoints: ui.History}); err == nil {
+			u := f.Take()
+			f.Close()
+			u.Snapshot = nil // the run publishes its own as it starts
+			opts.Backlog = &u
 		}
 	}
-	if rerr := rec.Flush(); rerr != nil {
-		points, events := rec.Lost()
-		fmt.Fprintf(std.err, "pixelis: warning: %d metric points and %d events of this run were not written: %v\n", points, events, rerr)
-	}
-	var ce *crash.Error
+	err := tui.Run(ctx, feed, opts)
 	switch {
-	case errors.Is(err, train.ErrStopped):
-		return nil
-	case forced.Load() != nil && runCtx.Err() != nil:
-		return fmt.Errorf("stopped at once by a second %s: nothing after the last checkpoint was saved; resume with `pixelis resume %s`", *forced.Load(), opt.RunDir)
-	case errors.As(err, &ce):
-		if werr := crash.WriteReport(crashLog, ce); werr != nil {
-			return fmt.Errorf("training crashed: %v (the stack could not be written: %v)", ce, werr)
-		}
-		return fmt.Errorf("training crashed: %v; the stack is in %s", ce, crashLog)
+	case errors.Is(err, tui.ErrUserQuit):
+		return owner.ErrQuit
+	case errors.Is(err, tui.ErrHangup):
+		return owner.ErrHangup
 	}
 	return err
 }
 
-// signalName is how a user knows a signal: SIGINT, SIGTERM.
-func signalName(s os.Signal) string {
-	switch s {
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	}
-	return s.String()
-}
-
-// CrashFile is the run directory's crash log: the stack of a panic in the run,
-// and whatever the Go runtime prints when a fatal error ends the process.
-const CrashFile = "crash.log"
-
-// forceExitAfter is how long a second stop signal waits for the run to unwind
-// before the process exits regardless.
-const forceExitAfter = 3 * time.Second
+// CrashFile is the run directory's crash log.
+const CrashFile = owner.CrashFile
 
 // fatalToFile is set by main: the process's standard error may be pointed at a
 // run's crash log (tests running commands in-process keep theirs).
 var fatalToFile bool
 
 // checkCoTA reads a CoTA file through, so that a bad line is reported up front.
-func checkCoTA(path string) error {
+func checkCoTA(cfg *configs.Config, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -486,27 +317,7 @@ func checkCoTA(path string) error {
 	if len(samples) == 0 {
 		return fmt.Errorf("%s: no samples", path)
 	}
-	return nil
-}
-
-// writeCSV writes the run's metrics as metrics.csv beside metrics.jsonl.
-func writeCSV(runDir string) error {
-	f, err := os.Create(filepath.Join(runDir, "metrics.csv"))
-	if err != nil {
-		return err
-	}
-	if err := telemetry.ExportCSV(runDir, f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func trySend(c chan<- telemetry.Command, cmd telemetry.Command) {
-	select {
-	case c <- cmd:
-	default:
-	}
+	return train.CheckTrainSamples(cfg, path, samples)
 }
 
 // isTerminal reports whether w is a terminal (the console needs one).

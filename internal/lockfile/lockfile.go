@@ -103,3 +103,25 @@ func (l *Lock) Release() error {
 	l.f = nil
 	return err
 }
+
+// Holder reports the process that holds the lock at path, or nil when none
+// does (also when the file does not exist). It takes the lock for a moment to
+// find out and never writes the file.
+func Holder(path string) (*HeldError, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // releases the lock if we took it
+	held, err := tryLock(f)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if held {
+		return nil, nil
+	}
+	return readHolder(path), nil
+}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -43,7 +45,13 @@ func TestLockEndsWithProcess(t *testing.T) {
 			os.Exit(3)
 		}
 		os.Stdout.WriteString("held\n")
-		select {} // until killed
+		// Until killed. Not select {}: with nothing else to wait for, the
+		// runtime ends a process blocked that way as deadlocked, releasing
+		// the lock before the parent has looked.
+		stay := make(chan os.Signal, 1)
+		signal.Notify(stay, syscall.SIGTERM)
+		<-stay
+		os.Exit(4)
 	}
 	path := filepath.Join(t.TempDir(), ".lock")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLockEndsWithProcess$")
@@ -70,4 +78,27 @@ func TestLockEndsWithProcess(t *testing.T) {
 		t.Fatalf("after the holder was killed: %v", err)
 	}
 	l.Release()
+}
+
+func TestHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".lock")
+	if h, err := Holder(path); h != nil || err != nil {
+		t.Fatalf("no file: %v %v", h, err)
+	}
+	l, err := Acquire(path, "pixelis run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	h, err := Holder(path)
+	if err != nil || h == nil || h.PID != os.Getpid() || h.Note != "pixelis run" {
+		t.Fatalf("held: %+v %v", h, err)
+	}
+	l.Release()
+	if h, err := Holder(path); h != nil || err != nil {
+		t.Fatalf("released: %v %v", h, err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Errorf("Holder changed the file: %q → %q", before, after)
+	}
 }

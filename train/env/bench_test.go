@@ -89,3 +89,25 @@ func BenchmarkObserve(b *testing.B) {
 		b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/obs")
 	}
 }
+
+// BenchmarkAnalyseView is the first analysis of a task's full view, which
+// its episodes then share: the cells' hues, foreground, detail and motion
+// (a video's over all its frames).
+func BenchmarkAnalyseView(b *testing.B) {
+	for _, fam := range []Family{AttributeRecognition, TemporalTracking} {
+		b.Run(fam.String(), func(b *testing.B) {
+			ep, task, _ := benchSetup(b, fam)
+			obs := make([]float32, ObsDim)
+			cpu0, n := cpuTime(), 0
+			for b.Loop() {
+				task.views = viewMemo{}
+				ep.Reset(task)
+				ep.Observe(obs)
+				n++
+			}
+			if cpu := cpuTime() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/obs")
+			}
+		})
+	}
+}

@@ -8,11 +8,10 @@ import (
 
 // Config sets up the pixel world. It is plain Go so the env package does not
 // depend on the configs package; train.EnvConfig copies the [env] section into
-// it, and configs/default.toml holds the defaults.
+// it, and configs/default.toml holds the defaults. A task is a function of
+// the config, its split and its index alone (no run seed): runs of every seed
+// train on the same tasks and are scored on the same held-out ones.
 type Config struct {
-	// Seed is the run seed mixed into every task's generator stream; tasks of
-	// the same (Seed, split, index) are identical byte for byte.
-	Seed uint64
 	// MaxSteps is the number of actions an episode may take before it is cut
 	// off unanswered (MisuseNoAnswer).
 	MaxSteps int
@@ -40,7 +39,7 @@ type Config struct {
 	// view: a referred object has a look-alike of the neighbouring palette
 	// colour in the scene (geometric comparison: the two areas are close), so
 	// a guess from the coarse view is often wrong. Other tasks keep every
-	// look-alike out.
+	// look-alike out. Spatial tasks always have one (askPair).
 	Confusion float64
 	// Families are the task families Generate cycles through.
 	Families []Family

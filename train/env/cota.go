@@ -33,6 +33,9 @@ type Sample struct {
 	Distractors     int        `json:"distractors"` // other objects sharing a referred object's colour or shape
 	TargetSize      int        `json:"target_size"` // smallest referred object's side, source pixels
 	Confusable      bool       `json:"confusable"`  // a look-alike or close areas make the coarse view misleading
+	// Line is the sample's line in the file ReadCoTA read it from (0 for a
+	// sample made in memory); not written.
+	Line int `json:"-"`
 }
 
 // TrajStep is one step of a CoTA trajectory.
@@ -254,6 +257,7 @@ func ReadCoTA(r io.Reader) ([]Sample, error) {
 			if verr := s.validate(); verr != nil {
 				return out, fmt.Errorf("cota line %d: %w", line, verr)
 			}
+			s.Line = line
 			out = append(out, s)
 		}
 		if errors.Is(err, io.EOF) {

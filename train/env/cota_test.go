@@ -3,6 +3,7 @@ package env
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,12 @@ func TestCoTARoundTrip(t *testing.T) {
 	got, err := ReadCoTA(&buf)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i].Line != i+1 {
+			t.Fatalf("sample %d read from line %d, want %d", i, got[i].Line, i+1)
+		}
+		got[i].Line = 0 // not part of the record
 	}
 	if !reflect.DeepEqual(got, samples) {
 		t.Fatal("samples changed in a write/read round trip")
@@ -53,9 +60,10 @@ func TestCoTARoundTrip(t *testing.T) {
 		t.Errorf("120 samples of the test mix have types %v, want all of %v", types, SampleTypes)
 	}
 	other := cfg
-	other.Seed = 99
+	other.Families = slices.Clone(cfg.Families)
+	slices.Reverse(other.Families) // task 0 is of another family
 	if _, err := got[0].Task(other); err == nil {
-		t.Error("regenerating under another run seed must fail")
+		t.Error("regenerating under another [env] must fail")
 	}
 	if s := FormatSample(got[0]); !strings.Contains(s, got[0].Question) || !strings.Contains(s, "ANSWER") {
 		t.Errorf("FormatSample lacks the question or the answer:\n%s", s)

@@ -152,11 +152,6 @@ func TestDeterministic(t *testing.T) {
 		}
 		lines = append(lines, a.ID+" "+frameHash(a))
 	}
-	other := cfg
-	other.Seed = 7
-	if frameHash(Generate(other, Train, 0)) == frameHash(Generate(cfg, Train, 0)) {
-		t.Error("a different run seed gave the same task")
-	}
 	got := strings.Join(lines, "\n") + "\n"
 	path := filepath.Join("testdata", "task_hashes.golden")
 	if *update {

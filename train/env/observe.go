@@ -11,12 +11,16 @@ import (
 // The coarse view says where to look, never the answer: it sees hues, not
 // colours (each hue is a pair of neighbouring palette colours that look alike
 // at this resolution: red/orange, yellow/green, cyan/blue, purple/magenta),
-// how much of each cell is foreground, where fine detail and motion are, and
-// nothing of shape. Exact colour, shape, text and motion come only from
-// operations. How often a guess from it is right is measured per family by
-// `pixelis data probe` (README: "The pixel world").
+// how much of each cell is foreground, where fine detail (label ink) is, and
+// nothing of shape. A video's cells show all its frames at once, and where
+// pixels change between the first and the last frame: the view is the same
+// played forwards or backwards, so it shows what moves but not which way.
+// Exact colour, shape, text and direction come only from operations. How
+// often a guess from it is right is measured per family by the adversarial
+// probe of `pixelis data probe` (README: "The no-tool baseline").
 //
-// Global block (GlobalFeatures floats), in order:
+// The global block is written group by group of the layout in layout.go
+// (Layout, which pixelis serve publishes), in order:
 //
 //	family one-hot (6) · ask one-hot (7) · asked colour (8), shape (4),
 //	second colour (8), second shape (4), relation (4) · video flag, frames/8 ·
@@ -32,14 +36,15 @@ import (
 //	larger than the second: ±1) · whole view: foreground share, hue shares (4) ·
 //	last mask box (4).
 //
-// Cell rows (CellFeatures floats each, row-major cells of the current view):
+// Cell rows (CellFeatures floats each, row-major cells of the current view;
+// a video's static features are means over its frames):
 //
 //	0-3   share of the cell's foreground pixels in each hue
 //	4     foreground share
-//	5     fine detail: sharp colour changes inside objects (labels make them)
-//	6     motion: share of pixels that change sharply by the last frame
-//	7     share of the foreground already covered by a segmented object
-//	8     share of the foreground inside the last mask
+//	5     fine detail: changes between label ink and an object's hue inside objects
+//	6     motion: share of pixels whose class differs between the first and the last frame
+//	7     share of the (first frame's) foreground already covered by a segmented object
+//	8     share of the (first frame's) foreground inside the last mask
 //	9     share of the foreground in the asked colour's hue
 //	10    share of the foreground in the second asked colour's hue
 //	11    view is zoomed (copied into every row for the shared cell scorer)
@@ -53,9 +58,6 @@ const (
 	// must lie to count as foreground: blends of an object's edge with the
 	// background below it count as background.
 	fgShare = 0.4
-	// detailDiff is the L1 RGB step between two object pixels that counts
-	// as fine detail; object noise stays far below it.
-	detailDiff = 90
 )
 
 // Indices into a cell row.
@@ -81,12 +83,16 @@ type obsCache struct {
 	// staticView is the current view's analysis: the task's shared copy
 	// (Task.views), or spare when the task keeps no more views.
 	*staticView
-	spare   *staticView
-	other   []uint8 // view of the last frame, for motion
-	masks   bool
-	seg     [NumCells]float32
-	last    [NumCells]float32
-	askLeft int
+	spare      *staticView
+	other      []uint8                     // a later frame's view, for a video's cells
+	otherClass *[ViewSize * ViewSize]uint8 // its pixels' classes
+	masks      bool
+	seg        [NumCells]float32
+	last       [NumCells]float32
+	askLeft    int
+	// layoutBad records that the last Observe wrote a group of the global
+	// block with more or fewer floats than the layout gives it.
+	layoutBad bool
 }
 
 // staticView is what the coarse view shows of one region of a task: each
@@ -184,60 +190,7 @@ func (e *Episode) ensureStatic() {
 	}
 	c.spare = nil
 	c.staticView = sv
-	sv.region = e.region
-	view := e.currentView()
-	for i := range c.class {
-		c.class[i] = classify(view, i, e.bg)
-	}
-	c.cell = [NumCells][cellStatic]float32{}
-	c.fg = [NumCells]int{}
-	c.global = [1 + NumHues]float32{}
-	var hues [NumCells][NumHues]int
-	var detail [NumCells]int
-	fgAll := 0
-	for i, k := range c.class {
-		if k == classBackground {
-			continue
-		}
-		cell := cellOf(i)
-		c.fg[cell]++
-		fgAll++
-		if k < classInk {
-			hues[cell][k]++
-			c.global[1+k]++
-		}
-		// Detail: a sharp step to the right or below, between two pixels
-		// that are both well inside the foreground.
-		if e.interior(i) {
-			for _, j := range [2]int{i + 1, i + ViewSize} {
-				if (j == i+1 && i%ViewSize == ViewSize-1) || j >= len(c.class) || !e.interior(j) {
-					continue
-				}
-				if l1(view, i, j) > detailDiff {
-					detail[cell]++
-				}
-			}
-		}
-	}
-	motion := e.motion()
-	const px = CellPixels * CellPixels
-	for k := range NumCells {
-		f := &c.cell[k]
-		if n := c.fg[k]; n > 0 {
-			for h := range NumHues {
-				f[cellHue+h] = float32(hues[k][h]) / float32(n)
-			}
-		}
-		f[cellFg] = float32(c.fg[k]) / px
-		f[cellDetail] = min(float32(detail[k])/8, 1)
-		f[cellMotion] = motion[k]
-	}
-	c.global[0] = float32(fgAll) / (ViewSize * ViewSize)
-	if fgAll > 0 {
-		for h := range NumHues {
-			c.global[1+h] /= float32(fgAll)
-		}
-	}
+	e.analyse(sv)
 	if shared, ok := e.task.views.put(sv); ok {
 		c.staticView = shared
 	} else {
@@ -245,45 +198,111 @@ func (e *Episode) ensureStatic() {
 	}
 }
 
+// viewCounts are a view's pixel counts per cell: foreground, per hue, and
+// fine-detail steps.
+type viewCounts struct {
+	fg     [NumCells]int
+	hues   [NumCells][NumHues]int
+	detail [NumCells]int
+}
+
+// analyse fills sv with the coarse view of the episode's region. A video's
+// cells show every frame at once, each feature the mean over the frames,
+// and motion as the pixels whose class differs between the first and the
+// last frame: the view is the same played forwards or backwards, so it shows
+// where things move but not which way (only TRACK_OBJECT tells). sv.class
+// and sv.fg are the first frame's, which the operations act on.
+func (e *Episode) analyse(sv *staticView) {
+	c := &e.obs
+	sv.region = e.region
+	frames := e.task.Frames
+	var sum viewCounts
+	sv.fg = [NumCells]int{}
+	e.countView(e.currentView(), &sv.class, &sum)
+	sv.fg = sum.fg
+	var motion [NumCells]int
+	if len(frames) > 1 {
+		if c.other == nil {
+			c.other = make([]uint8, ViewSize*ViewSize*3)
+			c.otherClass = new([ViewSize * ViewSize]uint8)
+		}
+		for f := 1; f < len(frames); f++ {
+			resample(c.other, frames[f].Pix, e.region)
+			e.countView(c.other, c.otherClass, &sum)
+		}
+		for i, k := range sv.class { // c.otherClass is the last frame's
+			if c.otherClass[i] != k {
+				motion[cellOf(i)]++
+			}
+		}
+	}
+	n := float32(len(frames))
+	const px = CellPixels * CellPixels
+	sv.cell = [NumCells][cellStatic]float32{}
+	sv.global = [1 + NumHues]float32{}
+	fgAll := 0
+	for k := range NumCells {
+		f := &sv.cell[k]
+		if fg := sum.fg[k]; fg > 0 {
+			for h := range NumHues {
+				f[cellHue+h] = float32(sum.hues[k][h]) / float32(fg)
+				sv.global[1+h] += float32(sum.hues[k][h])
+			}
+		}
+		fgAll += sum.fg[k]
+		f[cellFg] = float32(sum.fg[k]) / px / n
+		f[cellDetail] = min(float32(sum.detail[k])/8/n, 1)
+		f[cellMotion] = float32(motion[k]) / px
+	}
+	sv.global[0] = float32(fgAll) / (ViewSize * ViewSize) / n
+	if fgAll > 0 {
+		for h := range NumHues {
+			sv.global[1+h] /= float32(fgAll)
+		}
+	}
+}
+
+// countView classifies every pixel of view into class and adds its counts
+// to sum.
+func (e *Episode) countView(view []uint8, class *[ViewSize * ViewSize]uint8, sum *viewCounts) {
+	for i := range class {
+		class[i] = classify(view, i, e.bg)
+	}
+	for i, k := range class {
+		if k == classBackground {
+			continue
+		}
+		cell := cellOf(i)
+		sum.fg[cell]++
+		if k < classInk {
+			sum.hues[cell][k]++
+		}
+		// Detail: a change of class (label ink against an object's hue) to
+		// the right or below, between two pixels that are both well inside
+		// the foreground. By class, not by colour, so a look-alike's edges
+		// show the same detail as the object's.
+		if interior(class, i) {
+			for _, j := range [2]int{i + 1, i + ViewSize} {
+				if (j == i+1 && i%ViewSize == ViewSize-1) || j >= len(class) || !interior(class, j) {
+					continue
+				}
+				if class[j] != k {
+					sum.detail[cell]++
+				}
+			}
+		}
+	}
+}
+
 // interior: the pixel and its four neighbours are all foreground, so object
 // edges (blended with the background) do not count as detail.
-func (e *Episode) interior(i int) bool {
-	cl := &e.obs.class
+func interior(cl *[ViewSize * ViewSize]uint8, i int) bool {
 	x, y := i%ViewSize, i/ViewSize
 	if x == 0 || y == 0 || x == ViewSize-1 || y == ViewSize-1 {
 		return false
 	}
 	return cl[i] != classBackground && cl[i-1] != classBackground && cl[i+1] != classBackground &&
 		cl[i-ViewSize] != classBackground && cl[i+ViewSize] != classBackground
-}
-
-func l1(view []uint8, i, j int) int {
-	a, b := i*3, j*3
-	return abs(int(view[a])-int(view[b])) + abs(int(view[a+1])-int(view[b+1])) + abs(int(view[a+2])-int(view[b+2]))
-}
-
-// motion is, per cell, the share of view pixels whose class (background, ink
-// or hue) differs between the first and the last frame over the same region.
-func (e *Episode) motion() [NumCells]float32 {
-	var m [NumCells]float32
-	frames := e.task.Frames
-	if len(frames) < 2 {
-		return m
-	}
-	c := &e.obs
-	if c.other == nil {
-		c.other = make([]uint8, ViewSize*ViewSize*3)
-	}
-	resample(c.other, frames[len(frames)-1].Pix, e.region)
-	for i, k := range c.class {
-		if classify(c.other, i, e.bg) != k {
-			m[cellOf(i)]++
-		}
-	}
-	for k := range m {
-		m[k] /= CellPixels * CellPixels
-	}
-	return m
 }
 
 func (e *Episode) ensureMasks() {
@@ -331,11 +350,32 @@ func (e *Episode) ensureMasks() {
 	}
 }
 
-// featWriter appends features, ignoring writes past the end of dst so a
-// short buffer never panics.
+// featWriter writes the observation group by group of the layout (see
+// layout.go), ignoring writes past the end of dst so a short buffer never
+// panics. A group written with more or fewer floats than its size is
+// recorded in bad, which a test keeps false.
 type featWriter struct {
 	dst []float32
 	i   int
+	end int // where the current group ends
+	bad bool
+}
+
+// group moves to the start of the named global group.
+func (w *featWriter) group(name string) {
+	w.check()
+	w.i = globalOffset[name]
+	w.end = w.i + globalSize[name]
+}
+
+// skip leaves the rest of the current group at zero.
+func (w *featWriter) skip() { w.i = w.end }
+
+// check records a group that was not written to its size.
+func (w *featWriter) check() {
+	if w.i != w.end {
+		w.bad = true
+	}
 }
 
 func (w *featWriter) put(v float32) {
@@ -360,6 +400,9 @@ func (w *featWriter) onehot(k, n int) {
 	}
 }
 
+// numAreaBuckets is the number of areaBucket values.
+const numAreaBuckets = 4
+
 func areaBucket(a int) int {
 	switch {
 	case a < 250:
@@ -373,76 +416,138 @@ func areaBucket(a int) int {
 }
 
 // Observe writes the ObsDim features of the current state (see the layout
-// above). With no task it writes zeros.
+// above and Layout). With no task it writes zeros.
 func (e *Episode) Observe(dst []float32) {
 	clear(dst)
 	if e.task == nil || len(e.task.Frames) == 0 {
 		return
 	}
+	if len(dst) < ObsDim { // a short buffer gets the observation's start
+		full := make([]float32, ObsDim)
+		e.Observe(full)
+		copy(dst, full)
+		return
+	}
 	e.ensureStatic()
 	e.ensureMasks()
-	t, c := e.task, &e.obs
-	q := t.Query
 	w := &featWriter{dst: dst}
+	e.writeQuestion(w)
+	e.writeHistory(w)
+	e.writeProperties(w)
+	e.writeReadTrack(w)
+	e.writeSlots(w)
+	e.writeSummary(w)
+	w.check()
+	e.obs.layoutBad = w.bad
+	e.writeCells(dst[GlobalFeatures:])
+}
 
+// writeQuestion writes what the question asks: family, ask, the objects it
+// names, the relation, and whether the task is a video.
+func (e *Episode) writeQuestion(w *featWriter) {
+	t := e.task
+	q := t.Query
+	w.group(GFamily)
 	w.onehot(int(t.Family), int(NumFamilies))
+	w.group(GAsk)
 	w.onehot(int(q.Ask), int(NumAsks))
+	w.group(GColour)
 	w.onehot(int(q.Colour), int(NumColours))
+	w.group(GShape)
 	w.onehot(int(q.Shape), int(NumShapes))
+	w.group(GColour2)
 	w.onehot(int(q.Colour2), int(NumColours))
+	w.group(GShape2)
 	w.onehot(int(q.Shape2), int(NumShapes))
 	rel := -1
 	if q.Ask == AskRelation {
 		rel = int(q.Relation)
 	}
+	w.group(GRelation)
 	w.onehot(rel, int(NumRelations))
+	w.group(GVideo)
 	w.flag(len(t.Frames) > 1)
+	w.group(GFrames)
 	w.put(float32(len(t.Frames)) / 8)
+}
 
+// writeHistory writes the episode so far: the last operation, misuse, the
+// step count, the view's zoom and each tool's calls against its cap.
+func (e *Episode) writeHistory(w *featWriter) {
 	lastOp, misused := int(NumOps), false
 	if n := len(e.steps); n > 0 {
 		lastOp, misused = int(e.steps[n-1].Action.Op), e.steps[n-1].Result.Misuse != MisuseNone
 	}
+	w.group(GLastOp)
 	w.onehot(lastOp, int(NumOps)+1)
+	w.group(GMisused)
 	w.flag(misused)
+	w.group(GSteps)
 	w.put(float32(len(e.steps)) / float32(e.cfg.MaxSteps))
+	w.group(GHasMask)
 	w.flag(e.hasMask)
+	w.group(GZoomed)
 	w.flag(e.zoomed)
+	w.group(GZoomFactor)
 	w.put(float32(SourceSize) / float32(e.region.Dx()) / (SourceSize / zoomMinSide))
+	w.group(GOpCalls)
 	for op := OpSegment; op < OpAnswer; op++ {
 		w.put(min(float32(e.calls[op])/float32(e.cfg.OpCap), 1))
 	}
+	w.group(GOpAtCap)
 	for op := OpSegment; op < OpAnswer; op++ {
 		w.flag(e.calls[op] >= e.cfg.OpCap)
 	}
+}
 
+// writeProperties writes what the last GET_PROPERTIES measured.
+func (e *Episode) writeProperties(w *featWriter) {
+	q := e.task.Query
 	var lp *properties
 	if e.lastProps >= 0 {
 		lp = &e.inspected[e.lastProps].props
 	}
+	w.group(GPropsValid)
 	w.flag(lp != nil)
-	if lp != nil {
-		w.onehot(int(lp.colour), int(NumColours))
-		w.onehot(int(lp.shape), int(NumShapes))
-		w.onehot(areaBucket(lp.area), 4)
-		w.put(float32(lp.centre.X) / SourceSize)
-		w.put(float32(lp.centre.Y) / SourceSize)
-		w.flag(lp.colour == q.Colour)
-		w.flag(lp.shape == q.Shape)
-		w.flag(lp.colour == q.Colour2)
-		w.flag(lp.shape == q.Shape2)
-	} else {
-		w.i += int(NumColours) + int(NumShapes) + 4 + 2 + 4
+	if lp == nil {
+		return
 	}
+	w.group(GPropsColour)
+	w.onehot(int(lp.colour), int(NumColours))
+	w.group(GPropsShape)
+	w.onehot(int(lp.shape), int(NumShapes))
+	w.group(GPropsArea)
+	w.onehot(areaBucket(lp.area), numAreaBuckets)
+	w.group(GPropsCentre)
+	w.put(float32(lp.centre.X) / SourceSize)
+	w.put(float32(lp.centre.Y) / SourceSize)
+	w.group(GPropsMatches)
+	w.flag(lp.colour == q.Colour)
+	w.flag(lp.shape == q.Shape)
+	w.flag(lp.colour == q.Colour2)
+	w.flag(lp.shape == q.Shape2)
+}
 
+// writeReadTrack writes what READ_TEXT and TRACK_OBJECT returned.
+func (e *Episode) writeReadTrack(w *featWriter) {
+	w.group(GReadDone)
 	w.flag(e.readDone)
+	w.group(GReadLabel)
 	w.onehot(indexOf(Labels, e.readText), len(Labels))
+	w.group(GReadConfidence)
 	w.put(float32(e.readConf))
+	w.group(GReadLegible)
 	w.flag(e.readText != "")
-
+	w.group(GTrackValid)
 	w.flag(e.trackDir >= 0)
+	w.group(GTrackDir)
 	w.onehot(e.trackDir, len(Directions))
+}
 
+// writeSlots writes the counting tally and the two asked objects found so
+// far, with the measurements that compare them.
+func (e *Episode) writeSlots(w *featWriter) {
+	q := e.task.Query
 	matched := 0
 	var slot [2]*properties
 	for i := range e.inspected {
@@ -457,63 +562,79 @@ func (e *Episode) Observe(dst []float32) {
 			slot[1] = p
 		}
 	}
+	w.group(GCountMatched)
 	w.onehot(min(matched, 5), 6)
+	w.group(GCountInspected)
 	w.put(float32(len(e.inspected)) / 5)
-	w.put(min(float32(c.askLeft)/40, 1))
-	for _, s := range slot {
+	w.group(GCountLeft)
+	w.put(min(float32(e.obs.askLeft)/40, 1))
+	for i, s := range slot {
+		w.group([2]string{GSlot1, GSlot2}[i])
 		w.flag(s != nil)
-		if s != nil {
-			w.put(float32(s.centre.X) / SourceSize)
-			w.put(float32(s.centre.Y) / SourceSize)
-			w.put(float32(s.area) / 1000)
-		} else {
-			w.i += 3
+		if s == nil {
+			w.skip()
+			continue
 		}
+		w.put(float32(s.centre.X) / SourceSize)
+		w.put(float32(s.centre.Y) / SourceSize)
+		w.put(float32(s.area) / 1000)
 	}
-	if slot[0] != nil && slot[1] != nil {
-		dx, dy, da := slot[0].centre.X-slot[1].centre.X, slot[0].centre.Y-slot[1].centre.Y, slot[0].area-slot[1].area
-		w.put(float32(dx) / SourceSize)
-		w.put(float32(dy) / SourceSize)
-		w.put(float32(da) / 1000)
-		// The comparisons as the measurements state them: first left of,
-		// above, larger than the second (±1).
-		w.put(sign(-dx))
-		w.put(sign(-dy))
-		w.put(sign(da))
-	} else {
-		w.i += 6
+	if slot[0] == nil || slot[1] == nil {
+		return
 	}
-	for _, v := range c.global {
+	dx, dy, da := slot[0].centre.X-slot[1].centre.X, slot[0].centre.Y-slot[1].centre.Y, slot[0].area-slot[1].area
+	w.group(GSlotDiff)
+	w.put(float32(dx) / SourceSize)
+	w.put(float32(dy) / SourceSize)
+	w.put(float32(da) / 1000)
+	// The comparisons as the measurements state them: first left of,
+	// above, larger than the second (±1).
+	w.group(GSlotCompare)
+	w.put(sign(-dx))
+	w.put(sign(-dy))
+	w.put(sign(da))
+}
+
+// writeSummary writes the whole view's foreground and hue shares and the
+// last mask's box.
+func (e *Episode) writeSummary(w *featWriter) {
+	g := &e.obs.global
+	w.group(GViewFg)
+	w.put(g[0])
+	w.group(GViewHues)
+	for _, v := range g[1:] {
 		w.put(v)
 	}
-	if e.hasMask {
-		b := e.maskBox
-		w.put(float32(b.Min.X) / SourceSize)
-		w.put(float32(b.Min.Y) / SourceSize)
-		w.put(float32(b.Max.X) / SourceSize)
-		w.put(float32(b.Max.Y) / SourceSize)
-	} else {
-		w.i += 4
+	if !e.hasMask {
+		return
 	}
-	w.i = GlobalFeatures
+	b := e.maskBox
+	w.group(GMaskBox)
+	w.put(float32(b.Min.X) / SourceSize)
+	w.put(float32(b.Min.Y) / SourceSize)
+	w.put(float32(b.Max.X) / SourceSize)
+	w.put(float32(b.Max.Y) / SourceSize)
+}
 
+// writeCells writes the NumCells rows of CellFeatures floats into dst.
+func (e *Episode) writeCells(dst []float32) {
+	c, q := &e.obs, e.task.Query
 	for k := range NumCells {
+		row := dst[k*CellFeatures : (k+1)*CellFeatures]
 		f := &c.cell[k]
-		for _, v := range f {
-			w.put(v)
-		}
-		w.put(c.seg[k])
-		w.put(c.last[k])
-		for _, asked := range [2]Colour{q.Colour, q.Colour2} {
+		copy(row, f[:])
+		row[cellSeg] = c.seg[k]
+		row[cellLast] = c.last[k]
+		for i, asked := range [2]Colour{q.Colour, q.Colour2} {
 			if asked < NumColours {
-				w.put(f[cellHue+asked.Hue()])
-			} else {
-				w.put(0)
+				row[cellAsked+i] = f[cellHue+asked.Hue()]
 			}
 		}
-		w.flag(e.zoomed)
-		w.put(float32(k%GridSize) / (GridSize - 1))
-		w.put(float32(k/GridSize) / (GridSize - 1))
+		if e.zoomed {
+			row[cellZoomed] = 1
+		}
+		row[cellCol] = float32(k%GridSize) / (GridSize - 1)
+		row[cellRow] = float32(k/GridSize) / (GridSize - 1)
 	}
 }
 
@@ -536,11 +657,3 @@ func indexOf(list []string, s string) int {
 	}
 	return -1
 }
-
-// globalWritten is the number of global features Observe writes before it
-// jumps to the cell rows; a test keeps it equal to GlobalFeatures.
-const globalWritten = int(NumFamilies) + int(NumAsks) + 2*int(NumColours) + 2*int(NumShapes) + int(NumRelations) + 2 +
-	int(NumOps) + 1 + 2 + 3 + 2*5 +
-	1 + int(NumColours) + int(NumShapes) + 4 + 2 + 4 +
-	1 + 8 + 2 + 1 + 4 +
-	6 + 2 + 2*4 + 3 + 3 + 1 + NumHues + 4

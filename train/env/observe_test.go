@@ -7,8 +7,8 @@ import (
 )
 
 func TestObservationLayout(t *testing.T) {
-	if globalWritten != GlobalFeatures {
-		t.Fatalf("Observe writes %d global features, GlobalFeatures is %d", globalWritten, GlobalFeatures)
+	if globalWidth != GlobalFeatures {
+		t.Fatalf("the layout's global groups hold %d floats, GlobalFeatures is %d", globalWidth, GlobalFeatures)
 	}
 	if CellFeatures != cellRow+1 {
 		t.Fatalf("cell rows have %d features, CellFeatures is %d", cellRow+1, CellFeatures)
@@ -35,6 +35,9 @@ func TestObserveTracksExpert(t *testing.T) {
 		ep.Reset(task)
 		for step, a := range acts {
 			ep.Observe(obs)
+			if ep.obs.layoutBad {
+				t.Fatalf("%s step %d: a global group was not written to its size in the layout", task.ID, step)
+			}
 			for j, v := range obs {
 				if math.IsNaN(float64(v)) || v < -1 || v > 1 {
 					t.Fatalf("%s step %d: feature %d = %v", task.ID, step, j, v)
@@ -111,6 +114,7 @@ func TestObserveHidesLookAlikes(t *testing.T) {
 		task := Generate(cfg, Test, i)
 		rerender := func() {
 			render(task, len(task.Frames), rand.New(rand.NewPCG(uint64(i), 7)), cfg.noiseAmp())
+			task.views = viewMemo{} // the analyses of the old pixels
 			ep.Reset(task)
 		}
 		rerender()
@@ -122,13 +126,65 @@ func TestObserveHidesLookAlikes(t *testing.T) {
 		for k := range NumCells {
 			b, a := cellFeatures(before, k), cellFeatures(after, k)
 			for f := range cellStatic {
-				if f != cellDetail && b[f] != a[f] {
+				if b[f] != a[f] {
 					t.Fatalf("%s: repainting %s changed feature %d of cell %d: %v → %v", task.ID, o, f, k, b[f], a[f])
 				}
 			}
 		}
 	}
 }
+
+// A spatial task's look-alike copies a referred object's shape in the other
+// colour of its hue, across the other referred object: repainting the two
+// into each other's colours leaves the whole first observation as it was and
+// flips the answer the expert measures. The coarse view cannot answer.
+func TestSpatialLookAlikeFlipsTheAnswer(t *testing.T) {
+	cfg := testConfig()
+	cfg.LabelProb = 0
+	ep := NewEpisode(cfg)
+	before, after := make([]float32, ObsDim), make([]float32, ObsDim)
+	n := 0
+	for i := int(SpatialReasoning); n < 40; i += int(NumFamilies) {
+		task := Generate(cfg, Test, i)
+		if task.Family != SpatialReasoning {
+			t.Fatalf("%s is %s", task.ID, task.Family)
+		}
+		n++
+		objs := task.Scene.Objects
+		copied := 0
+		if objs[2].Colour == objs[1].Colour.LookAlike() {
+			copied = 1
+		}
+		if objs[2].Shape != objs[copied].Shape || objs[2].Colour != objs[copied].Colour.LookAlike() || !task.Confusable {
+			t.Fatalf("%s: object 2 %s is no look-alike of %s", task.ID, &objs[2], &objs[copied])
+		}
+		rerender := func() {
+			render(task, 1, rand.New(rand.NewPCG(uint64(i), 7)), cfg.noiseAmp())
+			task.views = viewMemo{}
+			ep.Reset(task)
+		}
+		rerender()
+		ep.Observe(before)
+		answer := answerOf(Solve(task))
+		if answer != task.Answer {
+			t.Fatalf("%s: the expert answers %q, the task %q", task.ID, answer, task.Answer)
+		}
+		objs[2].Colour, objs[copied].Colour = objs[copied].Colour, objs[2].Colour
+		task.Targets[copied] = 2 // the object the question names is now there
+		rerender()
+		ep.Observe(after)
+		for j := range before {
+			if before[j] != after[j] {
+				t.Fatalf("%s: swapping the look-alike's colour changed observation feature %d: %v → %v", task.ID, j, before[j], after[j])
+			}
+		}
+		if swapped := answerOf(Solve(task)); swapped == answer {
+			t.Errorf("%s: with the look-alike in the referred object's place the expert still answers %q", task.ID, answer)
+		}
+	}
+}
+
+func answerOf(acts []Action) string { return acts[len(acts)-1].Answer }
 
 func TestObserveShortBufferAndNoTask(t *testing.T) {
 	ep := NewEpisode(testConfig())

@@ -71,6 +71,13 @@ func (f Family) String() string {
 	return fmt.Sprintf("Family(%d)", uint8(f))
 }
 
+// Shortcut reports whether f is a shortcut family: one whose clear tasks
+// (drawn without a look-alike) the coarse view is meant to answer at a
+// glance, as a vision-language model would — counting by the blobs of the
+// asked hue, comparison by their areas. Every other family needs operations,
+// which `pixelis data probe` and its CI test hold it to.
+func (f Family) Shortcut() bool { return f == ObjectCounting || f == GeometricComparison }
+
 // ParseFamily is the inverse of Family.String.
 func ParseFamily(s string) (Family, error) {
 	for i, n := range familyNames {

@@ -111,6 +111,10 @@ type Task struct {
 	views viewMemo // the coarse view's analyses, shared by the task's episodes
 }
 
+// taskStream is the second word of every task generator's PCG state; the
+// first is the task's seed.
+const taskStream = 0x9e3779b97f4a7c15
+
 // Generate builds a split's index-th task deterministically: families cycle
 // through cfg.Families by index so any contiguous range is balanced. An
 // invalid cfg is clamped into range rather than rejected (Generate cannot
@@ -121,7 +125,7 @@ func Generate(cfg Config, split Split, index int) *Task {
 	seed := TaskSeed(split, index)
 	nf := len(cfg.Families)
 	fam := cfg.Families[(index%nf+nf)%nf]
-	r := rand.New(rand.NewPCG(seed, cfg.Seed^0x9e3779b97f4a7c15))
+	r := rand.New(rand.NewPCG(seed, taskStream))
 	var t *Task
 	// A draw is rejected when a referred object cannot be placed or clicked
 	// from any cell; a handful of retries from the same stream always
@@ -164,10 +168,16 @@ func draw(r *rand.Rand, cfg Config, fam Family) (*Task, bool) {
 		frames = cfg.Frames
 	}
 	confusable := r.Float64() < cfg.Confusion
+	if fam == SpatialReasoning {
+		confusable = true // every spatial task has its mirrored look-alike (askPair)
+	}
 	t.Confusable = confusable
 	n := cfg.MinObjects + r.IntN(cfg.MaxObjects-cfg.MinObjects+1)
 	if confusable && n < cfg.MaxObjects {
 		n++ // room for a look-alike besides the referred objects
+	}
+	if fam == SpatialReasoning {
+		n = max(n, 3) // the two referred objects and the look-alike
 	}
 	objs := make([]Object, n)
 	for i := range objs {
@@ -182,7 +192,13 @@ func draw(r *rand.Rand, cfg Config, fam Family) (*Task, bool) {
 		return t, false
 	}
 	vel := velocities(r, cfg, t, len(objs), frames)
-	if !place(r, objs, vel, frames, nTargets) {
+	// Spatial tasks place their objects in a random order, so that the
+	// referred object and its look-alike are drawn alike (askPair).
+	must, order := nTargets, []int(nil)
+	if fam == SpatialReasoning {
+		must, order = nTargets+1, r.Perm(len(objs))
+	}
+	if !place(r, objs, vel, frames, must, order) {
 		return t, false
 	}
 	if objs, ok = finishObjects(r, cfg, t, objs); !ok {
@@ -202,7 +218,7 @@ func draw(r *rand.Rand, cfg Config, fam Family) (*Task, bool) {
 		t.Targets[j] = j
 	}
 	bg := estimateBackground(t.Frames[0].Pix)
-	for _, j := range t.Targets {
+	for j := range must {
 		if _, ok := cellFor(t, bg, j); !ok {
 			return t, false
 		}
@@ -229,7 +245,7 @@ func ask(r *rand.Rand, cfg Config, t *Task, objs []Object, confusable bool) (nTa
 		nTargets = askCount(r, cfg, t, &q, objs)
 	case SpatialReasoning, GeometricComparison:
 		nTargets = 2
-		if !askPair(r, t, &q, objs, confusable) {
+		if !askPair(r, t, &q, objs) {
 			return 0, false
 		}
 	case TemporalTracking:
@@ -238,8 +254,14 @@ func ask(r *rand.Rand, cfg Config, t *Task, objs []Object, confusable bool) (nTa
 		t.Question = fmt.Sprintf("Which way does the %s %s move?", q.Colour, q.Shape)
 	}
 	t.Query = q
-	// A geometric comparison's confusion is closeness in size, not a look-alike.
-	lookAlikes(r, t.Family, objs, nTargets, referredColours(q), confusable && t.Family != GeometricComparison)
+	switch t.Family {
+	case GeometricComparison: // its confusion is closeness in size, not a look-alike
+		lookAlikes(r, objs, nTargets, referredColours(q), false)
+	case SpatialReasoning: // objs[2] is the look-alike askPair made
+		lookAlikes(r, objs, nTargets+1, referredColours(q), false)
+	default:
+		lookAlikes(r, objs, nTargets, referredColours(q), confusable)
+	}
 	return nTargets, true
 }
 
@@ -286,17 +308,20 @@ func askCount(r *rand.Rand, cfg Config, t *Task, q *Query, objs []Object) int {
 	return k
 }
 
-// askPair sets up the two referred objects of a spatial or geometric question.
-// In a confusable spatial task the two may share a hue half the time; a
-// geometric comparison is confusable when the areas are close (ratio 1.1 to
-// 1.3, which GET_PROPERTIES measures exactly; otherwise at least 2), and its
-// two objects never share a hue.
-func askPair(r *rand.Rand, t *Task, q *Query, objs []Object, confusable bool) bool {
-	pairHue := t.Family == SpatialReasoning && confusable && r.IntN(2) == 0
-	switch {
-	case pairHue:
-		objs[1].Colour = objs[0].Colour.LookAlike()
-	case objs[1].Colour.Hue() == objs[0].Colour.Hue():
+// askPair sets up the two referred objects of a spatial or geometric
+// question, always of two hues. A geometric comparison is confusable when the
+// areas are close (ratio 1.1 to 1.3, which GET_PROPERTIES measures exactly;
+// otherwise at least 2).
+//
+// A spatial question always has a look-alike: objs[2] takes the shape and
+// the look-alike colour of one referred object, and askRelation places it on
+// the other side of the second referred object. The coarse view cannot tell
+// the two apart, and the generator draws them alike (same shape, sizes and
+// labels drawn alike, placed in a random order), so swapping them is as
+// likely as not and flips the answer: no guess from the coarse view beats
+// chance, and the relation needs GET_PROPERTIES on both.
+func askPair(r *rand.Rand, t *Task, q *Query, objs []Object) bool {
+	if objs[1].Colour.Hue() == objs[0].Colour.Hue() {
 		objs[1].Colour = otherHue(r, objs[0].Colour)
 	}
 	for j := 2; j < len(objs); j++ {
@@ -306,13 +331,15 @@ func askPair(r *rand.Rand, t *Task, q *Query, objs []Object, confusable bool) bo
 	}
 	q.Colour, q.Colour2 = objs[0].Colour, objs[1].Colour
 	if t.Family == SpatialReasoning {
+		m := r.IntN(2) // the referred object the look-alike copies
+		objs[2].Shape, objs[2].Colour = objs[m].Shape, objs[m].Colour.LookAlike()
 		q.Ask, q.Shape, q.Shape2 = AskRelation, objs[0].Shape, objs[1].Shape
 		return true
 	}
 	q.Ask = AskLarger
 	a0, a1 := shapeArea(objs[0].Shape, objs[0].Size), shapeArea(objs[1].Shape, objs[1].Size)
 	lo, hi := min(a0, a1), max(a0, a1)
-	if (confusable && (10*hi < 11*lo || 10*hi >= 13*lo)) || (!confusable && hi < 2*lo) {
+	if (t.Confusable && (10*hi < 11*lo || 10*hi >= 13*lo)) || (!t.Confusable && hi < 2*lo) {
 		return false
 	}
 	t.Answer = q.Colour2.String()
@@ -338,7 +365,7 @@ func referredColours(q Query) []Colour {
 // confusable task gets one object in the look-alike colour of a referred one
 // (the coarse view cannot tell them apart); in any other task no unreferred
 // object shares a referred object's hue.
-func lookAlikes(r *rand.Rand, fam Family, objs []Object, from int, referred []Colour, confusable bool) {
+func lookAlikes(r *rand.Rand, objs []Object, from int, referred []Colour, confusable bool) {
 	if len(referred) == 0 {
 		return
 	}
@@ -355,8 +382,7 @@ func lookAlikes(r *rand.Rand, fam Family, objs []Object, from int, referred []Co
 			objs[j].Colour = awayFrom(r, referred)
 		}
 	}
-	pairHue := fam == SpatialReasoning && referred[0].Hue() == referred[len(referred)-1].Hue() && len(referred) == 2
-	if confusable && !pairHue && from < len(objs) {
+	if confusable && from < len(objs) {
 		j := from + r.IntN(len(objs)-from)
 		objs[j].Colour = referred[r.IntN(len(referred))].LookAlike()
 	}
@@ -434,23 +460,34 @@ func finishObjects(r *rand.Rand, cfg Config, t *Task, objs []Object) ([]Object, 
 	return kept, true
 }
 
-// askRelation picks an axis with a clear gap between the two referred
-// objects' centres and asks about it, true or false at even odds.
+// askRelation picks an axis on which the look-alike (objs[2]) lies on the
+// other side of the unmirrored referred object than the object it copies,
+// both centres at least 6 pixels from it, and asks about the two referred
+// objects on it, true or false at even odds.
 func askRelation(r *rand.Rand, t *Task, objs []Object) bool {
 	q := &t.Query
-	a, b := objs[0].BBox(0), objs[1].BBox(0)
-	dx := (b.Min.X + b.Max.X - a.Min.X - a.Max.X) / 2 // b's centre minus a's
-	dy := (b.Min.Y + b.Max.Y - a.Min.Y - a.Max.Y) / 2
+	copied, other := 0, 1
+	if objs[2].Colour == objs[1].Colour.LookAlike() {
+		copied, other = 1, 0
+	}
+	centre := func(j int) image.Point {
+		b := objs[j].BBox(0)
+		return image.Pt(b.Min.X+b.Max.X, b.Min.Y+b.Max.Y).Div(2)
+	}
+	o := centre(other)
+	d, dm := centre(copied).Sub(o), centre(2).Sub(o)
 	var axes []int
-	if abs(dx) >= 6 {
+	if abs(d.X) >= 6 && abs(dm.X) >= 6 && (d.X > 0) != (dm.X > 0) {
 		axes = append(axes, 0)
 	}
-	if abs(dy) >= 6 {
+	if abs(d.Y) >= 6 && abs(dm.Y) >= 6 && (d.Y > 0) != (dm.Y > 0) {
 		axes = append(axes, 1)
 	}
 	if len(axes) == 0 {
 		return false
 	}
+	a, b := centre(0), centre(1)
+	dx, dy := b.X-a.X, b.Y-a.Y // b's centre minus a's
 	yes := r.IntN(2) == 0
 	if axes[r.IntN(len(axes))] == 0 {
 		q.Relation = LeftOf
@@ -474,17 +511,22 @@ const (
 )
 
 // place draws positions so that the boxes swept over all frames stay inside
-// the frame and apart. The first nTargets objects must be placed; others
-// that do not fit keep Pos == nil and are dropped.
-func place(r *rand.Rand, objs []Object, vel []image.Point, frames, nTargets int) bool {
+// the frame and apart, object by object in order (nil: index order). The
+// first must objects must be placed; others that do not fit keep Pos == nil
+// and are dropped.
+func place(r *rand.Rand, objs []Object, vel []image.Point, frames, must int, order []int) bool {
 	var swept []image.Rectangle
-	for j := range objs {
+	for i := range objs {
+		j := i
+		if order != nil {
+			j = order[i]
+		}
 		o := &objs[j]
 		span := vel[j].Mul(frames - 1)
 		w, h := o.Size+abs(span.X), o.Size+abs(span.Y)
 		lo, hiX, hiY := borderMargin, SourceSize-borderMargin-w, SourceSize-borderMargin-h
 		if hiX < lo || hiY < lo {
-			if j < nTargets {
+			if j < must {
 				return false
 			}
 			continue
@@ -515,7 +557,7 @@ func place(r *rand.Rand, objs []Object, vel []image.Point, frames, nTargets int)
 			}
 			break
 		}
-		if o.Pos == nil && j < nTargets {
+		if o.Pos == nil && j < must {
 			return false
 		}
 	}

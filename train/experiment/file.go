@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -53,6 +54,15 @@ type File struct {
 	// tasks) get their own table, narrower than the arms' own intervals when
 	// seeds differ more than arms do. Default "" (no paired table).
 	Baseline string `toml:"baseline"`
+	// MaxResubmits caps the automatic resubmissions of a job the cluster
+	// interrupted (preempted, timed out, a node lost) while the experiment
+	// command follows it; each new `pixelis experiment` starts counting again.
+	// Default 3.
+	MaxResubmits int `toml:"max_resubmits"`
+	// Scheduler says where the jobs run, and with which resources on a Slurm
+	// cluster. It is no part of any run's config: changing it never blocks a
+	// resume.
+	Scheduler SchedulerTable `toml:"scheduler"`
 	// Arms are the variants compared. At least one.
 	Arms []Arm `toml:"arms"`
 
@@ -96,6 +106,13 @@ func Load(path string) (*File, error) {
 	var errs []error
 	for _, k := range md.Undecoded() {
 		errs = append(errs, fmt.Errorf("%s: unknown key", k))
+	}
+	if serrs := checkSeedSigns(b); len(serrs) > 0 {
+		// Every later check would name the wrapped seed, not the key.
+		return nil, fmt.Errorf("experiment %s:\n%w", path, errors.Join(append(errs, serrs...)...))
+	}
+	if !md.IsDefined("max_resubmits") {
+		f.MaxResubmits = 3
 	}
 	f.defaults()
 	errs = append(errs, f.check()...)
@@ -161,6 +178,20 @@ func (f *File) check() []error {
 	if f.Tail < 1 {
 		bad("tail", "must be >= 1, got %d", f.Tail)
 	}
+	if f.MaxResubmits < 0 {
+		bad("max_resubmits", "must be >= 0, got %d", f.MaxResubmits)
+	}
+	for i, m := range f.Report {
+		if err := checkMetric(m); err != nil {
+			bad(fmt.Sprintf("report[%d]", i), "%v", err)
+		}
+	}
+	for i, m := range f.Series {
+		if err := checkMetric(m); err != nil {
+			bad(fmt.Sprintf("series[%d]", i), "%v", err)
+		}
+	}
+	errs = append(errs, f.Scheduler.check()...)
 	errs = append(errs, f.checkPhases()...)
 	if len(f.Arms) == 0 {
 		bad("arms", "must list at least one arm")
@@ -222,6 +253,9 @@ func (f *File) checkArm(key string, a Arm) []error {
 	return errs
 }
 
+// Path is the file the experiment was read from.
+func (f *File) Path() string { return f.path }
+
 // Seeds0 is the first seed, for checks.
 func (f *File) Seeds0() uint64 {
 	if len(f.Seeds) == 0 {
@@ -279,4 +313,38 @@ func indexOf(list []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// checkSeedSigns refuses negative seeds by their index: TOML integers are
+// signed, the seeds' type is not, so a -1 would otherwise become 2⁶⁴−1.
+func checkSeedSigns(b []byte) []error {
+	var raw struct {
+		Seeds []int64 `toml:"seeds"`
+	}
+	if _, err := toml.NewDecoder(bytes.NewReader(b)).Decode(&raw); err != nil {
+		return nil // the main decode reports what is wrong
+	}
+	var errs []error
+	for i, s := range raw.Seeds {
+		if s < 0 {
+			errs = append(errs, fmt.Errorf("seeds[%d]: must be >= 0, got %d", i, s))
+		}
+	}
+	return errs
+}
+
+// metricNamespaces are the namespaces a pixelis run records metrics under
+// (README, "Metrics").
+var metricNamespaces = []string{"reward", "kpi", "grpo", "policy", "sft", "behavior", "tools", "curriculum",
+	"data_curriculum", "val", "test", "perf", "timing_s", "curiosity", "critic"}
+
+// checkMetric refuses a metric name no run can record: one outside the
+// namespaces a run writes. A name inside them that no run recorded is
+// refused when the results are collected.
+func checkMetric(name string) error {
+	ns, rest, ok := strings.Cut(name, "/")
+	if !ok || rest == "" || !slices.Contains(metricNamespaces, ns) {
+		return fmt.Errorf("unknown metric %q: a run records metrics named namespace/name, the namespaces %s", name, strings.Join(metricNamespaces, ", "))
+	}
+	return nil
 }

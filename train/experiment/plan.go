@@ -13,11 +13,25 @@ import (
 type Job struct {
 	Arm    string // "" for a shared SFT run
 	Seed   uint64
+	Index  int      // the seed's place in the file's seeds: its Slurm array task id
 	Dir    string   // the run directory
 	Args   []string // pixelis arguments that start it
 	Phases []string // what it runs
 	Needs  *Job     // a job that must be done first (the shared SFT)
+
+	arm *Arm // nil for a shared SFT run
 }
+
+// Group is what the job's Slurm array is named after: its arm, or "sft".
+func (j *Job) Group() string {
+	if j.Arm == "" {
+		return "sft"
+	}
+	return j.Arm
+}
+
+// LogName is the job's log file in the experiment's logs/: arm-seed-N.log.
+func (j *Job) LogName() string { return strings.ReplaceAll(j.Name(), "/", "-") + ".log" }
 
 // Name is "arm/seed-N" (or "sft/seed-N").
 func (j *Job) Name() string {
@@ -32,12 +46,21 @@ func (j *Job) Name() string {
 type State string
 
 const (
-	StateNew     State = "waiting" // nothing on disk yet
-	StatePartial State = "partial" // started, not finished: resumed
-	StateDone    State = "done"    // its last phase finished
-	StateRunning State = "running"
-	StateFailed  State = "failed"
+	StateNew       State = "waiting"   // nothing on disk yet, not submitted
+	StateQueued    State = "queued"    // submitted, waiting for its turn
+	StatePartial   State = "partial"   // started, not finished: resumed
+	StateDone      State = "done"      // its last phase finished
+	StateRunning   State = "running"   // training
+	StateFailed    State = "failed"    // failed on its own: retried only when asked (--retry-failed)
+	StateCancelled State = "cancelled" // cancelled by a user: resubmitted when the experiment runs again
+	// StateInterrupted: ended by the cluster (preempted, out of time, a node
+	// lost) before it finished; resubmitted, up to the file's max_resubmits.
+	StateInterrupted State = "interrupted"
 )
+
+// Final reports whether a job in state s will not change without a user: done,
+// failed or cancelled.
+func (s State) Final() bool { return s == StateDone || s == StateFailed || s == StateCancelled }
 
 // Plan lists the jobs of f under out: with shared SFT, one SFT job per seed
 // (out/sft/seed-N) and one RFT-and-test job per arm and seed
@@ -46,9 +69,9 @@ func Plan(f *File, out string) []*Job {
 	var jobs []*Job
 	sft := map[uint64]*Job{}
 	if f.SharedSFT {
-		for _, seed := range f.Seeds {
+		for i, seed := range f.Seeds {
 			dir := filepath.Join(out, "sft", fmt.Sprintf("seed-%d", seed))
-			j := &Job{Seed: seed, Dir: dir, Phases: []string{"sft"}}
+			j := &Job{Seed: seed, Index: i, Dir: dir, Phases: []string{"sft"}}
 			j.Args = runArgs(f, nil, seed, dir, j.Phases, "")
 			sft[seed] = j
 			jobs = append(jobs, j)
@@ -56,9 +79,9 @@ func Plan(f *File, out string) []*Job {
 	}
 	for i := range f.Arms {
 		a := &f.Arms[i]
-		for _, seed := range f.Seeds {
+		for k, seed := range f.Seeds {
 			dir := filepath.Join(out, "runs", a.Name, fmt.Sprintf("seed-%d", seed))
-			j := &Job{Arm: a.Name, Seed: seed, Dir: dir, Phases: f.Phases}
+			j := &Job{Arm: a.Name, Seed: seed, Index: k, Dir: dir, Phases: f.Phases, arm: a}
 			init := ""
 			if s := sft[seed]; s != nil {
 				j.Needs, j.Phases = s, []string{"rft", "test"}
@@ -86,20 +109,31 @@ func runArgs(f *File, a *Arm, seed uint64, dir string, phases []string, init str
 // (final_eval.json after a test, the final checkpoint of SFT or RFT),
 // partial when its run directory exists, new otherwise.
 func (j *Job) Status() State {
-	if _, err := os.Stat(filepath.Join(j.Dir, "run.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(j.Dir, train.RunInfoFile)); err != nil {
 		return StateNew
 	}
-	var mark string
-	switch j.Phases[len(j.Phases)-1] {
-	case "test":
-		mark = "final_eval.json"
-	case "rft":
-		mark = filepath.Join("checkpoints", train.RFTFinal)
-	default:
-		mark = filepath.Join("checkpoints", train.SFTFinal)
-	}
-	if _, err := os.Stat(filepath.Join(j.Dir, mark)); err == nil {
+	if _, err := os.Stat(filepath.Join(j.Dir, j.DoneMark())); err == nil {
 		return StateDone
 	}
 	return StatePartial
+}
+
+// DoneMark is the file, relative to the run directory, whose presence says
+// the job's last phase finished.
+func (j *Job) DoneMark() string { return DoneMark(j.Phases) }
+
+// DoneMark is the file, relative to the run directory, whose presence says a
+// run of these phases finished: final_eval.json after a test, the final
+// checkpoint of SFT or RFT.
+func DoneMark(phases []string) string {
+	if len(phases) == 0 {
+		return "final_eval.json"
+	}
+	switch phases[len(phases)-1] {
+	case "test":
+		return "final_eval.json"
+	case "rft":
+		return filepath.Join("checkpoints", train.RFTFinal)
+	}
+	return filepath.Join("checkpoints", train.SFTFinal)
 }

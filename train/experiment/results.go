@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -80,7 +81,37 @@ func Collect(f *File, out string) (*Results, error) {
 		res.Arms = append(res.Arms, ar)
 	}
 	res.pair()
-	return res, nil
+	return res, unrecorded(f, out, res)
+}
+
+// unrecorded refuses, once every run has finished, a report or series metric
+// that no run recorded: a name a run never writes (checkMetric caught the
+// namespaces; this catches the rest).
+func unrecorded(f *File, out string, res *Results) error {
+	for _, j := range Plan(f, out) {
+		if j.Arm != "" && j.Status() != StateDone {
+			return nil // runs to come may record it
+		}
+	}
+	var errs []error
+	for _, list := range []struct {
+		key   string
+		names []string
+	}{{"report", f.Report}, {"series", f.Series}} {
+		for i, m := range list.names {
+			seen := false
+			for _, a := range res.Arms {
+				seen = seen || a.Metrics[m].N > 0 || len(a.Series[m]) > 0
+			}
+			if !seen {
+				errs = append(errs, fmt.Errorf("%s[%d]: no run of the experiment recorded %q (the README lists the metrics a run records)", list.key, i, m))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return &RefusedError{errors.Join(errs...)}
+	}
+	return nil
 }
 
 // pair fills every other arm's Paired from the baseline's per-seed values.

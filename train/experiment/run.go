@@ -1,16 +1,14 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -21,203 +19,311 @@ type JobProgress struct {
 	Name    string             `json:"name"`
 	Arm     string             `json:"arm"` // "" for a shared SFT
 	Seed    uint64             `json:"seed"`
+	Dir     string             `json:"dir"`
 	State   State              `json:"state"`
 	Phase   string             `json:"phase,omitempty"`
 	Step    int                `json:"step"`
 	Total   int                `json:"total"`
 	Metrics map[string]float64 `json:"metrics,omitempty"` // the latest values of the watched metrics
 	Err     string             `json:"error,omitempty"`
+	Sched   *Sched             `json:"sched,omitempty"` // where the scheduler has it
 }
 
 // Progress is every job of an experiment, in plan order.
 type Progress struct {
-	Name    string        `json:"name"`
-	Jobs    []JobProgress `json:"jobs"`
-	Started time.Time     `json:"started"`
+	Name      string        `json:"name"`
+	Scheduler string        `json:"scheduler"`
+	Jobs      []JobProgress `json:"jobs"`
+	Started   time.Time     `json:"started"`
+	Warning   string        `json:"warning,omitempty"` // the scheduler did not answer the last poll
 }
 
-// Runner runs an experiment's jobs as pixelis processes.
+// Runner runs an experiment's jobs on a scheduler and follows them to their
+// end: the jobs it submits, and those an earlier experiment process left
+// queued or running.
 type Runner struct {
-	File   *File
-	Out    string // the experiment's directory
-	Binary string // the pixelis executable
-	// Parallel caps the processes at once (0: File.Parallel, then one per core).
-	Parallel int
+	File  *File
+	Out   string    // the experiment's directory
+	Sched Scheduler // where the jobs run
+	// RetryFailed resubmits runs that failed on their own (a crash, a
+	// diverged run); without it only cancelled and interrupted ones are.
+	RetryFailed bool
 	// Watch are the metrics JobProgress carries (latest values).
 	Watch []string
-	// OnProgress receives the state after every change and every Poll.
+	// OnProgress receives the state after every poll.
 	OnProgress func(Progress)
-	// Poll is how often running jobs' status files are read (default 1 s).
+	// Poll is how often the jobs' run directories are looked at (default
+	// 0.5 s); the scheduler itself may be asked less often.
 	Poll time.Duration
 }
 
-// stopGrace is how long a job has to checkpoint and exit after SIGTERM.
-const stopGrace = 2 * time.Minute
-
-func (r *Runner) parallel() int {
-	switch {
-	case r.Parallel > 0:
-		return r.Parallel
-	case r.File.Parallel > 0:
-		return r.File.Parallel
-	}
-	return runtime.NumCPU()
+// tracked is a job with what is known of it.
+type tracked struct {
+	job   *Job
+	rec   *JobRecord
+	prog  *JobProgress
+	sched *Sched
 }
 
-type running struct {
-	job  *Job
-	done chan error
-}
-
-// Run starts, resumes and waits for every job, at most Parallel at once, a
-// job only after the one it needs. Cancelling ctx sends SIGTERM to the
-// running processes (they checkpoint and exit) and returns ctx.Err() once
-// they have; running the experiment again continues from there. Jobs that
-// fail do not stop the others; Run then returns an error naming them.
+// Run submits every job that is not done (nor queued or running already),
+// follows them all, resubmits those the cluster interrupted (up to the file's
+// max_resubmits) and returns once none is queued or running: nil when all are
+// done, else an error naming the others. Cancelling ctx leaves: the local
+// scheduler's runs checkpoint and stop, Slurm's jobs go on; it then returns
+// ctx.Err().
 func (r *Runner) Run(ctx context.Context) error {
 	jobs := Plan(r.File, r.Out)
+	dir, err := OpenDir(r.File, r.Out, r.Sched.Name(), jobs)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
 	if err := os.MkdirAll(filepath.Join(r.Out, "logs"), 0o755); err != nil {
 		return err
 	}
-	prog := Progress{Name: r.File.Name, Started: time.Now().UTC()}
-	state := map[*Job]*JobProgress{}
-	for _, j := range jobs {
-		prog.Jobs = append(prog.Jobs, JobProgress{Name: j.Name(), Arm: j.Arm, Seed: j.Seed, State: j.Status()})
-	}
+	prog := Progress{Name: r.File.Name, Scheduler: r.Sched.Name(), Started: time.Now().UTC(), Jobs: make([]JobProgress, len(jobs))}
+	ts := make([]*tracked, len(jobs))
 	for i, j := range jobs {
-		state[j] = &prog.Jobs[i]
+		rec := dir.Record.Job(j.Name())
+		rec.Submits = 0
+		prog.Jobs[i] = JobProgress{Name: j.Name(), Arm: j.Arm, Seed: j.Seed, Dir: j.Dir}
+		ts[i] = &tracked{job: j, rec: rec, prog: &prog.Jobs[i], sched: rec.Sched}
+	}
+	if err := r.look(ctx, ts); err != nil {
+		return err
+	}
+	if err := r.submit(ctx, ts, r.toStart(ts, true)); err != nil {
+		return err
 	}
 	poll := r.Poll
 	if poll <= 0 {
-		poll = time.Second
+		poll = 500 * time.Millisecond
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	live := map[*Job]*running{}
 	for {
-		r.startReady(ctx, jobs, state, live)
-		r.report(prog, state, live)
-		if len(live) == 0 {
-			return r.outcome(ctx, jobs, state)
+		r.report(prog, ts)
+		if err := dir.Save(); err != nil {
+			return err
+		}
+		if settled(ts, r.File.MaxResubmits) {
+			return outcome(ts)
 		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
+			lerr := r.Sched.Leave(context.WithoutCancel(ctx))
+			_ = r.look(context.WithoutCancel(ctx), ts)
+			r.report(prog, ts)
+			return errors.Join(ctx.Err(), lerr, dir.Save())
 		}
-		for j, l := range live {
-			select {
-			case err := <-l.done:
-				delete(live, j)
-				r.finish(j, state[j], err)
-			default:
-			}
+		// A scheduler that does not answer (a controller restarting) is
+		// asked again at the next poll; the jobs keep their last state.
+		prog.Warning = ""
+		if err := r.look(ctx, ts); err != nil && ctx.Err() == nil {
+			prog.Warning = err.Error()
+		}
+		if err := r.submit(ctx, ts, r.toStart(ts, false)); err != nil {
+			return err
+		}
+		if err := r.cancelBlocked(ctx, ts); err != nil {
+			prog.Warning = err.Error() // asked again at the next poll
 		}
 	}
 }
 
-// startReady starts waiting jobs whose dependency is done, up to the cap.
-func (r *Runner) startReady(ctx context.Context, jobs []*Job, state map[*Job]*JobProgress, live map[*Job]*running) {
-	for _, j := range jobs {
-		st := state[j]
-		if ctx.Err() != nil || len(live) >= r.parallel() {
-			return
+// look asks the scheduler where every job is and derives each one's state.
+func (r *Runner) look(ctx context.Context, ts []*tracked) error {
+	jobs := make([]*Job, len(ts))
+	last := map[string]Sched{}
+	for i, t := range ts {
+		jobs[i] = t.job
+		if t.sched != nil {
+			last[t.job.Name()] = *t.sched
 		}
-		if st.State != StateNew && st.State != StatePartial {
-			continue
-		}
-		if j.Needs != nil {
-			switch state[j.Needs].State {
-			case StateDone:
-			case StateFailed:
-				st.State, st.Err = StateFailed, "needs "+j.Needs.Name()+", which failed"
-				continue
-			default:
-				continue
-			}
-		}
-		l, err := r.start(ctx, j, st.State == StatePartial)
-		if err != nil {
-			st.State, st.Err = StateFailed, err.Error()
-			continue
-		}
-		st.State, st.Err = StateRunning, ""
-		live[j] = l
 	}
+	seen, err := r.Sched.Poll(ctx, jobs, last)
+	now := time.Now().UTC()
+	for _, t := range ts {
+		if s, ok := seen[t.job.Name()]; ok {
+			if t.sched != nil && t.sched.ID == s.ID && t.sched.State == s.State {
+				s.Since = t.sched.Since // the same state as before: keep when it began
+			}
+			t.sched = &s
+		}
+		state, why := derive(t.job, t.sched, r.Out)
+		if state.Final() && !t.rec.State.Final() {
+			t.rec.Ended = now
+		}
+		t.rec.State, t.rec.Err, t.rec.Sched, t.rec.Seen = state, why, t.sched, now
+	}
+	return err
 }
 
-// start launches a job's process: a new run, or `pixelis resume` of a
-// partial one. Its output goes to logs/<arm>-seed-N.log.
-func (r *Runner) start(ctx context.Context, j *Job, resume bool) (*running, error) {
-	args := append([]string{}, j.Args...)
-	if resume {
-		args = []string{"resume", j.Dir, "--no-tui"}
-	} else {
-		workers := max(1, runtime.NumCPU()/r.parallel())
-		args = append(args, "--set", fmt.Sprintf("run.workers=%d", workers))
+// derive is a job's state from its run directory and where its scheduler
+// has it, with a note when it did not finish: the reason it waits, or how it
+// ended.
+func derive(j *Job, s *Sched, out string) (State, string) {
+	disk := j.Status()
+	switch {
+	case disk == StateDone:
+		return StateDone, ""
+	case s == nil && disk == StatePartial:
+		return StatePartial, ""
+	case s == nil:
+		return StateNew, ""
+	case s.Pending():
+		return StateQueued, s.Reason
+	case s.Active():
+		return StateRunning, ""
+	case s.State == SchedCancelled && s.Reason == "DependencyNeverSatisfied":
+		return StateCancelled, "needs " + j.Needs.Name() + ", which did not finish"
+	case s.State == SchedCancelled:
+		return StateCancelled, "cancelled"
+	case s.interrupted():
+		return StateInterrupted, strings.ToLower(s.State) + ended(s)
+	case s.State == SchedCompleted:
+		return StateInterrupted, "stopped before its end"
 	}
-	logPath := filepath.Join(r.Out, "logs", strings.ReplaceAll(j.Name(), "/", "-")+".log")
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	why := "exit code " + s.ExitCode + logTail(filepath.Join(out, "logs", j.LogName()))
+	if s.State != SchedFailed {
+		why = strings.ToLower(s.State) + ", " + why // out of memory, …
+	}
+	return StateFailed, why
+}
+
+func ended(s *Sched) string {
+	if s.State == SchedUnknown {
+		return ": the scheduler no longer knows it, and it did not finish"
+	}
+	return ""
+}
+
+// logTail is the last line of a job's log worth showing, after ": ".
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return ""
 	}
-	fmt.Fprintf(log, "\n== %s pixelis %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))
-	cmd := exec.Command(r.Binary, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return nil, fmt.Errorf("start %s: %w", j.Name(), err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "==") {
+			return ": " + l
+		}
 	}
-	l := &running{job: j, done: make(chan error, 1)}
-	go func() {
-		errc := make(chan error, 1)
-		go func() { errc <- cmd.Wait() }()
-		var err error
-		select {
-		case err = <-errc:
-		case <-ctx.Done():
-			_ = cmd.Process.Signal(syscall.SIGTERM) // the run checkpoints and exits
-			select {
-			case err = <-errc:
-			case <-time.After(stopGrace):
-				_ = cmd.Process.Kill()
-				err = <-errc
+	return ""
+}
+
+// toStart are the jobs to submit: at the start every job not done, queued or
+// running (failed ones only with RetryFailed); later the interrupted ones
+// with resubmissions left. A job whose dependency will not be done is not
+// submitted: it takes that job's state.
+func (r *Runner) toStart(ts []*tracked, first bool) []*tracked {
+	var out []*tracked
+	going := map[*Job]bool{}
+	for _, t := range ts {
+		st := t.rec.State
+		want := st == StateInterrupted && t.rec.Submits <= r.File.MaxResubmits
+		if first {
+			want = st == StateNew || st == StatePartial || st == StateCancelled || st == StateInterrupted ||
+				st == StateFailed && r.RetryFailed
+		}
+		if !want {
+			if st == StateQueued || st == StateRunning || st == StateDone {
+				going[t.job] = true
+			}
+			continue
+		}
+		if n := t.job.Needs; n != nil && !going[n] {
+			t.rec.Err = "needs " + n.Name() + ", which did not finish"
+			if t.rec.State != StateCancelled && t.rec.State != StateFailed {
+				t.rec.State = StateCancelled
+			}
+			continue
+		}
+		going[t.job] = true
+		out = append(out, t)
+	}
+	return out
+}
+
+// submit hands the jobs to the scheduler and records it.
+func (r *Runner) submit(ctx context.Context, ts []*tracked, start []*tracked) error {
+	if len(start) == 0 {
+		return nil
+	}
+	jobs := make([]*Job, len(start))
+	for i, t := range start {
+		jobs[i] = t.job
+	}
+	if err := r.Sched.Submit(ctx, jobs); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	for _, t := range start {
+		t.rec.Submits++
+		t.rec.Submitted, t.rec.Ended, t.rec.Err = now, time.Time{}, ""
+		t.rec.State = StateQueued
+		t.sched = nil
+	}
+	return r.look(ctx, ts)
+}
+
+// cancelBlocked cancels queued jobs whose dependency ended without finishing:
+// Slurm keeps them pending for ever (DependencyNeverSatisfied).
+func (r *Runner) cancelBlocked(ctx context.Context, ts []*tracked) error {
+	var blocked []*Job
+	for _, t := range ts {
+		if t.sched != nil && t.sched.Pending() && t.sched.Reason == "DependencyNeverSatisfied" {
+			blocked = append(blocked, t.job)
+		}
+	}
+	if len(blocked) == 0 {
+		return nil
+	}
+	if err := r.Sched.Cancel(ctx, blocked); err != nil {
+		return err
+	}
+	return r.look(ctx, ts)
+}
+
+// settled: no job is queued or running, and none waits to be resubmitted.
+func settled(ts []*tracked, maxResubmits int) bool {
+	for _, t := range ts {
+		switch t.rec.State {
+		case StateQueued, StateRunning:
+			return false
+		case StateInterrupted:
+			if t.rec.Submits <= maxResubmits {
+				return false
 			}
 		}
-		log.Close()
-		l.done <- err
-	}()
-	return l, nil
-}
-
-// finish records how a job's process ended.
-func (r *Runner) finish(j *Job, st *JobProgress, err error) {
-	switch s := j.Status(); {
-	case s == StateDone:
-		st.State, st.Err = StateDone, ""
-	case err != nil:
-		st.State, st.Err = StateFailed, fmt.Sprintf("%v (see logs/%s.log)", err, strings.ReplaceAll(j.Name(), "/", "-"))
-	default:
-		st.State = StatePartial // stopped cleanly before the end
 	}
+	return true
 }
 
-// report refreshes running jobs from their status files and calls OnProgress.
-func (r *Runner) report(prog Progress, state map[*Job]*JobProgress, live map[*Job]*running) {
-	for j := range live {
-		st := state[j]
-		b, err := os.ReadFile(filepath.Join(j.Dir, telemetry.StatusFile))
+// report refreshes the progress from the records and the running jobs'
+// status files and calls OnProgress.
+func (r *Runner) report(prog Progress, ts []*tracked) {
+	for _, t := range ts {
+		p := t.prog
+		p.State, p.Err, p.Sched = t.rec.State, t.rec.Err, t.sched
+		if p.State != StateRunning && p.Phase != "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(t.job.Dir, telemetry.StatusFile))
 		if err != nil {
 			continue
 		}
 		var snap telemetry.Snapshot
-		if json.Unmarshal(b, &snap) != nil {
+		if json.NewDecoder(bytes.NewReader(b)).Decode(&snap) != nil {
 			continue
 		}
-		st.Phase, st.Step, st.Total = string(snap.Phase), snap.Step, snap.TotalSteps
-		st.Metrics = map[string]float64{}
+		p.Phase, p.Step, p.Total = string(snap.Phase), snap.Step, snap.TotalSteps
+		p.Metrics = map[string]float64{}
 		for _, name := range r.Watch {
 			if v, ok := snap.Metrics[name]; ok {
-				st.Metrics[name] = v
+				p.Metrics[name] = v
 			}
 		}
 	}
@@ -226,20 +332,16 @@ func (r *Runner) report(prog Progress, state map[*Job]*JobProgress, live map[*Jo
 	}
 }
 
-// outcome is nil when every job is done, ctx.Err() after a stop, else an
-// error naming the failed jobs.
-func (r *Runner) outcome(ctx context.Context, jobs []*Job, state map[*Job]*JobProgress) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+// outcome is nil when every job is done, else an error naming the others.
+func outcome(ts []*tracked) error {
 	var failed []string
-	for _, j := range jobs {
-		if st := state[j]; st.State != StateDone {
-			failed = append(failed, fmt.Sprintf("%s: %s", j.Name(), st.Err))
+	for _, t := range ts {
+		if t.rec.State != StateDone {
+			failed = append(failed, fmt.Sprintf("%s: %s: %s", t.job.Name(), t.rec.State, t.rec.Err))
 		}
 	}
 	if len(failed) > 0 {
-		return errors.New("runs that did not finish (run the experiment again to retry them):\n  " + strings.Join(failed, "\n  "))
+		return errors.New("runs that did not finish (run the experiment again to resubmit the cancelled and interrupted ones; --retry-failed also the failed):\n  " + strings.Join(failed, "\n  "))
 	}
 	return nil
 }

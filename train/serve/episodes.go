@@ -329,6 +329,10 @@ func (s *Server) handleTrajectory(w http.ResponseWriter, r *http.Request) {
 	defer e.mu.Unlock()
 	traj := e.env.Trajectory()
 	if format == "cota" {
+		if err := s.heldOut(e.task, ""); err != nil {
+			writeError(w, err)
+			return
+		}
 		if !e.env.Done() {
 			writeError(w, errorf(http.StatusConflict, "format", "a CoTA record holds the ground truth: finish the episode first"))
 			return

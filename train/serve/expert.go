@@ -114,7 +114,12 @@ func (s *Server) handleExpert(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	demos, n := s.demonstrate([]*env.Task{s.task(rt)})
+	t := s.task(rt)
+	if err := s.heldOut(t, ""); err != nil {
+		writeError(w, err)
+		return
+	}
+	demos, n := s.demonstrate([]*env.Task{t})
 	if req.Observation == nil {
 		writeJSON(w, http.StatusOK, s.expertView(demos[0], false))
 		return
@@ -150,6 +155,10 @@ func (s *Server) handleExperts(w http.ResponseWriter, r *http.Request) {
 	tasks := make([]*env.Task, len(rts))
 	for i, rt := range rts {
 		tasks[i] = s.task(rt)
+		if err := s.heldOut(tasks[i], fmt.Sprintf("tasks[%d].", i)); err != nil {
+			writeError(w, err)
+			return
+		}
 	}
 	demos, n := s.demonstrate(tasks)
 	var rows obsRows
@@ -163,4 +172,14 @@ func (s *Server) handleExperts(w http.ResponseWriter, r *http.Request) {
 		head.Experts[i] = s.expertView(d, true)
 	}
 	s.writeFrame(w, r, http.StatusOK, opt.encoding, head, rows.arrays("", n, true))
+}
+
+// heldOut refuses the expert's trajectory or a CoTA record of a validation or
+// test task unless the server was started to hand them out
+// (Options.HeldOutExpert); prefix names the task in the request.
+func (s *Server) heldOut(t *env.Task, prefix string) *apiError {
+	if t.Split == env.Train || s.opt.HeldOutExpert != "" {
+		return nil
+	}
+	return errorf(http.StatusForbidden, prefix+"split", "task %s is of the %s split: this server hands out expert trajectories and CoTA records of training tasks only, so that no client trains on the tasks it is scored on (start it with --heldout-expert WHY to allow them)", t.ID, t.Split)
 }

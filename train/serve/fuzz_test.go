@@ -24,7 +24,10 @@ var fuzzServer = sync.OnceValue(func() *Server {
 	if err != nil {
 		panic(err)
 	}
-	s, err := New(cfg, Options{MaxEpisodes: 64, MaxScorers: 4})
+	// No memory bound: admission reads the whole test process's live heap,
+	// which the package's other tests (and their repetitions under -count)
+	// fill; what fuzzing checks is answers, not admission.
+	s, err := New(cfg, Options{MaxEpisodes: 64, MaxScorers: 4, MaxMemory: -1})
 	if err != nil {
 		panic(err)
 	}

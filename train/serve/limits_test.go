@@ -104,15 +104,15 @@ func TestScoreWorkIsBounded(t *testing.T) {
 	ts.json("POST", "/v1/score", body, nil)
 }
 
-// expertItem is the expert's trajectory of validation task i as a score item.
+// expertItem is the expert's trajectory of training task i as a score item.
 func expertItem(t *testing.T, ts *testServer, i int) map[string]any {
 	var ex expertView
-	ts.json("POST", "/v1/expert", map[string]any{"split": "val", "index": i}, &ex)
+	ts.json("POST", "/v1/expert", map[string]any{"split": "train", "index": i}, &ex)
 	var acts []map[string]any
 	for _, a := range ex.Actions {
 		acts = append(acts, map[string]any{"index": a.Index})
 	}
-	return map[string]any{"task": map[string]any{"split": "val", "index": i}, "actions": acts, "answer": *ex.Actions[len(ex.Actions)-1].Answer}
+	return map[string]any{"task": map[string]any{"split": "train", "index": i}, "actions": acts, "answer": *ex.Actions[len(ex.Actions)-1].Answer}
 }
 
 // TestLoneTrajectoryTotalIsItsWeightedRaw: scored alone, a right and a
@@ -172,7 +172,7 @@ func TestExpertsCarryTheirObservations(t *testing.T) {
 	ts := newTestServer(t, cfg, Options{})
 	var tasks []map[string]any
 	for i := range 7 {
-		tasks = append(tasks, map[string]any{"split": "val", "index": i})
+		tasks = append(tasks, map[string]any{"split": "train", "index": i})
 	}
 	f := ts.call("POST", "/v1/experts", map[string]any{"tasks": tasks, "observation": map[string]any{"encoding": "npy"}})
 	var experts []expertView
@@ -182,7 +182,7 @@ func TestExpertsCarryTheirObservations(t *testing.T) {
 	row := make([]float32, w)
 	m := make([]bool, nA)
 	for i, ex := range experts {
-		task := env.Generate(ec, env.Val, i)
+		task := env.Generate(ec, env.Train, i)
 		acts := env.Solve(task)
 		if ex.Rows == nil || ex.Rows[1]-ex.Rows[0] != len(acts) || len(ex.Actions) != len(acts) {
 			t.Fatalf("task %d: rows %v for %d actions", i, ex.Rows, len(acts))
@@ -209,12 +209,12 @@ func TestExpertsCarryTheirObservations(t *testing.T) {
 		}
 	}
 	// One task through /v1/expert answers the same rows.
-	one := ts.call("POST", "/v1/expert", map[string]any{"split": "val", "index": 3, "observation": map[string]any{"encoding": "npy"}})
+	one := ts.call("POST", "/v1/expert", map[string]any{"split": "train", "index": 3, "observation": map[string]any{"encoding": "npy"}})
 	r := experts[3].Rows
 	if !slices.Equal(one.array(t, "obs"), obs[r[0]*w:r[1]*w]) {
 		t.Error("POST /v1/expert's observations differ from POST /v1/experts'")
 	}
-	_, _, b := ts.do("POST", "/v1/expert", map[string]any{"split": "val", "index": 3})
+	_, _, b := ts.do("POST", "/v1/expert", map[string]any{"split": "train", "index": 3})
 	var plain map[string]json.RawMessage
 	json.Unmarshal(b, &plain)
 	if _, ok := plain["obs"]; ok || plain["sample"] == nil {

@@ -51,6 +51,11 @@ type Options struct {
 	Log io.Writer
 	// Now is the clock, for tests; nil is time.Now.
 	Now func() time.Time
+	// HeldOutExpert, when not empty, says why the server hands out expert
+	// trajectories and CoTA records of validation and test tasks too; by
+	// default it refuses them (403), so that no client trains on the tasks
+	// it is scored on by accident. Published in /v1/spec.
+	HeldOutExpert string
 }
 
 // Defaults of Options.

@@ -66,12 +66,12 @@ func TestExpertEpisodesMatchInProcess(t *testing.T) {
 	ts := newTestServer(t, cfg, Options{})
 	const n = 18 // three tasks of each of the six families
 	for i := range n {
-		task := env.Generate(ec, env.Val, i)
+		task := env.Generate(ec, env.Train, i)
 		local := env.NewEpisode(ec)
 		acts := env.SolveIn(local, task)
 		want := local.Trajectory()
 		var ep episodeView
-		ts.json("POST", "/v1/episodes", map[string]any{"split": "val", "index": i}, &ep)
+		ts.json("POST", "/v1/episodes", map[string]any{"split": "train", "index": i}, &ep)
 		if ep.Task.Question != task.Question || ep.Task.Family != task.Family.String() || ep.Task.Seed != task.Seed || ep.Done || ep.Steps != 0 {
 			t.Fatalf("task %d: episode %+v, want %s %q", i, ep, task.Family, task.Question)
 		}
@@ -79,7 +79,7 @@ func TestExpertEpisodesMatchInProcess(t *testing.T) {
 			t.Fatalf("task %d: a live episode reveals its ground truth: %+v", i, ep)
 		}
 		var ex expertView
-		ts.json("POST", "/v1/expert", map[string]any{"split": "val", "index": i}, &ex)
+		ts.json("POST", "/v1/expert", map[string]any{"split": "train", "index": i}, &ex)
 		if len(ex.Actions) != len(acts) || ex.Task.GroundTruth != task.Answer {
 			t.Fatalf("task %d: expert plan %+v, in process %v", i, ex, acts)
 		}
@@ -102,7 +102,7 @@ func TestExpertEpisodesMatchInProcess(t *testing.T) {
 		var cota env.Sample
 		ts.json("GET", "/v1/episodes/"+ep.Episode+"/trajectory?format=cota", nil, &cota)
 		if cota.SampleID != task.ID || cota.Question != task.Question || cota.GroundTruth != task.Answer || cota.Answer != task.Answer ||
-			cota.Split != "val" || cota.Index != i || cota.Seed != task.Seed || len(cota.Trajectory) != len(traj.Steps) {
+			cota.Split != "train" || cota.Index != i || cota.Seed != task.Seed || len(cota.Trajectory) != len(traj.Steps) {
 			t.Fatalf("task %d: CoTA record %+v", i, cota)
 		}
 		for k, st := range traj.Steps {
@@ -364,7 +364,7 @@ func TestImagesAreTheTasksPixels(t *testing.T) {
 		{"/frames/1.png", 404, "k"},
 		{"/frames/x.png", 400, "k"},
 		{"/trajectory?format=xml", 400, "format"},
-		{"/trajectory?format=cota", 409, "format"},
+		{"/trajectory?format=cota", 403, "split"}, // a validation task's record
 	} {
 		status, _, b := ts.do("GET", "/v1/episodes/"+ep.Episode+c.path, nil)
 		if e := apiErr(t, b); status != c.status || e.Field != c.field {
@@ -736,5 +736,54 @@ func TestServerSurvivesPanics(t *testing.T) {
 	s.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/boom", nil))
 	if rec.Code != 500 || apiErr(t, rec.Body.Bytes()).Status != 500 || !strings.Contains(log.String(), "panic serving GET /v1/boom: boom") {
 		t.Errorf("status %d, log %q", rec.Code, log.String())
+	}
+}
+
+// Expert trajectories and CoTA records of validation and test tasks are
+// refused (403 on split) unless the server was started to hand them out,
+// with a reason it publishes; training tasks' are always served.
+func TestHeldOutExpertData(t *testing.T) {
+	cfg := smoke(t)
+	ts := newTestServer(t, cfg, Options{})
+	for _, split := range []string{"val", "test"} {
+		status, _, b := ts.do("POST", "/v1/expert", map[string]any{"split": split, "index": 2})
+		if e := apiErr(t, b); status != http.StatusForbidden || e.Field != "split" || !strings.Contains(e.Message, "--heldout-expert") {
+			t.Errorf("expert of a %s task: %d %+v, want 403 on split", split, status, e)
+		}
+		var ep episodeView
+		ts.json("POST", "/v1/episodes", map[string]any{"split": split, "index": 2}, &ep)
+		ts.json("POST", "/v1/episodes/"+ep.Episode+"/step", map[string]any{"op": "ANSWER", "answer": "yes"}, nil)
+		status, _, b = ts.do("GET", "/v1/episodes/"+ep.Episode+"/trajectory?format=cota", nil)
+		if e := apiErr(t, b); status != http.StatusForbidden || e.Field != "split" {
+			t.Errorf("CoTA record of a finished %s episode: %d %+v, want 403 on split", split, status, e)
+		}
+	}
+	if status, _, b := ts.do("POST", "/v1/expert", map[string]any{"split": "train", "index": 2}); status != http.StatusOK {
+		t.Errorf("expert of a training task: %d %s", status, b)
+	}
+	var sp spec
+	ts.json("GET", "/v1/spec", nil, &sp)
+	if l := sp.Observation.Coarse.Layout; sp.Server.HeldOut != "" || l.Version != env.ObsVersion || l.Width != env.ObsDim || len(l.Global) == 0 {
+		t.Errorf("spec: held-out %q, observation layout %+v", sp.Server.HeldOut, l)
+	}
+	// A session's answers name the observation version of their coarse floats.
+	var ep episodeView
+	ts.json("POST", "/v1/episodes", map[string]any{"split": "train", "index": 1}, &ep)
+	var vec vectorView
+	ts.json("POST", "/v1/vectors", map[string]any{"n": 2, "split": "train"}, &vec)
+	for what, o := range map[string]obsSpace{"episode": ep.Observation, "vector": vec.Observation, "spec default": sp.Observation.Default} {
+		if o.Coarse == nil || o.Coarse.Version != sp.Observation.Coarse.Layout.Version || o.Coarse.Shape[0] != sp.Observation.Coarse.Layout.Width {
+			t.Errorf("%s observation %+v, want the coarse view of the spec's layout (version %d, width %d)", what, o.Coarse, env.ObsVersion, env.ObsDim)
+		}
+	}
+
+	const why = "scoring a client's imitation of held-out tasks"
+	open := newTestServer(t, cfg, Options{HeldOutExpert: why})
+	if status, _, b := open.do("POST", "/v1/expert", map[string]any{"split": "test", "index": 2}); status != http.StatusOK {
+		t.Errorf("expert of a test task with a reason given: %d %s", status, b)
+	}
+	open.json("GET", "/v1/spec", nil, &sp)
+	if sp.Server.HeldOut != why {
+		t.Errorf("spec says held-out %q, want %q", sp.Server.HeldOut, why)
 	}
 }

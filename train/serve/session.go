@@ -69,18 +69,26 @@ type space struct {
 	Shape []int  `json:"shape"`
 }
 
+// coarseSpace describes the coarse view's array and the observation version
+// its floats follow: the layout GET /v1/spec publishes as
+// observation.coarse.layout, whose version it equals (env.ObsVersion).
+type coarseSpace struct {
+	space
+	Version int `json:"version"`
+}
+
 // obsSpace describes a session's observations (one environment's).
 type obsSpace struct {
-	Encoding string `json:"encoding"`
-	Coarse   *space `json:"coarse,omitempty"`
-	Pixels   *space `json:"pixels,omitempty"`
-	Mask     space  `json:"action_mask"`
+	Encoding string       `json:"encoding"`
+	Coarse   *coarseSpace `json:"coarse,omitempty"`
+	Pixels   *space       `json:"pixels,omitempty"`
+	Mask     space        `json:"action_mask"`
 }
 
 func (o obsOptions) space() obsSpace {
 	out := obsSpace{Encoding: o.encoding, Mask: space{"bool", []int{env.NumActions()}}}
 	if o.coarse {
-		out.Coarse = &space{"float32", []int{obsWidth()}}
+		out.Coarse = &coarseSpace{space{"float32", []int{obsWidth()}}, env.ObsVersion}
 	}
 	if o.pixels > 0 {
 		out.Pixels = &space{"uint8", []int{o.pixels, o.pixels, 3}}

@@ -91,6 +91,7 @@ type spec struct {
 		MaxScorers   int     `json:"max_scorers"`
 		IdleTimeoutS float64 `json:"idle_timeout_s"`
 		MaxItems     int     `json:"max_score_items"`
+		HeldOut      string  `json:"heldout_expert,omitempty"` // why val/test expert data is handed out; absent: refused
 	} `json:"server"`
 }
 
@@ -98,7 +99,8 @@ type spec struct {
 type observation struct {
 	Coarse struct {
 		space
-		Doc string `json:"doc"`
+		Doc    string        `json:"doc"`
+		Layout env.ObsLayout `json:"layout"` // version, width, named feature groups, cell features (env.Layout)
 	} `json:"coarse"`
 	Pixels struct {
 		DType   string `json:"dtype"`
@@ -115,7 +117,8 @@ type observation struct {
 func observationSpec() observation {
 	var o observation
 	o.Coarse.space = space{"float32", []int{obsWidth()}}
-	o.Coarse.Doc = "the coarse view: the numbers pixelis's own policy reads (env.Episode.Observe)"
+	o.Coarse.Doc = "the coarse view: the numbers pixelis's own policy reads (env.Episode.Observe), laid out as layout says"
+	o.Coarse.Layout = env.Layout()
 	o.Pixels.DType, o.Pixels.Shape, o.Pixels.MinSize, o.Pixels.MaxSize = "uint8", "[size, size, 3]", minImageSize, maxImageSize
 	o.Pixels.Doc = "the current view's RGB pixels resampled to size (view.png's pixels at ?size=size)"
 	o.Mask = space{"bool", []int{env.NumActions()}}
@@ -177,5 +180,6 @@ func (s *Server) handleSpec(w http.ResponseWriter, r *http.Request) {
 	sv := &sp.Server
 	sv.MaxMemoryMiB = s.opt.MaxMemory >> 20
 	sv.MaxEpisodes, sv.MaxScorers, sv.IdleTimeoutS, sv.MaxItems = s.opt.MaxEpisodes, s.opt.MaxScorers, s.opt.IdleTimeout.Seconds(), maxScoreItems
+	sv.HeldOut = s.opt.HeldOutExpert
 	writeJSON(w, http.StatusOK, sp)
 }

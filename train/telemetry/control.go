@@ -44,7 +44,8 @@ type controlReply struct {
 // {"ok":false,"error":"…"}. Only the user running the trainer may command it.
 // A connection that closes without a request is a liveness probe and gets no reply.
 type ControlServer struct {
-	path       string
+	path       string // where the socket is bound
+	link       string // runDir/control.sock when it links to path, else ""
 	ln         *net.UnixListener
 	id         os.FileInfo // the socket file we made, so Close never removes another run's
 	cmds       chan<- Command
@@ -66,14 +67,21 @@ func ListenControl(ctx context.Context, runDir string, cmds chan<- Command) (*Co
 func listenControl(ctx context.Context, runDir string, cmds chan<- Command, allowedUID uint32) (*ControlServer, error) {
 	path := filepath.Join(runDir, ControlFile)
 	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().Type() != os.ModeSocket {
+		if fi.Mode().Type() != os.ModeSocket && fi.Mode().Type() != os.ModeSymlink {
 			return nil, fmt.Errorf("control: %s exists and is not a socket", path)
 		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		if c, err := net.DialTimeout("unix", dialPath(runDir), time.Second); err == nil {
 			c.Close()
 			return nil, fmt.Errorf("control: another run is listening on %s", path)
 		}
 		// Nothing answers: a stale socket of a dead run. The rename below replaces it.
+	}
+	bind, err := bindPath(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	if bind != path {
+		return listenShort(ctx, path, bind, cmds, allowedUID)
 	}
 
 	// Bind inside a fresh 0700 directory and chmod before the socket becomes reachable
@@ -104,9 +112,14 @@ func listenControl(ctx context.Context, runDir string, cmds chan<- Command, allo
 	if err != nil {
 		return fail(err)
 	}
+	return serveControl(ctx, path, "", ln, id, cmds, allowedUID), nil
+}
 
+// serveControl starts serving ln, bound at path (and named by link, when
+// the run directory's name is a link to it).
+func serveControl(ctx context.Context, path, link string, ln *net.UnixListener, id os.FileInfo, cmds chan<- Command, allowedUID uint32) *ControlServer {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &ControlServer{path: path, ln: ln, id: id, cmds: cmds, allowedUID: allowedUID, cancel: cancel}
+	s := &ControlServer{path: path, link: link, ln: ln, id: id, cmds: cmds, allowedUID: allowedUID, cancel: cancel}
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -114,10 +127,11 @@ func listenControl(ctx context.Context, runDir string, cmds chan<- Command, allo
 		ln.Close() // unblocks Accept
 	}()
 	go s.serve(ctx)
-	return s, nil
+	return s
 }
 
-// Path is the socket's path.
+// Path is the path the socket is bound at: runDir/control.sock, or the
+// short path it links to.
 func (s *ControlServer) Path() string { return s.path }
 
 func (s *ControlServer) serve(ctx context.Context) {
@@ -149,10 +163,16 @@ func (s *ControlServer) serve(ctx context.Context) {
 	}
 }
 
-// removeSocket removes the socket file if it is still the one this server made.
+// removeSocket removes the socket file if it is still the one this server
+// made, and the run directory's link to it if it still points there.
 func (s *ControlServer) removeSocket() {
 	if fi, err := os.Lstat(s.path); err == nil && os.SameFile(fi, s.id) {
 		os.Remove(s.path)
+		if s.link != "" {
+			if target, err := os.Readlink(s.link); err == nil && target == s.path {
+				os.Remove(s.link)
+			}
+		}
 	}
 }
 
@@ -212,8 +232,7 @@ func (s *ControlServer) Close() error {
 // a few seconds) for the answer. It returns an error wrapping ErrNotLive when no run
 // listens and one wrapping ErrRefused when the run refuses the command.
 func SendControl(runDir string, c Command) error {
-	path := filepath.Join(runDir, ControlFile)
-	conn, err := net.DialTimeout("unix", path, controlTimeout)
+	conn, err := net.DialTimeout("unix", dialPath(runDir), controlTimeout)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
 			return fmt.Errorf("%w: %s", ErrNotLive, runDir)
@@ -248,7 +267,7 @@ func SendControl(runDir string, c Command) error {
 // probeControl reports whether something accepts connections on runDir's control socket.
 // Live reports whether a run is listening on runDir's control socket.
 func Live(runDir string) bool {
-	c, err := net.DialTimeout("unix", filepath.Join(runDir, ControlFile), time.Second)
+	c, err := net.DialTimeout("unix", dialPath(runDir), time.Second)
 	if err != nil {
 		return false
 	}

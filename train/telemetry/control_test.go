@@ -206,3 +206,57 @@ func TestControlRefusesDuplicateKeys(t *testing.T) {
 		t.Errorf("distinct keys at every depth: %s", got)
 	}
 }
+
+// A run directory of 150 characters (a cluster's scratch path) still gets
+// its control socket: bound at a short path that control.sock links to.
+func TestControlLongRunDirectory(t *testing.T) {
+	dir := t.TempDir()
+	dir = filepath.Join(dir, strings.Repeat("d", 150-len(dir)-1))
+	if len(dir) != 150 {
+		t.Fatalf("path of %d characters", len(dir))
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmds := make(chan Command, 4)
+	s := listen(t, dir, cmds)
+	if len(s.Path()) > maxSocketPath {
+		t.Fatalf("bound at %s, %d bytes", s.Path(), len(s.Path()))
+	}
+	if target, err := os.Readlink(filepath.Join(dir, ControlFile)); err != nil || target != s.Path() {
+		t.Fatalf("control.sock: %q %v, want a link to %s", target, err, s.Path())
+	}
+	if fi, err := os.Stat(s.Path()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v %v", fi, err)
+	}
+	if !Live(dir) {
+		t.Fatal("not live")
+	}
+	if err := SendControl(dir, Command{Kind: CmdCheckpoint}); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-cmds; c.Kind != CmdCheckpoint {
+		t.Fatalf("got %s", c.Kind)
+	}
+	if _, err := ListenControl(context.Background(), dir, cmds); err == nil || !strings.Contains(err.Error(), "another run is listening") {
+		t.Fatalf("a second listener: %v", err)
+	}
+	s.Close()
+	if _, err := os.Lstat(filepath.Join(dir, ControlFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("control.sock after Close: %v", err)
+	}
+	if _, err := os.Lstat(s.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket after Close: %v", err)
+	}
+	if Live(dir) {
+		t.Error("live after Close")
+	}
+	// A link left by a killed run is replaced.
+	if err := os.Symlink(s.Path(), filepath.Join(dir, ControlFile)); err != nil {
+		t.Fatal(err)
+	}
+	listen(t, dir, cmds)
+	if err := SendControl(dir, Command{Kind: CmdPause}); err != nil {
+		t.Fatalf("after a stale link: %v", err)
+	}
+}

@@ -45,7 +45,7 @@ class Server:
         """SIGTERM: the server finishes what is in flight and exits 0."""
         self.proc.send_signal(signal.SIGTERM)
         try:
-            code = self.proc.wait(timeout=15)
+            code = self.proc.wait(timeout=120)  # a safety net against a hang
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()

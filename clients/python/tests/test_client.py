@@ -39,10 +39,10 @@ class ServeTest(unittest.TestCase):
         cls.server = Server("--max-episodes", "64")
         cls.url, cls.token = cls.server.url, cls.server.token
         cls.client = Client(cls.url, token=cls.token)
-        # In-process play by the CLI: the CoTA records of 24 validation tasks.
+        # In-process play by the CLI: the CoTA records of 24 training tasks.
         cls.tmp = tempfile.TemporaryDirectory()
-        out = os.path.join(cls.tmp.name, "val.jsonl")
-        subprocess.run([cls.server.bin, "data", "gen", "--config", "smoke", "--split", "val", "--n", "24", "--out", out],
+        out = os.path.join(cls.tmp.name, "train.jsonl")
+        subprocess.run([cls.server.bin, "data", "gen", "--config", "smoke", "--split", "train", "--n", "24", "--out", out],
                        check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             cls.samples = [json.loads(line) for line in f if line.strip()]
@@ -92,11 +92,11 @@ class ServeTest(unittest.TestCase):
         for sample in expert:
             i = sample["index"]
             with self.subTest(task=sample["sample_id"]):
-                with self.client.new_episode(split="val", index=i) as ep:
+                with self.client.new_episode(split="train", index=i) as ep:
                     self.assertEqual(ep.task["question"], sample["question"])
                     self.assertEqual(ep.task["family"], sample["task_type"])
                     self.assertNotIn("finish", ep.state)
-                    plan = self.client.expert(split="val", index=i)
+                    plan = self.client.expert(split="train", index=i)
                     self.assertEqual(len(plan["actions"]), len(sample["trajectory"]))
                     for a, want in zip(plan["actions"], sample["trajectory"]):
                         self.assertEqual(a["op"], want["action"])
@@ -117,8 +117,8 @@ class ServeTest(unittest.TestCase):
     def test_action_indices(self):
         # The discrete action space plays the same episode as named operations.
         spec = self.client.spec()
-        plan = self.client.expert(split="val", index=1)
-        with self.client.new_episode(split="val", index=1) as ep:
+        plan = self.client.expert(split="train", index=1)
+        with self.client.new_episode(split="train", index=1) as ep:
             for a in plan["actions"]:
                 self.assertGreaterEqual(a["index"], 0)
                 self.assertLess(a["index"], spec["action_space"]["size"])
@@ -126,7 +126,7 @@ class ServeTest(unittest.TestCase):
             self.assertTrue(step["finish"]["correct"])
 
     def test_bad_requests_name_the_field(self):
-        with self.client.new_episode(split="val", index=0) as ep:
+        with self.client.new_episode(split="train", index=0) as ep:
             for action, field in [({"op": "SEGMENT_OBJECT_AT", "x": 3}, "y"),
                                   ({"op": "ANSWER"}, "answer"),
                                   ({"op": "FLY"}, "op"),
@@ -141,7 +141,7 @@ class ServeTest(unittest.TestCase):
             self.client.episode(ep.id)
         self.assertEqual(cm.exception.status, 404)
         with self.assertRaises(PixelisError) as cm:
-            self.client.create_episode(split="val", index=0, family="text_extraction")
+            self.client.create_episode(split="train", index=0, family="text_extraction")
         self.assertEqual((cm.exception.status, cm.exception.field), (400, "family"))
 
     def test_one_package_two_names(self):
@@ -166,7 +166,7 @@ class ServeTest(unittest.TestCase):
         import http.client
         host = self.url.split("//")[1]
         for scheme in ("bearer", "BEARER", "Bearer"):
-            conn = http.client.HTTPConnection(host, timeout=10)
+            conn = http.client.HTTPConnection(host, timeout=60)  # a safety net
             conn.request("GET", "/v1/spec", headers={"Authorization": scheme + " " + self.token})
             resp = conn.getresponse()
             resp.read()
@@ -190,24 +190,24 @@ class ServeTest(unittest.TestCase):
                 self.assertEqual(hashes, ref["obs_sha256"], enc)
 
     def test_lone_scores_tell_right_from_wrong(self):
-        plan = self.client.expert(split="val", index=2)
+        plan = self.client.expert(split="train", index=2)
         right = [{"index": a["index"]} for a in plan["actions"]]
         other = "cross" if plan["actions"][-1]["answer"] != "cross" else "red"
         wrong = right[:-1] + [{"op": "ANSWER", "answer": other}]
         totals = []
         for acts in (right, wrong):
-            res = self.client.score([{"task": {"split": "val", "index": 2}, "actions": acts}])
+            res = self.client.score([{"task": {"split": "train", "index": 2}, "actions": acts}])
             self.assertEqual(res["normalization"]["mode"], "none")
             item = res["items"][0]
             want = sum(res["weights"].get(n, 1.0) * item["raw"][n] for n in res["names"])
             self.assertAlmostEqual(item["total"], want, places=12)
             totals.append(item["total"])
         self.assertGreater(totals[0], totals[1])
-        both = self.client.score([{"task": {"split": "val", "index": 2}, "actions": a} for a in (right, wrong)])
+        both = self.client.score([{"task": {"split": "train", "index": 2}, "actions": a} for a in (right, wrong)])
         self.assertEqual(both["normalization"]["mode"], "batch")
 
     def test_images(self):
-        with self.client.new_episode(split="val", index=1) as ep:
+        with self.client.new_episode(split="train", index=1) as ep:
             w, h, ch, pix = decode_png(ep.frame_png(0))
             self.assertEqual((w, h, ch), (128, 128, 3))
             png = ep.view_png()
@@ -215,17 +215,17 @@ class ServeTest(unittest.TestCase):
             self.assertEqual((w, h, ch), (64, 64, 3))
             self.assertEqual(decode_png_stdlib(png), (w, h, ch, view))  # PIL or not, the same pixels
         # The pixels an observation carries are the view's.
-        with self.client.new_episode(split="val", index=1, observation={"coarse": False, "pixels": 64, "encoding": "npy"}) as ep2:
+        with self.client.new_episode(split="train", index=1, observation={"coarse": False, "pixels": 64, "encoding": "npy"}) as ep2:
             got = bytes(_flat(ep2.pixels)) if isinstance(ep2.pixels, list) else ep2.pixels.tobytes()
             self.assertEqual(got, view)
             self.assertIsNone(ep2.obs)
-        with self.client.new_episode(split="val", index=1) as ep:
+        with self.client.new_episode(split="train", index=1) as ep:
             if self.reference:
                 ref = self.reference["episodes"][1]
                 self.assertEqual(hashlib.sha256(pix).hexdigest(), ref["frames_rgb_sha256"][0])
                 self.assertEqual(hashlib.sha256(view).hexdigest(), ref["view_rgb_sha256"])
             # After ZOOM_IN the view is the zoomed region, here enlarged to 256 pixels.
-            for a in self.client.expert(split="val", index=1)["actions"][:2]:
+            for a in self.client.expert(split="train", index=1)["actions"][:2]:
                 ep.step(index=a["index"])
             data, region = self.client.view_png_with_region(ep.id, size=256)
             self.assertNotEqual(region, (0, 0, 128, 128))

@@ -186,7 +186,7 @@ class VectorTest(unittest.TestCase):
     def test_expert_actions_through_the_vector(self):
         # The expert's demonstrations played through a vector: the
         # observations along them are POST /v1/experts', and every one answers right.
-        tasks = val_tasks(10)
+        tasks = [{"split": "train", "index": i} for i in range(10)]  # expert data of training tasks only
         demo = CLIENT.experts(tasks, observation={"encoding": "npy"})
         env = VectorEnv(CLIENT, tasks=tasks, autoreset_mode="disabled")
         obs, info = env.reset(options={"tasks": tasks})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -40,14 +41,45 @@ const (
 	dtHalf     = 19
 )
 
+// Fields of the hparams plugin's data (tensorboard/plugins/hparams/plugin_data.proto)
+// and of google/protobuf/struct.proto's Value, for a session's hyperparameters.
+const (
+	pluginContent = 2 // SummaryMetadata.PluginData.content, bytes
+
+	hparamsSessionStart = 3 // HParamsPluginData.session_start_info
+	sessionHParams      = 1 // SessionStartInfo.hparams, map<string, Value>
+	mapKey, mapValue    = 1, 2
+
+	valueNull   = 1 // Value.null_value
+	valueNumber = 2 // Value.number_value, double
+	valueString = 3 // Value.string_value
+	valueBool   = 4 // Value.bool_value
+)
+
 // Value is one scalar of an Event: its tag and value.
 type Value struct {
 	Tag   string
 	Value float64
 }
 
+// Text is one text summary of an Event: the text plugin's string tensor, as
+// SummaryWriter.add_text writes it (under the tag "<tag>/text_summary").
+type Text struct {
+	Tag  string
+	Text string
+}
+
+// HParam is one hyperparameter of a session's start — the hparams plugin's
+// session_start_info, as SummaryWriter.add_hparams, Keras and Lightning write it:
+// its name, and its value as text (a number as strconv writes it, a string quoted,
+// true, false or null).
+type HParam struct {
+	Name  string
+	Value string
+}
+
 // Event is one record of an event file, as the reader passes it on: when and at which
-// step it was written, and its scalar summaries.
+// step it was written, its scalar summaries, and the settings some summaries hold.
 type Event struct {
 	WallTime float64 // seconds since the Unix epoch
 	Step     int64
@@ -56,9 +88,13 @@ type Event struct {
 	Restart bool
 	// Values are the scalars of the event's summary: simple_value, and tensors holding
 	// exactly one number (float, double, half, bfloat16 or integer) written without a
-	// plugin or by the scalars plugin. Images, histograms, text and other plugins' data
+	// plugin or by the scalars plugin. Images, histograms and other plugins' data
 	// are left out. The slice is reused by the next record: copy what you keep.
 	Values []Value
+	// Texts are the event's text summaries; HParams the hyperparameters of a
+	// session start it holds. Both slices are reused like Values.
+	Texts   []Text
+	HParams []HParam
 }
 
 var errMalformed = errors.New("malformed protocol buffer")
@@ -103,7 +139,7 @@ func nextField(b []byte) (field, []byte, error) {
 // unmarshalEvent decodes one Event record into ev, reusing ev.Values. Fields it does not
 // need (graphs, run metadata, file_version …) are skipped by their wire type.
 func unmarshalEvent(b []byte, ev *Event, tags *interner) error {
-	*ev = Event{Values: ev.Values[:0]}
+	*ev = Event{Values: ev.Values[:0], Texts: ev.Texts[:0], HParams: ev.HParams[:0]}
 	for len(b) > 0 {
 		f, rest, err := nextField(b)
 		if err != nil {
@@ -152,7 +188,9 @@ func unmarshalSummary(b []byte, ev *Event, tags *interner) error {
 	return nil
 }
 
-// unmarshalValue appends the Summary.Value in b to ev.Values when it holds a scalar.
+// unmarshalValue appends the Summary.Value in b to ev.Values when it holds a scalar,
+// to ev.Texts when it is a text summary, to ev.HParams when it is a session start's
+// hyperparameters.
 func unmarshalValue(b []byte, ev *Event, tags *interner) error {
 	var (
 		tag          []byte
@@ -161,7 +199,8 @@ func unmarshalValue(b []byte, ev *Event, tags *interner) error {
 		tensor       []byte
 		hasTensor    bool
 		plugin       []byte
-		otherPayload bool // image, histogram, audio …: not a scalar whatever the rest says
+		content      []byte // the plugin's data
+		otherPayload bool   // image, histogram, audio …: not a scalar whatever the rest says
 	)
 	for len(b) > 0 {
 		f, rest, err := nextField(b)
@@ -177,7 +216,7 @@ func unmarshalValue(b []byte, ev *Event, tags *interner) error {
 		case f.num == valueTensor && f.typ == protowire.BytesType:
 			tensor, hasTensor = f.b, true
 		case f.num == valueMetadata && f.typ == protowire.BytesType:
-			if plugin, err = pluginOf(f.b); err != nil {
+			if plugin, content, err = pluginData(f.b); err != nil {
 				return err
 			}
 		case f.num >= 3 && f.num <= 6: // obsolete histogram, image, histo, audio
@@ -198,16 +237,28 @@ func unmarshalValue(b []byte, ev *Event, tags *interner) error {
 		if ok {
 			ev.Values = append(ev.Values, Value{Tag: tags.get(tag), Value: v})
 		}
+	case hasTensor && string(plugin) == "text":
+		text, ok, err := tensorString(tensor)
+		if err != nil {
+			return err
+		}
+		if ok {
+			ev.Texts = append(ev.Texts, Text{Tag: tags.get(tag), Text: text})
+		}
+	case string(plugin) == "hparams":
+		var err error
+		ev.HParams, err = appendSessionHParams(ev.HParams, content)
+		return err
 	}
 	return nil
 }
 
-// pluginOf returns SummaryMetadata.plugin_data.plugin_name.
-func pluginOf(b []byte) ([]byte, error) {
+// pluginData returns SummaryMetadata.plugin_data's plugin_name and content.
+func pluginData(b []byte) (name, content []byte, err error) {
 	for len(b) > 0 {
 		f, rest, err := nextField(b)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		b = rest
 		if f.num != metadataPluginData || f.typ != protowire.BytesType {
@@ -216,15 +267,126 @@ func pluginOf(b []byte) ([]byte, error) {
 		for p := f.b; len(p) > 0; {
 			g, rest, err := nextField(p)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			p = rest
-			if g.num == pluginName && g.typ == protowire.BytesType {
-				return g.b, nil
+			switch {
+			case g.num == pluginName && g.typ == protowire.BytesType:
+				name = g.b
+			case g.num == pluginContent && g.typ == protowire.BytesType:
+				content = g.b
 			}
 		}
 	}
-	return nil, nil
+	return name, content, nil
+}
+
+// tensorString reads a TensorProto holding exactly one string (DT_STRING, a scalar
+// or a vector of one, as the text plugin writes).
+func tensorString(b []byte) (s string, ok bool, err error) {
+	var (
+		dtype uint64
+		elems int64 = 1
+		vals  [][]byte
+	)
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return "", false, err
+		}
+		b = rest
+		switch {
+		case f.num == tensorDtype && f.typ == protowire.VarintType:
+			dtype = f.x
+		case f.num == tensorShape && f.typ == protowire.BytesType:
+			if elems, err = shapeElems(f.b); err != nil {
+				return "", false, err
+			}
+		case f.num == tensorStringVal && f.typ == protowire.BytesType:
+			vals = append(vals, f.b)
+		}
+	}
+	if dtype != dtString || elems != 1 || len(vals) != 1 {
+		return "", false, nil
+	}
+	return string(vals[0]), true, nil
+}
+
+// appendSessionHParams appends the hyperparameters of the HParamsPluginData in b
+// when it is a session start (an experiment's description and a session's end hold
+// none). Values other than numbers, strings, booleans and null are left out, as
+// TensorBoard does.
+func appendSessionHParams(dst []HParam, b []byte) ([]HParam, error) {
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return dst, err
+		}
+		b = rest
+		if f.num != hparamsSessionStart || f.typ != protowire.BytesType {
+			continue
+		}
+		for s := f.b; len(s) > 0; {
+			g, rest, err := nextField(s)
+			if err != nil {
+				return dst, err
+			}
+			s = rest
+			if g.num != sessionHParams || g.typ != protowire.BytesType {
+				continue
+			}
+			h, ok, err := mapEntry(g.b)
+			if err != nil {
+				return dst, err
+			}
+			if ok {
+				dst = append(dst, h)
+			}
+		}
+	}
+	return dst, nil
+}
+
+// mapEntry reads one entry of the hparams map: a name and a google.protobuf.Value.
+func mapEntry(b []byte) (h HParam, ok bool, err error) {
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return h, false, err
+		}
+		b = rest
+		switch {
+		case f.num == mapKey && f.typ == protowire.BytesType:
+			h.Name = string(f.b)
+		case f.num == mapValue && f.typ == protowire.BytesType:
+			if h.Value, ok, err = valueText(f.b); err != nil {
+				return h, false, err
+			}
+		}
+	}
+	return h, ok && h.Name != "", nil
+}
+
+// valueText writes a scalar google.protobuf.Value as text.
+func valueText(b []byte) (string, bool, error) {
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return "", false, err
+		}
+		b = rest
+		switch {
+		case f.num == valueNull && f.typ == protowire.VarintType:
+			return "null", true, nil
+		case f.num == valueNumber && f.typ == protowire.Fixed64Type:
+			return strconv.FormatFloat(math.Float64frombits(f.x), 'g', -1, 64), true, nil
+		case f.num == valueString && f.typ == protowire.BytesType:
+			return strconv.Quote(string(f.b)), true, nil
+		case f.num == valueBool && f.typ == protowire.VarintType:
+			return strconv.FormatBool(f.x != 0), true, nil
+		}
+	}
+	return "", false, nil
 }
 
 // tensorScalar reads a TensorProto holding exactly one number. ok is false for

@@ -558,3 +558,73 @@ func TestAppendScalarRecord(t *testing.T) {
 		}
 	}
 }
+
+// Text summaries and a session start's hyperparameters come with their event, as
+// PyTorch's SummaryWriter writes them (add_text; add_hparams's experiment and
+// session start): texts by tag, hyperparameters by name with their values as text.
+// Neither is read as a scalar, and the scalars of the same file are read as before.
+func TestReadTextsAndHParams(t *testing.T) {
+	args := `{"max_steps": 40, "learning_rate": 5e-06}`
+	path := filepath.Join(t.TempDir(), FilePrefix+"1.host")
+	writeFile(t, path, tbtest.Records(
+		tbtest.Version(1),
+		tbtest.SummaryEvent(2, 0, tbtest.TextValue("args", args), tbtest.TextValue("model_config", "{}")),
+		tbtest.SummaryEvent(3, 0, tbtest.HParamsExperimentValue("lr", "optim", "bf16", "seed", "note")),
+		tbtest.SummaryEvent(3, 0, tbtest.HParamsValue(
+			tbtest.HParam{Name: "lr", Value: 5e-06},
+			tbtest.HParam{Name: "optim", Value: `adamw "torch"`},
+			tbtest.HParam{Name: "bf16", Value: true},
+			tbtest.HParam{Name: "seed", Value: 3407.0},
+			tbtest.HParam{Name: "note", Value: nil},
+		)),
+		tbtest.Simple(4, 1, "train/loss", 0.5),
+		// A text tensor of two strings is not one text; a string tensor without the
+		// text plugin is not a text either.
+		tbtest.SummaryEvent(5, 1,
+			tbtest.TensorValue("two", tbtest.Cat(tbtest.VarintField(1, 7), tbtest.Shape(2), tbtest.BytesField(8, []byte("a")), tbtest.BytesField(8, []byte("b"))), "text"),
+			tbtest.TensorValue("bare", tbtest.Cat(tbtest.VarintField(1, 7), tbtest.Shape(), tbtest.BytesField(8, []byte("c"))), "")),
+	))
+	var (
+		texts   []Text
+		hparams []HParam
+		values  []Value
+	)
+	if _, err := NewFile(path).Read(func(e *Event) {
+		texts = append(texts, e.Texts...)
+		hparams = append(hparams, e.HParams...)
+		values = append(values, e.Values...)
+	}, func(e *CorruptError) { t.Errorf("warning: %v", e) }); err != nil {
+		t.Fatal(err)
+	}
+	wantTexts := []Text{{"args/text_summary", args}, {"model_config/text_summary", "{}"}}
+	if !reflect.DeepEqual(texts, wantTexts) {
+		t.Errorf("texts %q, want %q", texts, wantTexts)
+	}
+	wantHP := []HParam{{"lr", "5e-06"}, {"optim", `"adamw \"torch\""`}, {"bf16", "true"}, {"seed", "3407"}, {"note", "null"}}
+	if !reflect.DeepEqual(hparams, wantHP) {
+		t.Errorf("hparams %q, want %q", hparams, wantHP)
+	}
+	if want := []Value{{"train/loss", 0.5}}; !reflect.DeepEqual(values, want) {
+		t.Errorf("values %v, want %v", values, want)
+	}
+}
+
+// The writer's text events (samples, events) are read back as texts.
+func TestReadsWriterTexts(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.writeRecord(textEvent(1, 7, "notes", "hello"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var texts []Text
+	if _, err := NewReader(filepath.Join(dir, Dir), false).Read(func(e *Event) { texts = append(texts, e.Texts...) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []Text{{"notes", "hello"}}; !reflect.DeepEqual(texts, want) {
+		t.Errorf("texts %q, want %q", texts, want)
+	}
+}

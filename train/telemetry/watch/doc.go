@@ -9,7 +9,10 @@
 // output directory is read from the trainer_state.json of its highest step (NaN,
 // Infinity and null read as non-finite values, odd values warned about), its event
 // files and its checkpoint-N/ directories; verl's FileLogger JSONL and console
-// logs line by line; any other TensorBoard log one run at a time. Files are read
+// logs line by line; any other TensorBoard log one run at a time. The trainer's
+// settings the files hold reach Feed.Settings: trainer_state.json's, verl's config,
+// and an event file's hyperparameters (the hparams plugin) and JSON text summaries
+// (the Trainer's "args"), whose max_steps is the run's step budget. Files are read
 // again every Options.Interval: new records, files and checkpoints show up as they
 // are written. A long TensorBoard history is glanced at first (its newest steps and
 // a sample of the whole run) and read in full in the background (Loading).

@@ -418,15 +418,22 @@ func (f *Feed) RunKind() RunKind {
 }
 
 // Settings are the trainer's settings the run's files hold (trainer_state.json's
-// batch size, logging, evaluation and save steps, max steps, best checkpoint), as
-// text for the console's run view; "" when they hold none.
+// batch size, logging, evaluation and save steps, max steps, best checkpoint;
+// verl's config; the hyperparameters and the Trainer's arguments its TensorBoard
+// event files hold), as text for the console's run view; "" when they hold none.
 func (f *Feed) Settings() string {
 	if f.inner != nil {
 		return ""
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.c.settings
+	var parts []string
+	for _, s := range []string{f.c.settings, f.c.tbSettings} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // Note says what the console should know about how the path is read: the file
@@ -523,6 +530,7 @@ type core struct {
 	totalSteps   int    // the trainer's step budget (max_steps), 0 unknown
 	runStep      int    // the trainer's own step count (global_step), 0 unknown
 	settings     string // the trainer's settings, for the console's run view
+	tbSettings   string // those its event files hold, likewise
 	finished     bool   // the run recorded its end
 	stoppedEarly bool   // the trainer stopped before its step budget
 	lastWrite    time.Time

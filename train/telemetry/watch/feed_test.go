@@ -482,7 +482,7 @@ func TestOpenFollows(t *testing.T) {
 	fh, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	fh.Write(tbtest.Record(tbtest.Simple(2, 2, "a", 2.0)))
 	fh.Close()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(2 * time.Minute) // a safety net against a hang
 	for {
 		select {
 		case <-f.Ready():

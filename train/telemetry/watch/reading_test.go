@@ -328,3 +328,60 @@ func TestVerlSettings(t *testing.T) {
 		t.Fatalf("values %v", h.values)
 	}
 }
+
+// A TensorBoard run's settings reach the run view: the hyperparameters of a session
+// start, in the run's own file (Lightning) or in a subdirectory of the run
+// (SummaryWriter.add_hparams), and the Trainer's arguments its TensorBoardCallback
+// writes as the text "args"; their max_steps is the run's step budget, and the
+// Trainer's end-of-training log ends the run.
+func TestTensorBoardSettings(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "runs", "May28_19-22-17_host")
+	args := `{"output_dir": "out", "max_steps": 3, "learning_rate": 5e-06, "lr_scheduler_kwargs": {}, "report_to": ["tensorboard"]}`
+	put(t, filepath.Join(run, tb.FilePrefix+"1748457577.host.1.0"), tbtest.Records(
+		tbtest.Version(1),
+		tbtest.SummaryEvent(1, 0, tbtest.TextValue("args", args), tbtest.TextValue("model_config", `{"model_type": "qwen2"}`)),
+		tbtest.SummaryEvent(1, 0, tbtest.TextValue("notes", "plain prose, not settings")),
+		tbtest.SummaryEvent(1, 0, tbtest.HParamsValue(tbtest.HParam{Name: "beta", Value: 0.1}, tbtest.HParam{Name: "loss_type", Value: "sigmoid"})),
+		tbtest.Simple(2, 1, "train/loss", 0.69), tbtest.Simple(3, 2, "train/loss", 0.6), tbtest.Simple(4, 3, "train/loss", 0.5),
+	))
+	put(t, filepath.Join(run, "1748457600.123", tb.FilePrefix+"1748457600.host.1.1"), tbtest.Records(
+		tbtest.Version(5),
+		tbtest.SummaryEvent(5, 0, tbtest.HParamsExperimentValue("seed")),
+		tbtest.SummaryEvent(5, 0, tbtest.HParamsValue(tbtest.HParam{Name: "seed", Value: 3407.0}, tbtest.HParam{Name: "bf16", Value: true})),
+	))
+	f := openTest(t, filepath.Join(root, "runs"), Options{Run: "May28_19-22-17_host"}, time.Unix(1e9, 0))
+	var h history
+	h.fold(f.Take())
+	s := f.Settings()
+	for _, want := range []string{
+		"[args, a text in the event files]\nlearning_rate = 5e-06\nlr_scheduler_kwargs = {}\nmax_steps = 3\noutput_dir = \"out\"\nreport_to = [\"tensorboard\"]",
+		"[model_config, a text in the event files]\nmodel_type = \"qwen2\"",
+		"seed = 3407", "bf16 = true",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("settings lack %q:\n%s", want, s)
+		}
+	}
+	// The run's own session start and its subdirectory's, merged.
+	if !strings.HasPrefix(s, "[hparams, from the event files]\nbeta = 0.1\nbf16 = true\nloss_type = \"sigmoid\"\nseed = 3407\n\n") || strings.Contains(s, "prose") {
+		t.Errorf("settings:\n%s", s)
+	}
+	if h.snap == nil || h.snap.TotalSteps != 3 || h.snap.State != StateIdle {
+		t.Fatalf("snapshot %+v", h.snap)
+	}
+	// train() ends: the Trainer logs train_runtime, and the run is done.
+	fh, err := os.OpenFile(filepath.Join(run, tb.FilePrefix+"1748457577.host.1.0"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.Write(tbtest.Records(tbtest.Simple(6, 3, "train/train_runtime", 120.5, "train/train_loss", 0.6))); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	f.poll()
+	h.fold(f.Take())
+	if h.snap.State != telemetry.StateDone {
+		t.Fatalf("state %s after train() ended", h.snap.State)
+	}
+}

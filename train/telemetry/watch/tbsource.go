@@ -2,6 +2,8 @@ package watch
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/pixelis/pixelis/train/telemetry/tb"
 )
@@ -23,16 +25,27 @@ var (
 // minGlanceGaps keeps sampled spans this many spans' bytes apart at least.
 const minGlanceGaps = 4
 
+// trainEndTag is the tag of the value the Hugging Face Trainer logs when train()
+// ends ("train_runtime", which its TensorBoardCallback writes under "train/"): a
+// run whose event files hold it recorded its end.
+const trainEndTag = "train/train_runtime"
+
 // tbSource reads a run's TensorBoard event files. A value whose step goes back
 // for its tag supersedes the values from that step on, as TensorBoard purges
 // "orphaned" data when a run restarts from a checkpoint without a SessionLog; a
-// SessionLog START supersedes every tag's.
+// SessionLog START supersedes every tag's. The trainer's settings come from the
+// run's files and, for a run read without its subdirectories, from the event files
+// of its direct subdirectories too: PyTorch's SummaryWriter.add_hparams writes the
+// hyperparameters into a subdirectory of the run named by the time.
 type tbSource struct {
 	dir       string
 	recursive bool
 	r         *tb.Reader
-	last      map[string]int64 // newest step read of each tag
+	subs      map[string]*tb.Reader // the run's direct subdirectories, read for settings only
+	last      map[string]int64      // newest step read of each tag
 	warns     []*tb.CorruptError
+	set       tbSettings
+	ended     bool  // the trainer logged the end of its training
 	started   bool  // the first poll happened
 	filling   bool  // a long history is being read into the core's fill store
 	size      int64 // the bytes of the files the glance looked at
@@ -48,6 +61,8 @@ func (s *tbSource) start() {
 	s.r = tb.NewReader(s.dir, s.recursive)
 	s.r.Warn = func(e *tb.CorruptError) { s.warns = append(s.warns, e) }
 	s.last = map[string]int64{}
+	s.subs = map[string]*tb.Reader{}
+	s.set, s.ended = tbSettings{}, false
 }
 
 func (s *tbSource) poll(c *core) error {
@@ -61,6 +76,10 @@ func (s *tbSource) poll(c *core) error {
 		}
 	}
 	err := s.read(c)
+	if err == nil {
+		err = s.readSubdirs()
+	}
+	s.settle(c)
 	if s.filling && err == nil {
 		if done, total := s.r.Progress(); done >= total {
 			s.filling = false
@@ -76,6 +95,9 @@ func (s *tbSource) read(c *core) error {
 	newest := 0.0
 	_, err := s.r.Read(func(e *tb.Event) {
 		newest = max(newest, e.WallTime)
+		if len(e.Texts) > 0 || len(e.HParams) > 0 {
+			s.set.add(e)
+		}
 		step := int(e.Step)
 		if e.Restart {
 			c.restart(step)
@@ -85,6 +107,9 @@ func (s *tbSource) read(c *core) error {
 			return
 		}
 		for _, v := range e.Values {
+			if v.Tag == trainEndTag {
+				s.ended = true
+			}
 			if last, ok := s.last[v.Tag]; ok && e.Step < last {
 				c.purge(v.Tag, step)
 			}
@@ -100,6 +125,52 @@ func (s *tbSource) read(c *core) error {
 		c.wrote(wallTime(newest))
 	}
 	return err
+}
+
+// readSubdirs reads the settings the event files of the run's direct
+// subdirectories hold (for a run read without them).
+func (s *tbSource) readSubdirs() error {
+	if s.recursive {
+		return nil
+	}
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return ignoreMissing(err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		r := s.subs[e.Name()]
+		if r == nil {
+			r = tb.NewReader(filepath.Join(s.dir, e.Name()), false)
+			r.Warn = func(e *tb.CorruptError) { s.warns = append(s.warns, e) }
+			s.subs[e.Name()] = r
+		}
+		if _, err := r.Read(func(e *tb.Event) {
+			if len(e.Texts) > 0 || len(e.HParams) > 0 {
+				s.set.add(e)
+			}
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle passes to c what the files said of the run beyond its values: the
+// trainer's settings, its step budget, the end of its training.
+func (s *tbSource) settle(c *core) {
+	if s.set.changed {
+		c.tbSettings = s.set.String()
+		s.set.changed = false
+	}
+	if n := s.set.maxSteps(); n > 0 && c.totalSteps == 0 {
+		c.totalSteps = n
+	}
+	if s.ended {
+		c.finished = true
+	}
 }
 
 // glance reads a sample of a long history into c — spans spread over the files

@@ -118,6 +118,67 @@ func TensorValue(tag string, tensor []byte, plugin string) []byte {
 	return append(v, BytesField(8, tensor)...)
 }
 
+// TextValue is a Summary.Value holding a text summary as PyTorch's
+// SummaryWriter.add_text writes it: the tag with "/text_summary" appended, the
+// plugin "text", a DT_STRING tensor of shape [1] holding the text.
+func TextValue(tag, text string) []byte {
+	tensor := Cat(VarintField(1, 7), Shape(1), BytesField(8, []byte(text)))
+	return TensorValue(tag+"/text_summary", tensor, "text")
+}
+
+// HParam is one hyperparameter of HParamsValue: Value is a float64, a string, a
+// bool or nil.
+type HParam struct {
+	Name  string
+	Value any
+}
+
+// HParamsValue is the Summary.Value holding a session's start as the hparams plugin
+// defines it (tensorboard/plugins/hparams/plugin_data.proto) and PyTorch's
+// SummaryWriter.add_hparams writes it: the tag "_hparams_/session_start_info", no
+// tensor, SummaryMetadata { plugin_data 1 { plugin_name 1: "hparams", content 2:
+// HParamsPluginData { session_start_info 3: SessionStartInfo { hparams 1: map
+// entries { key 1, value 2: google.protobuf.Value } } } } }, the plugin data
+// version (field 1) 0 and so absent. Value (struct.proto): null_value 1 (varint),
+// number_value 2 (double), string_value 3, bool_value 4 (varint).
+func HParamsValue(hparams ...HParam) []byte {
+	var ssi []byte
+	for _, h := range hparams {
+		var v []byte
+		switch x := h.Value.(type) {
+		case nil:
+			v = VarintField(1, 0)
+		case float64:
+			v = Fixed64Field(2, math.Float64bits(x))
+		case string:
+			v = BytesField(3, []byte(x))
+		case bool:
+			b := uint64(0)
+			if x {
+				b = 1
+			}
+			v = VarintField(4, b)
+		}
+		ssi = append(ssi, BytesField(1, Cat(BytesField(1, []byte(h.Name)), BytesField(2, v)))...)
+	}
+	content := BytesField(3, ssi)
+	meta := BytesField(1, Cat(BytesField(1, []byte("hparams")), BytesField(2, content)))
+	return Cat(BytesField(1, []byte("_hparams_/session_start_info")), BytesField(9, meta))
+}
+
+// HParamsExperimentValue is the Summary.Value add_hparams writes beside the session
+// start: "_hparams_/experiment", HParamsPluginData { experiment 2: Experiment {
+// hparam_infos 4: HParamInfo { name 1 } } } (api.proto), naming the hyperparameters
+// without values.
+func HParamsExperimentValue(names ...string) []byte {
+	var exp []byte
+	for _, n := range names {
+		exp = append(exp, BytesField(4, BytesField(1, []byte(n)))...)
+	}
+	meta := BytesField(1, Cat(BytesField(1, []byte("hparams")), BytesField(2, BytesField(2, exp))))
+	return Cat(BytesField(1, []byte("_hparams_/experiment")), BytesField(9, meta))
+}
+
 // SummaryEvent is one Event whose Summary holds the given Summary.Values.
 func SummaryEvent(wall float64, step int64, values ...[]byte) []byte {
 	var summary []byte
