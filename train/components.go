@@ -88,29 +88,6 @@ func newOrchestrator(cfg *configs.Config) (*reward.Orchestrator, error) {
 		reward.NewMisuse(rc.Misuse), reward.NewCost(rc.ToolCost))
 }
 
-// rewardCurriculumConfig maps [curriculum] onto the reward-stage curriculum.
-func rewardCurriculumConfig(cfg *configs.Config) curriculum.RewardConfig {
-	cu := cfg.Curriculum
-	rc := curriculum.RewardConfig{MinSamples: cu.MinSamples, Rollback: curriculum.RollbackConfig{
-		Metric: cu.RollbackMetric, Drop: cu.RollbackDrop, Window: cu.RollbackWindow * cu.EvalEvery, Backoff: cu.Backoff,
-	}}
-	for _, st := range cu.Stages {
-		sc := curriculum.StageConfig{Name: st.Name, Weights: map[string]float64{
-			reward.NameFinal: st.Weights.Final, reward.NameCoherence: st.Weights.Coherence, reward.NameCuriosity: st.Weights.Curiosity,
-		}}
-		for _, e := range st.Exit {
-			sc.Exit = append(sc.Exit, curriculum.ConditionConfig{Kind: e.Kind, Metric: e.Metric, Op: e.Op, Value: e.Value, N: e.N, Steps: e.Steps})
-		}
-		rc.Stages = append(rc.Stages, sc)
-	}
-	return rc
-}
-
-// kpiTrackerConfig is the moving-average window of [curriculum] over the KPIs.
-func kpiTrackerConfig(cfg *configs.Config) curriculum.TrackerConfig {
-	return curriculum.TrackerConfig{Window: cfg.Curriculum.KPIWindow, Names: configs.KPIs}
-}
-
 // dataCurriculumConfig maps [sft.curriculum] onto the data curriculum over
 // stages difficulty mixes.
 func dataCurriculumConfig(cfg *configs.Config, stages int) curriculum.DataConfig {

@@ -15,6 +15,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/steer"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -101,13 +102,13 @@ func (s *rftRun) build() error {
 	if s.orch, err = newOrchestrator(cfg); err != nil {
 		return err
 	}
-	if s.cur, err = curriculum.NewManager(rewardCurriculumConfig(cfg)); err != nil {
+	if s.cur, err = curriculum.NewManager(steer.RewardConfig(cfg)); err != nil {
 		return fmt.Errorf("curriculum: %w", err)
 	}
 	if err := s.orch.SetWeights(s.cur.Weights()); err != nil {
 		return err
 	}
-	if s.kpi, err = curriculum.NewTracker(kpiTrackerConfig(cfg)); err != nil {
+	if s.kpi, err = curriculum.NewTracker(steer.TrackerConfig(cfg)); err != nil {
 		return err
 	}
 	s.replay = grpo.NewReplay(rf.ReplaySize, rf.ReplayMaxAge)

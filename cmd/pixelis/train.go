@@ -65,6 +65,8 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	if name == "run" {
 		fs.StringVar(&phaseList, "phases", "sft,rft,test", "the phases to run, some of sft, rft, test in that order")
 	}
+	var sub slurmSubmit
+	sub.register(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -118,6 +120,9 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		if _, err := train.LoadPolicy(cfg, init); err != nil {
 			return usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
 		}
+	}
+	if sub.on() {
+		return sub.submit(ctx, io, name, args, runDir, phases)
 	}
 	where := "run.dir"
 	if cf.runDir != "" {

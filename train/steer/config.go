@@ -1,0 +1,172 @@
+package steer
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/curriculum"
+	"github.com/pixelis/pixelis/reward"
+)
+
+// The reward components a [curriculum.stages.weights] table weighs, by the
+// names pixelis's reward orchestrator gives them.
+const (
+	componentFinal     = reward.NameFinal
+	componentCoherence = reward.NameCoherence
+	componentCuriosity = reward.NameCuriosity
+)
+
+// What a child reports per step besides its components' raw means.
+const (
+	ReportEpisodes  = "episodes"     // episodes rolled out this step
+	ReportSuccesses = "successes"    // of them, the ones answered correctly
+	ReportTotal     = "reward/total" // mean total reward of the step's episodes
+)
+
+// RewardConfig maps [curriculum] onto the reward-stage curriculum: the
+// section's rollback_window counts checks, the curriculum's Rollback.Window
+// steps (checks × eval_every).
+func RewardConfig(cfg *configs.Config) curriculum.RewardConfig {
+	cu := cfg.Curriculum
+	rc := curriculum.RewardConfig{MinSamples: cu.MinSamples, Rollback: curriculum.RollbackConfig{
+		Metric: cu.RollbackMetric, Drop: cu.RollbackDrop, Window: cu.RollbackWindow * cu.EvalEvery, Backoff: cu.Backoff,
+	}}
+	for _, st := range cu.Stages {
+		sc := curriculum.StageConfig{Name: st.Name, Weights: map[string]float64{
+			componentFinal: st.Weights.Final, componentCoherence: st.Weights.Coherence, componentCuriosity: st.Weights.Curiosity,
+		}}
+		for _, e := range st.Exit {
+			sc.Exit = append(sc.Exit, curriculum.ConditionConfig{Kind: e.Kind, Metric: e.Metric, Op: e.Op, Value: e.Value, N: e.N, Steps: e.Steps})
+		}
+		rc.Stages = append(rc.Stages, sc)
+	}
+	return rc
+}
+
+// TrackerConfig is the moving-average window of [curriculum] over the KPIs.
+func TrackerConfig(cfg *configs.Config) curriculum.TrackerConfig {
+	return curriculum.TrackerConfig{Window: cfg.Curriculum.KPIWindow, Names: configs.KPIs}
+}
+
+// Declaration is what the child declared in its hello.
+type Declaration struct {
+	Components []string `json:"components"` // reward component names
+	Reports    []string `json:"reports"`    // per-step reports: episodes, successes, reward/total
+}
+
+func (d Declaration) hasComponent(c string) bool { return slices.Contains(d.Components, c) }
+func (d Declaration) hasReport(r string) bool    { return slices.Contains(d.Reports, r) }
+
+func (d Declaration) String() string {
+	return fmt.Sprintf("components: %s; reports: %s", listOrNone(d.Components), listOrNone(d.Reports))
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+// validate checks the declaration itself: names non-empty and not repeated.
+func (d Declaration) validate() error {
+	var errs []error
+	for what, list := range map[string][]string{"components": d.Components, "reports": d.Reports} {
+		seen := map[string]bool{}
+		for i, n := range list {
+			switch {
+			case n == "":
+				errs = append(errs, fmt.Errorf("declared %s[%d]: empty name", what, i))
+			case seen[n]:
+				errs = append(errs, fmt.Errorf("declared %s[%d]: %q listed twice", what, i, n))
+			}
+			seen[n] = true
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// UndeclaredError is a curriculum field naming a KPI or a reward component
+// whose inputs the child did not declare.
+type UndeclaredError struct {
+	Field    string      // config key, e.g. "curriculum.stages[1].exit[0].metric"
+	Name     string      // what the field names: a KPI ("coherence_ma100") or a component ("coherence")
+	Needs    string      // what was not declared: `reward component "coherence"`, `report "successes"`
+	Declared Declaration // what was
+}
+
+func (e *UndeclaredError) Error() string {
+	return fmt.Sprintf("%s: %s needs %s, which the trainer did not declare (%s)", e.Field, e.subject(), e.Needs, e.Declared)
+}
+
+// subject is what the field asks for, as the error names it.
+func (e *UndeclaredError) subject() string {
+	switch {
+	case e.Name == "":
+		return "counting samples"
+	case strings.Contains(e.Field, ".weights."):
+		return fmt.Sprintf("a weight ≠ 0 for %q", e.Name)
+	}
+	return fmt.Sprintf("KPI %q", e.Name)
+}
+
+// kpiNeeds lists, per KPI of configs.KPIs, what the child must declare for
+// the tracker to get it: reports ("episodes") or components ("component:final").
+var kpiNeeds = map[string][]string{
+	"success_rate":   {"report:" + ReportEpisodes, "report:" + ReportSuccesses},
+	"reward_final":   {"component:" + componentFinal},
+	"coherence":      {"component:" + componentCoherence},
+	"combined_score": {"report:" + ReportTotal},
+}
+
+// checkDeclared reports every curriculum field that needs what d lacks, in
+// the section's order.
+func checkDeclared(cfg *configs.Config, d Declaration) error {
+	cu := cfg.Curriculum
+	var errs []error
+	need := func(field, name, what string) {
+		kind, n, _ := strings.Cut(what, ":")
+		if kind == "report" && !d.hasReport(n) || kind == "component" && !d.hasComponent(n) {
+			label := "report"
+			if kind == "component" {
+				label = "reward component"
+			}
+			errs = append(errs, &UndeclaredError{Field: field, Name: name, Needs: fmt.Sprintf("%s %q", label, n), Declared: d})
+		}
+	}
+	kpi := func(field, name string) {
+		for _, base := range configs.KPIs {
+			if name == configs.KPIName(base, cu.KPIWindow) {
+				for _, what := range kpiNeeds[base] {
+					need(field, name, what)
+				}
+			}
+		}
+	}
+	if cu.RollbackMetric != "" {
+		kpi("curriculum.rollback_metric", cu.RollbackMetric)
+	}
+	if cu.MinSamples > 0 {
+		need("curriculum.min_samples", "", "report:"+ReportEpisodes)
+	}
+	for i, st := range cu.Stages {
+		p := fmt.Sprintf("curriculum.stages[%d]", i)
+		for _, cw := range []struct {
+			c string
+			w float64
+		}{{componentFinal, st.Weights.Final}, {componentCoherence, st.Weights.Coherence}, {componentCuriosity, st.Weights.Curiosity}} {
+			if cw.w != 0 {
+				need(p+".weights."+cw.c, cw.c, "component:"+cw.c)
+			}
+		}
+		for j, e := range st.Exit {
+			if e.Kind != curriculum.CondSteps {
+				kpi(fmt.Sprintf("%s.exit[%d].metric", p, j), e.Metric)
+			}
+		}
+	}
+	return errors.Join(errs...) // in the config's order
+}
