@@ -21,7 +21,13 @@
 # sides are printed and must be equal). A third line, "sft+adapters", times
 # PyTorch's SFT step computing the frozen zero adapters as well (as a
 # PyTorch user would write them, unmerged) against the same pixelis step:
-# more work on PyTorch's side, shown apart.
+# more work on PyTorch's side, shown apart. Two more, "sft kept" and "grpo
+# kept", run PyTorch's same two computations with glibc's malloc told to keep
+# the memory it frees (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_,
+# MALLOC_TOP_PAD_): by default it returns a step's large tensors to the
+# kernel and takes them back as fresh pages on the next step, whose page
+# faults are system time of PyTorch's process (and grow dearer on a loaded
+# machine); pixelis keeps its buffers from step to step.
 #
 # Single-threaded on both sides: the Go benchmarks run with -test.cpu 1
 # (GOMAXPROCS 1, one worker; internal/blas starts no goroutines), PyTorch
@@ -45,6 +51,7 @@ py=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 torch_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
+kept_env=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=4294967296 MALLOC_TOP_PAD_=268435456)
 
 "${torch_env[@]}" "$py" -c 'import torch' 2>/dev/null ||
 	{ echo "PyTorch is not installed for $py (apt-get install python3-torch)" >&2; exit 1; }
@@ -62,6 +69,8 @@ for _ in $(seq "$rounds"); do
 	go_step grpo BenchmarkUpdateStep 1 "$tmp/go.txt"
 	"${torch_env[@]}" "$py" bench/torch_steps.py --json --steps 20 --rounds 1 --only sft \
 		2>/dev/null | sed 's/"step": "sft"/"step": "sft+adapters"/' >>"$tmp/torch.jsonl"
+	"${torch_env[@]}" "${kept_env[@]}" "$py" bench/torch_steps.py --json --steps 20 --rounds 1 --no-adapters \
+		2>/dev/null | sed 's/"step": "\([a-z]*\)"/"step": "\1 kept"/' >>"$tmp/torch.jsonl"
 done
 for _ in $(seq 3); do
 	go_step sft BenchmarkTrainerStep 2 "$tmp/go2.txt"
@@ -89,7 +98,7 @@ def bench(path):
 go, go2, blas = bench(sys.argv[2]), bench(sys.argv[3]), bench(sys.argv[4])
 print(f"{'step':<13} {'rounds':>6} {'MFLOP':>15} | {'PyTorch cpu-ms':>14} {'GFLOP/cpu-s':>11} | "
       f"{'pixelis cpu-ms':>14} {'GFLOP/cpu-s':>11} | PyTorch/pixelis")
-for k, g_k in (("sft", "sft"), ("grpo", "grpo"), ("sft+adapters", "sft")):
+for k, g_k in (("sft", "sft"), ("grpo", "grpo"), ("sft+adapters", "sft"), ("sft kept", "sft"), ("grpo kept", "grpo")):
     t = [r["cpu_ms"] for r in torch[k]]
     g = [m["cpu-ms/op"] for m in go[g_k]]
     ratios = sorted(a / b for a, b in zip(t, g))
@@ -98,7 +107,8 @@ for k, g_k in (("sft", "sft"), ("grpo", "grpo"), ("sft+adapters", "sft")):
     flop = f"{tf:.1f}" + ("=" if abs(tf - gf) <= 1e-3 * gf else "≠") + f"{gf:.1f}"
     print(f"{k:<13} {len(g):>6} {flop:>15} | {tm:>14.2f} {tf / tm:>11.1f} | {gm:>14.2f} {gf / gm:>11.1f} | "
           f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})")
-print("(MFLOP: PyTorch's count = or ≠ pixelis's; sft+adapters: PyTorch also computes the frozen zero adapters)")
+print("(MFLOP: PyTorch's count = or ≠ pixelis's; sft+adapters: PyTorch also computes the frozen zero adapters;")
+print(" kept: PyTorch's glibc malloc keeps the memory it frees instead of faulting it back in every step)")
 print("\npixelis on two cores (-test.cpu 2, two workers), medians of 3:")
 for k in ("sft", "grpo"):
     c = statistics.median(m["cpu-ms/op"] for m in go2[k])
