@@ -127,7 +127,6 @@ var (
 	kpiTrainLoss = kpi{label: "loss", metrics: []string{"sft/loss", "policy/loss"}}
 	kpiEvalLoss  = kpi{label: "eval loss", metrics: []string{"val/loss"}}
 	kpiTokenAcc  = kpi{label: "token accuracy", metrics: []string{"sft/accuracy"}}
-	kpiLRWatch   = kpi{label: "lr", metrics: []string{"policy/lr", "train/lr(1e-3)"}}
 	kpiChosen    = kpi{label: "chosen", metrics: []string{"pref/chosen"}}
 	kpiRejected  = kpi{label: "rejected", metrics: []string{"pref/rejected"}}
 	kpiMargin    = kpi{label: "margin", metrics: []string{"pref/margin"}}
@@ -164,8 +163,8 @@ var (
 // The chart sets of watched SFT and preference runs.
 var (
 	kpiSetsWatchSFT = []kpiSet{
-		{name: "training", items: []kpi{kpiTrainLoss, kpiEvalLoss, kpiTokenAcc, kpiLRWatch}},
-		{name: "optimisation", items: []kpi{kpiTrainLoss, kpiGrad, kpiLRWatch, kpiStepT}},
+		{name: "training", items: []kpi{kpiTrainLoss, kpiEvalLoss, kpiTokenAcc, kpiLR}},
+		{name: "optimisation", items: []kpi{kpiTrainLoss, kpiGrad, kpiLR, kpiStepT}},
 	}
 	kpiSetsWatchPreference = []kpiSet{
 		{name: "preference", items: []kpi{kpiChosen, kpiRejected, kpiMargin, kpiPrefAcc}},

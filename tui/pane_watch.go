@@ -39,7 +39,7 @@ var (
 		{label: "loss", names: []string{"sft/loss", "policy/loss"}},
 		{label: "token accuracy", names: []string{"sft/accuracy"}},
 		{label: "grad norm", names: []string{"policy/grad_norm"}},
-		{label: "learning rate", names: []string{"policy/lr", "train/lr(1e-3)"}, noMA: true},
+		{label: "learning rate", names: []string{"policy/lr"}, noMA: true},
 		{label: "epoch", names: []string{"train/epoch"}, noMA: true},
 	}
 	preferenceRows = []statRow{

@@ -33,7 +33,7 @@ var (
 		{label: "eval_loss", metrics: []string{"val/loss"}, format: "%.4f"},
 		{label: "acc", metrics: []string{"sft/accuracy"}, format: "%.3f"},
 		{label: "grad", metrics: []string{"policy/grad_norm"}, format: "%.3f"},
-		{label: "lr", metrics: []string{"policy/lr", "train/lr(1e-3)"}, format: "%.2e"},
+		{label: "lr", metrics: []string{"policy/lr"}, format: "%.2e"},
 	}
 	plainFieldsPreference = []plainField{
 		{label: "loss", metrics: []string{"policy/loss"}, format: "%.4f"},

@@ -3,8 +3,10 @@ package tui
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +103,73 @@ func TestSFTScreenOfAWatchedRun(t *testing.T) {
 	}
 	if kpi := strings.Join(hs.m.pane(paneKPI), "\n"); !strings.Contains(kpi, "eval loss") {
 		t.Errorf("KPI pane lacks the eval loss:\n%s", kpi)
+	}
+}
+
+// verlSFTLog is a console log of verl's SFT trainer (verl/trainer/
+// fsdp_sft_trainer.py) as its lines come: the budget it prints, each step's
+// metrics glued to the tqdm bar that shares the stream, the validation loss every
+// 10 steps on a line of its own, and the end. The values are made here (the one
+// published log of this trainer found carries no licence that permits copying it):
+// 40 steps, lr 1e-5 after 4 warmup steps then cosine, logged as train/lr(1e-3).
+// It returns the log and what each metric holds at each step, in pixelis's names
+// and units.
+func verlSFTLog() (string, map[string]map[int]float64) {
+	const steps, perEpoch, warmup, lr = 40, 20, 4, 1e-5
+	want := map[string]map[int]float64{"policy/loss": {}, "policy/lr": {}, "val/loss": {}}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Number of steps/epoch %d, number of epochs %d, total number of steps %d\n", perEpoch, steps/perEpoch, steps)
+	for s := 1; s <= steps; s++ {
+		done := (s - 1) % perEpoch
+		fmt.Fprintf(&b, "Epoch %d/%d: %3d%%|%-10s| %d/%d [00:%02d<00:%02d,  6.50s/it]", (s-1)/perEpoch+1, steps/perEpoch,
+			100*done/perEpoch, strings.Repeat("█", 10*done/perEpoch), done, perEpoch, done, perEpoch-done)
+		rate := lr * float64(s) / warmup // the warmup, then a cosine to 0
+		if s > warmup {
+			rate = lr * 0.5 * (1 + math.Cos(math.Pi*float64(s-warmup)/float64(steps-warmup)))
+		}
+		loss := strconv.FormatFloat(1.2*math.Exp(-float64(s)/10)+0.05, 'g', -1, 64)
+		lr3 := strconv.FormatFloat(rate*1e3, 'g', -1, 64)
+		fmt.Fprintf(&b, "step:%d - train/loss:%s - train/lr(1e-3):%s\n", s, loss, lr3)
+		want["policy/loss"][s], _ = strconv.ParseFloat(loss, 64)
+		x, _ := strconv.ParseFloat(lr3, 64)
+		want["policy/lr"][s] = x * 1e-3
+		if s%10 == 0 {
+			val := strconv.FormatFloat(1.3*math.Exp(-float64(s)/12)+0.07, 'g', -1, 64)
+			fmt.Fprintf(&b, "step:%d - val/loss:%s\n", s, val)
+			want["val/loss"][s], _ = strconv.ParseFloat(val, 64)
+		}
+	}
+	fmt.Fprintf(&b, "Saving checkpoint to: ./models/sft/global_step_%d\nFinal validation metrics: {'val/loss': %v}\n", steps, want["val/loss"][steps])
+	return b.String(), want
+}
+
+// A verl SFT run (its console log): verl's SFT, its budget and end, its loss and
+// eval loss, its learning rate as the rate (not in thousandths), every value on
+// screen the log's.
+func TestVerlSFTScreen(t *testing.T) {
+	text, want := verlSFTLog()
+	dir := writeRun(t, map[string]string{"sft.log": text})
+	for _, sz := range [][2]int{{120, 40}, {80, 24}} {
+		w, h := sz[0], sz[1]
+		hs := watchDir(t, dir, w, h)
+		frame := hs.frame()
+		checkGeometry(t, frame, w, h)
+		golden(t, fmt.Sprintf("watch_verl_sft_%dx%d", w, h), frame)
+		checkValues(t, hs.m.metrics, want)
+		checkKPIValues(t, hs, frame)
+		head := strings.Split(ansi.Strip(frame), "\n")[0]
+		if !strings.Contains(head, "step 40/40") || !strings.Contains(head, "done") || (w >= 120 && !strings.Contains(head, "verl · SFT")) {
+			t.Errorf("%dx%d header: %q", w, h, head)
+		}
+		if kpi := strings.Join(hs.m.pane(paneKPI), "\n"); w >= 120 && !strings.Contains(kpi, "0–1.0e-05") {
+			t.Errorf("the lr chart's range is not the rate's (1e-5 at its peak):\n%s", kpi)
+		}
+		first := strings.Join(hs.m.pane(paneReward), "\n")
+		for _, s := range []string{"Training · SFT", "loss", "eval loss", "lowest 0.1164 at step 40"} {
+			if !strings.Contains(first, s) {
+				t.Errorf("%dx%d: SFT pane lacks %q:\n%s", w, h, s, first)
+			}
+		}
 	}
 }
 

@@ -224,5 +224,12 @@ func walkLogs(dir string, visit func(string, os.FileInfo)) error {
 }
 
 // consoleStep finds a verl console line: "step:N - key:value", after whatever
-// prefix Ray puts before an actor's output.
-var consoleStep = regexp.MustCompile(`(?m)(^|[\s)])step:\d+ - [^\s:]+:`)
+// comes before it on the line (consoleEdge).
+var consoleStep = regexp.MustCompile(`(?m)` + consoleEdge + `step:\d+ - [^\s:]+:`)
+
+// consoleEdge is what may come before a console line's "step:N - " on its line:
+// nothing, Ray's "(TaskRunner pid=…) " prefix, or a tqdm progress bar, which verl's
+// SFT trainer shares its stream with and which ends in "]" without a newline, so
+// that the metrics follow it on its line ("…13.17s/it]step:100 - train/loss:…").
+// Not a word character or "/": "global_step:3" and "timing_s/step:48" are values.
+const consoleEdge = `(^|[^\w/])`

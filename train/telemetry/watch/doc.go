@@ -40,7 +40,9 @@
 // rank, deterministically: the rule written first in the mapping (a user file's
 // before the embedded one's); a name no rule renames keeps its own name against
 // any mapped onto it. Namer.Name does the same for one name at a time (a
-// TensorBoard event's), Namer.Trainer says whose names the run uses, and
+// TensorBoard event's), whose values Namer.Scale puts in pixelis's units (verl's
+// SFT trainer logs its learning rate in thousandths), Namer.Trainer says whose
+// names the run uses, and
 // HFLogName rewrites a Trainer's log keys ("eval_loss") as TensorBoard tags
 // ("eval/loss"), which NamerOptions.HFLogs does for every name.
 //

@@ -588,9 +588,9 @@ func (c *core) endFill() {
 	}
 }
 
-// value records one value of a metric under its source name.
+// value records one value of a metric under its source name, in pixelis's units.
 func (c *core) value(name string, step int, wall, v float64) {
-	c.target().add(c.resolve(name), step, wall, v)
+	c.target().add(c.resolve(name), step, wall, v*c.namer.Scale(name))
 }
 
 // purge drops the values of one metric at step from and later.

@@ -18,7 +18,9 @@ var defaultMapping string
 // Mapping renames other trainers' metrics to the names pixelis's panes read. It is
 // read from TOML: one table per trainer, each key a name as the trainer logs it
 // (with `*` matching any non-empty text), each value the pixelis name (whose `*`s
-// take the matched texts in order; "" keeps the name). The table [kinds] says which
+// take the matched texts in order; "" keeps the name), or { to = "pixelis name",
+// scale = x } for a metric logged in other units: its values are multiplied by x
+// (verl's SFT trainer logs its learning rate in thousandths). The table [kinds] says which
 // kind of run a pixelis name marks (RunKind). The embedded mapping.toml is the
 // default and documents where each trainer's names come from. A Mapping is
 // immutable once built and safe for concurrent use; a Namer applies it to one run.
@@ -37,8 +39,9 @@ type ruleSet struct {
 // then the embedded file's, each in the order written), which decides between two
 // source names of one run that map to one pixelis name.
 type rule struct {
-	to   string
-	rank int
+	to    string
+	rank  int
+	scale float64 // what the values are multiplied by: 1 but for other units
 }
 
 type pattern struct {
@@ -75,7 +78,10 @@ func ParseMapping(text string) (*Mapping, error) {
 }
 
 // rawRule is a rule as written: its table, key and value, in file order.
-type rawRule struct{ table, from, to string }
+type rawRule struct {
+	table, from, to string
+	scale           float64 // 1 when the value is a name alone
+}
 
 // decodeRules reads the rules of a mapping file in the order they are written.
 func decodeRules(name, text string) ([]rawRule, error) {
@@ -99,14 +105,42 @@ func decodeRules(name, text string) ([]rawRule, error) {
 		if !ok {
 			continue
 		}
-		to, ok := table[k[1]].(string)
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s: [%s] %q: want a name in quotes, got %T %v", name, k[0], k[1], table[k[1]], table[k[1]]))
+		to, scale, err := ruleValue(table[k[1]])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: [%s] %q: %w", name, k[0], k[1], err))
 			continue
 		}
-		out = append(out, rawRule{k[0], k[1], to})
+		out = append(out, rawRule{k[0], k[1], to, scale})
 	}
 	return out, sortedErrors(errs)
+}
+
+// ruleValue reads a rule's value: a name in quotes, or { to = "name", scale = x }.
+func ruleValue(v any) (to string, scale float64, err error) {
+	switch v := v.(type) {
+	case string:
+		return v, 1, nil
+	case map[string]any:
+		to, ok := v["to"].(string)
+		if !ok {
+			return "", 0, fmt.Errorf(`want { to = "pixelis name", scale = x }: "to" is %T %v`, v["to"], v["to"])
+		}
+		switch x := v["scale"].(type) {
+		case float64:
+			scale = x
+		case int64:
+			scale = float64(x)
+		default:
+			return "", 0, fmt.Errorf(`want { to = "pixelis name", scale = x }: "scale" is %T %v`, v["scale"], v["scale"])
+		}
+		for k := range v {
+			if k != "to" && k != "scale" {
+				return "", 0, fmt.Errorf("%q: want only \"to\" and \"scale\"", k)
+			}
+		}
+		return to, scale, nil
+	}
+	return "", 0, fmt.Errorf("want a name in quotes, got %T %v", v, v)
 }
 
 func sortedErrors(errs []error) error {
@@ -128,22 +162,22 @@ func parseMapping(base *Mapping, name, text string) (*Mapping, error) {
 		merged[table][from] = r
 	}
 	for i, r := range rules {
-		check := checkRule
+		err := checkRule(r.from, r.to, r.scale)
 		if r.table == kindsTable {
-			check = checkKindRule
+			err = checkKindRule(r.from, r.to, r.scale)
 		}
-		if err := check(r.from, r.to); err != nil {
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: [%s] %q: %w", name, r.table, r.from, err))
 			continue
 		}
-		add(r.table, r.from, rule{to: r.to, rank: i})
+		add(r.table, r.from, rule{to: r.to, rank: i, scale: r.scale})
 	}
 	if base != nil {
 		// The base's rules rank after this file's and give way to its keys.
 		for _, t := range base.sets() {
 			for from, r := range t.all() {
 				if _, ok := merged[t.name][from]; !ok {
-					add(t.name, from, rule{to: r.to, rank: len(rules) + r.rank})
+					add(t.name, from, rule{to: r.to, rank: len(rules) + r.rank, scale: r.scale})
 				}
 			}
 		}
@@ -219,9 +253,12 @@ func (t *ruleSet) match(name string, caps []string) (rule, []string, bool) {
 	return rule{}, nil, false
 }
 
-func checkKindRule(from, to string) error {
-	if err := checkRule(from, ""); err != nil {
+func checkKindRule(from, to string, scale float64) error {
+	if err := checkRule(from, "", 1); err != nil {
 		return err
+	}
+	if scale != 1 {
+		return errors.New("a kind takes no scale")
 	}
 	if _, ok := kindStrength[RunKind(to)]; !ok || to == "" {
 		return fmt.Errorf("%q is not a kind of run: want %q, %q or %q", to, RunRL, RunSFT, RunPreference)
@@ -229,8 +266,12 @@ func checkKindRule(from, to string) error {
 	return nil
 }
 
-func checkRule(from, to string) error {
+func checkRule(from, to string, scale float64) error {
 	switch {
+	case scale == 0 || math.IsInf(scale, 0) || math.IsNaN(scale):
+		return fmt.Errorf("scale %v: want a finite number other than 0", scale)
+	case scale != 1 && to == "":
+		return errors.New("a scaled metric needs a name of its own: its values are no longer the name's")
 	case from == "" || from == "*":
 		return errors.New("the name must hold some literal text")
 	case strings.Contains(from, "**"):
@@ -254,15 +295,23 @@ func (m *Mapping) Trainers() []string {
 // ("" and the name itself when none did). The rules of trainer (when not "") are
 // tried first, then the others' in name order; exact rules before patterns.
 func (m *Mapping) Rename(trainer, name string) (to, by string) {
-	to, by, _ = m.rename(trainer, name)
-	return to, by
+	r := m.rename(trainer, name)
+	return r.to, r.by
 }
 
 // noRule ranks a name no rule matched: after every rule.
 const noRule = math.MaxInt
 
-// rename is Rename with the rank of the rule that matched (noRule for none).
-func (m *Mapping) rename(trainer, name string) (to, by string, rank int) {
+// renamed is what the mapping makes of a name: the pixelis name, the trainer whose
+// rule matched ("" none), that rule's rank (noRule for none) and its scale.
+type renamed struct {
+	to, by string
+	rank   int
+	scale  float64
+}
+
+// rename is Rename with the rank and scale of the rule that matched.
+func (m *Mapping) rename(trainer, name string) renamed {
 	order := m.trainers
 	if trainer != "" {
 		if i := slices.IndexFunc(order, func(t *ruleSet) bool { return t.name == trainer }); i > 0 {
@@ -271,18 +320,18 @@ func (m *Mapping) rename(trainer, name string) (to, by string, rank int) {
 	}
 	for _, t := range order {
 		if r, ok := t.exact[name]; ok {
-			return r.expand(name, nil), t.name, r.rank
+			return renamed{r.expand(name, nil), t.name, r.rank, r.scale}
 		}
 	}
 	var caps []string
 	for _, t := range order {
 		for _, p := range t.patterns {
 			if caps = p.match(name, caps[:0]); caps != nil {
-				return p.expand(name, caps), t.name, p.rank
+				return renamed{p.expand(name, caps), t.name, p.rank, p.scale}
 			}
 		}
 	}
-	return name, "", noRule
+	return renamed{name, "", noRule, 1}
 }
 
 // KindOf is the kind of run a pixelis name marks ("" for none): the [kinds] table.

@@ -164,6 +164,52 @@ func TestMappingErrors(t *testing.T) {
 	}
 }
 
+// A metric logged in other units is converted: verl's SFT trainer logs its
+// learning rate in thousandths as train/lr(1e-3), shown as policy/lr, the rate
+// itself. A user file can scale its own names.
+func TestScaledRules(t *testing.T) {
+	if to, by := DefaultMapping().Rename("", "train/lr(1e-3)"); to != "policy/lr" || by != "verl" {
+		t.Fatalf("train/lr(1e-3) is %q by %q", to, by)
+	}
+	n := DefaultMapping().Namer(NamerOptions{Trainer: "verl"})
+	got := n.Map(map[string]float64{"train/lr(1e-3)": 0.002, "train/loss": 0.5})
+	if got["policy/lr"] != 0.002*1e-3 || got["policy/loss"] != 0.5 || len(got) != 2 {
+		t.Fatalf("mapped %v", got)
+	}
+	if n.Scale("train/lr(1e-3)") != 1e-3 || n.Scale("train/loss") != 1 || n.Scale("custom/x") != 1 {
+		t.Fatal("Scale")
+	}
+	m, err := ParseMapping(`
+[mine]
+"time_ms" = { to = "perf/step_time_s", scale = 0.001 }
+"tokens_k" = { to = "behavior/traj_len_mean", scale = 1000 }
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = m.Namer(NamerOptions{}).Map(map[string]float64{"time_ms": 1500, "tokens_k": 2})
+	if got["perf/step_time_s"] != 1.5 || got["behavior/traj_len_mean"] != 2000 {
+		t.Fatalf("user scales: %v", got)
+	}
+	for text, want := range map[string]string{
+		`"a" = { to = "b", scale = 0 }`:             "finite number other than 0",
+		`"a" = { to = "b", scale = inf }`:           "finite number other than 0",
+		`"a" = { to = "b", scale = "1e-3" }`:        `"scale" is string`,
+		`"a" = { to = "b" }`:                        `"scale" is <nil>`,
+		`"a" = { scale = 2.0 }`:                     `"to" is <nil>`,
+		`"a" = { to = "b", scale = 2.0, unit = 1 }`: `"unit": want only`,
+		`"a" = { to = "", scale = 2.0 }`:            "needs a name of its own",
+	} {
+		_, err := ParseMapping("[x]\n" + text + "\n")
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `[x] "a"`) {
+			t.Errorf("%s: error %v, want one naming the rule and saying %q", text, err, want)
+		}
+	}
+	if _, err := ParseMapping("[kinds]\n\"a\" = { to = \"rl\", scale = 2.0 }\n"); err == nil || !strings.Contains(err.Error(), "no scale") {
+		t.Errorf("a scaled kind: %v", err)
+	}
+}
+
 func BenchmarkRename(b *testing.B) {
 	m := DefaultMapping()
 	names := []string{"train/rewards/accuracy_reward/mean", "val-core/openai/gsm8k/acc/mean@8", "critic/score/mean", "custom/unknown/name"}

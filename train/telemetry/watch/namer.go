@@ -74,6 +74,7 @@ type Namer struct {
 type naming struct {
 	to, by string
 	rank   int
+	scale  float64
 }
 
 type owner struct {
@@ -113,7 +114,7 @@ func (n *Namer) Map(metrics map[string]float64) map[string]float64 {
 	out := make(map[string]float64, len(metrics))
 	for _, e := range entries {
 		if to, keep, _ := n.name(e.source); keep {
-			out[to] = e.v
+			out[to] = e.v * n.naming(e.source).scale
 		}
 	}
 	return out
@@ -125,6 +126,12 @@ func (n *Namer) Name(source string) (to string, keep bool) {
 	to, keep, _ = n.name(source)
 	return to, keep
 }
+
+// Scale is what the values of a source name are multiplied by to be in pixelis's
+// units: 1 but for a name its trainer logs in other units (verl's SFT trainer
+// logs train/lr(1e-3), the learning rate in thousandths). Map applies it; a
+// caller of Name applies it to each value.
+func (n *Namer) Scale(source string) float64 { return n.naming(source).scale }
 
 // name is Name, and took reports that source has just taken its pixelis name over
 // from a worse-ranked source name: the values kept under it so far are that name's.
@@ -154,20 +161,20 @@ func (n *Namer) naming(source string) naming {
 	if n.opts.HFLogs {
 		from = HFLogName(source)
 	}
-	to, by, rank := n.m.rename(n.opts.Trainer, from)
-	if by == "" {
-		rank = -1 // the name is its own: it wins over names mapped onto it
+	r := n.m.rename(n.opts.Trainer, from)
+	if r.by == "" {
+		r.rank = -1 // the name is its own: it wins over names mapped onto it
 	}
-	nm := naming{to: to, by: by, rank: rank}
+	nm := naming{to: r.to, by: r.by, rank: r.rank, scale: r.scale}
 	if len(n.names) < maxNamed {
 		n.names[source] = nm
 	}
-	if by != "" {
-		if n.hits[by] == nil {
-			n.hits[by] = map[string]bool{}
+	if nm.by != "" {
+		if n.hits[nm.by] == nil {
+			n.hits[nm.by] = map[string]bool{}
 		}
-		if len(n.hits[by]) < maxNamed {
-			n.hits[by][source] = true
+		if len(n.hits[nm.by]) < maxNamed {
+			n.hits[nm.by][source] = true
 		}
 	}
 	return nm

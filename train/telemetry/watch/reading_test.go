@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -185,11 +186,66 @@ func TestVerlConsoleLog(t *testing.T) {
 	if f.Format() != FormatVerlConsole || f.Note() == "" {
 		t.Fatalf("format %s note %q", f.Format(), f.Note())
 	}
+	if h.snap.TotalSteps != 0 || h.snap.State == telemetry.StateDone {
+		t.Fatalf("budget %d, state %s before the trainer printed either", h.snap.TotalSteps, h.snap.State)
+	}
 	if got := h.values["reward/final/raw"]; got[1] != 0.25 || got[2] != 0.5 || h.values["behavior/traj_len_mean"][1] != 512 || !math.IsNaN(h.values["policy/entropy"][2]) {
 		t.Fatalf("values %v", h.values)
 	}
 	if !strings.Contains(warnings(h), `"perf/note" is "abc"`) {
 		t.Fatalf("warnings %q", warnings(h))
+	}
+	// RayPPOTrainer prints its budget as it starts and pprints its end, quoted.
+	put(t, filepath.Join(dir, "train.log"), []byte("(TaskRunner pid=7) Total training steps: 2\n"+
+		"(TaskRunner pid=7) step:1 - critic/score/mean:0.25\n(TaskRunner pid=7) step:2 - critic/score/mean:0.5\n"+
+		"(TaskRunner pid=7) 'Final validation metrics: {}'\n"))
+	_, h = openDir(t, dir, time.Now())
+	if h.snap.TotalSteps != 2 || h.snap.State != telemetry.StateDone {
+		t.Fatalf("budget %d, state %s; want 2, done", h.snap.TotalSteps, h.snap.State)
+	}
+}
+
+// verl's SFT trainer prints its metrics to the stream its tqdm bar draws on:
+// each line follows a bar's "]" (or its last "\r" redraw), and the validation
+// loss has a line of its own. Every step is read, the run is verl's SFT, and the
+// learning rate it logs in thousandths is shown as the rate itself.
+func TestVerlSFTConsoleLog(t *testing.T) {
+	dir := t.TempDir()
+	put(t, filepath.Join(dir, "sft.log"), []byte("Number of steps/epoch 2, number of epochs 2, total number of steps 4\n"+
+		"Epoch 1/2:   0%|          | 0/2 [00:00<?, ?it/s]step:1 - train/loss:1.25 - train/lr(1e-3):0.004\n"+
+		"Epoch 1/2:  50%|#####     | 1/2 [00:13<00:13, 13.1s/it]step:2 - train/loss:0.75 - train/lr(1e-3):0.003\n"+
+		"step:2 - val/loss:0.5\n"+
+		"Epoch 2/2:   0%|          | 0/2 [00:00<?, ?it/s]\rEpoch 2/2:  50%|#####     | 1/2 [00:13<00:13, 13.2s/it]step:3 - train/loss:0.5 - train/lr(1e-3):0.002\n"+
+		"Epoch 2/2:  50%|#####     | 1/2 [00:26<00:13, 13.2s/it]step:4 - train/loss:0.25 - train/lr(1e-3):0.0\n"+
+		"step:4 - val/loss:0.375\n"+
+		"saved to ckpt/global_step:4 - done:1\n"+ // a path, not a step
+		"Final validation metrics: {'val/loss': 0.375}\n"))
+	if f, err := Detect(dir); err != nil || f != FormatVerlConsole {
+		t.Fatalf("Detect: %q %v", f, err)
+	}
+	f, h := openDir(t, dir, time.Now())
+	if f.Trainer() != "verl" || f.RunKind() != RunSFT {
+		t.Fatalf("trainer %s kind %s", f.Trainer(), f.RunKind())
+	}
+	// The budget it printed, and its end: done at step 4 of 4.
+	if snap := h.snap; snap.TotalSteps != 4 || snap.State != telemetry.StateDone {
+		t.Errorf("budget %d, state %s; want 4, done", snap.TotalSteps, snap.State)
+	}
+	want := map[string]map[int]float64{
+		"policy/loss": {1: 1.25, 2: 0.75, 3: 0.5, 4: 0.25},
+		"policy/lr":   {1: 0.004 * 1e-3, 2: 0.003 * 1e-3, 3: 0.002 * 1e-3, 4: 0},
+		"val/loss":    {2: 0.5, 4: 0.375},
+	}
+	if len(h.values) != len(want) {
+		t.Fatalf("metrics %v, want %v", h.values, want)
+	}
+	for name, steps := range want {
+		if !maps.Equal(h.values[name], steps) {
+			t.Errorf("%s: %v, want %v", name, h.values[name], steps)
+		}
+	}
+	if w := warnings(h); w != "" {
+		t.Errorf("warnings %q", w)
 	}
 }
 

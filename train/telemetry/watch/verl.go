@@ -137,13 +137,17 @@ func (s *verlJSONLSource) record(c *core, line []byte, n int) {
 // verlConsoleSource reads the lines verl's console logger prints (verl/utils/
 // logger/aggregate_logger.py: "step:N - key:value - key:value …", values rounded
 // as printed), from a captured log with whatever else the run printed around them:
-// Ray's "(TaskRunner pid=…)" prefix and colour codes are skipped.
+// Ray's "(TaskRunner pid=…)" prefix, colour codes and the SFT trainer's tqdm bars
+// are skipped. The trainers' own lines say the step budget and the end (consoleBudget,
+// consoleEnd).
 type verlConsoleSource struct {
 	tail   lineTail
 	warned map[string]bool
 	config []string // the config verl pretty-prints when it starts, as read so far
 	depth  int      // the braces of config still open
 	done   bool     // the config was read (or is not printed)
+	budget int      // the step budget the trainer printed, 0 none
+	ended  bool     // the trainer printed its last step's line
 }
 
 func newVerlConsoleSource(path string) *verlConsoleSource {
@@ -159,18 +163,37 @@ func (s *verlConsoleSource) poll(c *core) error {
 	if wrote {
 		c.wroteFile(s.tail.id)
 	}
+	c.totalSteps, c.finished = s.budget, s.ended
 	return err
 }
+
+// consoleBudget finds the step budget verl's trainers print as they start:
+// "Total training steps: N" (RayPPOTrainer, the SFT trainers), or the older
+// fsdp_sft_trainer's "Number of steps/epoch 35, number of epochs 3, total number
+// of steps 105".
+var consoleBudget = regexp.MustCompile(`(?:Total training steps: |total number of steps )(\d+)`)
+
+// consoleEnd begins the line verl's trainers print after their last step (the SFT
+// trainers with print, RayPPOTrainer with pprint, which quotes it).
+const consoleEnd = "Final validation metrics: "
 
 // ansiEscape matches a terminal colour code.
 var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 
 // consoleLineStart finds where a console line's "step:N - " begins.
-var consoleLineStart = regexp.MustCompile(`(^|[\s)])step:(\d+) - `)
+var consoleLineStart = regexp.MustCompile(consoleEdge + `step:(\d+) - `)
 
 func (s *verlConsoleSource) line(c *core, line string, n int) {
 	if !s.done {
 		s.configLine(c, line)
+	}
+	if strings.Contains(line, "steps") {
+		if m := consoleBudget.FindStringSubmatch(line); m != nil {
+			s.budget, _ = strconv.Atoi(m[1])
+		}
+	}
+	if strings.Contains(line, consoleEnd) {
+		s.ended = true
 	}
 	if !strings.Contains(line, "step:") {
 		return
