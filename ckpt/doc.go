@@ -27,6 +27,12 @@
 //	latest                   the name of the newest complete checkpoint and a newline
 //	.tmp-*  .prev-*  .latest-*   in-flight debris of an interrupted save; readers skip it
 //
+// A checkpoint directory holds the files its manifest lists and nothing else: it is written whole
+// and renamed into place, so anything else in it was put there afterwards. Verify reports such an
+// entry (Unlisted) and Load, so a resume, refuses the checkpoint, as it refuses a changed byte: a
+// resume continues from exactly what was saved, and the refusal names the file and an older valid
+// checkpoint.
+//
 // Adapter exports (runs/<name>/adapters/rft_adapters_<stage>/, adapter.go) are PEFT's layout, not
 // checkpoints: adapter_model.safetensors (base_model.model.<layer>.lora_A.weight [r, in],
 // .lora_B.weight [out, r], PEFT's orientation; pixelis's stage, step and format version in its

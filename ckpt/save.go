@@ -89,21 +89,8 @@ func HoldSaves() (release func()) {
 func Save(root string, c Checkpoint) (path string, err error) {
 	saving.RLock()
 	defer saving.RUnlock()
-	if c.Name == "" {
-		c.Name = StepName(c.Step)
-	}
-	if c.Created.IsZero() {
-		c.Created = time.Now()
-	}
-	c.Created = c.Created.UTC()
-	if err := c.validate(); err != nil {
+	if err := c.prepare(root); err != nil {
 		return "", fmt.Errorf("save checkpoint %s: %w", c.Name, err)
-	}
-	if err := mkdirAllSynced(root); err != nil {
-		return "", fmt.Errorf("save checkpoint %s: %w", c.Name, err)
-	}
-	if err := tidy(root, ""); err != nil {
-		return "", fmt.Errorf("save checkpoint %s: clear leftovers of an earlier save: %w", c.Name, err)
 	}
 
 	crashed := false
@@ -130,6 +117,45 @@ func Save(root string, c Checkpoint) (path string, err error) {
 	if err := step("mkdir temp"); err != nil {
 		return "", err
 	}
+	if err := c.writeContents(tmp, step); err != nil {
+		return "", err
+	}
+	faults.At(faults.CheckpointSave)
+	target := filepath.Join(root, c.Name)
+	if err := install(root, c.Name, tmp, step); err != nil {
+		return "", err
+	}
+	if err := writeLatest(root, c.Name, step); err != nil {
+		return "", err
+	}
+	return target, nil
+}
+
+// prepare fills c's defaults (name, creation time), checks it, and readies
+// root: created if need be, the leftovers of an interrupted save cleared.
+func (c *Checkpoint) prepare(root string) error {
+	if c.Name == "" {
+		c.Name = StepName(c.Step)
+	}
+	if c.Created.IsZero() {
+		c.Created = time.Now()
+	}
+	c.Created = c.Created.UTC()
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if err := mkdirAllSynced(root); err != nil {
+		return err
+	}
+	if err := tidy(root, ""); err != nil {
+		return fmt.Errorf("clear leftovers of an earlier save: %w", err)
+	}
+	return nil
+}
+
+// writeContents writes every file of c into the directory tmp, each synced,
+// then the manifest that lists them with their sizes and hashes, last.
+func (c *Checkpoint) writeContents(tmp string, step func(string) error) error {
 	m := Manifest{
 		FormatVersion: FormatVersion,
 		Name:          c.Name,
@@ -143,63 +169,62 @@ func Save(root string, c Checkpoint) (path string, err error) {
 		Created:       c.Created,
 	}
 	for _, name := range sortedKeys(c.Files) {
-		tensors := c.Files[name]
-		meta := c.Meta[name]
-		if name == PolicyFile {
-			meta = withPolicyLayout(meta) // the orientation of its weights (layout.go)
-		}
-		e, err := writeFile(filepath.Join(tmp, name), func(w io.Writer) error {
-			return WriteSafetensors(w, tensors, meta)
-		})
+		e, err := c.writeTensorFile(tmp, name)
 		if err != nil {
-			return "", err
+			return err
 		}
-		e.Tensors = describe(tensors)
 		m.Files = append(m.Files, e)
 		if err := step("write " + name); err != nil {
-			return "", err
+			return err
 		}
 	}
 	if c.State != nil {
-		e, err := writeBytes(filepath.Join(tmp, StateFile), c.State)
-		if err != nil {
-			return "", err
-		}
-		m.Files = append(m.Files, e)
-		if err := step("write " + StateFile); err != nil {
-			return "", err
+		if err := writeListed(tmp, StateFile, c.State, &m, step); err != nil {
+			return err
 		}
 	}
 	for _, name := range sortedKeys(c.Extra) {
-		e, err := writeBytes(filepath.Join(tmp, name), c.Extra[name])
-		if err != nil {
-			return "", err
-		}
-		m.Files = append(m.Files, e)
-		if err := step("write " + name); err != nil {
-			return "", err
+		if err := writeListed(tmp, name, c.Extra[name], &m, step); err != nil {
+			return err
 		}
 	}
 	slices.SortFunc(m.Files, func(a, b FileEntry) int { return strings.Compare(a.Name, b.Name) })
 	js, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return "", fmt.Errorf("encode manifest: %w", err)
+		return fmt.Errorf("encode manifest: %w", err)
 	}
 	if _, err := writeBytes(filepath.Join(tmp, ManifestFile), append(js, '\n')); err != nil {
-		return "", err
+		return err
 	}
-	if err := step("write " + ManifestFile); err != nil {
-		return "", err
+	return step("write " + ManifestFile)
+}
+
+// writeListed writes a file of bytes into tmp and lists it in m.
+func writeListed(tmp, name string, b []byte, m *Manifest, step func(string) error) error {
+	e, err := writeBytes(filepath.Join(tmp, name), b)
+	if err != nil {
+		return err
 	}
-	faults.At(faults.CheckpointSave)
-	target := filepath.Join(root, c.Name)
-	if err := install(root, c.Name, tmp, step); err != nil {
-		return "", err
+	m.Files = append(m.Files, e)
+	return step("write " + name)
+}
+
+// writeTensorFile writes c's tensor file name into tmp and returns its
+// manifest entry, tensor shapes included.
+func (c *Checkpoint) writeTensorFile(tmp, name string) (FileEntry, error) {
+	tensors := c.Files[name]
+	meta := c.Meta[name]
+	if name == PolicyFile {
+		meta = withPolicyLayout(meta) // the orientation of its weights (layout.go)
 	}
-	if err := writeLatest(root, c.Name, step); err != nil {
-		return "", err
+	e, err := writeFile(filepath.Join(tmp, name), func(w io.Writer) error {
+		return WriteSafetensors(w, tensors, meta)
+	})
+	if err != nil {
+		return FileEntry{}, err
 	}
-	return target, nil
+	e.Tensors = describe(tensors)
+	return e, nil
 }
 
 // install moves the complete directory tmp to root/name, replacing any directory already there

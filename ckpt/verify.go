@@ -23,7 +23,7 @@ const (
 	HashMismatch  ProblemKind = "hash mismatch"  // right size, different bytes
 	BadHeader     ProblemKind = "bad header"     // safetensors header unreadable or inconsistent
 	ShapeMismatch ProblemKind = "shape mismatch" // shapes disagree with the data or the manifest
-	Unlisted      ProblemKind = "unlisted"       // a tensor file the manifest does not vouch for
+	Unlisted      ProblemKind = "unlisted"       // a file or directory the manifest does not vouch for
 	BadManifest   ProblemKind = "bad manifest"   // manifest.json unreadable or invalid
 	BadState      ProblemKind = "bad state"      // state.json is not JSON
 	NotFinite     ProblemKind = "non-finite"     // an F32 tensor holds NaN or ±Inf
@@ -66,7 +66,9 @@ func (e *VerifyError) Error() string {
 // Verify checks a checkpoint directory and lists every problem found; none means it is sound.
 // It reads every file: sizes and SHA-256 against the manifest, safetensors headers against their
 // data and against the shapes the manifest recorded, every F32 value for NaN and ±Inf, state.json
-// as JSON, and it looks for tensor files the manifest does not list.
+// as JSON, and it looks for files the manifest does not list. A checkpoint directory is written
+// whole and renamed into place, so an entry the manifest does not list was put there afterwards:
+// it is a problem like a changed byte, and Load (so resume) refuses the checkpoint.
 func Verify(path string) []Problem {
 	_, problems := check(path)
 	return problems
@@ -157,8 +159,12 @@ func check(path string) (*Loaded, []Problem) {
 		add(".", Missing, "cannot list directory: %v", err)
 	}
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".safetensors") && !listed[e.Name()] {
-			add(e.Name(), Unlisted, "tensor file not in %s", ManifestFile)
+		if n := e.Name(); !listed[n] && n != ManifestFile {
+			what := "file"
+			if e.IsDir() {
+				what = "directory"
+			}
+			add(n, Unlisted, "%s not in %s (remove it, or resume from another checkpoint)", what, ManifestFile)
 		}
 	}
 	return l, problems

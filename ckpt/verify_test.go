@@ -67,13 +67,18 @@ type found struct {
 	kind ProblemKind
 }
 
-func TestVerifyFindsDamage(t *testing.T) {
+// damageCase is one way of damaging a checkpoint and what Verify must find.
+type damageCase struct {
+	name   string
+	damage func(t *testing.T, dir string)
+	want   []found
+}
+
+// verifyDamageCases are the damages TestVerifyFindsDamage applies, each to a
+// sound checkpoint.
+func verifyDamageCases() []damageCase {
 	const policy, optim = "policy.safetensors", "optimizer.safetensors"
-	tests := []struct {
-		name   string
-		damage func(t *testing.T, dir string)
-		want   []found
-	}{
+	return []damageCase{
 		{"sound", func(*testing.T, string) {}, nil},
 		{"flipped byte in tensor data", func(t *testing.T, dir string) { flipLastByte(t, filepath.Join(dir, policy)) },
 			[]found{{policy, HashMismatch}}},
@@ -107,6 +112,10 @@ func TestVerifyFindsDamage(t *testing.T) {
 		{"unlisted tensor file", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "stray.safetensors"), rawFile(`{}`, nil), 0o644)
 		}, []found{{"stray.safetensors", Unlisted}}},
+		{"unlisted file and directory", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "notes-added-later.txt"), []byte("x"), 0o644)
+			os.Mkdir(filepath.Join(dir, "more"), 0o755)
+		}, []found{{"more", Unlisted}, {"notes-added-later.txt", Unlisted}}},
 		{"state not json", func(t *testing.T, dir string) { rewrite(t, dir, StateFile, []byte("{")) },
 			[]found{{StateFile, BadState}}},
 		{"several at once", func(t *testing.T, dir string) {
@@ -126,6 +135,10 @@ func TestVerifyFindsDamage(t *testing.T) {
 			editManifest(t, dir, func(m *Manifest) { m.FormatVersion = FormatVersion + 1 })
 		}, []found{{ManifestFile, BadManifest}}},
 	}
+}
+
+func TestVerifyFindsDamage(t *testing.T) {
+	tests := verifyDamageCases()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()

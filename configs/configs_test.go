@@ -297,7 +297,7 @@ func TestLoadFile(t *testing.T) {
 
 	p = write("bad.toml", "[rft]\ngroup_size = 1\n")
 	_, err = Load(p)
-	if want := "config " + p + ":\nrft.group_size: must be >= 2, got 1"; err == nil || err.Error() != want {
+	if want := "config " + p + ": rft.group_size: must be >= 2, got 1"; err == nil || err.Error() != want {
 		t.Errorf("Load error =\n%v\nwant\n%s", err, want)
 	}
 }
@@ -329,7 +329,7 @@ func TestLoadErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown key", "[rft]\ngrup_size = 4\n",
-			[]string{"rft.grup_size: unknown key"}},
+			[]string{"rft.grup_size: unknown key (did you mean rft.group_size?)"}},
 		{"unknown section", "[tarin]\nsteps = 4\n",
 			[]string{"tarin: unknown key"}},
 		{"nested unknown key", "[reward.curiosity]\nmode = \"icm\"\nbogus = 1\n",
@@ -489,7 +489,7 @@ func TestLoadErrors(t *testing.T) {
 		{"checkpoint", "[checkpoint]\nevery = -1\nkeep = -2\n",
 			[]string{"checkpoint.every: must be >= 0, got -1", "checkpoint.keep: must be >= 0, got -2"}},
 		{"all kinds at once", "[rft]\ngrup_size = 4\ngroup_size = 1\nlr = \"fast\"\n[ui]\nfps = 61\n",
-			[]string{"rft.grup_size: unknown key", `rft.lr: must be a number, got string "fast"`,
+			[]string{"rft.grup_size: unknown key (did you mean rft.group_size?)", `rft.lr: must be a number, got string "fast"`,
 				"rft.group_size: must be >= 2, got 1", "ui.fps: must be in [1, 60], got 61"}},
 	}
 	for _, tt := range tests {
@@ -505,15 +505,16 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// The full message: a first line naming the file, then one problem per line.
+// The full message: one problem per line, each naming the file, the key and the rule.
 func TestErrorText(t *testing.T) {
 	_, err := resolve("my.toml", "[rft]\ngrup_size = 4\ngroup_size = 1\n[env]\nnoise = 2.0\n", nil)
-	want := "config my.toml:\nrft.grup_size: unknown key\nenv.noise: must be in [0, 0.06], got 2\nrft.group_size: must be >= 2, got 1"
+	want := "config my.toml: rft.grup_size: unknown key (did you mean rft.group_size?)\n" +
+		"config my.toml: env.noise: must be in [0, 0.06], got 2\nconfig my.toml: rft.group_size: must be >= 2, got 1"
 	if err == nil || err.Error() != want {
 		t.Errorf("error text:\n%v\nwant:\n%s", err, want)
 	}
 	fes := FieldErrors(err)
-	if len(fes) != 3 || *fes[0] != (FieldError{Path: "rft.grup_size", Rule: "unknown key"}) {
+	if len(fes) != 3 || *fes[0] != (FieldError{Path: "rft.grup_size", Rule: "unknown key", DidYouMean: "rft.group_size"}) {
 		t.Errorf("FieldErrors = %v", fes)
 	}
 	if FieldErrors(nil) != nil {
@@ -588,9 +589,9 @@ func TestApplyErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown key", []string{"rft.grup_size=4"},
-			[]string{"--set rft.grup_size=4: unknown key rft.grup_size"}},
+			[]string{"--set rft.grup_size=4: unknown key rft.grup_size (did you mean rft.group_size?)"}},
 		{"unknown section", []string{"rtf.group_size=4"},
-			[]string{"--set rtf.group_size=4: unknown key rtf"}},
+			[]string{"--set rtf.group_size=4: unknown key rtf (did you mean rft?)"}},
 		{"key below a value", []string{"rft.group_size.max=4"},
 			[]string{"--set rft.group_size.max=4: unknown key rft.group_size.max"}},
 		{"no value", []string{"rft.group_size"},
@@ -621,7 +622,7 @@ func TestApplyErrors(t *testing.T) {
 		{"bad map key", []string{`policy.lora_ranks.head=x`},
 			[]string{`--set policy.lora_ranks.head=x: must be an integer, got string "x"`}},
 		{"all at once", []string{"rft.grup_size=4", "rft.steps=10", "ui.fps=fast"},
-			[]string{"--set rft.grup_size=4: unknown key rft.grup_size", `--set ui.fps=fast: must be an integer, got string "fast"`}},
+			[]string{"--set rft.grup_size=4: unknown key rft.grup_size (did you mean rft.group_size?)", `--set ui.fps=fast: must be an integer, got string "fast"`}},
 		// Values that parse but break a rule are reported by Validate, by key.
 		{"out of range", []string{"rft.group_size=1", "ui.color=pink"},
 			[]string{"rft.group_size: must be >= 2, got 1", `ui.color: must be one of "auto", "always", "never", got "pink"`}},
@@ -688,10 +689,10 @@ func TestResolve(t *testing.T) {
 
 	// The file's, the arguments' and the result's problems come together.
 	_, err = Resolve(path, []string{"rft.grup_size=4", "rft.group_size=1"})
-	want := "config " + path + " with --set rft.grup_size=4 --set rft.group_size=1:\n" +
-		"--set rft.grup_size=4: unknown key rft.grup_size\n" +
-		"rft.group_size: must be >= 2, got 1\n" +
-		"rft.warmup_steps: must be <= rft.steps (5), got 10"
+	from := "config " + path + " with --set rft.grup_size=4 --set rft.group_size=1: "
+	want := "--set rft.grup_size=4: unknown key rft.grup_size (did you mean rft.group_size?)\n" +
+		from + "rft.group_size: must be >= 2, got 1\n" +
+		from + "rft.warmup_steps: must be <= rft.steps (5), got 10"
 	if err == nil || err.Error() != want {
 		t.Errorf("Resolve error:\n%v\nwant:\n%s", err, want)
 	}

@@ -61,8 +61,7 @@ func assignTable(c *collector, path string, m map[string]any, v reflect.Value) {
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		fe := unknownKey(joinPath(path, k))
-		c.add(fe.Path, "%s", fe.Rule)
+		c.errs = append(c.errs, unknownKey(path, k, v))
 	}
 	t := v.Type()
 	for i := range t.NumField() {

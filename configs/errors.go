@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+
+	"github.com/pixelis/pixelis/internal/suggest"
 )
 
 // ruleUnknown is the Rule of a FieldError for a key that no field has.
@@ -16,12 +19,25 @@ var removedKeys = map[string]string{
 	"eval.greedy": "removed: nothing read it; the test evaluation always reports greedy pass@1 (test/<model>/all/greedy) beside sampled pass@1 — delete the key",
 }
 
-// unknownKey is the error of a key no field has: its removal when it had one.
-func unknownKey(path string) *FieldError {
+// unknownKey is the error of key, under the table at parent, that no field of
+// table (a struct; the zero Value when the parent is no table) has: its
+// removal when it had one, else the key of table it is a slip for, if any.
+func unknownKey(parent, key string, table reflect.Value) *FieldError {
+	path := joinPath(parent, key)
 	if why, ok := removedKeys[path]; ok {
 		return &FieldError{Path: path, Rule: why}
 	}
-	return &FieldError{Path: path, Rule: ruleUnknown}
+	fe := &FieldError{Path: path, Rule: ruleUnknown}
+	if table.Kind() == reflect.Struct {
+		var keys []string
+		for i := range table.NumField() {
+			keys = append(keys, tomlKey(table.Type().Field(i)))
+		}
+		if near := suggest.Closest(key, keys); near != "" {
+			fe.DidYouMean = joinPath(parent, near)
+		}
+	}
+	return fe
 }
 
 // FieldError is one problem with one key: Path is the dotted key path ("rft.group_size",
@@ -29,9 +45,20 @@ func unknownKey(path string) *FieldError {
 type FieldError struct {
 	Path string
 	Rule string
+	// DidYouMean is, for an unknown key, the key it is probably a slip for
+	// ("rft.group_size" for "rft.grup_size"); "" when none is near.
+	DidYouMean string
 }
 
-func (e *FieldError) Error() string { return e.Path + ": " + e.Rule }
+func (e *FieldError) Error() string { return e.Path + ": " + e.Rule + e.hint() }
+
+// hint is " (did you mean KEY?)" when the key has a likely correction.
+func (e *FieldError) hint() string {
+	if e.DidYouMean == "" {
+		return ""
+	}
+	return " (did you mean " + e.DidYouMean + "?)"
+}
 
 // SetError is a --set argument that could not be applied. Err is usually a *FieldError.
 type SetError struct {
@@ -44,7 +71,7 @@ func (e *SetError) Error() string {
 	if errors.As(e.Err, &fe) {
 		switch {
 		case fe.Rule == ruleUnknown:
-			return fmt.Sprintf("--set %s: unknown key %s", e.Arg, fe.Path)
+			return fmt.Sprintf("--set %s: unknown key %s%s", e.Arg, fe.Path, fe.hint())
 		case fe.Path == setKey(e.Arg):
 			return fmt.Sprintf("--set %s: %s", e.Arg, fe.Rule)
 		}

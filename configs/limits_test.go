@@ -62,7 +62,7 @@ func TestManyProblemsAreCounted(t *testing.T) {
 		t.Fatal("accepted unknown keys")
 	}
 	lines := strings.Split(err.Error(), "\n")
-	if len(lines) != maxReported+2 || !strings.HasSuffix(lines[len(lines)-1], fmt.Sprintf("and %d more problems", n-maxReported)) {
+	if len(lines) != maxReported+1 || !strings.HasSuffix(lines[len(lines)-1], fmt.Sprintf("and %d more problems", n-maxReported)) {
 		t.Fatalf("%d lines, last %q", len(lines), lines[len(lines)-1])
 	}
 }

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pixelis/pixelis/internal/suggest"
 )
 
 //go:embed default.toml smoke.toml
@@ -60,7 +64,9 @@ func Named(name string) (*Config, error) {
 // that names no existing file is the embedded config of that name (see Named).
 //
 // Every unknown key, wrong type and out-of-range value is reported at once, each a *FieldError,
-// joined under a first line naming the file ("config my.toml:"), one per line.
+// one per line, each line naming the file: "config my.toml: rft.group_size: must be >= 2, got 1".
+// A path that is neither a file nor a built-in config's name is an error that lists the
+// built-in configs.
 func Load(path string) (*Config, error) { return Resolve(path, nil) }
 
 // Resolve is Load and Apply in one, validating only the final result, so that a --set can
@@ -73,6 +79,8 @@ func Resolve(path string, sets []string) (*Config, error) {
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && (path == "default" || path == "smoke"):
 			name, text = path+" (embedded)", embedded(path)
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, notFound(path)
 		case err != nil:
 			return nil, fmt.Errorf("config: %w", err)
 		default:
@@ -106,9 +114,71 @@ func resolve(name, text string, sets []string) (*Config, error) {
 			// a heading naming the file would blame it.
 			return nil, capProblems(err)
 		}
-		return nil, fmt.Errorf("%s:\n%w", heading(name, sets), capProblems(err))
+		return nil, capProblems(fromSource(heading(name, sets), err))
 	}
 	return cfg, nil
+}
+
+// notFound is the error of a config path that names neither a file nor a
+// built-in config. A bare name (no directory: what one types for a built-in
+// config) is answered with the built-in ones, and the one it is likely a slip
+// for.
+func notFound(path string) error {
+	if strings.ContainsRune(path, filepath.Separator) {
+		return &SourceError{Source: "config " + path, Err: missingError("no such file")}
+	}
+	msg := fmt.Sprintf("config %s: no such file, and the built-in configs are %s", path, strings.Join(Names, " and "))
+	near := strings.TrimSuffix(path, ".toml")
+	if !slices.Contains(Names, near) {
+		near = suggest.Closest(near, Names)
+	}
+	if near != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", near)
+	}
+	return &SourceError{Source: "config " + path, Err: missingError(msg[len("config "+path+": "):])}
+}
+
+// missingError is a config file that is not there: it is fs.ErrNotExist.
+type missingError string
+
+func (e missingError) Error() string        { return string(e) }
+func (e missingError) Is(target error) bool { return target == fs.ErrNotExist }
+
+// SourceError is a problem of a config with where the config came from: the
+// file (or built-in config) and the --set arguments applied on top, as
+// "config my.toml" or "config my.toml with --set rft.lr=0.1".
+type SourceError struct {
+	Source string
+	Err    error
+}
+
+func (e *SourceError) Error() string { return e.Source + ": " + e.Err.Error() }
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// fromSource is err with every problem in it on a line of its own that names
+// source, "config my.toml: rft.group_size: must be >= 2, got 1"; a --set
+// argument's problem names the argument instead.
+func fromSource(source string, err error) error {
+	var out []error
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var se *SetError
+		switch {
+		case err == nil:
+		case errors.As(err, &se):
+			out = append(out, err)
+		default:
+			out = append(out, &SourceError{Source: source, Err: err})
+		}
+	}
+	walk(err)
+	return errors.Join(out...)
 }
 
 // heading names what a config was resolved from, for its errors: the file (or

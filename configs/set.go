@@ -70,7 +70,7 @@ func applyOne(cfg *Config, arg string) error {
 		case cur.Kind() == reflect.Struct:
 			f, ok := fieldByKey(cur, s)
 			if !ok {
-				return unknownKey(joinPath(path, s))
+				return unknownKey(path, s, cur)
 			}
 			cur, path = f, joinPath(path, s)
 		case cur.Kind() == reflect.Slice && cur.Type().Elem().Kind() == reflect.Struct:
@@ -98,7 +98,7 @@ func applyOne(cfg *Config, arg string) error {
 			cur.SetMapIndex(reflect.ValueOf(s), e)
 			return nil
 		default:
-			return unknownKey(joinPath(path, s))
+			return unknownKey(path, s, reflect.Value{})
 		}
 	}
 	switch {

@@ -157,9 +157,14 @@ func (c ConditionConfig) evaluate(hist []float64, stepsInStage int) ConditionPro
 	return p
 }
 
-// reason is the measured condition as a sentence for a Decision,
-// e.g. "success_rate_ma100 0.712 > 0.7".
-func (c ConditionConfig) reason(p ConditionProgress) string {
+// reason is the measured condition as a sentence for a Decision leaving
+// stage (counted from 1, as the console counts), e.g. "success_rate_ma100
+// 0.712 > 0.7", or "steps in stage 1: 100 ≥ 100" (the stage named, so its
+// count is not read as a stage number).
+func (c ConditionConfig) reason(p ConditionProgress, stage int) string {
+	if c.Kind == CondSteps {
+		return fmt.Sprintf("%s %d: %s %s %s", c.subject(), stage, num(p.Value), c.op(), num(p.Target))
+	}
 	return fmt.Sprintf("%s %s %s %s", c.subject(), num(p.Value), c.op(), num(p.Target))
 }
 

@@ -84,7 +84,7 @@ func (c DataConfig) Validate() error {
 //	m.Observe(s, before)
 //	if m.Due(s) && pools.Advance() {
 //		after := evaluate()               // immediately, on the new mix
-//		d := m.Decide(s, before, after)
+//		d := m.Decide(s, s, before, after)
 //		if d.Kind == curriculum.KindRollback {
 //			pools.Rollback()
 //		}
@@ -159,7 +159,8 @@ func (m *DataManager) Due(step int) bool {
 	return !m.Final() && step >= m.st.NextAttempt && step >= m.st.CooldownUntil && m.st.Passes >= m.cfg.RequiredPasses
 }
 
-// Decide applies the seed's rule to an advance the caller has just made:
+// Decide applies the seed's rule to an advance the caller made at step tried
+// (and validates at step, after training on the new mix):
 // delta = after − before; delta < RollbackThreshold rolls back (the caller
 // calls Pools.Rollback), multiplies the interval by IntervalGrowth and starts
 // the cooldown; otherwise the new stage is kept and the interval resets. A
@@ -168,14 +169,14 @@ func (m *DataManager) Due(step int) bool {
 // history stays JSON. At the final stage there is nothing to decide: the
 // result has Kind KindNone and the state is unchanged. Decide does not check
 // timing; asking Due first is the caller's part.
-func (m *DataManager) Decide(step int, before, after float64) Decision {
+func (m *DataManager) Decide(tried, step int, before, after float64) Decision {
 	s := &m.st
 	from := s.Stage
 	if m.Final() {
-		return Decision{Step: step, Kind: KindNone, FromStage: from, ToStage: from, NextAttempt: s.NextAttempt,
+		return Decision{Step: step, Tried: tried, Kind: KindNone, FromStage: from, ToStage: from, NextAttempt: s.NextAttempt,
 			Reason: fmt.Sprintf("already at final stage %d; nothing was advanced", from+1)}
 	}
-	d := Decision{Step: step, Before: before, After: after, Delta: after - before, Value: after - before, Target: m.cfg.RollbackThreshold}
+	d := Decision{Step: step, Tried: tried, Before: before, After: after, Delta: after - before, Value: after - before, Target: m.cfg.RollbackThreshold}
 	broken := ""
 	switch {
 	case !finite(before):
@@ -261,7 +262,10 @@ func (m *DataManager) attemptAfter(step int) int {
 func (m *DataManager) Rule() string {
 	c := m.cfg
 	gate := ""
-	if c.RequiredPasses > 0 {
+	switch {
+	case c.RequiredPasses == 1:
+		gate = fmt.Sprintf(" once a validation holds (falls by at most %s)", num(-c.RollbackThreshold))
+	case c.RequiredPasses > 1:
 		gate = fmt.Sprintf(" once %d validations in a row hold (fall by at most %s)", c.RequiredPasses, num(-c.RollbackThreshold))
 	}
 	return fmt.Sprintf("the next mix is tried every %d steps%s; kept if its greedy score falls by less than %s after training on it, else rolled back (cooldown %d steps, interval ×%s)",

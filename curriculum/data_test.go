@@ -63,7 +63,7 @@ func runCycles(t *testing.T, m *DataManager, p *Pools, cycles []evalCycle) ([]De
 			if !p.Advance() {
 				t.Fatalf("step %d: pools refused to advance", c.step)
 			}
-			d := m.Decide(c.step, c.score, c.after)
+			d := m.Decide(c.step, c.step, c.score, c.after)
 			if d.Kind == KindRollback && !p.Rollback() {
 				t.Fatalf("step %d: pools refused to roll back", c.step)
 			}
@@ -115,7 +115,7 @@ func TestDataManagerScenario(t *testing.T) {
 
 	// At the final stage Decide has nothing to decide and changes nothing.
 	before := m.State()
-	if d := m.Decide(6000, 0.9, 0.1); d.Kind != KindNone || d.ToStage != 2 {
+	if d := m.Decide(6000, 6000, 0.9, 0.1); d.Kind != KindNone || d.ToStage != 2 {
 		t.Errorf("Decide at final stage = %+v", d)
 	}
 	if !reflect.DeepEqual(m.State(), before) {
@@ -182,7 +182,7 @@ func TestDataManagerBoundary(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m, _ := NewDataManager(cfg)
-			d := m.Decide(100, tt.before, tt.after)
+			d := m.Decide(100, 100, tt.before, tt.after)
 			if d.Kind != tt.want || !strings.Contains(d.Reason, tt.reason) {
 				t.Errorf("Decide = %s %q, want %s containing %q", d.Kind, d.Reason, tt.want, tt.reason)
 			}
@@ -209,12 +209,12 @@ func TestDataManagerGrowth(t *testing.T) {
 		if m.Due(a.step-1) || !m.Due(a.step) {
 			t.Fatalf("step %d: due one step early or not at all", a.step)
 		}
-		if d := m.Decide(a.step, 0.5, 0.3); d.Kind != KindRollback || d.NextAttempt != a.next {
+		if d := m.Decide(a.step, a.step, 0.5, 0.3); d.Kind != KindRollback || d.NextAttempt != a.next {
 			t.Fatalf("step %d: %s next %d, want rollback next %d", a.step, d.Kind, d.NextAttempt, a.next)
 		}
 	}
 	// RequiredPasses 0: no Observe needed.
-	if d := m.Decide(1320, 0.5, 0.5); d.Kind != KindAdvance || !m.Final() || m.Due(99999) {
+	if d := m.Decide(1320, 1320, 0.5, 0.5); d.Kind != KindAdvance || !m.Final() || m.Due(99999) {
 		t.Errorf("advance to the final stage: %+v, final %v", d, m.Final())
 	}
 }
@@ -310,7 +310,7 @@ func TestDataManagerCooldown(t *testing.T) {
 		t.Fatal("not due at 50 after two passes")
 	}
 	// 50 + max(interval 50, cooldown 100)
-	if d := m.Decide(50, 0.5, 0.3); d.Kind != KindRollback || d.NextAttempt != 150 {
+	if d := m.Decide(50, 50, 0.5, 0.3); d.Kind != KindRollback || d.NextAttempt != 150 {
 		t.Fatalf("Decide = %+v, want rollback with next attempt 150", d)
 	}
 	cycles := []struct {
@@ -362,5 +362,24 @@ func TestDataNoteNamesTheNextValidation(t *testing.T) {
 	}
 	if r := m.Rule(); !strings.Contains(r, "every 100 steps once 2 validations in a row hold") {
 		t.Fatalf("Rule = %q", r)
+	}
+}
+
+// The rule reads as English for one required validation as for several.
+func TestDataRuleCountsValidations(t *testing.T) {
+	for passes, want := range map[int]string{
+		0: "the next mix is tried every 100 steps; kept",
+		1: "every 100 steps once a validation holds (falls by at most 0.05); kept",
+		3: "every 100 steps once 3 validations in a row hold (fall by at most 0.05); kept",
+	} {
+		cfg := dataTestConfig
+		cfg.RequiredPasses = passes
+		m, err := NewDataManager(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := m.Rule(); !strings.Contains(r, want) || strings.Contains(r, "1 validations") {
+			t.Errorf("required passes %d: Rule = %q, want %q in it", passes, r, want)
+		}
 	}
 }

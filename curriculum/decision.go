@@ -24,7 +24,13 @@ const (
 // NextAttempt is the first step at which the manager will consider another
 // advance (before sample or pass gates, which are not counted in steps).
 type Decision struct {
-	Step        int     `json:"step"`
+	Step int `json:"step"`
+	// Tried is, for the data curriculum, the step the decided advance was
+	// tried at: the new mix trains from the step after it, so a kept advance
+	// entered its stage at Tried, not at Step (the validation that kept it).
+	// 0 in decisions of the reward curriculum (which decides as it advances)
+	// and in data decisions recorded before the field existed.
+	Tried       int     `json:"tried,omitempty"`
 	Kind        string  `json:"kind"`
 	FromStage   int     `json:"from"`
 	ToStage     int     `json:"to"`

@@ -260,7 +260,7 @@ func (m *Manager) advance(step, samples int, kpis map[string]float64, c Conditio
 	from := s.Stage
 	d := Decision{Step: step, Kind: KindAdvance, FromStage: from, ToStage: from + 1, NextAttempt: step,
 		Metric: c.Metric, Condition: c.String(), Value: p.Value, Target: p.Target}
-	d.Reason = fmt.Sprintf("%s → %s: %s", m.cfg.Stages[from].Name, m.cfg.Stages[from+1].Name, c.reason(p))
+	d.Reason = fmt.Sprintf("%s → %s: %s", m.cfg.Stages[from].Name, m.cfg.Stages[from+1].Name, c.reason(p, from+1))
 	m.enter(from+1, step, samples)
 	if rb := m.cfg.Rollback; rb.Metric != "" {
 		if v, ok := kpis[rb.Metric]; ok && finite(v) {

@@ -70,7 +70,7 @@ var rewardScenario = []check{
 	{step: 340, samples: 1300, kpis: kv{coh: 0.311}, stage: 1},
 	// Two slope points only; the steps condition fires: 1350 − 300 = 1050 ≥ 1000.
 	{step: 1350, samples: 1400, kpis: kv{coh: 0.5}, kind: KindAdvance, stage: 2, next: 1350,
-		reason: []string{"steps in stage 1050 ≥ 1000", "success_rate_ma100 not reported, no rollback watch"}},
+		reason: []string{"Coherence → Curiosity: steps in stage 2: 1050 ≥ 1000", "success_rate_ma100 not reported, no rollback watch"}},
 	{step: 1360, samples: 1500, kpis: kv{sr: 0, coh: 0}, stage: 2, note: "final stage"},
 	{step: 5000, samples: 9999, kpis: kv{sr: 1, coh: 0.5}, stage: 2},
 }
@@ -316,4 +316,26 @@ func TestManagerPreview(t *testing.T) {
 	if !reflect.DeepEqual(before, m.State()) {
 		t.Fatal("Preview changed the state")
 	}
+}
+
+// A step guard's advance names the stage it leaves, counted from 1 as the
+// console counts: leaving the first stage after 2 steps reads "steps in
+// stage 1: 2 ≥ 2", not "steps in stage 2 ≥ 2".
+func TestStepsAdvanceNamesTheStageItLeaves(t *testing.T) {
+	cfg := rewardTestConfig()
+	cfg.MinSamples = 0
+	cfg.Stages[0].Exit = []ConditionConfig{{Kind: CondSteps, Steps: 2}}
+	cfg.Stages[1].Exit = []ConditionConfig{{Kind: CondSteps, Steps: 2}}
+	m, err := NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runChecks(t, m, []check{
+		{step: 1, samples: 16, kpis: kv{sr: 0.1}, stage: 0},
+		{step: 2, samples: 32, kpis: kv{sr: 0.1}, kind: KindAdvance, stage: 1, next: 2,
+			reason: []string{"Goal → Coherence: steps in stage 1: 2 ≥ 2;"}},
+		{step: 3, samples: 48, kpis: kv{sr: 0.1}, stage: 1},
+		{step: 4, samples: 64, kpis: kv{sr: 0.1}, kind: KindAdvance, stage: 2, next: 4,
+			reason: []string{"Coherence → Curiosity: steps in stage 2: 2 ≥ 2;"}},
+	})
 }

@@ -127,3 +127,68 @@ func TestConditionsAgreeWithKPIs(t *testing.T) {
 		t.Fatalf("%d snapshots compared", checked)
 	}
 }
+
+// chanSink passes every snapshot to a test that reads them as they come.
+type chanSink struct {
+	snaps chan telemetry.Snapshot
+	done  chan struct{}
+}
+
+func (c chanSink) Record(telemetry.Point) {}
+func (c chanSink) Emit(telemetry.Event)   {}
+func (c chanSink) Publish(s telemetry.Snapshot) {
+	select {
+	case c.snaps <- s:
+	case <-c.done:
+	}
+}
+
+// A paused run keeps publishing its snapshot, measured anew: the CPU share it
+// shows (in i and status.json) falls from training's to about nothing, rather
+// than staying at the share measured before the pause.
+func TestPausedRunShowsItsCPUNow(t *testing.T) {
+	cfg := smoke(t, "sft.steps=400")
+	cmds := make(chan telemetry.Command, 1)
+	sink := chanSink{snaps: make(chan telemetry.Snapshot), done: make(chan struct{})}
+	r, err := New(cfg, Options{RunDir: t.TempDir(), Phases: []string{PhaseSFT}, Sink: sink, Commands: cmds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- r.Run(context.Background()) }()
+	limit := time.After(2 * time.Minute) // a safety net against a hang, not a measure
+	var training float64                 // the CPU share shown while training
+	paused, pausedSnaps := false, 0
+	for {
+		select {
+		case s := <-sink.snaps:
+			if s.Process == nil {
+				t.Fatal("a snapshot without the process")
+			}
+			switch {
+			case !paused && s.State == telemetry.StateRunning && s.Step >= 3 && s.Process.CPUPercent > 0:
+				training = s.Process.CPUPercent
+				cmds <- telemetry.Command{Kind: telemetry.CmdPause}
+				paused = true
+			case s.State == telemetry.StatePaused:
+				pausedSnaps++
+				if pausedSnaps > 1 && s.Process.CPUPercent < 10 {
+					cmds <- telemetry.Command{Kind: telemetry.CmdStop, NoCheckpoint: true}
+					close(sink.done) // the snapshots of the stop are not read
+					if err := <-ended; !errors.Is(err, ErrStopped) {
+						t.Fatalf("Run = %v", err)
+					}
+					t.Logf("CPU %.0f%% training, %.1f%% paused", training, s.Process.CPUPercent)
+					return
+				}
+			}
+		case err := <-ended:
+			close(sink.done)
+			t.Fatalf("the run ended (%v) before a paused snapshot showed its CPU now (%d paused snapshots)", err, pausedSnaps)
+		case <-limit:
+			close(sink.done)
+			cmds <- telemetry.Command{Kind: telemetry.CmdStop, NoCheckpoint: true}
+			t.Fatalf("no paused snapshot showed less than 10%% CPU (%d paused snapshots; %.0f%% training)", pausedSnaps, training)
+		}
+	}
+}

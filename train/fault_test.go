@@ -2,8 +2,12 @@ package train
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -54,12 +58,31 @@ func TestResumeRefusesBadCheckpoints(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "state.json"},
+		// The manifest vouches for these bytes: only decoding them as a
+		// resume does finds the step that is a string.
+		{"state of wrong types, hashes re-made", func(t *testing.T, p string) {
+			b, err := os.ReadFile(filepath.Join(p, ckpt.StateFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = regexp.MustCompile(`"step":\s*(\d+)`).ReplaceAll(b, []byte(`"step":"$1"`))
+			rewriteListed(t, p, ckpt.StateFile, b)
+		}, "state.json"},
+		{"unlisted extra file", func(t *testing.T, p string) {
+			if err := os.WriteFile(filepath.Join(p, "extra.bin"), []byte("put here later"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "extra.bin"},
 	}
 	for _, d := range damage {
 		t.Run(d.name, func(t *testing.T) {
 			bad := filepath.Join(dir, "checkpoints", "damaged_"+strings.ReplaceAll(d.name, " ", "_"))
 			copyDir(t, final, bad)
 			d.hurt(t, bad)
+			// ckpt verify finds what resume refuses.
+			if problems := VerifyCheckpoint(bad); len(problems) == 0 || !strings.Contains(problems[0].Error(), d.want) {
+				t.Fatalf("verify: %v, want a problem with %s", problems, d.want)
+			}
 			before := snapshotDir(t, filepath.Join(dir, "checkpoints"))
 			r, err := New(smoke(t), Options{RunDir: dir, Phases: []string{PhaseSFT}, Resume: bad})
 			if err != nil {
@@ -97,6 +120,35 @@ func TestResumeRefusesBadCheckpoints(t *testing.T) {
 			t.Fatalf("err = %v, want a shape mismatch", err)
 		}
 	})
+}
+
+// rewriteListed replaces a checkpoint's file with b and makes its manifest
+// entry (size, SHA-256) match, as a forger would.
+func rewriteListed(t *testing.T, dir, name string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := os.ReadFile(filepath.Join(dir, ckpt.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m ckpt.Manifest
+	if err := json.Unmarshal(mb, &m); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	for i := range m.Files {
+		if m.Files[i].Name == name {
+			m.Files[i].Size, m.Files[i].SHA256 = int64(len(b)), hex.EncodeToString(sum[:])
+		}
+	}
+	if mb, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ckpt.ManifestFile), mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A checkpoint that cannot be written is a warning: training goes on and the run

@@ -7,7 +7,7 @@ import (
 	"github.com/pixelis/pixelis/train/grpo"
 )
 
-// The metrics of an RFT step, under the names of README.md's Metrics table:
+// The metrics of an RFT step, under the names of docs/metrics.md's table:
 // reward/, grpo/ and policy/ describe the batch the update used; kpi/,
 // behavior/, tools/ and perf/ every episode the step rolled out (the update's
 // batch is a biased subset under dynamic sampling: groups that all succeeded

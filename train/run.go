@@ -302,7 +302,7 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		c, ok, err := r.nextCommand(ctx)
+		c, ok, err := r.nextCommand(ctx, ph.publish)
 		if err != nil || !ok {
 			return false, err
 		}
@@ -313,9 +313,15 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 	}
 }
 
+// pausedRefresh is how often a paused run publishes its snapshot again, so
+// that the process's CPU share and memory it shows are measured now (a paused
+// run's CPU share falls to about 0) rather than kept from before the pause.
+const pausedRefresh = time.Second
+
 // nextCommand is the next command to apply between two steps: one sent, else a
-// stop requested (ok false: none). While the run is paused it waits for one.
-func (r *Runner) nextCommand(ctx context.Context) (c telemetry.Command, ok bool, err error) {
+// stop requested (ok false: none). While the run is paused it waits for one,
+// calling refresh every pausedRefresh.
+func (r *Runner) nextCommand(ctx context.Context, refresh func()) (c telemetry.Command, ok bool, err error) {
 	if !r.paused {
 		select {
 		case c = <-r.opt.Commands:
@@ -329,13 +335,23 @@ func (r *Runner) nextCommand(ctx context.Context) (c telemetry.Command, ok bool,
 	}
 	t := time.Now()
 	defer func() { r.pausedFor += time.Since(t) }()
-	select {
-	case <-ctx.Done():
-		return c, false, ctx.Err()
-	case <-r.requested():
-		return r.stopCommand(), true, nil
-	case c = <-r.opt.Commands:
-		return c, true, nil
+	tick := time.NewTicker(pausedRefresh)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return c, false, ctx.Err()
+		case <-r.requested():
+			return r.stopCommand(), true, nil
+		case c = <-r.opt.Commands:
+			return c, true, nil
+		case now := <-tick.C:
+			// Counted as it passes, so the step rate refresh shows leaves
+			// the pause out too.
+			r.pausedFor += now.Sub(t)
+			t = now
+			refresh()
+		}
 	}
 }
 

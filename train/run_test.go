@@ -148,6 +148,33 @@ func TestDataCurriculumKeepsAnAdvance(t *testing.T) {
 	if before, _ := kept[0].Data["before"].(float64); before <= 0.05 {
 		t.Fatalf("score before the advance %.3f: too low for the test to mean anything", before)
 	}
+	// The console's "entered at step" is the step data_curriculum/stage (and
+	// its plot) first records the new mix: the attempt, not the validation
+	// that kept it — while on trial and after.
+	entered := -1
+	for _, p := range sink.points {
+		if p.Metrics["data_curriculum/stage"] == 1 {
+			entered = p.Step
+			break
+		}
+	}
+	if entered < 0 || entered >= kept[0].Step {
+		t.Fatalf("data_curriculum/stage first 1 at step %d, kept at %d", entered, kept[0].Step)
+	}
+	trial, after := false, false
+	for _, sn := range sink.snaps {
+		if sn.Curriculum.Current != 1 || sn.Step < entered {
+			continue
+		}
+		if got := sn.Curriculum.Stages[1].EnteredAt; got != entered {
+			t.Fatalf("snapshot of step %d: stage 2 entered at step %d, want %d", sn.Step, got, entered)
+		}
+		trial = trial || sn.Step < kept[0].Step
+		after = after || sn.Step >= kept[0].Step
+	}
+	if !trial || !after {
+		t.Fatalf("snapshots on trial %v and after the keep %v: want both looked at", trial, after)
+	}
 }
 
 // A drop forced right after an advance (the weights are wiped) rolls it back:

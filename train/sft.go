@@ -244,7 +244,7 @@ func (s *sftRun) validate(ctx context.Context, decide bool) (map[string]float64,
 	case !decide:
 		// an evaluation on request leaves the curriculum alone
 	case s.pending != nil:
-		d := s.dm.Decide(s.step, s.pending.Before, current)
+		d := s.dm.Decide(s.pending.Step, s.step, s.pending.Before, current)
 		kind := telemetry.EventDataAdvance
 		if d.Kind == curriculum.KindRollback {
 			s.pools.Rollback()
@@ -335,13 +335,28 @@ func (s *sftRun) publish() {
 	for _, d := range s.dm.History() {
 		cur.History = append(cur.History, telemetry.Transition{Step: d.Step, From: d.FromStage, To: d.ToStage, Kind: d.Kind, Reason: d.Reason})
 		if d.Kind == curriculum.KindAdvance && d.ToStage < len(cur.Stages) {
-			cur.Stages[d.ToStage].EnteredAt = d.Step
+			cur.Stages[d.ToStage].EnteredAt = enteredAt(d)
 		}
+	}
+	if p := s.pending; p != nil {
+		// The mix on trial trains since the step after p.Step, as
+		// data_curriculum/stage (and the plot of it) records.
+		cur.Stages[s.pools.Stage()].EnteredAt = p.Step
 	}
 	r.publish(telemetry.Snapshot{
 		Run: r.name, Phase: telemetry.PhaseSFT, State: r.state, Step: s.step, TotalSteps: r.cfg.SFT.Steps,
 		Time: time.Now(), StepsPerS: s.rate.rate(s.step), Metrics: s.last, Curriculum: cur, Samples: s.lastSamples,
 	})
+}
+
+// enteredAt is the step a kept data-curriculum advance entered its stage: the
+// step it was tried at, after which its mix trained (and data_curriculum/stage
+// records it); the step that kept it for a decision recorded without it.
+func enteredAt(d curriculum.Decision) int {
+	if d.Tried > 0 {
+		return d.Tried
+	}
+	return d.Step
 }
 
 // rateMeter measures steps per second since the phase (re)started, leaving

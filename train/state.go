@@ -87,14 +87,51 @@ func readResume(cfg *configs.Config, path string) (*resumePoint, error) {
 	if want := TrainingHash(cfg); l.Manifest.ConfigHash != want {
 		return nil, refuseCheckpoint(path, want, fmt.Errorf("it was written under another config (hash %.12s, this run's is %.12s)", l.Manifest.ConfigHash, want))
 	}
-	var st runState
-	if err := json.Unmarshal(l.State, &st); err != nil {
+	st, err := decodeState(l.State)
+	if err != nil {
 		return nil, refuseCheckpoint(path, TrainingHash(cfg), fmt.Errorf("%s: %w", ckpt.StateFile, err))
 	}
-	if _, ok := phaseOrder[st.Phase]; !ok || st.Phase == PhaseTest {
-		return nil, refuseCheckpoint(path, TrainingHash(cfg), fmt.Errorf("%s: unknown phase %q", ckpt.StateFile, st.Phase))
-	}
 	return &resumePoint{phase: st.Phase, step: st.Step, loaded: l, state: st}, nil
+}
+
+// decodeState reads state.json as a resume does: every field in its type, a
+// training phase, and that phase's state.
+func decodeState(b []byte) (runState, error) {
+	var st runState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, err
+	}
+	switch {
+	case st.Phase != PhaseSFT && st.Phase != PhaseRFT:
+		return st, fmt.Errorf("unknown phase %q", st.Phase)
+	case st.Step < 0:
+		return st, fmt.Errorf("step %d is negative", st.Step)
+	case st.Phase == PhaseSFT && st.SFT == nil:
+		return st, errors.New("an SFT checkpoint without its SFT state (\"sft\")")
+	case st.Phase == PhaseRFT && st.RFT == nil:
+		return st, errors.New("an RFT checkpoint without its RFT state (\"rft\")")
+	}
+	return st, nil
+}
+
+// VerifyCheckpoint is ckpt.Verify (every file against the manifest) and,
+// when state.json is sound as a file, the decoding a resume makes of it: a
+// checkpoint verify passes is one whose files resume can read.
+func VerifyCheckpoint(path string) []ckpt.Problem {
+	problems := ckpt.Verify(path)
+	for _, p := range problems {
+		if p.File == ckpt.StateFile || p.File == ckpt.ManifestFile {
+			return problems
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(path, ckpt.StateFile))
+	if err != nil {
+		return append(problems, ckpt.Problem{File: ckpt.StateFile, Kind: ckpt.Missing, Detail: err.Error()})
+	}
+	if _, err := decodeState(b); err != nil {
+		problems = append(problems, ckpt.Problem{File: ckpt.StateFile, Kind: ckpt.BadState, Detail: err.Error()})
+	}
+	return problems
 }
 
 // refuse explains why a checkpoint cannot be used and points at an older one.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -67,6 +68,10 @@ func ackOf(e telemetry.Event) (kind telemetry.CommandKind, failed, ok bool) {
 		// The trainer reports a failed save as a warning: training goes on.
 		if strings.Contains(msg, "checkpoint failed") {
 			return telemetry.CmdCheckpoint, true, true
+		}
+		// A launched trainer's command refused, or not acknowledged in time.
+		if v, isStr := e.Data["command"].(string); isStr && commandIndex(telemetry.CommandKind(v)) >= 0 {
+			return telemetry.CommandKind(v), true, true
 		}
 	case telemetry.EventCommand, telemetry.EventError:
 		failed = e.Kind == telemetry.EventError
@@ -269,13 +274,38 @@ func (m *Model) stopNow() tea.Cmd {
 	}
 }
 
-// question text for the footer: the question and what each answer does.
-func (m Model) questionText() (q, answers string) {
+// footerQuestion is a question the footer asks: the question and what each answer
+// does.
+type footerQuestion struct{ ask, answers string }
+
+// questionForms is the question the footer asks now, in forms from the
+// longest to the shortest (the footer shows the first that fits); none when
+// nothing is asked.
+func (m Model) questionForms() []footerQuestion {
 	switch m.ask {
 	case askStop:
-		return "stop the run? (y/n/esc)", "y checkpoint, then stop · n stop without a checkpoint · esc keep training"
+		return []footerQuestion{
+			{"stop the run? (y/n/esc)", "y checkpoint, then stop · n stop without a checkpoint · esc keep training"},
+			{"stop the run? (y/n/esc)", "y checkpoint+stop · n no checkpoint · esc keep going"},
+		}
 	case askLeavePaused:
-		return "the run is paused: resume it before leaving? (y/n/esc)", "y resume, then leave · n leave it paused · esc stay"
+		return []footerQuestion{
+			{"the run is paused: resume it before leaving? (y/n/esc)", "y resume, then leave · n leave it paused · esc stay"},
+			{"paused: resume before leaving? (y/n/esc)", "y resume · n leave paused · esc stay"},
+		}
 	}
-	return "", ""
+	return nil
+}
+
+// questionLine is the footer line asking the first of forms that fits w
+// columns (the last one cut, when none does).
+func questionLine(st styles, forms []footerQuestion, w int) string {
+	q := forms[len(forms)-1]
+	for _, f := range forms {
+		if 1+utf8.RuneCountInString(f.ask)+2+utf8.RuneCountInString(f.answers) <= w {
+			q = f
+			break
+		}
+	}
+	return fit(" "+st.render(st.prompt, q.ask)+st.render(st.dim, "  "+q.answers), w, true)
 }

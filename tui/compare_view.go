@@ -172,7 +172,7 @@ func (c *Compare) render() string {
 		return ""
 	}
 	if w < minWidth || h < minHeight {
-		return ansi.Truncate(tooSmallLine(w, h), w, "")
+		return tooSmallFrame(w, h, c.tooSmallNotes()...)
 	}
 	l := c.layout()
 	lines := []string{c.viewHeader(w)}
@@ -487,12 +487,33 @@ func (c *Compare) helpBindings() []key.Binding {
 	return []key.Binding{sel, toggle, open, filter, k.KPISet, table, sort, zoom, k.NextPane, k.Help, quit}
 }
 
+// tooSmallNotes is what a terminal too small for the experiment's console
+// says besides its size: that the runs go on, what q does, and the question
+// q asked.
+func (c *Compare) tooSmallNotes() []string {
+	var notes []string
+	switch {
+	case c.jobsOpen && c.opts.JobsDetached:
+		notes = append(notes, "the runs go on; q still works: it leaves them running")
+	case c.jobsOpen:
+		notes = append(notes, "the runs go on; q still works: it asks whether to stop the experiment")
+	default:
+		notes = append(notes, "q still works: it quits")
+	}
+	if c.ask {
+		notes = append(notes, "stop the experiment? (y/n)  y stop, each run checkpointed · n keep going")
+	}
+	return notes
+}
+
 func (c *Compare) viewFooter(w int) []string {
 	st := c.st
 	if c.ask {
-		line := " " + st.render(st.prompt, "stop the experiment? (y/n)") +
-			st.render(st.dim, "  y stop its runs (each saves a checkpoint; run the experiment again to continue) · n keep going")
-		return []string{fit(line, w, true)}
+		return []string{questionLine(st, []footerQuestion{
+			{"stop the experiment? (y/n)", "y stop its runs (each saves a checkpoint; run the experiment again to continue) · n keep going"},
+			{"stop the experiment? (y/n)", "y stop its runs (each saves a checkpoint; run it again to continue) · n keep going"},
+			{"stop the experiment? (y/n)", "y stop, each run checkpointed · n keep going"},
+		}, w)}
 	}
 	if c.input.on {
 		return []string{fit(" "+st.render(st.dim, "enter apply · esc cancel"), w, true)}

@@ -524,6 +524,7 @@ func sftUpdate() telemetry.Update {
 			for i, b := range []string{"simple", "medium", "hard"} {
 				m["val/"+b+"/greedy"] = 0.5 + x/2000 - 0.15*float64(i)
 			}
+			m["val/all/rapr"] = 0.9 + x/20000
 		}
 		u.Points = append(u.Points, telemetry.Point{Step: step, Phase: telemetry.PhaseSFT, Metrics: m})
 		if step == 640 {

@@ -139,7 +139,12 @@ func (h helpKeys) ShortHelp() []key.Binding {
 		} else if h.stages {
 			out = append(out, h.k.Stages)
 		}
-		out = append(out, h.k.KPISet, h.k.Log, h.k.Info, h.k.NextPane)
+		// The bar's shorter names for the views; ? shows their full ones.
+		log, info := h.k.Log, h.k.Info
+		log.SetHelp("v", "log")
+		info.SetHelp("i", "info")
+		zoom := key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "zoom"))
+		out = append(out, h.k.KPISet, zoom, h.k.Metrics, log, info, h.k.NextPane)
 	}
 	if h.horiz != "" {
 		out = append(out, horiz)

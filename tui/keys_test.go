@@ -617,3 +617,49 @@ func TestBacklog(t *testing.T) {
 		t.Fatalf("%d events", hs.m.events.len())
 	}
 }
+
+// The footer's questions fit the narrowest console (80 columns) whole: a
+// shorter form where the long one does not fit, never one cut short.
+func TestQuestionsFitTheFooter(t *testing.T) {
+	for _, w := range []int{80, 120} {
+		hs := rftHarness(t, w, 24, "never", true)
+		for ask, ends := range map[question][]string{askStop: {"esc keep training", "esc keep going"}, askLeavePaused: {"esc stay"}} {
+			hs.m.ask = ask
+			line := strings.TrimRight(ansi.Strip(hs.m.viewFooter(w)[0]), " ")
+			whole := slices.ContainsFunc(ends, func(end string) bool { return strings.HasSuffix(line, end) })
+			if strings.Contains(line, "…") || !whole {
+				t.Errorf("%d columns: the question is cut: %q", w, line)
+			}
+			if long := hs.m.questionForms()[0]; w == 120 && !strings.Contains(line, long.ask+"  "+long.answers) {
+				t.Errorf("120 columns: not the long form: %q", line)
+			}
+		}
+	}
+	for _, w := range []int{80, 120} {
+		hs := compareFixture(t, w, 24, "never")
+		hs.c.ask = true
+		if line := strings.TrimRight(ansi.Strip(hs.c.viewFooter(w)[0]), " "); strings.Contains(line, "…") || !strings.HasSuffix(line, "n keep going") {
+			t.Errorf("%d columns: the experiment's stop question is cut: %q", w, line)
+		}
+	}
+}
+
+// The help bar names the all-metrics view and, where there is room, the
+// chart zoom keys: both used to be found only under ?.
+func TestHelpBarNamesMetricsAndZoom(t *testing.T) {
+	for _, c := range []struct {
+		w, h int
+		want []string
+	}{
+		{120, 40, []string{"a all metrics", "+/- zoom", "m kpi set", "v log", "i info", "? help", "q stop"}},
+		{80, 24, []string{"a all metrics", "? help", "q stop"}},
+	} {
+		hs := rftHarness(t, c.w, c.h, "never", true)
+		bar := footer(hs)
+		for _, w := range c.want {
+			if !strings.Contains(bar, w) {
+				t.Errorf("%d×%d: the help bar lacks %q: %q", c.w, c.h, w, bar)
+			}
+		}
+	}
+}

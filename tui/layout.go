@@ -1,8 +1,14 @@
 package tui
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
 
-// Minimum terminal size for the console; below it a single line says so.
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Minimum terminal size for the console; below it a few lines say so, that
+// the run goes on and what q does.
 const (
 	minWidth  = 80
 	minHeight = 24
@@ -162,4 +168,17 @@ func (l layout) paneAt(x, y int) (paneID, bool) {
 
 func tooSmallLine(w, h int) string {
 	return fmt.Sprintf("terminal too small: need %d×%d, have %d×%d", minWidth, minHeight, w, h)
+}
+
+// tooSmallFrame is the frame of a terminal too small for the console: the
+// size it needs, then notes (that the run goes on, what q does, a question
+// asked), each wrapped to w columns, as many lines as h holds.
+func tooSmallFrame(w, h int, notes ...string) string {
+	var lines []string
+	for _, s := range append([]string{tooSmallLine(w, h)}, notes...) {
+		for _, l := range wrapWords(s, w) {
+			lines = append(lines, ansi.Truncate(l, w, ""))
+		}
+	}
+	return strings.Join(lines[:min(len(lines), h)], "\n")
 }

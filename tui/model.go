@@ -39,6 +39,10 @@ type Options struct {
 	// Config is the run's effective config as TOML, which i shows; "" when
 	// there is none to show (a watched run).
 	Config string
+	// Settings, when set, returns a launched trainer's own settings (its
+	// command line and the config it declared), which i shows above Config;
+	// read when i opens, as the trainer declares them after the console starts.
+	Settings func() string
 	// Now is the console's clock; nil is time.Now. Tests fix it.
 	Now func() time.Time
 	// Backlog, when set, is the run's history before the feed's first update:
@@ -512,6 +516,9 @@ func (m *Model) toggleOverlay(id overlayID) {
 		config, heading := m.opts.Config, "Effective config (config.toml, as the run resolved it):"
 		if config == "" && m.watch.settings != "" {
 			config, heading = m.watch.settings, "The trainer's settings, as the run's files hold them:"
+		}
+		if m.opts.Settings != nil {
+			config, heading = m.opts.Settings()+"\n\n"+heading+"\n"+config, "The launched trainer (launch.json, trainer.json):"
 		}
 		m.overlay = newInfoPane(config, heading, m.opts.RunDir)
 	case overlayMetrics:

@@ -100,6 +100,7 @@ var (
 	kpiValPn    = kpi{label: "val", passAt: "val/all/"}
 	kpiValRaPR  = kpi{label: "val RaPR", metrics: []string{"val/all/rapr"}}
 	kpiValMix   = kpi{label: "val mix greedy", metrics: []string{"val/mix/greedy"}}
+	kpiValHard  = kpi{label: "val hard greedy", metrics: []string{"val/hard/greedy"}}
 	kpiLR       = kpi{label: "lr", metrics: []string{"policy/lr"}}
 	kpiStepT    = kpi{label: "step time s", metrics: []string{"perf/step_time_s"}}
 	kpiEps      = kpi{label: "episodes/s", metrics: []string{"perf/episodes_per_s"}}
@@ -146,7 +147,8 @@ var (
 	}
 	kpiSetsSFT = []kpiSet{
 		{name: "training", items: []kpi{kpiSFTLoss, kpiAcc, kpiValG, kpiLR}},
-		{name: "validation", items: []kpi{kpiValG, kpiValMix, kpiValP1, kpiValPn}},
+		// SFT validates greedily: no sampled pass@k until RFT.
+		{name: "validation", items: []kpi{kpiValG, kpiValMix, kpiValHard, kpiValRaPR}},
 		{name: "health", items: []kpi{kpiGrad, kpiLR, kpiStepT, kpiPairs}},
 		{name: "throughput", items: []kpi{kpiPairs, kpiStepT}},
 	}

@@ -133,8 +133,12 @@ const plainTailW = len(" | 12.3 it/s eta 59m")
 //
 //	rft 1240/3000 stage 2/3 | success 0.734 final +0.20 kl 0.0130 coh +0.06 … | 4.1 it/s eta 7m
 //
-// The fields that fit are the same on every line of a run: the room is
-// counted with the step at its widest and the tail at its longest.
+// The fields of a pixelis phase are the same on every line of the phase: the
+// ones that fit with the step at its widest, the tail at its longest and each
+// value at its format's width, whether a step has the value or not; a value
+// the step lacks (a validation on the steps that do not validate, a reward
+// component its stage does not count yet) is written "—". A run of another
+// trainer shows the fields it logs.
 func plainLine(s telemetry.Snapshot) string {
 	head := plainHead(s)
 	var tail []string
@@ -144,7 +148,6 @@ func plainLine(s telemetry.Snapshot) string {
 			tail = append(tail, "eta "+fmtDuration(float64(s.TotalSteps-s.Step)/s.StepsPerS))
 		}
 	}
-	fields := plainFields(s)
 	widest := s
 	widest.Step = max(s.Step, s.TotalSteps)
 	end := ""
@@ -152,31 +155,72 @@ func plainLine(s telemetry.Snapshot) string {
 		end = " | " + strings.Join(tail, " ")
 	}
 	room := plainWidth - utf8.RuneCountInString(plainHead(widest)) - max(plainTailW, utf8.RuneCountInString(end))
-	var b strings.Builder
-	b.WriteString(head)
-	sep := " | "
-	for _, f := range fields {
-		if w, ok := s.Metrics[f.weight]; ok && w == 0 {
+	var parts []string
+	if s.Kind == "" {
+		parts = plainPhaseParts(s, room)
+	} else {
+		parts = plainLoggedParts(s, room)
+	}
+	// A value wider than its format's usual width (a loss past 10) must not
+	// take the line past plainWidth: the last fields give way.
+	for len(parts) > 0 && utf8.RuneCountInString(head+" |"+strings.Join(parts, "")+end) > plainWidth {
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) == 0 {
+		return head + end
+	}
+	return head + " |" + strings.Join(parts, "") + end
+}
+
+// plainPhaseParts are the fields of a pixelis phase, " label value" each: every
+// field of the phase that fits room at its format's width, "—" where the step
+// has no value.
+func plainPhaseParts(s telemetry.Snapshot, room int) []string {
+	var parts []string
+	for _, f := range plainFields(s) {
+		usual := " " + f.label + " " + fmt.Sprintf(f.format, 0.0)
+		if room -= utf8.RuneCountInString(usual); room < 0 {
+			break // a field that does not fit ends the line
+		}
+		value := "—"
+		if v, ok := f.value(s.Metrics); ok {
+			value = plainNumber(f.format, v)
+		}
+		parts = append(parts, " "+f.label+" "+value)
+	}
+	return parts
+}
+
+// plainLoggedParts are the fields a run of another trainer logged at this
+// step, in order, as long as they fit room.
+func plainLoggedParts(s telemetry.Snapshot, room int) []string {
+	var parts []string
+	for _, f := range plainFields(s) {
+		v, ok := f.value(s.Metrics)
+		if !ok {
 			continue
 		}
-		for _, name := range f.metrics {
-			v, ok := s.Metrics[name]
-			if !ok {
-				continue
-			}
-			part := sep + f.label + " " + plainNumber(f.format, v)
-			if n := utf8.RuneCountInString(part); n <= room {
-				b.WriteString(part)
-				room -= n
-				sep = " "
-			} else {
-				room = 0 // a field that does not fit ends the line: later ones would come and go
-			}
-			break
+		part := " " + f.label + " " + plainNumber(f.format, v)
+		if room -= utf8.RuneCountInString(part); room < 0 {
+			break // a field that does not fit ends the line: later ones would come and go
+		}
+		parts = append(parts, part)
+	}
+	return parts
+}
+
+// value is the field's value in metrics: its first metric found, unless its
+// weight in the current reward stage is 0 (a component that does not count yet).
+func (f plainField) value(metrics map[string]float64) (float64, bool) {
+	if w, ok := metrics[f.weight]; ok && w == 0 {
+		return 0, false
+	}
+	for _, name := range f.metrics {
+		if v, ok := metrics[name]; ok {
+			return v, true
 		}
 	}
-	b.WriteString(end)
-	return b.String()
+	return 0, false
 }
 
 // plainStateLine says the run changed state: "rft 130/200 stage 2/3 paused".

@@ -139,3 +139,83 @@ func TestPlainEventShowsPhaseStep(t *testing.T) {
 		}
 	}
 }
+
+// plainLabels is the field labels of a status line, in order.
+func plainLabels(line string) []string {
+	_, fields, _ := strings.Cut(line, " | ")
+	fields, _, _ = strings.Cut(fields, " | ")
+	words := strings.Fields(fields)
+	var labels []string
+	for i := 0; i+1 < len(words); i += 2 {
+		labels = append(labels, words[i])
+	}
+	return labels
+}
+
+// Every line of a phase shows the same fields, as a run publishes them: in
+// RFT stage 1 the filter rate and length but no coherence (weighted 0), from
+// stage 2 coherence, in stage 3 curiosity, and a validation on some steps
+// only; a value a step lacks is written "—". A value wider than usual still
+// keeps the line within 120 characters.
+func TestPlainSameFieldsInAPhase(t *testing.T) {
+	rft := func(step, stage int, val bool) telemetry.Snapshot {
+		m := map[string]float64{"kpi/success_rate_ma100": 0.0625, "reward/final/raw": 0.06, "policy/kl": 0,
+			"reward/penalty/raw": -0.06, "reward/cost/raw": -0.02, "reward/coherence/raw": -0.09, "reward/curiosity/raw": 0.02,
+			"grpo/filter_rate": 1, "behavior/traj_len_mean": 2.06,
+			"curriculum/weight/coherence": 0, "curriculum/weight/curiosity": 0}
+		if stage >= 2 {
+			m["curriculum/weight/coherence"] = 0.5
+			delete(m, "behavior/traj_len_mean")
+		}
+		if stage >= 3 {
+			m["curriculum/weight/curiosity"] = 0.2
+			delete(m, "grpo/filter_rate")
+		}
+		if val {
+			m["val/all/pass@1"] = 0.05
+		}
+		return telemetry.Snapshot{Phase: telemetry.PhaseRFT, State: telemetry.StateRunning, Step: step, TotalSteps: 300,
+			StepsPerS: 9.9, Metrics: m, Curriculum: telemetry.Curriculum{Current: stage - 1, Stages: make([]telemetry.Stage, 3)}}
+	}
+	sft := func(step int, val bool) telemetry.Snapshot {
+		m := map[string]float64{"sft/loss": 4.257, "sft/accuracy": 0.034, "policy/lr": 5e-4, "policy/grad_norm": 0.89}
+		if val {
+			m["val/all/greedy"] = 0
+		}
+		return telemetry.Snapshot{Phase: telemetry.PhaseSFT, State: telemetry.StateRunning, Step: step, TotalSteps: 2000, StepsPerS: 38.8, Metrics: m}
+	}
+	wide := rft(299, 3, false)
+	wide.Metrics["kpi/success_rate_ma100"], wide.Metrics["reward/final/raw"], wide.Metrics["reward/penalty/raw"] = 1e6, -123.45, -99.99
+	for _, phase := range []struct {
+		name  string
+		snaps []telemetry.Snapshot
+	}{
+		{"rft", []telemetry.Snapshot{rft(1, 1, false), rft(2, 2, false), rft(3, 2, true), rft(4, 3, false), rft(300, 3, true)}},
+		{"sft", []telemetry.Snapshot{sft(1, false), sft(10, true), sft(2000, true)}},
+	} {
+		var first []string
+		for i, s := range phase.snaps {
+			line := plainLine(s)
+			if n := utf8.RuneCountInString(line); n > plainWidth {
+				t.Errorf("%s: line of %d characters: %q", phase.name, n, line)
+			}
+			labels := plainLabels(line)
+			if i == 0 {
+				first = labels
+				continue
+			}
+			if strings.Join(labels, " ") != strings.Join(first, " ") {
+				t.Errorf("%s step %d: fields %v, the phase's first line had %v\n%s", phase.name, s.Step, labels, first, line)
+			}
+		}
+	}
+	if got := plainLine(rft(1, 1, false)); !strings.Contains(got, "coh — cur —") {
+		t.Errorf("stage 1 line does not mark the uncounted components absent: %q", got)
+	}
+	if got := plainLine(sft(1, false)); !strings.Contains(got, "val_greedy —") {
+		t.Errorf("SFT line without a validation: %q", got)
+	}
+	if n := utf8.RuneCountInString(plainLine(wide)); n > plainWidth {
+		t.Errorf("wide values: line of %d characters", n)
+	}
+}

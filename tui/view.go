@@ -39,7 +39,7 @@ func (m Model) render() string {
 		return ""
 	}
 	if m.lay.tooSmall || m.lay.w != w || m.lay.h != h {
-		return ansi.Truncate(tooSmallLine(w, h), w, "")
+		return tooSmallFrame(w, h, m.tooSmallNotes()...)
 	}
 	lines := make([]string, 0, h)
 	lines = append(lines, m.viewHeader(w))
@@ -339,9 +339,8 @@ func (m Model) statusText() string {
 // directory; while a question is asked it is the question.
 func (m Model) viewFooter(w int) []string {
 	st := m.st
-	if q, answers := m.questionText(); q != "" {
-		line := " " + st.render(st.prompt, q) + st.render(st.dim, "  "+answers)
-		return []string{fit(line, w, true)}
+	if forms := m.questionForms(); len(forms) > 0 {
+		return []string{questionLine(st, forms, w)}
 	}
 	hk := m.helpKeys()
 	right := ""
@@ -352,6 +351,25 @@ func (m Model) viewFooter(w int) []string {
 		return m.fullHelp(hk, right, w)
 	}
 	return []string{m.helpBar(hk, right, w)}
+}
+
+// tooSmallNotes is what a terminal too small for the console says besides
+// its size: that the run goes on, what q does, and the question q asked.
+func (m Model) tooSmallNotes() []string {
+	var notes []string
+	switch m.helpKeys().quit {
+	case "stop":
+		notes = append(notes, "the run goes on; q still works: it asks whether to stop the run")
+	case "leave":
+		notes = append(notes, "the run goes on; q still works: it leaves the run training")
+	default:
+		notes = append(notes, "q still works: it quits")
+	}
+	if forms := m.questionForms(); len(forms) > 0 {
+		q := forms[len(forms)-1]
+		notes = append(notes, q.ask+"  "+q.answers)
+	}
+	return notes
 }
 
 // helpKeys is the key map as the footer shows it now.
@@ -418,7 +436,7 @@ func (m Model) helpBar(hk helpKeys, right string, w int) string {
 	if !fits(right) {
 		right = ""
 	}
-	for _, drop := range []string{"↑/↓", "←/→", "shift+tab", "f", "n/N", "+", "[", "i", "v", "m", "s", "e", "tab", "p", "/", "esc"} {
+	for _, drop := range []string{"↑/↓", "←/→", "shift+tab", "f", "n/N", "+", "[", "tab", "i", "v", "s", "+/-", "m", "a", "e", "p", "/", "esc"} {
 		if fits(right) {
 			break
 		}

@@ -147,9 +147,21 @@ func TestTooSmall(t *testing.T) {
 			frame := hs.frame()
 			small := w < 80 || h < 24
 			if small {
+				lines := strings.Split(frame, "\n")
+				if len(lines) > h {
+					t.Fatalf("%d×%d: %d lines: %q", w, h, len(lines), frame)
+				}
+				for _, l := range lines {
+					if ansi.StringWidth(l) > w {
+						t.Fatalf("%d×%d: a line of %d columns: %q", w, h, ansi.StringWidth(l), frame)
+					}
+				}
 				want := fmt.Sprintf("terminal too small: need 80×24, have %d×%d", w, h)
-				if frame != ansi.Truncate(want, w, "") {
+				if w >= len(want) && lines[0] != want {
 					t.Fatalf("%d×%d: got %q", w, h, frame)
+				}
+				if w >= 40 && h >= 4 && (!strings.Contains(frame, "the run goes on") || !strings.Contains(frame, "q still works")) {
+					t.Fatalf("%d×%d: does not say the run goes on and q works: %q", w, h, frame)
 				}
 				continue
 			}
@@ -164,6 +176,16 @@ func TestTooSmall(t *testing.T) {
 		if small != (sz[0] < 80 || sz[1] < 24) {
 			t.Errorf("%d×%d: too-small=%v: %q", sz[0], sz[1], small, got)
 		}
+	}
+	// q still works on a small terminal, and its question shows there.
+	hs.send(tea.WindowSizeMsg{Width: 50, Height: 15})
+	hs.press("q")
+	if got := hs.frame(); !strings.Contains(got, "stop the run? (y/n/esc)") || !strings.Contains(got, "esc keep going") {
+		t.Errorf("50×15 after q: %q", got)
+	}
+	hs.press("esc")
+	if got := hs.frame(); strings.Contains(got, "stop the run?") || hs.quit {
+		t.Errorf("50×15 after q, esc: %q", got)
 	}
 }
 
@@ -378,5 +400,20 @@ func BenchmarkFold(b *testing.B) {
 	for b.Loop() {
 		hs.m.fold(ups[i%len(ups)])
 		i++
+	}
+}
+
+// Every chart of the SFT screen's sets shows a value once SFT has validated:
+// none waits for a metric only RFT records (the validation set showed "val
+// pass@1 —" and "val —" through SFT: SFT validates greedily).
+func TestSFTChartsHaveValues(t *testing.T) {
+	hs := sftHarness(t, 120, 40)
+	for range kpiSetsSFT {
+		frame := ansi.Strip(strings.Join(hs.m.pane(paneKPI), "\n"))
+		title, _, _ := strings.Cut(frame, "\n")
+		if strings.Contains(frame, "—") {
+			t.Errorf("%s: a chart without a value:\n%s", title, frame)
+		}
+		hs.press("m")
 	}
 }

@@ -4,7 +4,9 @@
 // (`pip install ./clients/python`, as a user would, with no package index),
 // and runs the tests with that environment's interpreter; they start
 // `pixelis serve`, play the same episodes through it and check that every
-// answer, step result, observation, pixel and reward is the same.
+// answer, step result, observation, pixel and reward is the same. The launch
+// SDK's tests speak to a peer implementing pixelis's side of the channel
+// protocol (tests/launch_peer.py), two of them under torchrun.
 //
 // The interpreter is /usr/bin/python3 (Debian's, with torch and numpy in CI),
 // else python3 on PATH. Without one, or without the venv module, the test
@@ -75,7 +77,26 @@ func install(t *testing.T, py, dir string) string {
 // skippedLine is unittest's summary when tests skipped.
 var skippedLine = regexp.MustCompile(`(?m)^(OK|FAILED) \(.*skipped=\d+`)
 
+// readSources reads the package's sources and tests, so that go test's cache
+// counts them among the test's inputs (the Python processes that read them
+// are not seen by it): an edit to a .py file runs the tests again.
+func readSources(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if ext := filepath.Ext(path); ext == ".py" || ext == ".toml" || ext == ".md" {
+			_, err = os.ReadFile(path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPythonPackage(t *testing.T) {
+	readSources(t)
 	py := interpreter(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "pixelis")
@@ -85,7 +106,14 @@ func TestPythonPackage(t *testing.T) {
 	ref := filepath.Join(dir, "reference.json")
 	writeReference(t, ref)
 	vpy := install(t, py, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	// A bound against a hung interpreter: the test binary's own deadline (go
+	// test -timeout), less the time to report, and not the suite's usual
+	// few minutes, which a busy machine stretches several times.
+	limit := 30 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		limit = time.Until(d) - 30*time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	// From tests/, so that `import pixelis` finds the installed package, not the source tree.
 	cmd := exec.CommandContext(ctx, vpy, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py")

@@ -39,38 +39,14 @@ func cmdAnalyze(ctx context.Context, args []string, std stdio) error {
 	switch {
 	case len(runs) > 0 && len(models) > 0:
 		return usagef("give --model or --run, not both (use one output directory for each)")
-	case len(runs) == 1:
-		if err := analysis.AnalyzeRunContext(ctx, runs[0], *out); err != nil {
-			return err
-		}
-		printf(std.out, "run analysis written to %s (%s, %s, %s/)\n", *out, analysis.ReportFile, analysis.RunSummaryFile, analysis.FiguresDir)
-		return nil
-	case len(runs) > 1:
-		c, err := analysis.AnalyzeRuns(runs, *out)
-		if err != nil {
-			return err
-		}
-		printf(std.out, "%d runs compared in %s (%s, %s, %s/)\n\n%s", len(c.Runs), *out, analysis.ReportFile, analysis.CompareFile, analysis.FiguresDir,
-			analysis.CompareMarkdown(c))
-		return nil
+	case len(runs) > 0:
+		return analyzeRuns(ctx, runs, *out, std)
 	case len(models) == 0:
 		return usagef("give at least one --model NAME=PATH, or --run RUN_DIR")
 	}
-	var ms []analysis.Model
-	names := map[string]bool{}
-	for _, m := range models {
-		name, path, ok := strings.Cut(m, "=")
-		if !ok || name == "" || path == "" {
-			return usagef("--model %q: want NAME=PATH", m)
-		}
-		if names[name] {
-			return usagef("--model %s given twice", name)
-		}
-		names[name] = true
-		if _, err := os.Stat(path); err != nil {
-			return usagef("--model %s: %v", name, err)
-		}
-		ms = append(ms, analysis.Model{Name: name, Path: path})
+	ms, err := parseModels(models)
+	if err != nil {
+		return err
 	}
 	sp, err := env.ParseSplit(*split)
 	if err != nil {
@@ -82,18 +58,9 @@ func cmdAnalyze(ctx context.Context, args []string, std stdio) error {
 	if *tasks < 0 || *samples < 0 {
 		return usagef("--tasks and --samples must be ≥ 0")
 	}
-	var cfg *configs.Config
-	if cf.config == "" && len(cf.sets) == 0 && cf.seed == "" {
-		// A model inside a run directory (checkpoints/X or adapters/X) is read
-		// with that run's config.
-		if c, err := configs.Load(filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(ms[0].Path))), "config.toml")); err == nil {
-			cfg = c
-		}
-	}
-	if cfg == nil {
-		if cfg, err = cf.load(); err != nil {
-			return err
-		}
+	cfg, err := analysisConfig(&cf, ms)
+	if err != nil {
+		return err
 	}
 	n, k := *tasks, *samples
 	if n == 0 {
@@ -112,13 +79,70 @@ func cmdAnalyze(ctx context.Context, args []string, std stdio) error {
 	if err := analysis.WriteOutputs(*out, rep); err != nil {
 		return err
 	}
+	printAnalysis(std, rep, *out)
+	return nil
+}
+
+// analyzeRuns plots the training curves of one run, or overlays several.
+func analyzeRuns(ctx context.Context, runs []string, out string, std stdio) error {
+	if len(runs) == 1 {
+		if err := analysis.AnalyzeRunContext(ctx, runs[0], out); err != nil {
+			return err
+		}
+		printf(std.out, "run analysis written to %s (%s, %s, %s/)\n", out, analysis.ReportFile, analysis.RunSummaryFile, analysis.FiguresDir)
+		return nil
+	}
+	c, err := analysis.AnalyzeRuns(runs, out)
+	if err != nil {
+		return err
+	}
+	printf(std.out, "%d runs compared in %s (%s, %s, %s/)\n\n%s", len(c.Runs), out, analysis.ReportFile, analysis.CompareFile, analysis.FiguresDir,
+		analysis.CompareMarkdown(c))
+	return nil
+}
+
+// parseModels reads the --model NAME=PATH flags: names unique, paths present.
+func parseModels(models []string) ([]analysis.Model, error) {
+	var ms []analysis.Model
+	names := map[string]bool{}
+	for _, m := range models {
+		name, path, ok := strings.Cut(m, "=")
+		if !ok || name == "" || path == "" {
+			return nil, usagef("--model %q: want NAME=PATH", m)
+		}
+		if names[name] {
+			return nil, usagef("--model %s given twice", name)
+		}
+		names[name] = true
+		if _, err := os.Stat(path); err != nil {
+			return nil, usagef("--model %s: %v", name, err)
+		}
+		ms = append(ms, analysis.Model{Name: name, Path: path})
+	}
+	return ms, nil
+}
+
+// analysisConfig is the config the models are analysed under: the one given
+// by flags, or else, for a model inside a run directory (checkpoints/X or
+// adapters/X), that run's config.
+func analysisConfig(cf *configFlags, ms []analysis.Model) (*configs.Config, error) {
+	if cf.config == "" && len(cf.sets) == 0 && cf.seed == "" {
+		if c, err := configs.Load(filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(ms[0].Path))), "config.toml")); err == nil {
+			return c, nil
+		}
+	}
+	return cf.load()
+}
+
+// printAnalysis says where the analysis went, its headline table and the
+// side-by-side tasks.
+func printAnalysis(std stdio, rep *analysis.Report, out string) {
 	printf(std.out, "%d tasks of %s, n = %d; analysis written to %s (%s, %s, %s, %s/)\n\n%s",
-		rep.Tasks, rep.Split, rep.Samples, *out, analysis.ReportFile, analysis.SummaryFile, analysis.PerTaskFile, analysis.FiguresDir, rep.Headline())
+		rep.Tasks, rep.Split, rep.Samples, out, analysis.ReportFile, analysis.SummaryFile, analysis.PerTaskFile, analysis.FiguresDir, rep.Headline())
 	if len(rep.SideBySide) > 0 {
 		printf(std.out, "\nside by side:\n")
 		for _, c := range rep.SideBySide {
 			printf(std.out, "  %s %-22s %s\n", c.Task, c.Family, c.Reason)
 		}
 	}
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/train"
 )
 
 // cmdCkpt: ckpt inspect PATH | ckpt verify PATH.
@@ -44,9 +45,9 @@ func cmdCkpt(ctx context.Context, args []string, std stdio) error {
 			fmt.Fprintf(std.out, "%s: ok (an adapter export: its config and tensors read, every value finite)\n", path)
 			return nil
 		}
-		problems := ckpt.Verify(path)
+		problems := train.VerifyCheckpoint(path)
 		if len(problems) == 0 {
-			fmt.Fprintf(std.out, "%s: ok (every file present, sizes, sha256 and tensor shapes match, every value finite)\n", path)
+			fmt.Fprintf(std.out, "%s: ok (every file present, sizes, sha256 and tensor shapes match, every value finite, state.json decodes as a resume reads it)\n", path)
 			return nil
 		}
 		return &ckpt.VerifyError{Path: path, Problems: problems}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/suggest"
 	"github.com/pixelis/pixelis/train"
 )
 
@@ -76,7 +77,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, usagef("%v (see '%s -h')", err, fs.Name())
+			return nil, usagef("%v%s (see '%s -h')", err, flagHint(fs, err), fs.Name())
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -85,6 +86,21 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// flagHint is "; did you mean --no-tui?" for the error of an unknown flag
+// that is a slip for one of fs's, else "".
+func flagHint(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if near := suggest.Closest(strings.TrimPrefix(name, "-"), names); near != "" {
+		return "; did you mean --" + near + "?"
+	}
+	return ""
 }
 
 // wantArgs checks the number of positional arguments.

@@ -56,6 +56,7 @@ func init() {
 		"config":     {"config print: the effective config as TOML", cmdConfig},
 		"analyze":    {"compare checkpoints' trajectories; plots and a report", cmdAnalyze},
 		"experiment": {"arms × seeds of runs from an experiment file, with results: experiment FILE", cmdExperiment},
+		"launch":     {"run another program's trainer under pixelis, steered over a channel: launch [flags] -- CMD ARGS…", cmdLaunch},
 		"serve":      {"the pixel world and its reward over HTTP for external trainers", cmdServe},
 		"watch":      {"the console, read-only, on a Hugging Face/TRL, verl or TensorBoard run: watch PATH", cmdWatch},
 	}
@@ -188,11 +189,10 @@ func report(w io.Writer, name string, err error) int {
 	return exitFailed
 }
 
+// indentLines indents the lines of a message after its first, which follows
+// "pixelis CMD: " on the same line.
 func indentLines(s string) string {
-	if !strings.Contains(s, "\n") {
-		return s
-	}
-	return "\n  " + strings.ReplaceAll(s, "\n", "\n  ")
+	return strings.ReplaceAll(s, "\n", "\n  ")
 }
 
 // usageError marks errors caused by the user's input (flags, arguments, config):

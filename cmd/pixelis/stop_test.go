@@ -17,7 +17,7 @@ import (
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// The stop contract (README, "Stopping a run"), case by case, for the
+// The stop contract (docs/stopping.md), case by case, for the
 // headless run and for the console in tmux alike. Each case holds the run at a
 // fault point (faults.Pause) where the stop must find it, and waits for the
 // run's states — files, lines, exit — never for time.

@@ -18,6 +18,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/owner"
 	"github.com/pixelis/pixelis/train/telemetry"
 	"github.com/pixelis/pixelis/tui"
@@ -91,10 +92,12 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		return err
 	}
 	runDir := cf.runDir
+	named := runDir != "" || cfg.Run.Name != ""
+	start := time.Now()
 	if runDir == "" {
 		n := cfg.Run.Name
 		if n == "" {
-			n = time.Now().Format("2006-01-02-150405")
+			n = startName(start, 1) // claimed below, once the run is known to start
 		}
 		runDir = filepath.Join(cfg.Run.Dir, n)
 	}
@@ -128,6 +131,11 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	if cf.runDir != "" {
 		where = "--run-dir"
 	}
+	if !named {
+		if runDir, err = newRunDir(cfg.Run.Dir, start); err != nil {
+			return err
+		}
+	}
 	lock, err := lockRun(runDir, where, name)
 	if err != nil {
 		return err
@@ -149,6 +157,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		}
 		opt.Done = []string{train.PhaseSFT}
 	}
+	placeRun(cfg, runDir)
 	return execute(ctx, io, cfg, opt, cf.noTUI, "", -1)
 }
 
@@ -165,6 +174,9 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	runDir := pos[0]
+	if _, err := launch.ReadRecord(runDir); err == nil {
+		return resumeLaunched(ctx, io, runDir, *from, *noTUI)
+	}
 	if _, err := train.ReadRunInfo(runDir); err != nil {
 		return usageError{err}
 	}
@@ -182,6 +194,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return usageError{err}
 	}
+	placeRun(cfg, runDir)
 	if err := checkMemory(cfg, info.Phases); err != nil {
 		return err
 	}
@@ -275,6 +288,7 @@ type terminalConsole struct {
 	cfg        *configs.Config
 	runDir     string
 	resumeStep int
+	launched   bool // a launched trainer's run: i shows the trainer too
 }
 
 func (c terminalConsole) Show(ctx context.Context, feed telemetry.Feed) error {
@@ -282,6 +296,9 @@ func (c terminalConsole) Show(ctx context.Context, feed telemetry.Feed) error {
 	_ = configs.Encode(&conf, c.cfg) // shown by the console's i; the run writes the same to config.toml
 	ui := c.cfg.UI
 	opts := tui.Options{FPS: ui.FPS, History: ui.History, Mouse: ui.Mouse, Color: ui.Color, RunDir: c.runDir, Config: conf.String()}
+	if c.launched {
+		opts.Settings = func() string { return launchedSettings(c.runDir) }
+	}
 	if c.resumeStep >= 0 {
 		// A resumed run's console starts from its history up to the checkpoint.
 		if f, err := telemetry.OpenRunContext(ctx, c.runDir, telemetry.RunFeedOptions{MaxPoints: ui.History}); err == nil {

@@ -35,6 +35,11 @@ var usages = map[string]usageText{
 		"Open the console on a run from another terminal, live or finished: its keys reach the run over\n" +
 			"RUN_DIR/control.sock, and leaving the console never stops the run. With several run directories, or an\n" +
 			"experiment's directory, the runs are shown side by side: overlaid charts, a run list and a results table."},
+	"launch": {"pixelis launch [--config FILE] [--run-dir DIR] [--no-tui] [--ack-timeout 10s] [--grace 30s] [--resume-args ARGS] [--no-curriculum] -- CMD ARGS…",
+		"Run CMD (another program's trainer, e.g. a PyTorch loop) as pixelis's child with a channel to it (a unix socket\n" +
+			"named by PIXELIS_CHANNEL; docs/launch-protocol.md): its metrics, samples and checkpoints reach the run's files\n" +
+			"and the console, the console's keys reach it as commands, pixelis's reward curriculum runs on its metrics, and\n" +
+			"`pixelis resume DIR` starts it again with --resume-args filled with its newest checkpoint."},
 	"watch": {"pixelis watch PATH [--run NAME] [--map FILE] [--no-tui [--once]]",
 		"Open the console, read-only, on a run pixelis did not train: a Hugging Face or TRL output directory\n" +
 			"(trainer_state.json, checkpoint-N/, runs/), verl's FileLogger JSONL or console log (a file or its directory),\n" +
@@ -44,7 +49,7 @@ var usages = map[string]usageText{
 			"--no-tui prints plain lines until the run ends (--once: what its files hold now)."},
 	"export":       {"pixelis export RUN_DIR --csv FILE", "Export a run's metrics.jsonl as a wide CSV (one row a step, one column a metric)."},
 	"ckpt inspect": {"pixelis ckpt inspect PATH", "Print a checkpoint's manifest: phase, step, stage, config hash and every file with its size and sha256."},
-	"ckpt verify":  {"pixelis ckpt verify PATH", "Check every file of a checkpoint against its manifest: presence, size, sha256 and tensor shapes."},
+	"ckpt verify":  {"pixelis ckpt verify PATH", "Check every file of a checkpoint against its manifest (presence, size, sha256, tensor shapes, finite values; no file it does not list) and decode state.json as a resume does."},
 	"config print": {"pixelis config print [--config FILE] [--set key=value …]", "Print the effective config, the file and overrides on top of the embedded default, as TOML."},
 	"analyze": {"pixelis analyze --model NAME=PATH … --out DIR [flags], or pixelis analyze --run RUN_DIR … --out DIR",
 		"Compare checkpoints' trajectories on the same tasks (report.md, JSON, CSV, figures), or plot training runs'\n" +

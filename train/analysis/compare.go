@@ -115,17 +115,9 @@ func writeCompareFigures(dir string, names []string, data []*runData) ([]string,
 	const w, h = 7 * vg.Inch, 3.4 * vg.Inch
 	var figs []string
 	emit := func(base string, specs ...compareSpec) error {
-		var ps []*panel
-		for _, sp := range specs {
-			xs, ss := overlay(names, data, sp)
-			if len(ss) == 0 {
-				continue
-			}
-			pn, err := linesStyled(sp.title, string(sp.phase)+" step", sp.ylabel, xs, ss, seriesNames(ss), make([]lineStyle, len(ss)), nil)
-			if err != nil {
-				return fmt.Errorf("figure %s: %w", base, err)
-			}
-			ps = append(ps, pn)
+		ps, err := comparePanels(names, data, specs...)
+		if err != nil {
+			return fmt.Errorf("figure %s: %w", base, err)
 		}
 		if len(ps) == 0 {
 			return nil
@@ -152,6 +144,26 @@ func writeCompareFigures(dir string, names []string, data []*runData) ([]string,
 		return nil, err
 	}
 	return figs, nil
+}
+
+// comparePanels draws one panel per spec that some run recorded, all over
+// the same steps (a validation every few steps starts later than the
+// metrics of every step), so that one step is at one place down the column.
+func comparePanels(names []string, data []*runData, specs ...compareSpec) ([]*panel, error) {
+	var ps []*panel
+	for _, sp := range specs {
+		xs, ss := overlay(names, data, sp)
+		if len(ss) == 0 {
+			continue
+		}
+		pn, err := linesStyled(sp.title, string(sp.phase)+" step", sp.ylabel, xs, ss, seriesNames(ss), make([]lineStyle, len(ss)), nil)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, pn)
+	}
+	shareX(ps)
+	return ps, nil
 }
 
 // overlay is one metric of every run over the steps of its phase (counted

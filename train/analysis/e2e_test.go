@@ -49,138 +49,146 @@ func TestEndToEnd(t *testing.T) {
 		t.Skip("makes a smoke run")
 	}
 	cfg, run := smokeRun(t)
+	t.Run("adapter equals the checkpoint of the same step", func(t *testing.T) { adapterEqualsCheckpoint(t, cfg, run) })
+	t.Run("analyze", func(t *testing.T) { analyzeModels(t, cfg, run) })
+	t.Run("run", func(t *testing.T) { analyzeSmokeRun(t, cfg, run) })
+	t.Run("moved run directory", func(t *testing.T) { movedRunDirectory(t, cfg, run) })
+}
+
+// adapterEqualsCheckpoint: the full-stage adapters applied to sft_final equal rft_final.
+func adapterEqualsCheckpoint(t *testing.T, cfg *configs.Config, run string) {
+	// The full-stage adapters are exported when RFT ends, as rft_final is
+	// saved: base + adapters must give rft_final's policy exactly.
+	fromAdapter, err := Load(cfg, filepath.Join(run, "adapters", "rft_adapters_full"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromAdapter.Source != SourceAdapter || fromAdapter.Base != filepath.Join(run, "checkpoints", "sft_final") {
+		t.Errorf("loaded %+v", fromAdapter)
+	}
+	final, err := train.LoadPolicy(cfg, filepath.Join(run, "checkpoints", train.RFTFinal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sft, err := train.LoadPolicy(cfg, filepath.Join(run, "checkpoints", "sft_final"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameTensors(fromAdapter.Params, final) {
+		t.Error("sft_final + rft_adapters_full differs from rft_final")
+	}
+	if sameTensors(sft, final) {
+		t.Error("RFT did not change the policy: the comparison above proves nothing")
+	}
+}
+
+// analyzeModels: Analyze of a checkpoint and an adapter: every task, the same tasks, the same figures alone or beside another model, every output written.
+func analyzeModels(t *testing.T, cfg *configs.Config, run string) {
 	ctx := context.Background()
-
-	t.Run("adapter equals the checkpoint of the same step", func(t *testing.T) {
-		// The full-stage adapters are exported when RFT ends, as rft_final is
-		// saved: base + adapters must give rft_final's policy exactly.
-		fromAdapter, err := Load(cfg, filepath.Join(run, "adapters", "rft_adapters_full"))
-		if err != nil {
-			t.Fatal(err)
+	models := []Model{
+		{Name: "sft", Path: filepath.Join(run, "checkpoints", "sft_final")},
+		{Name: "full", Path: filepath.Join(run, "adapters", "rft_adapters_full")},
+	}
+	opts := Options{Tasks: 12, Split: env.Test, Samples: 2}
+	r, err := Analyze(ctx, cfg, models, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Tasks != 12 || r.Samples != 2 || len(r.Models) != 2 || r.Models[0].Source != SourceCheckpoint || r.Models[1].Source != SourceAdapter {
+		t.Fatalf("report: tasks %d samples %d models %+v", r.Tasks, r.Samples, r.Models)
+	}
+	for _, m := range r.Models {
+		all := m.Group("all")
+		if all.Tasks != 12 || all.Greedy.Trajectories != 12 || all.Sampled.Trajectories != 24 || len(m.Tasks) != 12 {
+			t.Errorf("%s: %+v", m.Name, all)
 		}
-		if fromAdapter.Source != SourceAdapter || fromAdapter.Base != filepath.Join(run, "checkpoints", "sft_final") {
-			t.Errorf("loaded %+v", fromAdapter)
-		}
-		final, err := train.LoadPolicy(cfg, filepath.Join(run, "checkpoints", train.RFTFinal))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sft, err := train.LoadPolicy(cfg, filepath.Join(run, "checkpoints", "sft_final"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !sameTensors(fromAdapter.Params, final) {
-			t.Error("sft_final + rft_adapters_full differs from rft_final")
-		}
-		if sameTensors(sft, final) {
-			t.Error("RFT did not change the policy: the comparison above proves nothing")
-		}
-	})
-
-	t.Run("analyze", func(t *testing.T) {
-		models := []Model{
-			{Name: "sft", Path: filepath.Join(run, "checkpoints", "sft_final")},
-			{Name: "full", Path: filepath.Join(run, "adapters", "rft_adapters_full")},
-		}
-		opts := Options{Tasks: 12, Split: env.Test, Samples: 2}
-		r, err := Analyze(ctx, cfg, models, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Tasks != 12 || r.Samples != 2 || len(r.Models) != 2 || r.Models[0].Source != SourceCheckpoint || r.Models[1].Source != SourceAdapter {
-			t.Fatalf("report: tasks %d samples %d models %+v", r.Tasks, r.Samples, r.Models)
-		}
-		for _, m := range r.Models {
-			all := m.Group("all")
-			if all.Tasks != 12 || all.Greedy.Trajectories != 12 || all.Sampled.Trajectories != 24 || len(m.Tasks) != 12 {
-				t.Errorf("%s: %+v", m.Name, all)
-			}
-			for i, tr := range m.Tasks {
-				if tr.Task != r.Models[0].Tasks[i].Task {
-					t.Errorf("%s task %d is %s, the first model's is %s", m.Name, i, tr.Task, r.Models[0].Tasks[i].Task)
-				}
+		for i, tr := range m.Tasks {
+			if tr.Task != r.Models[0].Tasks[i].Task {
+				t.Errorf("%s task %d is %s, the first model's is %s", m.Name, i, tr.Task, r.Models[0].Tasks[i].Task)
 			}
 		}
-		// The same model and seed give the same report: the streams do not
-		// depend on scheduling or on the other models.
-		again, err := Analyze(ctx, cfg, models[1:], opts)
-		if err != nil {
-			t.Fatal(err)
+	}
+	// The same model and seed give the same report: the streams do not
+	// depend on scheduling or on the other models.
+	again, err := Analyze(ctx, cfg, models[1:], opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(r.Models[1])
+	b, _ := json.Marshal(again.Models[0])
+	if string(a) != string(b) {
+		t.Error("analysing a model alone gave other figures than beside another model")
+	}
+	out := t.TempDir()
+	if err := WriteOutputs(out, r); err != nil {
+		t.Fatal(err)
+	}
+	checkOutputs(t, out, r)
+	report, err := os.ReadFile(filepath.Join(out, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Headline figures", "figures/" + FigLength + ".png", "## Definitions"} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("report.md lacks %q", want)
 		}
-		a, _ := json.Marshal(r.Models[1])
-		b, _ := json.Marshal(again.Models[0])
-		if string(a) != string(b) {
-			t.Error("analysing a model alone gave other figures than beside another model")
-		}
-		out := t.TempDir()
-		if err := WriteOutputs(out, r); err != nil {
-			t.Fatal(err)
-		}
-		checkOutputs(t, out, r)
-		report, err := os.ReadFile(filepath.Join(out, ReportFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, want := range []string{"## Headline figures", "figures/" + FigLength + ".png", "## Definitions"} {
-			if !strings.Contains(string(report), want) {
-				t.Errorf("report.md lacks %q", want)
-			}
-		}
-	})
+	}
+}
 
-	t.Run("run", func(t *testing.T) {
-		out := t.TempDir()
-		if err := AnalyzeRun(run, out); err != nil {
-			t.Fatal(err)
+// analyzeSmokeRun: AnalyzeRun of the smoke run: its stage changes, phases, final KPIs and figures.
+func analyzeSmokeRun(t *testing.T, cfg *configs.Config, run string) {
+	out := t.TempDir()
+	if err := AnalyzeRun(run, out); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, RunSummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s RunSummary
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	// The smoke curriculum ends every stage after two steps: two advances.
+	if len(s.StageChanges) != 2 || s.StageChanges[0].From != 0 || s.StageChanges[1].To != 2 {
+		t.Errorf("stage changes %+v, want 1→2 and 2→3", s.StageChanges)
+	}
+	phases := map[string]PhaseSummary{}
+	for _, p := range s.Phases {
+		phases[p.Phase] = p
+	}
+	if phases["sft"].Steps != cfg.SFT.Steps || phases["rft"].Steps != cfg.RFT.Steps {
+		t.Errorf("phases %+v, want %d SFT and %d RFT points", s.Phases, cfg.SFT.Steps, cfg.RFT.Steps)
+	}
+	if _, ok := s.FinalRFT["kpi/success_rate_ma100"]; !ok {
+		t.Errorf("final RFT figures lack the success KPI: %v", s.FinalRFT)
+	}
+	for _, fig := range []string{FigRunRewards, FigRunKPIs, FigRunDynamics, FigRunCurriculum, FigRunSFT} {
+		if !slices.Contains(s.Figures, fig) {
+			t.Errorf("figure %s not written (have %v)", fig, s.Figures)
+			continue
 		}
-		data, err := os.ReadFile(filepath.Join(out, RunSummaryFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s RunSummary
-		if err := json.Unmarshal(data, &s); err != nil {
-			t.Fatal(err)
-		}
-		// The smoke curriculum ends every stage after two steps: two advances.
-		if len(s.StageChanges) != 2 || s.StageChanges[0].From != 0 || s.StageChanges[1].To != 2 {
-			t.Errorf("stage changes %+v, want 1→2 and 2→3", s.StageChanges)
-		}
-		phases := map[string]PhaseSummary{}
-		for _, p := range s.Phases {
-			phases[p.Phase] = p
-		}
-		if phases["sft"].Steps != cfg.SFT.Steps || phases["rft"].Steps != cfg.RFT.Steps {
-			t.Errorf("phases %+v, want %d SFT and %d RFT points", s.Phases, cfg.SFT.Steps, cfg.RFT.Steps)
-		}
-		if _, ok := s.FinalRFT["kpi/success_rate_ma100"]; !ok {
-			t.Errorf("final RFT figures lack the success KPI: %v", s.FinalRFT)
-		}
-		for _, fig := range []string{FigRunRewards, FigRunKPIs, FigRunDynamics, FigRunCurriculum, FigRunSFT} {
-			if !slices.Contains(s.Figures, fig) {
-				t.Errorf("figure %s not written (have %v)", fig, s.Figures)
-				continue
-			}
-			decodePNG(t, filepath.Join(out, FiguresDir, fig+".png"))
-			checkSVG(t, filepath.Join(out, FiguresDir, fig+".svg"))
-		}
-	})
+		decodePNG(t, filepath.Join(out, FiguresDir, fig+".png"))
+		checkSVG(t, filepath.Join(out, FiguresDir, fig+".svg"))
+	}
+}
 
-	t.Run("moved run directory", func(t *testing.T) {
-		// An adapter whose recorded base path is gone finds the checkpoint of
-		// the same name in its own run directory.
-		moved := filepath.Join(t.TempDir(), "moved")
-		if err := os.Rename(run, moved); err != nil {
-			t.Fatal(err)
-		}
-		defer os.Rename(moved, run)
-		l, err := Load(cfg, filepath.Join(moved, "adapters", "rft_adapters_base"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Base != filepath.Join(moved, "checkpoints", "sft_final") {
-			t.Errorf("base %s", l.Base)
-		}
-	})
+// movedRunDirectory: an adapter whose recorded base path is gone finds the checkpoint of the same name in its own run directory.
+func movedRunDirectory(t *testing.T, cfg *configs.Config, run string) {
+	// An adapter whose recorded base path is gone finds the checkpoint of
+	// the same name in its own run directory.
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(run, moved); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(moved, run)
+	l, err := Load(cfg, filepath.Join(moved, "adapters", "rft_adapters_base"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Base != filepath.Join(moved, "checkpoints", "sft_final") {
+		t.Errorf("base %s", l.Base)
+	}
 }
 
 func sameTensors(a, b *policy.Params) bool {

@@ -51,8 +51,24 @@ func groupedBars(title, ylabel string, categories []string, ss []series) (*panel
 		pn.legend = append(pn.legend, legendEntry{s.name, bc})
 	}
 	p.NominalX(categories...)
+	top := 0.0
+	for _, s := range ss {
+		for _, v := range s.values {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				top = math.Max(top, v)
+			}
+		}
+	}
+	if top <= 0 {
+		top = 1
+	}
+	p.Y.Max = withHeadroom(top)
 	return pn, nil
 }
+
+// withHeadroom is the top of a bar chart's y axis whose tallest bar is top:
+// a little above it, so that no bar touches the frame.
+func withHeadroom(top float64) float64 { return top * 1.08 }
 
 // mark is a vertical line at x, such as a curriculum stage change.
 type mark struct {
@@ -72,6 +88,7 @@ type legendEntry struct {
 type panel struct {
 	p      *plot.Plot
 	legend []legendEntry
+	curves []*plotter.Line // the series' lines, in series order (drawn ones only)
 }
 
 // lineStyle says how a line is drawn beyond its colour.
@@ -142,9 +159,10 @@ func linesStyled(title, xlabel, ylabel string, xs []float64, ss []series, names 
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		}
 		if styles[i].step {
-			l.StepStyle = plotter.PreStep
+			l.StepStyle = plotter.PostStep // the value recorded at x holds until the next x
 		}
 		p.Add(l)
+		pn.curves = append(pn.curves, l)
 		thumbs := []plot.Thumbnailer{l}
 		if len(pts) < sparseBelow && !styles[i].step {
 			sc, err := plotter.NewScatter(pts)
@@ -188,6 +206,20 @@ func linesStyled(title, xlabel, ylabel string, xs []float64, ss []series, names 
 		p.X.Min, p.X.Max = xlo-1, xhi+1
 	}
 	return pn, nil
+}
+
+// shareX sets every panel's x axis to the union of their ranges.
+func shareX(panels []*panel) {
+	if len(panels) == 0 {
+		return
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, pn := range panels {
+		lo, hi = math.Min(lo, pn.p.X.Min), math.Max(hi, pn.p.X.Max)
+	}
+	for _, pn := range panels {
+		pn.p.X.Min, pn.p.X.Max = lo, hi
+	}
 }
 
 // thumbsOf draws several thumbnails as one (a line with its marker).
@@ -278,20 +310,41 @@ func legendRows(entries []legendEntry, sty text.Style, w vg.Length) [][]legendEn
 	return rows
 }
 
-// drawPanel draws a panel in c: the plot, then its legend in rows below it.
-func drawPanel(pn *panel, c draw.Canvas) {
-	if len(pn.legend) == 0 {
-		pn.p.Draw(c)
-		return
-	}
+// legendStyle is the text style of a panel's legend.
+func (pn *panel) legendStyle() text.Style {
 	sty := pn.p.Legend.TextStyle
 	sty.Font.Size = vg.Points(9)
-	left := c.Min.X + vg.Points(40) // under the data area, past the y axis labels
+	return sty
+}
+
+// legendLeft is where a legend's rows start in c: under the data area, past
+// the y axis labels.
+func legendLeft(c draw.Canvas) vg.Length { return c.Min.X + vg.Points(40) }
+
+// plotCanvas is the part of c the panel's plot is drawn in: all of c but the
+// rows of its legend at the bottom.
+func (pn *panel) plotCanvas(c draw.Canvas) draw.Canvas {
+	if len(pn.legend) == 0 {
+		return c
+	}
+	sty := pn.legendStyle()
+	rows := legendRows(pn.legend, sty, c.Max.X-legendLeft(c))
+	lineH := sty.Height("Xg") + vg.Points(3)
+	return draw.Crop(c, 0, 0, lineH*vg.Length(len(rows))+vg.Points(4), 0)
+}
+
+// drawPanel draws a panel in c: the plot in plotC (the part of c above its
+// legend, see plotCanvas), then its legend in rows below it.
+func drawPanel(pn *panel, c, plotC draw.Canvas) {
+	pn.p.Draw(plotC)
+	if len(pn.legend) == 0 {
+		return
+	}
+	sty := pn.legendStyle()
+	left := legendLeft(c)
 	rows := legendRows(pn.legend, sty, c.Max.X-left)
 	lineH := sty.Height("Xg") + vg.Points(3)
 	legendH := lineH*vg.Length(len(rows)) + vg.Points(4)
-	plotC := draw.Crop(c, 0, 0, legendH, 0)
-	pn.p.Draw(plotC)
 	y := c.Min.Y + legendH - lineH
 	for _, row := range rows {
 		x := left
@@ -303,6 +356,32 @@ func drawPanel(pn *panel, c draw.Canvas) {
 		}
 		y -= lineH
 	}
+}
+
+// alignedPlotCanvases are the canvases the panels' plots are drawn in, one
+// per tile, narrowed so that every plot's data area spans the same x
+// interval of the page: in a column of panels over one step axis, a step is
+// at the same place in each (a stage's wider tick labels pushed its data area
+// right of the others').
+func alignedPlotCanvases(panels []*panel, tiles []draw.Canvas) []draw.Canvas {
+	out := make([]draw.Canvas, len(panels))
+	for i, pn := range panels {
+		out[i] = pn.plotCanvas(tiles[i])
+	}
+	// Twice: the data area's padding for markers and tick labels depends a
+	// little on the canvas, so a second pass removes what the first left.
+	for range 2 {
+		das := make([]draw.Canvas, len(out))
+		lo, hi := vg.Length(math.Inf(-1)), vg.Length(math.Inf(1))
+		for i, pn := range panels {
+			das[i] = pn.p.DataCanvas(out[i])
+			lo, hi = max(lo, das[i].Min.X), min(hi, das[i].Max.X)
+		}
+		for i := range out {
+			out[i] = draw.Crop(out[i], lo-das[i].Min.X, hi-das[i].Max.X, 0, 0)
+		}
+	}
+	return out
 }
 
 // save writes a column of panels to base.png and base.svg.
@@ -322,9 +401,9 @@ func save(base string, w, panelH vg.Length, panels ...*panel) error {
 			s := vgsvg.New(w, h)
 			dc, wt = draw.New(s), s
 		}
-		tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(2), PadBottom: vg.Points(2), PadLeft: vg.Points(2), PadRight: vg.Points(8)}
-		for i, pn := range panels {
-			drawPanel(pn, tiles.At(dc, 0, i))
+		tiles := columnTiles(dc, len(panels))
+		for i, plotC := range alignedPlotCanvases(panels, tiles) {
+			drawPanel(panels[i], tiles[i], plotC)
 		}
 		path := base + "." + format
 		if err := writeTo(path, wt); err != nil {
@@ -332,6 +411,16 @@ func save(base string, w, panelH vg.Length, panels ...*panel) error {
 		}
 	}
 	return nil
+}
+
+// columnTiles splits dc into n tiles, one above the other.
+func columnTiles(dc draw.Canvas, n int) []draw.Canvas {
+	t := draw.Tiles{Rows: n, Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(2), PadBottom: vg.Points(2), PadLeft: vg.Points(2), PadRight: vg.Points(8)}
+	out := make([]draw.Canvas, n)
+	for i := range out {
+		out[i] = t.At(dc, 0, i)
+	}
+	return out
 }
 
 func writeTo(path string, wt io.WriterTo) (err error) {

@@ -61,34 +61,68 @@ func (t table) head(cells ...string) {
 
 func f3(v float64) string { return fmt.Sprintf("%.3f", v) }
 
-// reportMarkdown renders report.md.
+// reportMarkdown renders report.md: its sections in order, then the
+// definitions.
 func reportMarkdown(r *Report, figs []figure) string {
 	var b strings.Builder
-	t := table{&b}
-	fmt.Fprintf(&b, "# Trajectory analysis\n\n")
-	fmt.Fprintf(&b, "%d tasks of the %s split", r.Tasks, r.Split)
+	md := reportWriter{b: &b, t: table{&b}, r: r}
+	md.intro()
+	md.models()
+	md.headline()
+	md.successPerFamily()
+	md.behaviourPerFamily()
+	md.toolUse()
+	md.loops()
+	md.misuse()
+	md.sequences()
+	md.figures(figs)
+	md.sideBySide()
+	b.WriteString("\n## Definitions\n\n")
+	b.WriteString(Definitions)
+	return b.String()
+}
+
+// reportWriter writes the sections of report.md.
+type reportWriter struct {
+	b *strings.Builder
+	t table
+	r *Report
+}
+
+func (w reportWriter) intro() {
+	b, r := w.b, w.r
+	fmt.Fprintf(b, "# Trajectory analysis\n\n")
+	fmt.Fprintf(b, "%d tasks of the %s split", r.Tasks, r.Split)
 	if r.Samples > 0 {
-		fmt.Fprintf(&b, ", one greedy episode and %d sampled attempts per task at temperature %g", r.Samples, r.Temperature)
+		fmt.Fprintf(b, ", one greedy episode and %d sampled attempts per task at temperature %g", r.Samples, r.Temperature)
 	} else {
-		fmt.Fprintf(&b, ", one greedy episode per task")
+		fmt.Fprintf(b, ", one greedy episode per task")
 	}
-	fmt.Fprintf(&b, ", seed %d. Every model played the same tasks with the same random streams. Behaviour figures describe the greedy episodes; definitions are at the end.\n\n", r.Seed)
+	fmt.Fprintf(b, ", seed %d. Every model played the same tasks with the same random streams. Behaviour figures describe the greedy episodes; definitions are at the end.\n\n", r.Seed)
+}
 
-	b.WriteString("## Models\n\n")
-	t.head("model", "source", "path", "applied to", "stage")
-	for _, m := range r.Models {
-		t.row(m.Name, m.Source, "`"+m.Path+"`", codeOrDash(m.Base), dash(m.Stage))
+func (w reportWriter) models() {
+	w.b.WriteString("## Models\n\n")
+	w.t.head("model", "source", "path", "applied to", "stage")
+	for _, m := range w.r.Models {
+		w.t.row(m.Name, m.Source, "`"+m.Path+"`", codeOrDash(m.Base), dash(m.Stage))
 	}
+}
 
-	b.WriteString("\n## Headline figures (all tasks)\n\n")
+func (w reportWriter) headline() {
+	r, t := w.r, w.t
+	w.b.WriteString("\n## Headline figures (all tasks)\n\n")
 	t.head("model", "greedy", "pass@1", fmt.Sprintf("pass@%d", r.Samples), "mean length", "RaPR", "loop rate", "misuse rate", "coherence", "efficiency")
 	for _, m := range r.Models {
 		g := m.Groups[0]
 		t.row(m.Name, f3(g.Greedy.Success), r.passText(g.Pass1), r.passText(g.PassN), fmt.Sprintf("%.2f", g.Greedy.LenMean),
 			f3(g.Greedy.RaPR), f3(g.Greedy.LoopRate), f3(g.Greedy.MisuseRate), fmt.Sprintf("%+.3f", g.Greedy.Coherence), f3(g.Greedy.Efficiency))
 	}
+}
 
-	b.WriteString("\n## Success per task family\n\nEach cell: greedy / pass@1 / pass@n.\n\n")
+func (w reportWriter) successPerFamily() {
+	r, t := w.r, w.t
+	w.b.WriteString("\n## Success per task family\n\nEach cell: greedy / pass@1 / pass@n.\n\n")
 	cols := []string{"family", "tasks"}
 	for _, m := range r.Models {
 		cols = append(cols, m.Name)
@@ -109,71 +143,90 @@ func reportMarkdown(r *Report, figs []figure) string {
 		}
 		t.row(cells...)
 	}
+}
 
-	b.WriteString("\n## Behaviour per task family (greedy)\n\n")
-	t.head("family", "model", "mean length", "RaPR", "loop rate", "misuse rate", "coherence", "efficiency")
-	for _, g := range r.Families {
-		for _, m := range r.Models {
+func (w reportWriter) behaviourPerFamily() {
+	w.b.WriteString("\n## Behaviour per task family (greedy)\n\n")
+	w.t.head("family", "model", "mean length", "RaPR", "loop rate", "misuse rate", "coherence", "efficiency")
+	for _, g := range w.r.Families {
+		for _, m := range w.r.Models {
 			gr := m.Group(g)
 			if gr == nil {
 				continue
 			}
 			s := gr.Greedy
-			t.row(g, m.Name, fmt.Sprintf("%.2f", s.LenMean), f3(s.RaPR), f3(s.LoopRate), f3(s.MisuseRate), fmt.Sprintf("%+.3f", s.Coherence), f3(s.Efficiency))
+			w.t.row(g, m.Name, fmt.Sprintf("%.2f", s.LenMean), f3(s.RaPR), f3(s.LoopRate), f3(s.MisuseRate), fmt.Sprintf("%+.3f", s.Coherence), f3(s.Efficiency))
 		}
 	}
+}
 
-	b.WriteString("\n## Tool use (calls per episode, greedy)\n\n")
-	cols = []string{"model"}
+func (w reportWriter) toolUse() {
+	w.b.WriteString("\n## Tool use (calls per episode, greedy)\n\n")
+	cols := []string{"model"}
 	for op := env.OpSegment; op < env.OpAnswer; op++ {
 		cols = append(cols, op.String())
 	}
-	t.head(cols...)
-	for _, m := range r.Models {
+	w.t.head(cols...)
+	for _, m := range w.r.Models {
 		cells := []string{m.Name}
 		for op := env.OpSegment; op < env.OpAnswer; op++ {
 			cells = append(cells, fmt.Sprintf("%.2f", m.Groups[0].Greedy.Tools[op.String()]))
 		}
-		t.row(cells...)
+		w.t.row(cells...)
 	}
+}
 
-	b.WriteString("\n## Loops (greedy)\n\n")
-	t.head("model", "loop rate", "repeat rate", "cycle rate", "loop steps (share of actions)")
-	for _, m := range r.Models {
+func (w reportWriter) loops() {
+	w.b.WriteString("\n## Loops (greedy)\n\n")
+	w.t.head("model", "loop rate", "repeat rate", "cycle rate", "loop steps (share of actions)")
+	for _, m := range w.r.Models {
 		s := m.Groups[0].Greedy
-		t.row(m.Name, f3(s.LoopRate), f3(s.RepeatRate), f3(s.CycleRate), f3(s.LoopSteps))
+		w.t.row(m.Name, f3(s.LoopRate), f3(s.RepeatRate), f3(s.CycleRate), f3(s.LoopSteps))
 	}
+}
 
-	b.WriteString("\n## Misuse by kind (share of actions, greedy)\n\n")
-	if kinds := misuseKinds(r); len(kinds) == 0 {
-		b.WriteString("No model misused a tool.\n")
-	} else {
-		t.head(append([]string{"model", "all"}, kinds...)...)
-		for _, m := range r.Models {
-			s := m.Groups[0].Greedy
-			cells := []string{m.Name, f3(s.MisuseRate)}
-			for _, k := range kinds {
-				cells = append(cells, f3(s.Misuse[k]))
-			}
-			t.row(cells...)
+func (w reportWriter) misuse() {
+	w.b.WriteString("\n## Misuse by kind (share of actions, greedy)\n\n")
+	kinds := misuseKinds(w.r)
+	if len(kinds) == 0 {
+		w.b.WriteString("No model misused a tool.\n")
+		return
+	}
+	w.t.head(append([]string{"model", "all"}, kinds...)...)
+	for _, m := range w.r.Models {
+		s := m.Groups[0].Greedy
+		cells := []string{m.Name, f3(s.MisuseRate)}
+		for _, k := range kinds {
+			cells = append(cells, f3(s.Misuse[k]))
 		}
+		w.t.row(cells...)
 	}
+}
 
-	b.WriteString("\n## Most common operation sequences (greedy)\n")
-	for _, m := range r.Models {
-		fmt.Fprintf(&b, "\n**%s**\n\n", m.Name)
+func (w reportWriter) sequences() {
+	w.b.WriteString("\n## Most common operation sequences (greedy)\n")
+	for _, m := range w.r.Models {
+		fmt.Fprintf(w.b, "\n**%s**\n\n", m.Name)
 		for _, s := range m.Groups[0].Greedy.TopSequences {
-			fmt.Fprintf(&b, "- %d× %s\n", s.Count, s.Seq)
+			fmt.Fprintf(w.b, "- %d× %s\n", s.Count, s.Seq)
 		}
 	}
+}
 
-	if len(figs) > 0 {
-		b.WriteString("\n## Figures\n\n")
-		for _, f := range figs {
-			fmt.Fprintf(&b, "### %s\n\n![%s](%s/%s.png)\n\n[SVG](%s/%s.svg)\n\n", f.title, f.title, FiguresDir, f.base, FiguresDir, f.base)
-		}
+func (w reportWriter) figures(figs []figure) {
+	if len(figs) == 0 {
+		return
 	}
+	w.b.WriteString("\n## Figures\n\n")
+	for _, f := range figs {
+		fmt.Fprintf(w.b, "### %s\n\n![%s](%s/%s.png)\n\n[SVG](%s/%s.svg)\n\n", f.title, f.title, FiguresDir, f.base, FiguresDir, f.base)
+	}
+}
 
+// sideBySide shows the chosen tasks: the image, the question and every
+// model's trajectory.
+func (w reportWriter) sideBySide() {
+	b, r := w.b, w.r
 	b.WriteString("\n## Side by side\n\n")
 	if len(r.Models) < 2 {
 		b.WriteString("Side-by-side comparison needs at least two models.\n")
@@ -181,34 +234,34 @@ func reportMarkdown(r *Report, figs []figure) string {
 		b.WriteString("The models behave alike on every task (no disagreement).\n")
 	}
 	for i, c := range r.SideBySide {
-		fmt.Fprintf(&b, "### %d. %s · %s (disagreement %.2f)\n\n", i+1, c.Task, c.Family, c.Score)
-		fmt.Fprintf(&b, "![%s](%s)\n\n", c.Task, c.Image)
-		fmt.Fprintf(&b, "Q: %s — ground truth **%s**. Why chosen: %s.\n\n", c.Question, c.GroundTruth, c.Reason)
+		fmt.Fprintf(b, "### %d. %s · %s (disagreement %.2f)\n\n", i+1, c.Task, c.Family, c.Score)
+		fmt.Fprintf(b, "![%s](%s)\n\n", c.Task, c.Image)
+		fmt.Fprintf(b, "Q: %s — ground truth **%s**. Why chosen: %s.\n\n", c.Question, c.GroundTruth, c.Reason)
 		for _, m := range r.Models {
-			tr := m.Tasks[c.Index]
-			mark := "✗"
-			if tr.Correct {
-				mark = "✓"
-			}
-			fmt.Fprintf(&b, "**%s** %s — %d steps, %d loop steps, %d misuses, coherence %+.3f, efficiency %.3f\n\n```\n",
-				m.Name, mark, tr.Steps, tr.Loops, tr.Misuses, tr.Coherence, tr.Efficiency)
-			for k, s := range tr.Trajectory {
-				line := fmt.Sprintf("%2d %s → %s", k+1, s.Action, s.Result)
-				if s.Misuse != "" {
-					line += " [misuse: " + s.Misuse + "]"
-				}
-				if s.Loop != "" {
-					line += " [" + s.Loop + "]"
-				}
-				b.WriteString(line + "\n")
-			}
-			b.WriteString("```\n\n")
+			w.trajectory(m.Name, m.Tasks[c.Index])
 		}
 	}
+}
 
-	b.WriteString("\n## Definitions\n\n")
-	b.WriteString(Definitions)
-	return b.String()
+// trajectory is one model's episode of a side-by-side task.
+func (w reportWriter) trajectory(model string, tr TaskResult) {
+	mark := "✗"
+	if tr.Correct {
+		mark = "✓"
+	}
+	fmt.Fprintf(w.b, "**%s** %s — %d steps, %d loop steps, %d misuses, coherence %+.3f, efficiency %.3f\n\n```\n",
+		model, mark, tr.Steps, tr.Loops, tr.Misuses, tr.Coherence, tr.Efficiency)
+	for k, s := range tr.Trajectory {
+		line := fmt.Sprintf("%2d %s → %s", k+1, s.Action, s.Result)
+		if s.Misuse != "" {
+			line += " [misuse: " + s.Misuse + "]"
+		}
+		if s.Loop != "" {
+			line += " [" + s.Loop + "]"
+		}
+		w.b.WriteString(line + "\n")
+	}
+	w.b.WriteString("```\n\n")
 }
 
 func dash(s string) string {

@@ -333,8 +333,10 @@ func metricNames(ps []telemetry.Point, phase telemetry.Phase, keep func(string) 
 var (
 	advanceColour  = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 	rollbackColour = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	mixColour      = color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}
 )
 
+// stageMarks are the reward curriculum's advances and rollbacks.
 func stageMarks(s *RunSummary) []mark {
 	var ms []mark
 	for _, c := range s.StageChanges {
@@ -347,105 +349,155 @@ func stageMarks(s *RunSummary) []mark {
 	return ms
 }
 
+// mixMarks are the data curriculum's changes of the SFT training mix: the
+// steps whose recorded data_curriculum/stage differs from the point before
+// (the mix the batches after that step are drawn from), the same steps the
+// data curriculum's plot changes stage at.
+func mixMarks(ps []telemetry.Point) []mark {
+	var ms []mark
+	prev := math.NaN()
+	for _, p := range ps {
+		v, ok := p.Metrics["data_curriculum/stage"]
+		if p.Phase != telemetry.PhaseSFT || !ok || math.IsNaN(v) {
+			continue
+		}
+		switch {
+		case v > prev:
+			ms = append(ms, mark{x: float64(p.Step), label: "data mix advance", color: mixColour})
+		case v < prev:
+			ms = append(ms, mark{x: float64(p.Step), label: "data mix rollback", color: rollbackColour})
+		}
+		prev = v
+	}
+	return ms
+}
+
 // figSpec is one panel of a run figure: the metrics of a phase it draws.
 type figSpec struct {
 	title, ylabel string
 	phase         telemetry.Phase
 	names         []string
-	marks         bool
+	marks         []mark   // vertical lines: curriculum changes
 	stages        []string // names for the y axis's whole values (a curriculum's stages)
 }
 
-func writeRunFigures(ctx context.Context, dir string, d *runData, s *RunSummary) ([]string, error) {
-	var figs []string
-	const w, h = 7 * vg.Inch, 3.6 * vg.Inch
-	marks := stageMarks(s)
-	// emit draws one panel per spec; a spec with no data is left out.
-	emit := func(base string, specs ...figSpec) error {
-		if err := ctx.Err(); err != nil {
-			return err
+// runFigure is one figure of a run: a column of panels over one step axis.
+type runFigure struct {
+	base   string
+	panels []*panel
+}
+
+// runFigureOf draws one panel per spec; a spec with no data is left out. Every
+// panel spans the steps of all its specs' phases (a validation every few steps
+// still shows the curriculum changes before its first point), so one step is
+// at one place down the column.
+func runFigureOf(d *runData, base string, specs ...figSpec) (runFigure, error) {
+	f := runFigure{base: base}
+	xlo, xhi := math.Inf(1), math.Inf(-1)
+	for _, sp := range specs {
+		xs, ss, ok := phaseSeries(d.points, sp.phase, sp.names)
+		if !ok {
+			continue
 		}
-		var ps []*panel
-		for _, sp := range specs {
-			xs, ss, ok := phaseSeries(d.points, sp.phase, sp.names)
-			if !ok {
-				continue
-			}
-			var ms []mark
-			if sp.marks {
-				ms = marks
-			}
-			var pn *panel
-			var err error
-			if sp.stages != nil {
-				st := make([]lineStyle, len(ss))
-				for i := range st {
-					st[i].step = true
-				}
-				pn, err = linesStyled(sp.title, "step", sp.ylabel, xs, ss, seriesNames(ss), st, ms)
-			} else {
-				pn, err = lines(sp.title, "step", sp.ylabel, xs, ss, ms)
-			}
-			if err != nil {
-				return fmt.Errorf("figure %s: %w", base, err)
-			}
-			if sp.stages != nil {
-				// Stages as a step function over their names: a run that
-				// never left its first stage reads so, not as a flat 0.
-				pn.p.Y.Tick.Marker = namedTicks(sp.stages)
-				pn.p.Y.Min, pn.p.Y.Max = -0.3, float64(len(sp.stages)-1)+0.3
-				pn.legend = slices.DeleteFunc(pn.legend, func(e legendEntry) bool { return e.text == sp.names[0] })
-			}
-			ps = append(ps, pn)
+		xlo, xhi = math.Min(xlo, xs[0]), math.Max(xhi, xs[len(xs)-1])
+		pn, err := specPanel(sp, xs, ss)
+		if err != nil {
+			return f, fmt.Errorf("figure %s: %w", base, err)
 		}
-		if len(ps) == 0 {
-			return nil
-		}
-		if err := save(filepath.Join(dir, base), w, h, ps...); err != nil {
-			return fmt.Errorf("figure %s: %w", base, err)
-		}
-		figs = append(figs, base)
-		return nil
+		f.panels = append(f.panels, pn)
 	}
+	if xlo < xhi {
+		for _, pn := range f.panels {
+			pn.p.X.Min, pn.p.X.Max = xlo, xhi
+		}
+	}
+	return f, nil
+}
+
+// specPanel draws one spec's series over xs.
+func specPanel(sp figSpec, xs []float64, ss []series) (*panel, error) {
+	if sp.stages == nil {
+		return lines(sp.title, "step", sp.ylabel, xs, ss, sp.marks)
+	}
+	// Stages as a step function over their names: a run that never left its
+	// first stage reads so, not as a flat 0.
+	st := make([]lineStyle, len(ss))
+	for i := range st {
+		st[i].step = true
+	}
+	pn, err := linesStyled(sp.title, "step", sp.ylabel, xs, ss, seriesNames(ss), st, sp.marks)
+	if err != nil {
+		return nil, err
+	}
+	pn.p.Y.Tick.Marker = namedTicks(sp.stages)
+	pn.p.Y.Min, pn.p.Y.Max = -0.3, float64(len(sp.stages)-1)+0.3
+	pn.legend = slices.DeleteFunc(pn.legend, func(e legendEntry) bool { return e.text == sp.names[0] })
+	return pn, nil
+}
+
+// runFigures are a run's figures, in the order report.md shows them.
+func runFigures(ctx context.Context, d *runData, s *RunSummary) ([]runFigure, error) {
+	stages, mixes := stageMarks(s), mixMarks(d.points)
 	var parts []string
 	for _, c := range []string{"final", "coherence", "curiosity", "penalty", "cost"} {
 		parts = append(parts, "reward/"+c+"/raw")
 	}
-	// The components as computed, then what GRPO receives: the z-scored
-	// components weighted by the stage, plus penalty and cost (another scale).
-	if err := emit(FigRunRewards,
-		figSpec{title: "Reward parts (batch mean, raw)", ylabel: "reward", phase: telemetry.PhaseRFT, names: parts, marks: true},
-		figSpec{title: "Reward GRPO receives (Σ w·z + penalty + cost, batch mean)", ylabel: "reward", phase: telemetry.PhaseRFT, names: []string{"reward/total"}, marks: true},
-	); err != nil {
+	rft := func(title, ylabel string, names ...string) figSpec {
+		return figSpec{title: title, ylabel: ylabel, phase: telemetry.PhaseRFT, names: names, marks: stages}
+	}
+	curriculum := rft("Reward curriculum stage", "stage", "curriculum/stage")
+	curriculum.stages = stageNames(d.config, false, d.points, "curriculum/stage")
+	figures := [][]figSpec{
+		// The components as computed, then what GRPO receives: the z-scored
+		// components weighted by the stage, plus penalty and cost (another scale).
+		{rft("Reward parts (batch mean, raw)", "reward", parts...),
+			rft("Reward GRPO receives (Σ w·z + penalty + cost, batch mean)", "reward", "reward/total")},
+		{rft("KPIs (moving averages)", "value", metricNames(d.points, telemetry.PhaseRFT, isKPI)...)},
+		{rft("KL to the reference policy", "KL", "policy/kl"),
+			rft("GRPO filter rate (share of samples kept)", "share", "grpo/filter_rate"),
+			rft("Trajectory length", "actions", "behavior/traj_len_mean")},
+		{curriculum},
+		{{title: "SFT loss", ylabel: "cross-entropy", phase: telemetry.PhaseSFT, names: []string{"sft/loss"}, marks: mixes},
+			{title: "SFT accuracy and validation", ylabel: "share", phase: telemetry.PhaseSFT, names: []string{"sft/accuracy", "val/all/greedy"}, marks: mixes},
+			{title: "Data curriculum stage", ylabel: "mix", phase: telemetry.PhaseSFT, names: []string{"data_curriculum/stage"},
+				stages: stageNames(d.config, true, d.points, "data_curriculum/stage")}},
+		{rft("RFT validation", "share of tasks", "val/all/greedy", "val/all/pass@1", d.passAtN("val/all/"))},
+	}
+	bases := []string{FigRunRewards, FigRunKPIs, FigRunDynamics, FigRunCurriculum, FigRunSFT, FigRunVal}
+	var out []runFigure
+	for i, specs := range figures {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f, err := runFigureOf(d, bases[i], specs...)
+		if err != nil {
+			return nil, err
+		}
+		if len(f.panels) > 0 {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// writeRunFigures writes a run's figures into dir and returns their base names.
+func writeRunFigures(ctx context.Context, dir string, d *runData, s *RunSummary) ([]string, error) {
+	const w, h = 7 * vg.Inch, 3.6 * vg.Inch
+	fs, err := runFigures(ctx, d, s)
+	if err != nil {
 		return nil, err
 	}
-	if err := emit(FigRunKPIs, figSpec{title: "KPIs (moving averages)", ylabel: "value", phase: telemetry.PhaseRFT, names: metricNames(d.points, telemetry.PhaseRFT, isKPI), marks: true}); err != nil {
-		return nil, err
+	var bases []string
+	for _, f := range fs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := save(filepath.Join(dir, f.base), w, h, f.panels...); err != nil {
+			return nil, fmt.Errorf("figure %s: %w", f.base, err)
+		}
+		bases = append(bases, f.base)
 	}
-	if err := emit(FigRunDynamics,
-		figSpec{title: "KL to the reference policy", ylabel: "KL", phase: telemetry.PhaseRFT, names: []string{"policy/kl"}, marks: true},
-		figSpec{title: "GRPO filter rate (share of samples kept)", ylabel: "share", phase: telemetry.PhaseRFT, names: []string{"grpo/filter_rate"}, marks: true},
-		figSpec{title: "Trajectory length", ylabel: "actions", phase: telemetry.PhaseRFT, names: []string{"behavior/traj_len_mean"}, marks: true},
-	); err != nil {
-		return nil, err
-	}
-	if err := emit(FigRunCurriculum, figSpec{title: "Reward curriculum stage", ylabel: "stage", phase: telemetry.PhaseRFT,
-		names: []string{"curriculum/stage"}, marks: true, stages: stageNames(d.config, false, d.points, "curriculum/stage")}); err != nil {
-		return nil, err
-	}
-	if err := emit(FigRunSFT,
-		figSpec{title: "SFT loss", ylabel: "cross-entropy", phase: telemetry.PhaseSFT, names: []string{"sft/loss"}},
-		figSpec{title: "SFT accuracy and validation", ylabel: "share", phase: telemetry.PhaseSFT, names: []string{"sft/accuracy", "val/all/greedy"}},
-		figSpec{title: "Data curriculum stage", ylabel: "mix", phase: telemetry.PhaseSFT, names: []string{"data_curriculum/stage"},
-			stages: stageNames(d.config, true, d.points, "data_curriculum/stage")},
-	); err != nil {
-		return nil, err
-	}
-	if err := emit(FigRunVal, figSpec{title: "RFT validation", ylabel: "share of tasks", phase: telemetry.PhaseRFT,
-		names: []string{"val/all/greedy", "val/all/pass@1", d.passAtN("val/all/")}, marks: true}); err != nil {
-		return nil, err
-	}
-	return figs, nil
+	return bases, nil
 }
 
 // stageNames are a curriculum's stage names from the run's config (the data
@@ -477,6 +529,19 @@ func stageNames(cfg *configs.Config, data bool, ps []telemetry.Point, metric str
 	return out
 }
 
+// stageMetrics are the metrics that record a curriculum's stage index, 0 the
+// first stage.
+var stageMetrics = map[string]bool{"curriculum/stage": true, "data_curriculum/stage": true}
+
+// metricText is a metric's last value as report.md shows it: a stage counted
+// from 1, as the console and the stage change table count it.
+func metricText(name string, v float64) string {
+	if stageMetrics[name] {
+		return fmt.Sprint(int(v) + 1)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
 // RunMarkdown is the run section of report.md.
 func RunMarkdown(s *RunSummary) string {
 	var b strings.Builder
@@ -500,7 +565,7 @@ func RunMarkdown(s *RunSummary) string {
 		if len(sec.m) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n### %s\n\n", sec.title)
+		fmt.Fprintf(&b, "\n### %s\n\nCurriculum stages are counted from 1, as the console counts them.\n\n", sec.title)
 		t.head("metric", "last value")
 		keys := make([]string, 0, len(sec.m))
 		for k := range sec.m {
@@ -508,7 +573,7 @@ func RunMarkdown(s *RunSummary) string {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			t.row(k, fmt.Sprintf("%.4g", sec.m[k]))
+			t.row(k, metricText(k, sec.m[k]))
 		}
 	}
 	b.WriteString("\n### Curriculum stage changes\n\n")
@@ -534,7 +599,7 @@ func RunMarkdown(s *RunSummary) string {
 		}
 	}
 	if len(s.Figures) > 0 {
-		b.WriteString("\n### Training curves\n\nDashed vertical lines mark curriculum stage changes (green: advance, red: rollback).\n\n")
+		b.WriteString("\n### Training curves\n\nDashed vertical lines mark curriculum changes: in RFT the reward stage (green: advance, red: rollback), in SFT the data mix (purple: advance, red: rollback), at the step whose record first shows the new stage.\n\n")
 		for _, f := range s.Figures {
 			fmt.Fprintf(&b, "![%s](%s/%s.png) [SVG](%s/%s.svg)\n\n", f, FiguresDir, f, FiguresDir, f)
 		}

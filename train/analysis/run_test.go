@@ -3,11 +3,20 @@ package analysis
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/pixelis/pixelis/train/telemetry"
 )
 
 // TestSummarizeLiveRun reads a run directory as a live run leaves it: the last
@@ -44,6 +53,14 @@ func TestSummarizeLiveRun(t *testing.T) {
 	want := []StageChange{{3, "stage_advance", 0, 1, "stage 1→2"}, {4, "stage_rollback", 1, 0, "stage 2→1"}}
 	if !reflect.DeepEqual(s.StageChanges, want) || s.Finished || s.FinalEval != nil {
 		t.Errorf("changes %+v finished %v eval %v", s.StageChanges, s.Finished, s.FinalEval)
+	}
+	// Stages counted from 1 in report.md, as the console and the stage
+	// change table (1→2, 2→1) count them.
+	md := RunMarkdown(s)
+	for _, want := range []string{"| curriculum/stage | 2 |", "| 3 | stage_advance | 1 | 2 | stage 1→2 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
 	}
 	out := t.TempDir()
 	if err := AnalyzeRun(dir, out); err != nil {
@@ -176,5 +193,115 @@ func TestBarLegendBelow(t *testing.T) {
 	}
 	if len(pn.legend) != 2 || pn.legend[0].text != "rft_adapters_coherence" {
 		t.Fatalf("legend below the plot: %+v", pn.legend)
+	}
+	// The tallest bar (1) stays clear of the frame.
+	if pn.p.Y.Max < 1.05 {
+		t.Fatalf("y axis tops at %g over a bar of 1: the bar touches the frame", pn.p.Y.Max)
+	}
+}
+
+// The figures of a run: panels of one figure share the step axis and their
+// data areas line up on the page; the validation figure spans the phase (its
+// first point comes after a stage change it must show); SFT's loss marks the
+// steps the data mix changed, where the data curriculum's step function
+// changes too.
+func TestRunFiguresShareTheStepAxis(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for s := 10; s <= 100; s += 10 {
+		stage := 0
+		if s >= 40 && s < 90 {
+			stage = 1 // the mix the batches after step 40 are drawn from, until a rollback at 90
+		}
+		fmt.Fprintf(&b, `{"step":%d,"phase":"sft","time":"t","m":{"sft/loss":%g,"sft/accuracy":0.5,"data_curriculum/stage":%d}}`+"\n", s, 3.0/float64(s), stage)
+	}
+	for s := 101; s <= 110; s++ {
+		fmt.Fprintf(&b, `{"step":%d,"phase":"rft","time":"t","m":{"policy/kl":0.01,"curriculum/stage":%d}}`+"\n", s, min(1, (s-101)/2))
+	}
+	b.WriteString(`{"step":106,"phase":"rft","time":"t","m":{"val/all/greedy":0.25,"val/all/pass@1":0.2}}` + "\n")
+	events := `{"step":103,"time":"t","kind":"stage_advance","message":"stage 1→2","data":{"from":0,"to":1}}` + "\n"
+	for name, text := range map[string]string{"metrics.jsonl": b.String(), "events.jsonl": events} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := mustRead(t, dir)
+	s, err := summarizeRun(dir, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs, err := runFigures(context.Background(), d, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byBase := map[string]runFigure{}
+	for _, f := range figs {
+		byBase[f.base] = f
+	}
+
+	sftFig := byBase[FigRunSFT]
+	if len(sftFig.panels) != 3 {
+		t.Fatalf("%s: %d panels, want loss, accuracy and data curriculum", FigRunSFT, len(sftFig.panels))
+	}
+	img := vgimg.New(7*vg.Inch, 3*3.6*vg.Inch)
+	tiles := columnTiles(draw.New(img), 3)
+	plotCs := alignedPlotCanvases(sftFig.panels, tiles)
+	first := sftFig.panels[0].p.DataCanvas(plotCs[0])
+	for i, pn := range sftFig.panels {
+		if pn.p.X.Min != 10 || pn.p.X.Max != 100 {
+			t.Errorf("panel %d spans steps %g…%g, want 10…100", i, pn.p.X.Min, pn.p.X.Max)
+		}
+		da := pn.p.DataCanvas(plotCs[i])
+		if math.Abs(float64(da.Min.X-first.Min.X)) > 0.5 || math.Abs(float64(da.Max.X-first.Max.X)) > 0.5 {
+			t.Errorf("panel %d data area x %v…%v, panel 0's %v…%v", i, da.Min.X, da.Max.X, first.Min.X, first.Max.X)
+		}
+	}
+	wantMarks := []mark{{40, "data mix advance", mixColour}, {90, "data mix rollback", rollbackColour}}
+	if got := mixMarks(d.points); !reflect.DeepEqual(got, wantMarks) {
+		t.Errorf("data mix marks %+v, want %+v", got, wantMarks)
+	}
+	if !slices.ContainsFunc(sftFig.panels[0].legend, func(e legendEntry) bool { return e.text == "data mix advance" }) {
+		t.Errorf("SFT loss legend %+v lacks the data mix changes", sftFig.panels[0].legend)
+	}
+	// The stage holds from the step it was recorded at until the next point:
+	// drawn as a post-step, it changes at step 40, not at the point before.
+	for _, l := range sftFig.panels[2].curves {
+		if l.StepStyle != plotter.PostStep {
+			t.Errorf("data curriculum stage drawn with step style %v, want PostStep", l.StepStyle)
+		}
+	}
+
+	val := byBase[FigRunVal]
+	if len(val.panels) != 1 || val.panels[0].p.X.Min > 103 || val.panels[0].p.X.Min != 101 {
+		t.Fatalf("%s spans steps from %g: the stage change at step 103 and the phase's first step 101 must show", FigRunVal, val.panels[0].p.X.Min)
+	}
+}
+
+// The panels of a comparison share one step axis: validation every third
+// step spans the same steps as the metrics of every step.
+func TestComparePanelsShareSteps(t *testing.T) {
+	var ps []telemetry.Point
+	for s := 1; s <= 12; s++ {
+		m := map[string]float64{"kpi/success_rate_ma100": 0.1 * float64(s%3), "policy/kl": 0.001 * float64(s)}
+		if s%3 == 0 {
+			m["val/all/pass@1"] = 0.05
+		}
+		ps = append(ps, telemetry.Point{Step: 100 + s, Phase: telemetry.PhaseRFT, Metrics: m})
+	}
+	d := &runData{points: ps}
+	panels, err := comparePanels([]string{"a"}, []*runData{d},
+		compareSpec{"Success", "share", "kpi/success_rate_ma100", telemetry.PhaseRFT, false},
+		compareSpec{"Validation pass@1", "share", "val/all/pass@1", telemetry.PhaseRFT, false},
+		compareSpec{"KL", "KL", "policy/kl", telemetry.PhaseRFT, false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(panels) != 3 {
+		t.Fatalf("%d panels, want 3", len(panels))
+	}
+	for i, pn := range panels {
+		if pn.p.X.Min != 1 || pn.p.X.Max != 12 {
+			t.Errorf("panel %d (%s) spans steps %g…%g, want 1…12", i, pn.p.Title.Text, pn.p.X.Min, pn.p.X.Max)
+		}
 	}
 }

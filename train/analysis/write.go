@@ -103,126 +103,142 @@ type figure struct {
 	base, title string
 }
 
+// figureW and figureH are the size of one figure of the analysis.
+const figureW, figureH = 7 * vg.Inch, 3.6 * vg.Inch
+
+// figurePlan is one figure of the analysis: its file, its title in the
+// report, and how its panel is drawn (nil when the report has nothing to show).
+type figurePlan struct {
+	base, title string
+	panel       func(r *Report) (*panel, error)
+}
+
+// analysisFigures are the figures of report.md, in order.
+var analysisFigures = []figurePlan{
+	{FigLength, "Trajectory length distribution (greedy)", lengthFigure},
+	{FigTools, "Tool usage", toolFigure},
+	{FigSuccess, "Greedy success per family", successFigure},
+	{FigPass1, "pass@1 per family", pass1Figure},
+	{FigMisuse, "Misuse by kind", misuseFigure},
+}
+
+// writeFigures draws every figure the report has data for into dir.
 func writeFigures(dir string, r *Report) ([]figure, error) {
 	var figs []figure
-	add := func(base, title string, err error) error {
-		if err != nil {
-			return fmt.Errorf("figure %s: %w", base, err)
+	for _, f := range analysisFigures {
+		pn, err := f.panel(r)
+		if err == nil && pn != nil {
+			err = save(filepath.Join(dir, f.base), figureW, figureH, pn)
 		}
-		figs = append(figs, figure{base, title})
-		return nil
+		if err != nil {
+			return nil, fmt.Errorf("figure %s: %w", f.base, err)
+		}
+		if pn != nil {
+			figs = append(figs, figure{f.base, f.title})
+		}
 	}
-	const w, h = 7 * vg.Inch, 3.6 * vg.Inch
+	return figs, nil
+}
 
-	// Trajectory lengths: trajectories per length, one bar per model.
+// perModel is one series per model of values(model).
+func perModel(r *Report, values func(m *ModelReport) []float64) []series {
+	var ss []series
+	for i := range r.Models {
+		m := &r.Models[i]
+		ss = append(ss, series{m.Name, values(m)})
+	}
+	return ss
+}
+
+// lengthFigure: trajectories per length, one bar per model.
+func lengthFigure(r *Report) (*panel, error) {
 	maxLen := 0
 	for _, m := range r.Models {
 		maxLen = max(maxLen, len(m.Groups[0].Greedy.LenHist)-1)
+	}
+	if maxLen <= 0 {
+		return nil, nil
 	}
 	var cats []string
 	for k := 1; k <= maxLen; k++ {
 		cats = append(cats, strconv.Itoa(k))
 	}
-	var ss []series
-	for _, m := range r.Models {
+	ss := perModel(r, func(m *ModelReport) []float64 {
 		hist := m.Groups[0].Greedy.LenHist
 		v := make([]float64, maxLen)
 		for k := 1; k <= maxLen && k < len(hist); k++ {
 			v[k-1] = float64(hist[k])
 		}
-		ss = append(ss, series{m.Name, v})
+		return v
+	})
+	pn, err := groupedBars("Greedy trajectory length", "trajectories", cats, ss)
+	if err == nil {
+		pn.p.X.Label.Text = "actions (ANSWER included)"
 	}
-	if maxLen > 0 {
-		pn, err := groupedBars("Greedy trajectory length", "trajectories", cats, ss)
-		if err == nil {
-			pn.p.X.Label.Text = "actions (ANSWER included)"
-			err = save(filepath.Join(dir, FigLength), w, h, pn)
-		}
-		if err := add(FigLength, "Trajectory length distribution (greedy)", err); err != nil {
-			return nil, err
-		}
-	}
+	return pn, err
+}
 
-	// Tool use: calls per episode of each visual operation.
-	var ops []string
-	for op := env.OpSegment; op < env.OpAnswer; op++ {
-		ops = append(ops, op.String())
-	}
-	ss = ss[:0]
-	for _, m := range r.Models {
-		v := make([]float64, len(ops))
-		for i, op := range ops {
-			v[i] = m.Groups[0].Greedy.Tools[op]
+// toolFigure: calls per episode of each visual operation.
+func toolFigure(r *Report) (*panel, error) {
+	ss := perModel(r, func(m *ModelReport) []float64 {
+		var v []float64
+		for op := env.OpSegment; op < env.OpAnswer; op++ {
+			v = append(v, m.Groups[0].Greedy.Tools[op.String()])
 		}
-		ss = append(ss, series{m.Name, v})
-	}
+		return v
+	})
 	short := []string{"SEGMENT", "PROPERTIES", "ZOOM", "READ", "TRACK"}
-	pn, err := groupedBars("Tool use (greedy)", "calls per episode", short, ss)
-	if err == nil {
-		err = save(filepath.Join(dir, FigTools), w, h, pn)
-	}
-	if err := add(FigTools, "Tool usage", err); err != nil {
-		return nil, err
-	}
+	return groupedBars("Tool use (greedy)", "calls per episode", short, ss)
+}
 
-	// Success per family.
+// familyBars draws get of every model's group "all" and of each family.
+func familyBars(r *Report, title, ylabel string, get func(*GroupReport) float64) (*panel, error) {
 	groups := append([]string{"all"}, r.Families...)
-	famSeries := func(get func(*GroupReport) float64) []series {
-		var out []series
-		for _, m := range r.Models {
-			v := make([]float64, len(groups))
-			for i, g := range groups {
-				if gr := m.Group(g); gr != nil {
-					v[i] = get(gr)
-				}
+	ss := perModel(r, func(m *ModelReport) []float64 {
+		v := make([]float64, len(groups))
+		for i, g := range groups {
+			if gr := m.Group(g); gr != nil {
+				v[i] = get(gr)
 			}
-			out = append(out, series{m.Name, v})
 		}
-		return out
-	}
-	shortFam := make([]string, len(groups))
+		return v
+	})
+	names := make([]string, len(groups))
 	for i, g := range groups {
-		shortFam[i] = strings.ReplaceAll(g, "_", "\n")
+		names[i] = strings.ReplaceAll(g, "_", "\n")
 	}
-	pn, err = groupedBars("Greedy success per task family", "share of tasks solved", shortFam, famSeries(func(g *GroupReport) float64 { return g.Greedy.Success }))
+	pn, err := groupedBars(title, ylabel, names, ss)
 	if err == nil {
-		pn.p.Y.Max = 1
-		err = save(filepath.Join(dir, FigSuccess), w, h, pn)
+		pn.p.Y.Max = withHeadroom(1) // a share: the axis reaches 1 whatever the bars
 	}
-	if err := add(FigSuccess, "Greedy success per family", err); err != nil {
-		return nil, err
-	}
-	if r.Samples > 0 {
-		pn, err = groupedBars(fmt.Sprintf("pass@1 per task family (n = %d)", r.Samples), "pass@1", shortFam, famSeries(func(g *GroupReport) float64 { return g.Pass1 }))
-		if err == nil {
-			pn.p.Y.Max = 1
-			err = save(filepath.Join(dir, FigPass1), w, h, pn)
-		}
-		if err := add(FigPass1, "pass@1 per family", err); err != nil {
-			return nil, err
-		}
-	}
+	return pn, err
+}
 
-	// Misuse by kind: share of actions.
-	kinds := misuseKinds(r)
-	if len(kinds) > 0 {
-		ss = ss[:0]
-		for _, m := range r.Models {
-			v := make([]float64, len(kinds))
-			for i, k := range kinds {
-				v[i] = m.Groups[0].Greedy.Misuse[k]
-			}
-			ss = append(ss, series{m.Name, v})
-		}
-		pn, err = groupedBars("Tool misuse by kind (greedy)", "share of actions", kinds, ss)
-		if err == nil {
-			err = save(filepath.Join(dir, FigMisuse), w, h, pn)
-		}
-		if err := add(FigMisuse, "Misuse by kind", err); err != nil {
-			return nil, err
-		}
+func successFigure(r *Report) (*panel, error) {
+	return familyBars(r, "Greedy success per task family", "share of tasks solved", func(g *GroupReport) float64 { return g.Greedy.Success })
+}
+
+func pass1Figure(r *Report) (*panel, error) {
+	if r.Samples == 0 {
+		return nil, nil
 	}
-	return figs, nil
+	return familyBars(r, fmt.Sprintf("pass@1 per task family (n = %d)", r.Samples), "pass@1", func(g *GroupReport) float64 { return g.Pass1 })
+}
+
+// misuseFigure: the share of actions of each misuse kind some model committed.
+func misuseFigure(r *Report) (*panel, error) {
+	kinds := misuseKinds(r)
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	ss := perModel(r, func(m *ModelReport) []float64 {
+		v := make([]float64, len(kinds))
+		for i, k := range kinds {
+			v[i] = m.Groups[0].Greedy.Misuse[k]
+		}
+		return v
+	})
+	return groupedBars("Tool misuse by kind (greedy)", "share of actions", kinds, ss)
 }
 
 // misuseKinds lists the misuse kinds some model committed, in env order.

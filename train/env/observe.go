@@ -17,7 +17,7 @@ import (
 // played forwards or backwards, so it shows what moves but not which way.
 // Exact colour, shape, text and direction come only from operations. How
 // often a guess from it is right is measured per family by the adversarial
-// probe of `pixelis data probe` (README: "The no-tool baseline").
+// probe of `pixelis data probe` (docs/pixel-world.md, "The no-tool baseline").
 //
 // The global block is written group by group of the layout in layout.go
 // (Layout, which pixelis serve publishes), in order:

@@ -412,11 +412,31 @@ func resample(dst, pix []uint8, reg image.Rectangle) {
 // best template ties with another. Text is "" below legibleScale or when a
 // glyph matches badly.
 func readText(view []uint8, seen []bool, st []int32) (string, float64) {
-	const n = ViewSize * ViewSize
 	ink := func(i int) bool {
 		o := i * 3
 		return view[o] >= inkMin && view[o+1] >= inkMin && view[o+2] >= inkMin
 	}
+	boxes := inkBlobs(ink, seen, st)
+	if len(boxes) == 0 {
+		return "", 0
+	}
+	g := centreLine(boxes)
+	s := float64(g.Dy()) / glyphH
+	if s < legibleScale {
+		// Something is written here but too small to make out.
+		return "", 0.5 * s / legibleScale
+	}
+	text, conf := readGlyphs(ink, g, s)
+	if conf < 14.0/15 {
+		return "", conf
+	}
+	return text, conf
+}
+
+// inkBlobs are the bounding boxes of the 8-connected blobs of ink pixels in
+// a ViewSize² view, found by flood fill with seen and st as scratch.
+func inkBlobs(ink func(int) bool, seen []bool, st []int32) []image.Rectangle {
+	const n = ViewSize * ViewSize
 	clear(seen)
 	var boxes []image.Rectangle
 	for i := 0; i < n; i++ {
@@ -447,9 +467,13 @@ func readText(view []uint8, seen []bool, st []int32) (string, float64) {
 		}
 		boxes = append(boxes, b)
 	}
-	if len(boxes) == 0 {
-		return "", 0
-	}
+	return boxes
+}
+
+// centreLine is the box of the text line read: the blob nearest the view's
+// centre, grown by every blob on the same line (overlapping it by half the
+// smaller height) within a glyph's gap of it, until none is left to add.
+func centreLine(boxes []image.Rectangle) image.Rectangle {
 	anchor, bestD := 0, math.MaxInt
 	for i, b := range boxes {
 		cx, cy := b.Min.X+b.Max.X-ViewSize, b.Min.Y+b.Max.Y-ViewSize
@@ -475,11 +499,14 @@ func readText(view []uint8, seen []bool, st []int32) (string, float64) {
 			}
 		}
 	}
-	s := float64(g.Dy()) / glyphH
-	if s < legibleScale {
-		// Something is written here but too small to make out.
-		return "", 0.5 * s / legibleScale
-	}
+	return g
+}
+
+// readGlyphs reads the line g written at vertical scale s: it infers the
+// number of glyphs (1–4) from the width, samples each glyph cell at its
+// centre and matches the pattern against the font. conf is the worst glyph's
+// share of matching pixels, halved when its best template ties with another.
+func readGlyphs(ink func(int) bool, g image.Rectangle, s float64) (string, float64) {
 	chars := int(math.Round((float64(g.Dx())/s + glyphGap) / (glyphW + glyphGap)))
 	chars = min(max(chars, 1), 4)
 	// Rounding in the resampling makes the horizontal scale differ from the
@@ -499,29 +526,33 @@ func readText(view []uint8, seen []bool, st []int32) (string, float64) {
 				}
 			}
 		}
-		best, second, bestR := -1, -1, byte(0)
-		for _, gl := range font {
-			m := 0
-			for r := 0; r < glyphH; r++ {
-				m += glyphW - bitsSet(pat[r]^gl.rows[r])
-			}
-			if m > best {
-				second, best, bestR = best, m, gl.r
-			} else if m > second {
-				second = m
-			}
-		}
-		c := float64(best) / (glyphW * glyphH)
-		if best == second {
-			c /= 2
-		}
+		r, c := matchGlyph(pat)
 		conf = min(conf, c)
-		text = append(text, bestR)
-	}
-	if conf < 14.0/15 {
-		return "", conf
+		text = append(text, r)
 	}
 	return string(text), conf
+}
+
+// matchGlyph is the font's glyph nearest a sampled pattern, and its share of
+// matching pixels, halved when another glyph matches as well.
+func matchGlyph(pat [glyphH]uint8) (byte, float64) {
+	best, second, bestR := -1, -1, byte(0)
+	for _, gl := range font {
+		m := 0
+		for r := 0; r < glyphH; r++ {
+			m += glyphW - bitsSet(pat[r]^gl.rows[r])
+		}
+		if m > best {
+			second, best, bestR = best, m, gl.r
+		} else if m > second {
+			second = m
+		}
+	}
+	c := float64(best) / (glyphW * glyphH)
+	if best == second {
+		c /= 2
+	}
+	return bestR, c
 }
 
 func bitsSet(b uint8) int {

@@ -334,7 +334,7 @@ func checkSeedSigns(b []byte) []error {
 }
 
 // metricNamespaces are the namespaces a pixelis run records metrics under
-// (README, "Metrics").
+// (docs/metrics.md).
 var metricNamespaces = []string{"reward", "kpi", "grpo", "policy", "sft", "behavior", "tools", "curriculum",
 	"data_curriculum", "val", "test", "perf", "timing_s", "curiosity", "critic"}
 

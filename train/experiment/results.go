@@ -104,7 +104,7 @@ func unrecorded(f *File, out string, res *Results) error {
 				seen = seen || a.Metrics[m].N > 0 || len(a.Series[m]) > 0
 			}
 			if !seen {
-				errs = append(errs, fmt.Errorf("%s[%d]: no run of the experiment recorded %q (the README lists the metrics a run records)", list.key, i, m))
+				errs = append(errs, fmt.Errorf("%s[%d]: no run of the experiment recorded %q (docs/metrics.md lists the metrics a run records)", list.key, i, m))
 			}
 		}
 	}

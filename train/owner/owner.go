@@ -96,6 +96,10 @@ type Options struct {
 	// Signals maps the signals the owner takes to the requests they make; nil
 	// is DefaultSignals. A stop here follows the stop contract like any other.
 	Signals map[os.Signal]telemetry.Command
+	// EndConsoleOnFailure ends the console as soon as the trainer has failed
+	// (Run returns its error at once) instead of leaving the failed run on
+	// screen until the user leaves: a launched trainer that died ends pixelis.
+	EndConsoleOnFailure bool
 	// AtOnceWithin bounds how long a stop at once waits for the trainer to
 	// return (a checkpoint being written is waited for regardless); 0 is 3 s.
 	AtOnceWithin time.Duration

@@ -189,7 +189,7 @@ func (r *run) withConsole(ctx context.Context, ended <-chan error) error {
 	go func() {
 		result = <-ended
 		close(over)
-		if r.stop.asked() {
+		if r.stop.asked() || r.o.EndConsoleOnFailure && result != nil && !errors.Is(result, ErrStopped) {
 			cancel()
 		}
 	}()

@@ -33,7 +33,7 @@ import (
 // fill-expire: rounds of filling the world to --max-episodes with episodes
 // (created by 8 concurrent clients) and letting them expire (--idle-timeout
 // 30s); RSS at the cap and once empty, and the peak over all rounds. The
-// README's memory figure is the one measured here.
+// memory figure of docs/serve.md ("Limits") is the one measured here.
 
 // servedProcess is a `pixelis serve` started for a benchmark.
 type servedProcess struct {

@@ -12,6 +12,9 @@ import (
 // Go runtime's own figures), cheap enough for every step. It is safe for
 // concurrent use.
 type ProcessMeter struct {
+	// PID is the process measured: 0 is this one. Another process (a
+	// launched trainer) is measured on Linux only; elsewhere it reads as 0.
+	PID     int
 	mu      sync.Mutex
 	prevT   time.Time
 	prevCPU float64
@@ -32,8 +35,14 @@ func (m *ProcessMeter) Measure() Process {
 		now = m.now
 	}
 	t := now()
-	cpu, rss := processUsage()
-	p := Process{PID: os.Getpid(), CPUSeconds: cpu, RSSBytes: rss, CPUPercent: m.last.CPUPercent}
+	cpu, rss, pid := 0.0, uint64(0), m.PID
+	if pid == 0 {
+		cpu, rss = processUsage()
+		pid = os.Getpid()
+	} else {
+		cpu, rss = usageOf(pid)
+	}
+	p := Process{PID: pid, CPUSeconds: cpu, RSSBytes: rss, CPUPercent: m.last.CPUPercent}
 	switch {
 	case m.prevT.IsZero():
 		m.prevT, m.prevCPU = t, cpu

@@ -6,9 +6,12 @@
   request per vector step, observations as raw arrays.
 - decode_png (pixelis.png): the PNG views, through PIL when installed.
 
+- pixelis.sdk: a trainer's side of the channel to `pixelis launch` (metrics,
+  samples, checkpoints; commands and curriculum stages), a no-op outside it.
+- pixelis.trl: PixelisCallback, the sdk as a transformers/TRL TrainerCallback.
+
 The standard library is enough; numpy, when installed, makes observations
-numpy arrays decoded without copying. Modules that drive a pixelis run (the
-launch SDK) live beside these in this package.
+numpy arrays decoded without copying.
 """
 
 __version__ = "0.2.0"

@@ -1,0 +1,749 @@
+"""The launch SDK: a trainer's side of the channel to `pixelis launch`.
+
+`pixelis launch -- CMD ...` starts the trainer with PIXELIS_CHANNEL, the path
+of a unix socket, in its environment. Through it (JSON lines, protocol
+version 1, docs/launch-protocol.md) the trainer sends its steps' metrics,
+samples, phases and saved checkpoints, and pixelis sends commands: checkpoint
+now, pause / resume, evaluate, stop, and the curriculum's stage with its
+reward weights. Outside `pixelis launch` connect() returns a Run that does
+nothing, so the same script runs standalone.
+
+    from pixelis import sdk
+
+    with sdk.connect(components=["final", "cost"], reports=["episodes", "successes"],
+                     config={"lr": 1e-4}, default_weights={"final": 1.0}) as run:
+        for step in range(steps):
+            ...                                   # one training step, weighted by run.stage.weights
+            run.log(step, {"episodes": 64, "successes": 41, "reward/final/raw": 0.64})
+            for c in run.step_boundary(step):     # on every rank, once a step
+                if c.kind == "checkpoint":
+                    run.checkpoint_saved(save(step), step); c.ack()
+                elif c.kind == "stop":
+                    ...; c.ack(); break
+
+What never blocks the training loop: log() and sample() put the message on a
+bounded queue a background thread writes to the socket; when the queue is
+full the message is dropped and counted (run.dropped, sent in every
+heartbeat). Heartbeats go every 5 s from that thread, also while paused.
+Acknowledgements, phases, checkpoints and done are never dropped.
+
+Several ranks: one rank (channel_rank, 0 by default) holds the channel. When
+torch.distributed is initialised, step_boundary() is a collective: the holder
+takes the commands that arrived and broadcasts them (broadcast_object_list),
+so every rank gets the same commands at the same step; checkpoint saves and
+stops are collective, so they must. This module never imports torch: it uses
+torch.distributed only when the trainer has imported and initialised it.
+
+Standard library only.
+"""
+
+import atexit
+import collections
+import json
+import logging
+import math
+import itertools
+import os
+import select
+import socket
+import sys
+import threading
+import time
+
+PROTOCOL_VERSION = 1
+CHANNEL_ENV = "PIXELIS_CHANNEL"
+RUN_DIR_ENV = "PIXELIS_RUN_DIR"
+MAX_LINE = 1 << 20          # the protocol's longest line, bytes (without its newline)
+HEARTBEAT_EVERY_S = 5.0     # the protocol's longest time between heartbeats
+QUEUE_SIZE = 4096           # metrics and samples waiting to be written, at most
+PAUSE_POLL_S = 1.0          # while paused, ranks meet this often (a collective under torch.distributed)
+FLUSH_TIMEOUT_S = 5.0       # close() waits this long for queued messages to be written
+CONNECT_TIMEOUT_S = 10.0    # the handshake's limit
+
+KINDS = ("checkpoint", "pause", "resume", "evaluate", "stop", "stage")
+
+log = logging.getLogger(__name__)
+
+
+_NO_NEWS = {"commands": [], "connected": True, "stage": None}  # a step boundary without news
+
+
+class Refused(RuntimeError):
+    """pixelis refused the handshake (its `refused` line's reason)."""
+
+
+class Stage:
+    """A curriculum stage: index, name and reward weights {component: float}."""
+
+    __slots__ = ("index", "name", "weights")
+
+    def __init__(self, index, name, weights):
+        self.index, self.name, self.weights = int(index), str(name), dict(weights)
+
+    def __eq__(self, other):
+        return isinstance(other, Stage) and (self.index, self.name, self.weights) == (other.index, other.name, other.weights)
+
+    def __repr__(self):
+        return "Stage(index=%d, name=%r, weights=%r)" % (self.index, self.name, self.weights)
+
+    def _wire(self):
+        return {"index": self.index, "name": self.name, "weights": self.weights}
+
+
+class Command:
+    """A command from pixelis: kind (one of KINDS), args, id. ack() answers it;
+    the rank holding the channel sends the answer, other ranks do nothing. An
+    answer is sent once: a second ack() is ignored."""
+
+    __slots__ = ("id", "kind", "args", "acked", "_run")
+
+    def __init__(self, run, id, kind, args):
+        self._run, self.id, self.kind, self.args, self.acked = run, id, kind, args, False
+
+    def ack(self, ok=True, reason=""):
+        if self.acked:
+            return
+        self.acked = True
+        if self.id is None:  # a stage from a reconnect's welcome: nothing to answer
+            return
+        msg = {"type": "ack", "id": self.id, "ok": bool(ok)}
+        if not ok or reason:
+            msg["reason"] = str(reason) or "refused"
+        self._run._send_control(msg)
+
+    def __repr__(self):
+        return "Command(id=%r, kind=%r, args=%r)" % (self.id, self.kind, self.args)
+
+
+def _number(name, v):
+    """A metric's value on the wire: a finite number, or None (missing) for
+    None, NaN and infinities."""
+    t = type(v)
+    if t is float:
+        return v if math.isfinite(v) else None
+    if t is int or v is None:
+        return v
+    if t is bool:
+        return int(v)
+    try:
+        f = float(v)  # numpy and torch scalars
+    except (TypeError, ValueError):
+        raise TypeError("metric %r: %r is not a number (nor None)" % (name, v)) from None
+    return f if math.isfinite(f) else None
+
+
+def _encode(msg):
+    """One line of the channel: compact JSON and a newline (no NaN: not JSON)."""
+    return json.dumps(msg, separators=(",", ":"), allow_nan=False, default=str).encode("utf-8") + b"\n"
+
+
+def _dist():
+    """torch.distributed when the trainer imported and initialised it, else None."""
+    td = sys.modules.get("torch.distributed")
+    if td is None:
+        return None
+    try:
+        if td.is_available() and td.is_initialized():
+            return td
+    except Exception:  # a half-imported torch: no collectives
+        return None
+    return None
+
+
+def _rank_and_size():
+    td = _dist()
+    if td is not None:
+        return td.get_rank(), td.get_world_size()
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def connect(components=(), reports=(), config=None, default_weights=None, *, total_steps=None, channel=None,
+            channel_rank=0, boundary_every=1, queue_size=QUEUE_SIZE, timeout=CONNECT_TIMEOUT_S):
+    """The run's channel to pixelis, or a Run that does nothing outside
+    `pixelis launch` (no PIXELIS_CHANNEL).
+
+    components: the reward components the trainer computes (stage weights are
+    keyed by them); reports: the per-step counts log() carries ("episodes",
+    "successes"); config: the trainer's own run config (JSON-able; shown in
+    the console's `i` view); default_weights: the stage's weights when not
+    under launch (or when pixelis runs no curriculum); total_steps: the step
+    budget the console's header shows. Only the rank channel_rank
+    connects; under torch.distributed, connect() is a collective (all ranks
+    start from the holder's stage). boundary_every=k makes only every k-th
+    step_boundary() call meet the other ranks (the others return [] at
+    once): commands then wait up to k steps, and the collective costs a
+    k-th. Raises Refused when pixelis refuses the
+    handshake, OSError when the socket cannot be reached.
+    """
+    return Run(components, reports, config, default_weights, total_steps=total_steps, channel=channel,
+               channel_rank=channel_rank, boundary_every=boundary_every, queue_size=queue_size, timeout=timeout)
+
+
+class Run:
+    """A run under `pixelis launch` (active), or the same calls doing nothing
+    outside it. Made by connect()."""
+
+    def __init__(self, components, reports, config, default_weights, *, total_steps, channel, channel_rank,
+                 boundary_every, queue_size, timeout):
+        self.components = [str(c) for c in components]
+        self.reports = [str(r) for r in reports]
+        weights = dict(default_weights or {})
+        self._check_weights(weights)
+        self.stage = Stage(0, "default", weights)
+        self.rank, self.world_size = _rank_and_size()
+        self.channel_rank = channel_rank
+        self.boundary_every = max(1, int(boundary_every))
+        self._boundaries = 0  # step_boundary calls so far
+        self.run_dir = os.environ.get(RUN_DIR_ENV)
+        self.paused = False
+        self.resume = None  # {"step", "checkpoint"} when `pixelis resume` restarted the trainer
+        self._callbacks = {}
+        self._done = False
+        self._channel = None
+        path = channel if channel is not None else os.environ.get(CHANNEL_ENV)
+        if path and self.rank == channel_rank:
+            hello = {"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(), "rank": self.rank,
+                     "world_size": self.world_size, "components": self.components, "reports": self.reports,
+                     "config": config or {}}
+            if total_steps is not None:
+                hello["total_steps"] = int(total_steps)
+            self._channel = _Channel(path, hello, queue_size, timeout)
+            welcome = self._channel.welcome
+            self.run_dir = welcome.get("run_dir") or self.run_dir
+            self.resume = welcome.get("resume")
+            st = self._stage_of(welcome.get("stage"))
+            if isinstance(st, Stage):
+                self.stage = st
+            elif st is not None:
+                self._channel.close(0)
+                raise Refused("the welcome's stage: " + st)
+        self.active = bool(path)
+        self._sync_start()
+
+    # --- what the trainer sends ------------------------------------------------------------
+
+    @property
+    def holds_channel(self):
+        """True on the rank that writes to pixelis."""
+        return self._channel is not None
+
+    @property
+    def connected(self):
+        """True while the channel to pixelis is up (it reconnects after a drop)."""
+        return self._channel is not None and self._channel.connected
+
+    @property
+    def dropped(self):
+        """Messages dropped so far: the queue was full, or a line was over 1 MiB."""
+        return self._channel.dropped if self._channel else 0
+
+    def log(self, step, metrics):
+        """A step's metrics {name: number or None}. Never blocks; a no-op on
+        ranks that do not hold the channel (log the reduced values on one)."""
+        if self._channel is None:
+            return
+        snap = {str(k): _number(k, v) for k, v in metrics.items()}
+        self._channel.put(_encode({"type": "metrics", "step": int(step), "metrics": snap}))
+
+    def sample(self, step, sample):
+        """A sample trajectory {question, actions, answer, correct, reward, ...}. Never blocks."""
+        if self._channel is None:
+            return
+        try:
+            line = _encode({"type": "sample", "step": int(step), "sample": sample})
+        except ValueError as e:  # NaN or infinity in a sample
+            raise ValueError("sample at step %s: %s" % (step, e)) from None
+        self._channel.put(line)
+
+    def checkpoint_saved(self, path, step):
+        """The trainer saved a checkpoint at path (resume uses the acknowledged ones)."""
+        self._send_control({"type": "checkpoint", "step": int(step), "path": os.path.abspath(str(path))})
+
+    def phase(self, name, step=None):
+        """A phase starts: "sft", "rft", "eval", ... (free names)."""
+        msg = {"type": "phase", "name": str(name)}
+        if step is not None:
+            msg["step"] = int(step)
+        self._send_control(msg)
+
+    def done(self):
+        """Training finished normally (an exit 0 without it means stopped early);
+        writes what is queued and closes the channel."""
+        if self._done:
+            return
+        self._done = True
+        self._send_control({"type": "done"})
+        self.close()
+
+    def close(self, flush_timeout=FLUSH_TIMEOUT_S):
+        """Write what is queued (waiting at most flush_timeout) and close the channel."""
+        if self._channel is not None:
+            self._channel.close(flush_timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.done()
+        else:
+            self.close()
+        return False
+
+    def _send_control(self, msg):
+        if self._channel is not None:
+            self._channel.put(msg, control=True)
+
+    # --- commands ------------------------------------------------------------------------
+
+    def on(self, kind, fn):
+        """Handle commands of kind ("checkpoint", "evaluate", "stop", "stage")
+        with fn(command) inside step_boundary, on every rank, also while
+        paused: fn returning None or True acknowledges the command, returning
+        (False, reason) refuses it, raising refuses it and the exception goes
+        on. Commands a callback handled are not returned by step_boundary."""
+        if kind not in KINDS or kind in ("pause", "resume"):
+            raise ValueError("on(%r): callbacks are for %s" % (kind, ", ".join(k for k in KINDS if k not in ("pause", "resume"))))
+        self._callbacks[kind] = fn
+
+    def step_boundary(self, step):
+        """The commands that arrived since the last call, the same on every
+        rank (call it once a step on every rank: under torch.distributed it
+        is a collective). A stage command has updated run.stage already and
+        is acknowledged; pause and resume are acknowledged and handled here:
+        while paused this call blocks (heartbeats go on) until resume or
+        stop, then returns the pause and what came with it. checkpoint,
+        evaluate and stop are for the trainer to carry out and ack().
+        Outside launch it returns [] at once and is no collective."""
+        if not self.active:
+            return []
+        self._boundaries += 1
+        if (self._boundaries - 1) % self.boundary_every and not self.paused:
+            return []
+        out = []
+        while True:
+            payload = self._exchange(self._take_commands(wait=self.paused))
+            out.extend(self._apply(payload))
+            if not self.paused:
+                return out
+
+    def _take_commands(self, wait):
+        """The holder's payload for this boundary: the commands that arrived
+        (waiting up to PAUSE_POLL_S for one when wait) with the holder's
+        verdict on stage commands, and whether the channel is up."""
+        ch = self._channel
+        if ch is None:
+            return None
+        raw = ch.take_commands(PAUSE_POLL_S if wait else 0)
+        cmds = []
+        for m in raw:
+            kind, args = m.get("kind"), m.get("args") or {}
+            verdict = None
+            if kind not in KINDS:
+                verdict = "unknown command kind %r" % (kind,)
+            elif kind == "stage":
+                st = self._stage_of(args)
+                verdict = st if isinstance(st, str) else None
+            cmds.append((m.get("id"), kind, args, verdict))
+        return {"commands": cmds, "connected": ch.connected, "stage": ch.take_stage()}
+
+    def _exchange(self, payload):
+        """The holder's payload, on every rank (broadcast under torch.distributed).
+        Most steps bring nothing: then one collective of one number says so,
+        and only a step with news pickles and broadcasts the payload."""
+        td = _dist()
+        if td is None or td.get_world_size() == 1:
+            return payload
+        torch = sys.modules["torch"]
+        device = None
+        if td.get_backend() == "nccl":  # NCCL's collectives take tensors on the rank's GPU
+            device = torch.device("cuda", torch.cuda.current_device())
+        news = torch.zeros(1, dtype=torch.int64, device=device)
+        if self.rank == self.channel_rank and payload != _NO_NEWS:
+            news += 1
+        td.broadcast(news, src=self.channel_rank)
+        if not news.item():
+            return _NO_NEWS
+        box = [payload]
+        td.broadcast_object_list(box, src=self.channel_rank, **({"device": device} if device is not None else {}))
+        return box[0]
+
+    def _apply(self, payload):
+        """Carry out a boundary's payload on this rank; the commands for the trainer."""
+        if payload is None:  # no channel anywhere
+            self.paused = False
+            return []
+        if payload.get("stage") is not None:  # a reconnect's welcome: the stage pixelis holds now
+            st = self._stage_of(payload["stage"])
+            if isinstance(st, Stage) and st != self.stage:
+                before, self.stage = self.stage, st
+                if "stage" in self._callbacks and not self._call(Command(self, None, "stage", st._wire())):
+                    self.stage = before
+        out = []
+        for id, kind, args, verdict in payload["commands"]:
+            c = Command(self, id, kind, args)
+            if verdict is not None:
+                log.warning("pixelis command %s refused: %s", c, verdict)
+                c.ack(False, verdict)
+                continue
+            if kind == "pause":
+                self.paused = True
+                c.ack()
+            elif kind == "resume":
+                self.paused = False
+                c.ack()
+            elif kind == "stage":
+                before, self.stage = self.stage, self._stage_of(args)
+                if kind not in self._callbacks:
+                    c.ack()
+            elif kind == "stop":
+                self.paused = False
+            if kind in self._callbacks and kind not in ("pause", "resume"):
+                if not self._call(c) and kind == "stage":
+                    self.stage = before  # the trainer could not take it
+                continue
+            out.append(c)
+        if not payload["connected"] and self.paused:
+            log.warning("the channel to pixelis is lost while paused: training goes on")
+            self.paused = False
+        return out
+
+    def _call(self, c):
+        """Run c's callback and acknowledge c by its result; whether it took c."""
+        try:
+            r = self._callbacks[c.kind](c)
+        except BaseException as e:
+            c.ack(False, "%s: %s" % (type(e).__name__, e))
+            raise
+        ok, reason = True, ""
+        if r is not None and r is not True:
+            ok, reason = r if isinstance(r, tuple) else (bool(r), "")
+        c.ack(ok, reason)
+        return ok
+
+    def _stage_of(self, st):
+        """A Stage from the wire's {index, name, weights}, or a string saying
+        why not (a weight naming an undeclared component, a non-finite one);
+        None for no stage."""
+        if st is None:
+            return None
+        try:
+            weights = {str(k): float(v) for k, v in (st.get("weights") or {}).items()}
+            msg = self._check_weights(weights, raise_=False)
+            if msg:
+                return msg
+            return Stage(st.get("index", 0), st.get("name", ""), weights)
+        except (AttributeError, TypeError, ValueError) as e:
+            return "malformed stage %r: %s" % (st, e)
+
+    def _check_weights(self, weights, raise_=True):
+        msg = None
+        for k, v in weights.items():
+            if self.components and k not in self.components:
+                msg = "weight %r names no declared component (components: %s)" % (k, ", ".join(self.components))
+            elif not math.isfinite(float(v)):
+                msg = "weight %r is %r, not a finite number" % (k, v)
+            if msg:
+                break
+        if msg and raise_:
+            raise ValueError(msg)
+        return msg
+
+    def _sync_start(self):
+        """Under torch.distributed, every rank starts from the holder's stage and knows whether it is active."""
+        td = _dist()
+        if td is None or td.get_world_size() == 1 or not self.active:  # PIXELIS_CHANNEL is every rank's or none's
+            return
+        box = [(self.stage._wire(), self.active, self.run_dir, self.resume)]
+        td.broadcast_object_list(box, src=self.channel_rank)
+        st, self.active, self.run_dir, self.resume = box[0]
+        self.stage = Stage(st["index"], st["name"], st["weights"])
+
+
+def training_loop(run, train_step, steps, *, save=None, evaluate=None, start=0):
+    """A plain training loop under the channel.
+
+    train_step(step, stage) runs one step and returns its metrics (logged);
+    save(step) writes a checkpoint and returns its path; evaluate(step)
+    returns metrics (logged at that step). Commands: checkpoint → save,
+    evaluate → evaluate, stop → save when asked (and save is given), then
+    the loop ends; pause and stages are handled by run.step_boundary.
+    Returns "done" after the last step (run.done() is called) or "stopped"
+    (a stop command; no done()).
+    """
+    for step in range(start, steps):
+        run.log(step, train_step(step, run.stage))
+        for c in run.step_boundary(step):
+            if c.kind == "checkpoint" and save is None:
+                c.ack(False, "this trainer saves no checkpoints")
+                continue
+            if save is not None and (c.kind == "checkpoint" or (c.kind == "stop" and c.args.get("checkpoint"))):
+                run.checkpoint_saved(save(step), step)
+            if c.kind == "evaluate":
+                if evaluate is None:
+                    c.ack(False, "this trainer has no evaluation")
+                    continue
+                run.log(step, evaluate(step))
+            c.ack()
+            if c.kind == "stop":
+                run.close()
+                return "stopped"
+    run.done()
+    return "done"
+
+
+class _Channel:
+    """The socket to pixelis. Lines are written by whoever puts them (the
+    training thread), with non-blocking sends: a send that would block leaves
+    the lines queued (bounded for data, dropped and counted beyond) for the
+    flusher thread, which also writes the heartbeats and reconnects after a
+    drop. A reader thread puts commands into an inbox. So in the common case
+    a step costs one send and wakes no thread."""
+
+    def __init__(self, path, hello, queue_size, timeout):
+        self.path, self.hello, self.queue_size, self.timeout = path, hello, queue_size, timeout
+        self.dropped = 0
+        self.connected = False
+        self._cv = threading.Condition()
+        self._lines = collections.deque()  # (bytes, control) not yet written; the first maybe in part
+        self._sent = 0                     # bytes of the first line written
+        self._ndata = 0                    # data lines in _lines
+        self._backlog = False              # a send would block: the flusher writes until the queue is empty
+        self._closing = False
+        self._inbox_cv = threading.Condition()
+        self._inbox = collections.deque()
+        self._stage = None  # a reconnect's welcome stage, for the next boundary
+        self.heartbeat_every = HEARTBEAT_EVERY_S
+        self._sock = None
+        self.welcome = self._handshake()
+        self._flusher = threading.Thread(target=self._flush_loop, name="pixelis-channel", daemon=True)
+        self._flusher.start()
+        atexit.register(self.close, FLUSH_TIMEOUT_S)
+
+    # --- handshake and reading -------------------------------------------------------------
+
+    def _handshake(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self.path)
+            try:
+                sock.sendall(_encode(self.hello))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # closed at once: a refused line may be waiting to be read
+            rf = sock.makefile("rb")
+            line = rf.readline(MAX_LINE + 1)
+            if not line:
+                raise ConnectionError("pixelis closed the channel %s before its welcome" % self.path)
+            msg = json.loads(line)
+            if msg.get("type") == "refused":
+                raise Refused(msg.get("reason", "refused"))
+            if msg.get("type") != "welcome":
+                raise ConnectionError("pixelis answered hello with %r, not a welcome" % (msg.get("type"),))
+            if msg.get("version") != PROTOCOL_VERSION:
+                raise Refused("pixelis speaks protocol version %r, this SDK %d" % (msg.get("version"), PROTOCOL_VERSION))
+            every = msg.get("heartbeat_every_s")
+            if isinstance(every, (int, float)) and 0 < every <= HEARTBEAT_EVERY_S:
+                self.heartbeat_every = float(every)
+        except BaseException:
+            sock.close()
+            raise
+        sock.settimeout(None)
+        with self._cv:
+            self._sock = sock
+            self.connected = True
+        threading.Thread(target=self._read_loop, args=(sock, rf), name="pixelis-channel-reader", daemon=True).start()
+        return msg
+
+    def _read_loop(self, sock, rf):
+        try:
+            while True:
+                line = rf.readline(MAX_LINE + 1)
+                if not line:
+                    break
+                if len(line) > MAX_LINE and not line.endswith(b"\n"):
+                    log.warning("pixelis sent a line over %d bytes: skipped", MAX_LINE)
+                    while line and not line.endswith(b"\n"):
+                        line = rf.readline(MAX_LINE + 1)
+                    continue
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    log.warning("pixelis sent a line that is not JSON: %r", line[:200])
+                    continue
+                if not isinstance(msg, dict):
+                    log.warning("pixelis sent a line that is not a JSON object: %r", line[:200])
+                elif msg.get("type") == "command":
+                    with self._inbox_cv:
+                        self._inbox.append(msg)
+                        self._inbox_cv.notify_all()
+                else:
+                    log.warning("pixelis sent a message of unknown type %r", msg.get("type"))
+        except (OSError, ValueError):
+            pass
+        finally:
+            with self._cv:
+                if self._sock is sock:
+                    self.connected = False
+                self._cv.notify_all()
+            with self._inbox_cv:
+                self._inbox_cv.notify_all()
+
+    def take_commands(self, wait):
+        """The commands that arrived, waiting up to wait seconds for one."""
+        with self._inbox_cv:
+            if not self._inbox and wait > 0 and self.connected:
+                self._inbox_cv.wait(wait)
+            out = list(self._inbox)
+            self._inbox.clear()
+        return out
+
+    def take_stage(self):
+        with self._cv:
+            st, self._stage = self._stage, None
+        return st
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def put(self, item, control=False):
+        """Write a message (control: a dict, never dropped) or a data line
+        (bytes, encoded by the caller). A data line is dropped and counted
+        when the queue is full, the channel is down or the line is over
+        MAX_LINE. Never blocks on the socket."""
+        line = _encode(item) if control else item
+        with self._cv:
+            if self._closing:
+                return
+            if not control:
+                if self._ndata >= self.queue_size or not self.connected or len(line) > MAX_LINE + 1:
+                    self.dropped += 1
+                    if len(line) > MAX_LINE + 1:
+                        log.warning("pixelis: a message of %d bytes is over the channel's %d: dropped", len(line), MAX_LINE)
+                    return
+                self._ndata += 1
+            self._lines.append((line, control))
+            if self.connected and not self._backlog:
+                self._flush_locked()
+
+    def _flush_locked(self):
+        """Write queued lines without blocking (the lock held); on would-block the flusher takes over."""
+        while self._lines:
+            first = self._lines[0][0]
+            chunk = [memoryview(first)[self._sent:]] if self._sent else [first]
+            size = len(chunk[0])
+            for line, _ in itertools.islice(self._lines, 1, None):
+                if size >= 1 << 16:
+                    break
+                chunk.append(line)
+                size += len(line)
+            try:
+                n = self._sock.send(chunk[0] if len(chunk) == 1 else b"".join(chunk), socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                self._backlog = True
+                self._cv.notify_all()
+                return
+            except OSError:
+                self.connected = False
+                self._cv.notify_all()
+                return
+            while n:
+                line, control = self._lines[0]
+                rest = len(line) - self._sent
+                if n < rest:
+                    self._sent += n
+                    break
+                n -= rest
+                self._lines.popleft()
+                self._sent = 0
+                if not control:
+                    self._ndata -= 1
+        self._backlog = False
+
+    def _flush_loop(self):
+        """Heartbeats, the backlog after a would-block, reconnects."""
+        next_beat = time.monotonic()
+        while True:
+            with self._cv:
+                while not (self._closing or not self.connected or self._backlog):
+                    wait = next_beat - time.monotonic()
+                    if wait <= 0:
+                        break
+                    self._cv.wait(wait)
+                now = time.monotonic()
+                if self.connected and now >= next_beat:
+                    self._lines.append((_encode({"type": "heartbeat", "dropped": self.dropped}), True))
+                    next_beat = now + self.heartbeat_every
+                    if not self._backlog:
+                        self._flush_locked()
+                closing, connected, backlog, sock = self._closing, self.connected, self._backlog, self._sock
+            if not connected:
+                if closing or not self._reconnect():
+                    return
+                next_beat = time.monotonic()  # the new connection learns the drops at once
+            elif backlog:
+                try:
+                    select.select([], [sock], [], max(0.0, min(0.5, next_beat - time.monotonic())))
+                except (OSError, ValueError):
+                    pass
+                with self._cv:
+                    if self.connected:
+                        self._flush_locked()
+            elif closing:
+                return
+
+    def _reconnect(self):
+        """After a drop: hello again, every 0.5 s at first, then less often
+        (at most every HEARTBEAT_EVERY_S), until welcome or closed. False when closing."""
+        delay = 0.5
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        while True:
+            with self._cv:
+                if self._closing:
+                    return False
+                self._cv.wait(delay)
+                if self._closing:
+                    return False
+                if self._sent:  # a line half written on the lost connection
+                    _, control = self._lines.popleft()
+                    self._sent = 0
+                    self._ndata -= not control
+                self.dropped += self._ndata  # data waiting for the lost connection; control lines go on the new one
+                self._lines = collections.deque(x for x in self._lines if x[1])
+                self._ndata = 0
+                self._backlog = False
+            try:
+                welcome = self._handshake()
+            except Refused as e:  # the same hello was welcome before: most likely the old connection is not gone yet there
+                log.warning("pixelis refused the reconnection (trying again): %s", e)
+                delay = min(2 * delay, HEARTBEAT_EVERY_S)
+                continue
+            except (OSError, ValueError) as e:
+                log.debug("pixelis channel: reconnect failed: %s", e)
+                delay = min(2 * delay, HEARTBEAT_EVERY_S)
+                continue
+            with self._cv:
+                self._stage = welcome.get("stage")
+                self._flush_locked()
+            return True
+
+    def close(self, flush_timeout=FLUSH_TIMEOUT_S):
+        """Write what is queued (waiting at most flush_timeout), then close."""
+        with self._cv:
+            if self._closing and not self._flusher.is_alive():
+                return
+            self._closing = True
+            self._cv.notify_all()
+        self._flusher.join(flush_timeout)
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._flusher.join(1.0)
+        self._sock.close()
+        with self._cv:
+            self.connected = False
+        with self._inbox_cv:
+            self._inbox_cv.notify_all()

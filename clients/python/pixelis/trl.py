@@ -1,0 +1,194 @@
+"""A transformers/TRL TrainerCallback that puts a Trainer under `pixelis launch`.
+
+    from pixelis.trl import PixelisCallback
+
+    trainer = GRPOTrainer(model=..., reward_funcs=[accuracy, fmt], args=GRPOConfig(...), ...)
+    trainer.add_callback(PixelisCallback(trainer))
+    trainer.train()
+
+Built with the trainer (as TRL's own callbacks are), it connects the channel
+at once (pixelis.sdk.connect; a no-op outside `pixelis launch`), declaring
+the trainer's reward functions (`reward_func_names`, else the functions'
+names) as the run's reward components and its TrainingArguments as its
+config. Then:
+
+- on_log → the step's logs go to pixelis as they are (a None TRL logs for an
+  all-NaN series stays None), and each function's `rewards/<name>/mean`
+  (`rewards/<name>` in older TRL) also as `reward/<name>/raw`, the raw mean
+  pixelis's KPIs and curriculum read.
+- on_step_end → the commands of this step boundary (a collective under
+  torch.distributed: every rank gets them at the same step): checkpoint →
+  control.should_save (acknowledged in on_save, which also reports the
+  checkpoint-N directory); evaluate → control.should_evaluate (acknowledged
+  in on_evaluate); stop → control.should_training_stop, with should_save when
+  it asks for a checkpoint. pause blocks in on_step_end (the Trainer has no
+  pause flag) while heartbeats go on, until resume or stop.
+- a stage → trainer.reward_weights becomes a float32 tensor in reward_funcs
+  order, the same on every rank; a function the stage does not name keeps
+  the weight it had when the callback was built. GRPOTrainer reads
+  reward_weights at every scoring, so a new stage takes effect at the next
+  generation batch (with steps_per_generation > 1, up to that many optimizer
+  steps later), not at the step that is running.
+- a stage weight naming a function the trainer lacks is refused: when
+  building the callback (the default weights or pixelis's first stage:
+  ValueError, or pixelis.sdk.Refused from the handshake) and later (the
+  command's ack says so; the weights stay).
+
+It installs no signal handler, so a SIGTERM handler the Trainer installed
+(transformers' enable_jit_checkpoint) stays in place.
+
+This adapter follows transformers' callback interface (TrainerCallback,
+TrainerControl, TrainerState, CallbackHandler's event calls) and TRL's
+GRPOTrainer attributes; it is tested against a stand-in of that interface
+(clients/python/tests/trainer_standin.py) and has never run under a real
+transformers or TRL.
+"""
+
+import os
+
+from . import sdk
+
+try:
+    from transformers import TrainerCallback as _TrainerCallback
+except ImportError:  # no transformers: nothing can call the callback, but it can be built and read
+    class _TrainerCallback:
+        pass
+
+
+def reward_names(trainer):
+    """The trainer's reward functions' names, in reward_funcs order."""
+    names = getattr(trainer, "reward_func_names", None)
+    if names:
+        return [str(n) for n in names]
+    out = []
+    for f in getattr(trainer, "reward_funcs", None) or []:
+        name = getattr(f, "__name__", None)
+        if name is None:  # a reward model: its config's name, as TRL names it
+            path = getattr(getattr(f, "config", None), "_name_or_path", None) or type(f).__name__
+            name = str(path).split("/")[-1]
+        out.append(name)
+    return out
+
+
+def _args_config(args):
+    if args is None:
+        return {}
+    to_dict = getattr(args, "to_dict", None)
+    return to_dict() if callable(to_dict) else dict(vars(args))
+
+
+def _number_or_none(v):
+    if v is None or isinstance(v, (int, float)):
+        return True
+    try:
+        float(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+class PixelisCallback(_TrainerCallback):
+    """The channel to pixelis as a TrainerCallback (see the module's text)."""
+
+    def __init__(self, trainer, reports=(), config=None, default_weights=None, phase=None, channel=None):
+        self.trainer = trainer
+        self.names = reward_names(trainer)
+        rw = getattr(trainer, "reward_weights", None)
+        self._initial = [float(w) for w in rw.tolist()] if rw is not None else [1.0] * len(self.names)
+        self._lacking(default_weights or {}, "default_weights")
+        self.run = sdk.connect(components=self.names, reports=reports,
+                               config=config if config is not None else _args_config(getattr(trainer, "args", None)),
+                               default_weights=default_weights, channel=channel)
+        try:
+            self._lacking(self.run.stage.weights, "pixelis's stage %r" % self.run.stage.name)
+        except ValueError:
+            self.run.close()
+            raise
+        self.phase_name = phase or ("rft" if self.names else "sft")
+        self._saves = []     # commands answered by the next on_save
+        self._evals = []     # commands answered by the next on_evaluate
+        self._stopped = False
+        self.run.on("stage", self._take_stage)
+        if self.run.active or default_weights:
+            ok = self._apply(self.run.stage.weights)
+            if ok is not True:
+                self.run.close()
+                raise ValueError(ok[1])
+
+    def _lacking(self, weights, what):
+        missing = [k for k in weights if k not in self.names]
+        if missing:
+            raise ValueError("%s: weight %r names no reward function of the trainer (its functions: %s)"
+                             % (what, missing[0], ", ".join(self.names) or "none"))
+
+    def _apply(self, weights):
+        """Set trainer.reward_weights from a stage's weights: True, or (False, reason)."""
+        missing = [k for k in weights if k not in self.names]
+        if missing:
+            return False, "weight %r names no reward function of the trainer (its functions: %s)" % (
+                missing[0], ", ".join(self.names) or "none")
+        old = getattr(self.trainer, "reward_weights", None)
+        if old is None:
+            return False, "the trainer has no reward_weights"
+        import torch  # a Trainer runs on torch: it is imported already
+        values = [float(weights.get(n, w)) for n, w in zip(self.names, self._initial)]
+        self.trainer.reward_weights = torch.tensor(values, dtype=torch.float32, device=old.device)
+        return True
+
+    def _take_stage(self, c):
+        return self._apply(self.run.stage.weights)
+
+    # --- the Trainer's events ---------------------------------------------------------------
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.run.phase(self.phase_name, state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs:
+            return
+        metrics = {k: v for k, v in logs.items() if _number_or_none(v)}
+        for name in self.names:
+            for key in ("rewards/%s/mean" % name, "rewards/%s" % name):
+                if key in logs and _number_or_none(logs[key]):
+                    metrics["reward/%s/raw" % name] = logs[key]
+                    break
+        self.run.log(state.global_step, metrics)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        for c in self.run.step_boundary(state.global_step):  # blocks while paused
+            if c.kind == "checkpoint":
+                control.should_save = True
+                self._saves.append(c)
+            elif c.kind == "evaluate":
+                control.should_evaluate = True
+                self._evals.append(c)
+            elif c.kind == "stop":
+                control.should_training_stop = True
+                self._stopped = True
+                if c.args.get("checkpoint"):
+                    control.should_save = True
+                    self._saves.append(c)
+                else:
+                    c.ack()
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        path = os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)  # transformers' PREFIX_CHECKPOINT_DIR
+        self.run.checkpoint_saved(path, state.global_step)
+        for c in self._saves:
+            c.ack()
+        self._saves = []
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        for c in self._evals:
+            c.ack()
+        self._evals = []
+
+    def on_train_end(self, args, state, control, **kwargs):
+        for c in self._saves + self._evals:
+            c.ack(False, "training ended before it was carried out")
+        self._saves, self._evals = [], []
+        if self._stopped:
+            self.run.close()  # stopped early: no done
+        else:
+            self.run.done()

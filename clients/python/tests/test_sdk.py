@@ -1,0 +1,381 @@
+"""The launch SDK (pixelis.sdk) against a protocol peer on a real unix socket
+(launch_peer.ProtocolPeer, the pixelis side of docs/launch-protocol.md):
+the handshake, metrics with None, commands and their acks, stages, pause
+blocking while heartbeats go on, the queue that drops and counts instead of
+blocking, reconnects, done, the no-op Run outside launch and the plain
+training loop. Every wait is for a state of the peer or of the Run."""
+
+import itertools
+import math
+import os
+import signal
+import threading
+import time
+import unittest
+
+from pixelis import sdk
+from launch_peer import ProtocolPeer, WAIT_S
+
+COMPONENTS = ["final", "coherence", "cost"]
+
+
+class Trainer(threading.Thread):
+    """A training loop in a thread: log and step_boundary each step, until a
+    stop command or `steps`; what step_boundary returned is kept per step."""
+
+    def __init__(self, run, steps=10 ** 9, on_command=None):
+        super().__init__(daemon=True)
+        self.r, self.steps, self.on_command = run, steps, on_command
+        self.halt = threading.Event()
+        self.step = -1
+        self.returned = {}
+        self.error = None
+        self.cv = threading.Condition()
+
+    def run_loop(self):
+        for step in range(self.steps):
+            if self.halt.is_set():
+                return
+            self.r.log(step, {"episodes": 4, "successes": 2, "reward/final/raw": 0.5})
+            cmds = self.r.step_boundary(step)
+            with self.cv:
+                self.step = step
+                if cmds:
+                    self.returned[step] = cmds
+                self.cv.notify_all()
+            for c in cmds:
+                if self.on_command:
+                    self.on_command(step, c)
+                if c.kind == "stop":
+                    c.ack()
+                    return
+
+    def run(self):  # noqa: the thread's body
+        try:
+            self.run_loop()
+        except BaseException as e:  # reported by the test
+            self.error = e
+
+    def wait_step(self, pred, what):
+        deadline = time.monotonic() + WAIT_S
+        with self.cv:
+            while not pred(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("the trainer never reached: " + what)
+                self.cv.wait(left)
+
+
+class Standalone(unittest.TestCase):
+    def test_without_channel_a_run_does_nothing(self):
+        env = os.environ.pop(sdk.CHANNEL_ENV, None)
+        try:
+            with sdk.connect(components=COMPONENTS, reports=["episodes"], default_weights={"final": 1.0}) as run:
+                self.assertFalse(run.active)
+                self.assertFalse(run.holds_channel)
+                self.assertEqual(run.stage.weights, {"final": 1.0})
+                run.log(0, {"x": 1.0})
+                run.sample(0, {"question": "q"})
+                run.checkpoint_saved("/tmp/x", 0)
+                run.phase("sft")
+                self.assertEqual(run.step_boundary(0), [])
+                self.assertEqual(run.dropped, 0)
+        finally:
+            if env is not None:
+                os.environ[sdk.CHANNEL_ENV] = env
+
+    def test_default_weights_naming_an_undeclared_component_are_refused(self):
+        with self.assertRaisesRegex(ValueError, "'accuracy' names no declared component"):
+            sdk.connect(components=COMPONENTS, default_weights={"accuracy": 1.0}, channel="")
+
+
+class Channel(unittest.TestCase):
+    def setUp(self):
+        self.peer = ProtocolPeer(stage={"index": 1, "name": "shaping", "weights": {"final": 1.0, "coherence": 0.5}},
+                                 heartbeat_every_s=0.2)
+        self.addCleanup(self.peer.close)
+
+    def connect(self, **kw):
+        kw.setdefault("components", COMPONENTS)
+        kw.setdefault("reports", ["episodes", "successes"])
+        run = sdk.connect(channel=self.peer.path, **kw)
+        self.addCleanup(run.close, 1.0)
+        return run
+
+    def test_handshake_declares_the_trainer_and_takes_the_welcome_stage(self):
+        run = self.connect(config={"lr": 1e-4, "dir": os.path})  # a value JSON cannot hold goes as text
+        hello = self.peer.wait_type("hello")[0]
+        self.assertEqual(hello["version"], 1)
+        self.assertEqual(hello["pid"], os.getpid())
+        self.assertEqual((hello["rank"], hello["world_size"]), (0, 1))
+        self.assertEqual(hello["components"], COMPONENTS)
+        self.assertEqual(hello["reports"], ["episodes", "successes"])
+        self.assertEqual(hello["config"]["lr"], 1e-4)
+        self.assertIsInstance(hello["config"]["dir"], str)
+        self.assertTrue(run.active and run.holds_channel)
+        self.assertEqual(run.stage, sdk.Stage(1, "shaping", {"final": 1.0, "coherence": 0.5}))
+        self.assertEqual(run.run_dir, "/nonexistent/run")
+
+    def test_without_a_curriculum_the_default_weights_stay_and_resume_is_told(self):
+        peer = ProtocolPeer(stage=None, resume={"step": 120, "checkpoint": "/ckpt/step-120.pt"})
+        self.addCleanup(peer.close)
+        run = sdk.connect(components=COMPONENTS, default_weights={"final": 1.0, "cost": 1.0}, total_steps=500,
+                          channel=peer.path)
+        self.addCleanup(run.close, 1.0)
+        self.assertEqual(run.stage.weights, {"final": 1.0, "cost": 1.0})
+        self.assertEqual(run.resume, {"step": 120, "checkpoint": "/ckpt/step-120.pt"})
+        self.assertEqual(peer.of("hello")[0]["total_steps"], 500)
+
+    def test_metrics_keep_none_and_send_non_finite_as_missing(self):
+        run = self.connect()
+        run.log(7, {"policy/loss": 0.25, "kl": None, "nan": float("nan"), "inf": math.inf, "episodes": 64, "flag": True})
+        m = self.peer.wait_type("metrics")[0]
+        self.assertEqual(m["step"], 7)
+        self.assertEqual(m["metrics"], {"policy/loss": 0.25, "kl": None, "nan": None, "inf": None, "episodes": 64, "flag": 1})
+        with self.assertRaisesRegex(TypeError, "metric 'bad'"):
+            run.log(8, {"bad": "text"})
+
+    def test_sample_checkpoint_phase_in_order(self):
+        run = self.connect()
+        run.phase("sft", step=0)
+        run.sample(3, {"question": "which is red?", "actions": ["SEGMENT_OBJECT_AT"], "answer": "left", "correct": True,
+                       "reward": 0.9})
+        run.checkpoint_saved("ckpt/step-3.pt", 3)
+        self.peer.wait_type("checkpoint")
+        got = [m for m in self.peer.of("phase") + self.peer.of("sample") + self.peer.of("checkpoint")]
+        self.assertEqual(got[0], {"type": "phase", "name": "sft", "step": 0})
+        self.assertEqual(got[1]["sample"]["answer"], "left")
+        self.assertEqual(got[2], {"type": "checkpoint", "step": 3, "path": os.path.abspath("ckpt/step-3.pt")})
+
+    def test_commands_reach_the_trainer_and_are_acknowledged(self):
+        run = self.connect()
+        t = Trainer(run, on_command=lambda step, c: c.ack() if c.kind == "checkpoint" else
+                    c.ack(False, "no evaluation here") if c.kind == "evaluate" else None)
+        t.start()
+        ck = self.peer.command("checkpoint")
+        self.assertTrue(self.peer.wait_ack(ck)["ok"])
+        ev = self.peer.command("evaluate")
+        ack = self.peer.wait_ack(ev)
+        self.assertEqual((ack["ok"], ack["reason"]), (False, "no evaluation here"))
+        bad = self.peer.command("launch-missiles")
+        self.assertIn("unknown command kind", self.peer.wait_ack(bad)["reason"])
+        stop = self.peer.command("stop", {"checkpoint": False})
+        self.assertTrue(self.peer.wait_ack(stop)["ok"])
+        t.join(WAIT_S)
+        self.assertIsNone(t.error)
+        kinds = [c.kind for cmds in t.returned.values() for c in cmds]
+        self.assertEqual(kinds, ["checkpoint", "evaluate", "stop"])  # the unknown kind was answered, not returned
+        stop_cmd = [c for cmds in t.returned.values() for c in cmds][-1]
+        self.assertEqual(stop_cmd.args, {"checkpoint": False})
+
+    def test_a_stage_updates_run_stage_before_step_boundary_returns(self):
+        run = self.connect()
+        seen = {}
+        t = Trainer(run, on_command=lambda step, c: seen.setdefault(c.kind, run.stage))
+        t.start()
+        st = {"index": 2, "name": "explore", "weights": {"final": 1.0, "coherence": 0.2, "cost": 1.0}}
+        cid = self.peer.command("stage", st)
+        self.assertTrue(self.peer.wait_ack(cid)["ok"])
+        bad = self.peer.command("stage", {"index": 3, "name": "x", "weights": {"accuracy": 1.0}})
+        ack = self.peer.wait_ack(bad)
+        self.assertFalse(ack["ok"])
+        self.assertIn("'accuracy' names no declared component", ack["reason"])
+        self.peer.wait_ack(self.peer.command("stop"))
+        t.join(WAIT_S)
+        self.assertEqual(seen["stage"], sdk.Stage(2, "explore", st["weights"]))
+        self.assertEqual(run.stage, sdk.Stage(2, "explore", st["weights"]))  # the refused one changed nothing
+
+    def test_pause_blocks_step_boundary_while_heartbeats_go_on(self):
+        run = self.connect()
+        t = Trainer(run)
+        t.start()
+        t.wait_step(lambda t: t.step >= 2, "step 2")
+        pause = self.peer.command("pause")
+        self.peer.wait_ack(pause)
+        t.wait_step(lambda t: run.paused, "paused")
+        with t.cv:
+            paused_at = t.step
+        beats = len(self.peer.of("heartbeat"))
+        self.peer.wait_type("heartbeat", beats + 3)  # three more heartbeats (0.2 s apart) while paused
+        with t.cv:
+            self.assertEqual(t.step, paused_at, "a step ran while paused")
+        last_logged = max(m["step"] for m in self.peer.of("metrics"))
+        self.assertEqual(last_logged, paused_at + 1)  # the step that was in progress logged, then blocked
+        resume = self.peer.command("resume")
+        self.peer.wait_ack(resume)
+        t.wait_step(lambda t: t.step > paused_at + 3, "steps after resume")
+        self.assertEqual([c.kind for c in t.returned[paused_at + 1]], ["pause", "resume"])
+        self.peer.wait_ack(self.peer.command("stop"))
+        t.join(WAIT_S)
+        self.assertIsNone(t.error)
+
+    def test_stop_while_paused_ends_the_pause(self):
+        run = self.connect()
+        t = Trainer(run)
+        t.start()
+        self.peer.wait_ack(self.peer.command("pause"))
+        t.wait_step(lambda t: run.paused, "paused")
+        self.peer.wait_ack(self.peer.command("stop", {"checkpoint": True}))
+        t.join(WAIT_S)
+        self.assertFalse(t.is_alive())
+        self.assertEqual([c.kind for c in list(t.returned.values())[-1]], ["pause", "stop"])
+
+    def test_callbacks_run_while_paused(self):
+        run = self.connect()
+        saved = []
+        run.on("checkpoint", lambda c: saved.append(c.id))
+        t = Trainer(run)
+        t.start()
+        self.peer.wait_ack(self.peer.command("pause"))
+        t.wait_step(lambda t: run.paused, "paused")
+        ck = self.peer.command("checkpoint")
+        self.assertTrue(self.peer.wait_ack(ck)["ok"])
+        self.assertEqual(saved, [ck])
+        self.assertTrue(run.paused)
+        self.peer.wait_ack(self.peer.command("stop"))
+        t.join(WAIT_S)
+        kinds = [c.kind for cmds in t.returned.values() for c in cmds]
+        self.assertNotIn("checkpoint", kinds)  # a callback handled it
+
+    def test_a_full_queue_drops_and_counts_and_never_blocks(self):
+        run = self.connect(queue_size=64)
+        self.peer.wait_type("hello")
+        self.peer.reading.clear()  # the peer stops reading: the socket's buffers fill, then the queue
+        sent = 20000
+        payload = {"m%02d" % i: float(i) for i in range(50)}
+        for step in range(sent):
+            run.log(step, payload)  # returns at once whether or not the message fits
+        self.assertGreater(run.dropped, 0)
+        self.peer.reading.set()
+        dropped = run.dropped
+        # Every message either arrived or was counted: the next heartbeat says how many were dropped.
+        beat = self.peer.wait_for(
+            lambda ms: next((m for m in reversed(ms) if m.get("type") == "heartbeat" and m["dropped"] >= dropped), None),
+            "a heartbeat counting the drops")
+        got = self.peer.wait_for(lambda ms: len([m for m in ms if m.get("type") == "metrics"]) + beat["dropped"] >= sent
+                                 and [m for m in ms if m.get("type") == "metrics"], "the queued metrics")
+        self.assertEqual(len(got) + beat["dropped"], sent)
+        steps = [m["step"] for m in got]
+        self.assertEqual(steps, sorted(steps))
+
+    def test_an_oversized_sample_is_dropped_and_counted(self):
+        run = self.connect()
+        run.sample(1, {"question": "x" * (sdk.MAX_LINE + 10)})
+        run.sample(2, {"question": "small"})
+        self.peer.wait_for(lambda ms: any(m.get("type") == "heartbeat" and m["dropped"] == 1 for m in ms),
+                           "a heartbeat counting the dropped sample")
+        self.assertEqual([m["step"] for m in self.peer.of("sample")], [2])
+        self.assertEqual(self.peer.malformed, 0)
+
+    def test_done_on_a_clean_exit_and_not_on_an_exception(self):
+        with self.connect() as run:
+            run.log(0, {"x": 1})
+        self.peer.wait_type("done")
+        self.peer.wait_disconnected()
+        peer2 = ProtocolPeer()
+        self.addCleanup(peer2.close)
+        with self.assertRaises(KeyError):
+            with sdk.connect(channel=peer2.path) as run:
+                run.log(0, {"x": 1})
+                raise KeyError("boom")
+        peer2.wait_disconnected()
+        self.assertEqual(peer2.of("done"), [])
+        self.assertEqual(len(peer2.of("metrics")), 1)  # what was queued is written before closing
+
+    def test_refused_handshake_raises_with_the_reason(self):
+        peer = ProtocolPeer(refuse="the curriculum names KPI 'accuracy' that the trainer does not report")
+        self.addCleanup(peer.close)
+        with self.assertRaisesRegex(sdk.Refused, "KPI 'accuracy'"):
+            sdk.connect(channel=peer.path)
+
+    def test_a_second_connection_is_refused(self):
+        self.connect()
+        self.peer.wait_type("hello")
+        with self.assertRaisesRegex(sdk.Refused, "connected already"):
+            sdk.connect(channel=self.peer.path)
+
+    def test_reconnects_after_a_drop_and_says_hello_again(self):
+        run = self.connect()
+        self.peer.wait_type("hello")
+        self.peer.stage = {"index": 4, "name": "late", "weights": {"final": 2.0}}
+        self.peer.drop()
+        self.peer.wait_type("hello", 2)
+        self.peer.wait_for(lambda ms: self.peer.of("heartbeat", conn=2), "a heartbeat on the new connection")
+        self.assertTrue(run.connected)
+        run.log(5, {"x": 1.0})
+        self.peer.wait_for(lambda ms: any(m.get("type") == "metrics" and m["step"] == 5 for m in ms), "metrics after the reconnect")
+        self.assertEqual(run.step_boundary(5), [])
+        self.assertEqual(run.stage, sdk.Stage(4, "late", {"final": 2.0}))  # the new welcome's stage
+        cid = self.peer.command("checkpoint")
+        cmds = []
+        deadline = time.monotonic() + WAIT_S
+        while not cmds and time.monotonic() < deadline:
+            cmds = run.step_boundary(6)
+            time.sleep(0.01)
+        self.assertEqual([(c.id, c.kind) for c in cmds], [(cid, "checkpoint")])
+
+    def test_boundary_every_k_takes_commands_at_every_kth_call_only(self):
+        run = self.connect(boundary_every=3)
+        cid = self.peer.command("checkpoint")
+        deadline = time.monotonic() + WAIT_S
+        for call in itertools.count():
+            cmds = run.step_boundary(call)
+            if cmds or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)  # the command is on its way
+        self.assertEqual([c.id for c in cmds], [cid])
+        self.assertEqual(call % 3, 0)
+
+    def test_losing_the_channel_while_paused_ends_the_pause(self):
+        run = self.connect()
+        t = Trainer(run)
+        t.start()
+        self.peer.wait_ack(self.peer.command("pause"))
+        t.wait_step(lambda t: run.paused, "paused")
+        self.peer.close()  # pixelis is gone: no resume will come
+        t.wait_step(lambda t: not run.paused, "the pause ended")
+        t.halt.set()
+        t.join(WAIT_S)
+        self.assertIsNone(t.error)
+
+    def test_connect_installs_no_signal_handler(self):
+        def handler(signum, frame):
+            pass
+        old = signal.signal(signal.SIGTERM, handler)
+        self.addCleanup(signal.signal, signal.SIGTERM, old)
+        run = self.connect()
+        run.step_boundary(0)
+        run.done()
+        self.assertIs(signal.getsignal(signal.SIGTERM), handler)
+
+    def test_training_loop_carries_out_commands(self):
+        run = self.connect()
+        saves, stages = [], []
+
+        def train_step(step, stage):
+            stages.append(stage.name)
+            if step == 2:
+                self.ck = self.peer.command("checkpoint")
+            if step == 5:
+                self.stop = self.peer.command("stop", {"checkpoint": True})
+            return {"loss": 1.0 / (step + 1)}
+
+        def save(step):
+            saves.append(step)
+            return "/tmp/ckpt-%d.pt" % step
+
+        result = [None]
+        th = threading.Thread(target=lambda: result.__setitem__(0, sdk.training_loop(run, train_step, 10 ** 6, save=save)))
+        th.start()
+        th.join(WAIT_S)
+        self.assertEqual(result[0], "stopped")
+        self.assertTrue(self.peer.wait_ack(self.ck)["ok"])
+        self.assertTrue(self.peer.wait_ack(self.stop)["ok"])
+        ckpts = self.peer.of("checkpoint")
+        self.assertEqual([c["step"] for c in ckpts], saves)
+        self.assertEqual(len(saves), 2)
+        self.assertEqual(self.peer.of("done"), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,19 @@
+//go:build !unix
+
+package launch
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+func ownGroup(*exec.Cmd) {}
+
+// signalGroup ends the child: without process groups there is no gentler way.
+func signalGroup(p *os.Process, _ syscall.Signal) error { return p.Kill() }
+
+func exitStatus(ps *os.ProcessState) (string, bool) {
+	return fmt.Sprintf("exit status %d", ps.ExitCode()), ps.ExitCode() == 0
+}

@@ -1,0 +1,29 @@
+//go:build unix
+
+package launch
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// ownGroup starts the child in a process group of its own: the terminal's
+// ctrl+c does not reach it (pixelis turns it into a stop), and pixelis's
+// signals reach the whole group (torchrun's agent forwards to its workers).
+func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+
+// signalGroup sends sig to the child's process group.
+func signalGroup(p *os.Process, sig syscall.Signal) error {
+	return syscall.Kill(-p.Pid, sig)
+}
+
+// exitStatus says how the child ended: "exit status 3", "killed by signal 9
+// (killed)"; ok when it exited 0.
+func exitStatus(ps *os.ProcessState) (status string, ok bool) {
+	if ws, isWS := ps.Sys().(syscall.WaitStatus); isWS && ws.Signaled() {
+		return fmt.Sprintf("killed by signal %d (%v)", int(ws.Signal()), ws.Signal()), false
+	}
+	return fmt.Sprintf("exit status %d", ps.ExitCode()), ps.ExitCode() == 0
+}

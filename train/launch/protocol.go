@@ -1,0 +1,176 @@
+package launch
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/pixelis/pixelis/train/steer"
+)
+
+// The channel's wire format (docs/launch-protocol.md): JSON objects, one a
+// line, both ways.
+
+// Version is the protocol version pixelis speaks.
+const Version = 1
+
+// MaxLine is the longest line read from a trainer; a longer one is skipped,
+// warned about and counted.
+const MaxLine = 1 << 20
+
+// HeartbeatEvery is how often a trainer sends a heartbeat (welcome says so).
+const HeartbeatEvery = 5
+
+// Message types, trainer → pixelis.
+const (
+	MsgHello      = "hello"
+	MsgHeartbeat  = "heartbeat"
+	MsgPhase      = "phase"
+	MsgMetrics    = "metrics"
+	MsgSample     = "sample"
+	MsgCheckpoint = "checkpoint"
+	MsgAck        = "ack"
+	MsgDone       = "done"
+)
+
+// Message types, pixelis → trainer.
+const (
+	MsgWelcome = "welcome"
+	MsgRefused = "refused"
+	MsgCommand = "command"
+)
+
+// inMessage is any line a trainer sends; each type uses some of the fields.
+type inMessage struct {
+	Type string `json:"type"`
+	// hello
+	Version    int             `json:"version"`
+	PID        int             `json:"pid"`
+	Rank       int             `json:"rank"`
+	WorldSize  int             `json:"world_size"`
+	Components []string        `json:"components"`
+	Reports    []string        `json:"reports"`
+	Config     json.RawMessage `json:"config"`
+	TotalSteps int             `json:"total_steps"`
+	// heartbeat
+	Dropped int `json:"dropped"`
+	// phase
+	Name string `json:"name"`
+	// phase, metrics, sample, checkpoint
+	Step *int `json:"step"`
+	// metrics: a null value is a missing one
+	Metrics map[string]*float64 `json:"metrics"`
+	// sample
+	Sample *inSample `json:"sample"`
+	// checkpoint
+	Path string `json:"path"`
+	// ack
+	ID     int    `json:"id"`
+	OK     *bool  `json:"ok"`
+	Reason string `json:"reason"`
+}
+
+// inSample is a sample trajectory as a trainer sends it.
+type inSample struct {
+	Question    string            `json:"question"`
+	Actions     []json.RawMessage `json:"actions"`
+	Answer      any               `json:"answer"`
+	GroundTruth any               `json:"ground_truth"`
+	Family      string            `json:"family"`
+	Correct     bool              `json:"correct"`
+	Reward      *float64          `json:"reward"`
+}
+
+// welcome answers hello. Stage is nil when pixelis runs no reward
+// curriculum: the trainer keeps its own weights.
+type welcome struct {
+	Type           string       `json:"type"`
+	Version        int          `json:"version"`
+	RunDir         string       `json:"run_dir"`
+	HeartbeatEvery int          `json:"heartbeat_every_s"`
+	Stage          *steer.Stage `json:"stage"`
+	Resume         *resume      `json:"resume,omitempty"`
+}
+
+// resume tells a resumed trainer where pixelis's side of the run stands.
+type resume struct {
+	Step       int    `json:"step"`
+	Checkpoint string `json:"checkpoint"`
+}
+
+type refused struct {
+	Type   string `json:"type"`
+	Reason string `json:"reason"`
+}
+
+// outCommand is a command to the trainer.
+type outCommand struct {
+	Type string         `json:"type"`
+	ID   int            `json:"id"`
+	Kind string         `json:"kind"`
+	Args map[string]any `json:"args"`
+}
+
+// Command kinds on the wire (telemetry's "eval" is "evaluate" here).
+const (
+	KindCheckpoint = "checkpoint"
+	KindPause      = "pause"
+	KindResume     = "resume"
+	KindEvaluate   = "evaluate"
+	KindStop       = "stop"
+	KindStage      = "stage"
+)
+
+// errTooLong is a line over MaxLine.
+var errTooLong = fmt.Errorf("line longer than %d bytes", MaxLine)
+
+// readLine reads the next line of r without its newline. A line over
+// MaxLine is read through and dropped: errTooLong, and the next call reads
+// the line after it. io.EOF at the end (a last line without a newline is
+// returned first).
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	over := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !over {
+			if len(line)+len(chunk) > MaxLine+1 {
+				over, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			if over {
+				return nil, errTooLong
+			}
+			return bytes.TrimRight(line, "\r\n"), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0 && !over:
+			return line, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// parse decodes one line: an error says why it is not a message.
+func parse(line []byte) (inMessage, error) {
+	var m inMessage
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return m, errors.New("not a JSON object")
+	}
+	if err := json.Unmarshal(trimmed, &m); err != nil {
+		return m, err
+	}
+	if m.Type == "" {
+		return m, errors.New(`no "type"`)
+	}
+	return m, nil
+}

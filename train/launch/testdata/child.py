@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""A trainer speaking pixelis's launch channel (docs/launch-protocol.md) with
+the standard library alone: the launched child of the launch tests.
+
+It "trains" by counting steps, logs metrics under TRL's names and pixelis's,
+saves checkpoints as small JSON files when asked, and honours pause, resume,
+evaluate, stop and stage commands. Flags make it misbehave the ways the tests
+need: never read its commands, send garbage, speak another version, die.
+"""
+import argparse
+import json
+import os
+import random
+import select
+import socket
+import sys
+import time
+
+
+def parse_args():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=10**9)
+    ap.add_argument("--step-time", type=float, default=0.02)
+    ap.add_argument("--ckpt-dir", default="ckpts")
+    ap.add_argument("--resume", help="checkpoint file to resume from")
+    ap.add_argument("--deaf", action="store_true", help="never read commands")
+    ap.add_argument("--garbage", action="store_true", help="send bad lines after hello")
+    ap.add_argument("--version", type=int, default=1)
+    ap.add_argument("--fail-at", type=int, help="exit 3 at this step")
+    ap.add_argument("--components", default="final,cost")
+    ap.add_argument("--heartbeat", type=float, default=1.0)
+    ap.add_argument("--hang-at", type=int, help="at this step, go silent until killed")
+    ap.add_argument("--reconnect-at", type=int, help="at this step, drop the channel and connect again")
+    ap.add_argument("--no-done", action="store_true", help="exit 0 at the end without saying done")
+    return ap.parse_args()
+
+
+class Channel:
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.buf = b""
+
+    def send(self, **msg):
+        self.send_raw(json.dumps(msg).encode() + b"\n")
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def lines(self, timeout):
+        """The complete lines readable within timeout seconds."""
+        out = []
+        r, _, _ = select.select([self.sock], [], [], timeout)
+        if r:
+            data = self.sock.recv(1 << 16)
+            if not data:
+                raise EOFError("channel closed")
+            self.buf += data
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            out.append(json.loads(line))
+        return out
+
+
+def connect(path, a, components):
+    """Connect, say hello, and return the channel and pixelis's answer."""
+    ch = Channel(path)
+    ch.send(type="hello", version=a.version, pid=os.getpid(), rank=0, world_size=1,
+            components=components, reports=["episodes", "successes"],
+            config={"lr": 0.001, "steps": a.steps}, total_steps=a.steps if a.steps < 10**9 else 0)
+    welcome = None
+    deadline = time.time() + 30
+    while welcome is None and time.time() < deadline:
+        for m in ch.lines(1.0):
+            if m["type"] in ("welcome", "refused"):
+                welcome = m
+    if welcome is None or welcome["type"] == "refused":
+        print("refused: %s" % (welcome or {}).get("reason"), file=sys.stderr, flush=True)
+        sys.exit(2)
+    return ch, welcome
+
+
+def main():
+    a = parse_args()
+    components = [c for c in a.components.split(",") if c]
+    path = os.environ.get("PIXELIS_CHANNEL")
+    print("child starting, channel %s" % path, file=sys.stderr, flush=True)
+    step = 0
+    if a.resume:
+        with open(a.resume) as f:
+            step = json.load(f)["step"]
+        print("resuming from %s at step %d" % (a.resume, step), file=sys.stderr, flush=True)
+    ch, welcome = connect(path, a, components)
+    weights = (welcome.get("stage") or {}).get("weights") or {c: 1.0 for c in components}
+    if a.garbage:
+        ch.send_raw(b"this is not json\n")
+        ch.send_raw(b"[1, 2, 3]\n")
+        ch.send_raw(b'{"type": "nonsense"}\n')
+        ch.send_raw(b'{"type": "metrics", "step": 0, "metrics": {"x": ' + b"1" * ((1 << 20) + 10) + b"}}\n")
+    os.makedirs(a.ckpt_dir, exist_ok=True)
+    rng = random.Random(step)
+    paused = False
+    last_beat = 0.0
+
+    def save():
+        p = os.path.join(a.ckpt_dir, "step_%06d.json" % step)
+        with open(p, "w") as f:
+            json.dump({"step": step, "weights": weights}, f)
+        ch.send(type="checkpoint", step=step, path=p)
+
+    ch.send(type="phase", name="rft", step=step)
+    while step < a.steps:
+        now = time.time()
+        if now - last_beat >= a.heartbeat:
+            ch.send(type="heartbeat", dropped=0)
+            last_beat = now
+        cmds = [] if a.deaf else ch.lines(0.5 if paused else 0)
+        for c in cmds:
+            if c["type"] != "command":
+                continue
+            kind = c["kind"]
+            if kind == "checkpoint":
+                save()
+            elif kind == "pause":
+                paused = True
+            elif kind == "resume":
+                paused = False
+            elif kind == "stage":
+                weights = c["args"]["weights"]
+            elif kind == "stop":
+                if c["args"].get("checkpoint"):
+                    save()
+                ch.send(type="ack", id=c["id"], ok=True)
+                print("stopping on request at step %d" % step, file=sys.stderr, flush=True)
+                return
+            ch.send(type="ack", id=c["id"], ok=True)
+        if paused:
+            continue
+        step += 1
+        if a.hang_at is not None and step >= a.hang_at:
+            print("hanging at step %d" % step, file=sys.stderr, flush=True)
+            time.sleep(3600)
+        if a.reconnect_at is not None and step == a.reconnect_at:
+            ch.sock.close()
+            ch, _ = connect(path, a, components)
+        if a.fail_at is not None and step >= a.fail_at:
+            print("Traceback (most recent call last):", file=sys.stderr)
+            print("RuntimeError: the child failed at step %d" % step, file=sys.stderr, flush=True)
+            sys.exit(3)
+        episodes = 8
+        successes = sum(rng.random() < min(0.9, 0.2 + step / 200) for _ in range(episodes))
+        ch.send(type="metrics", step=step, metrics={
+            "episodes": episodes, "successes": successes,
+            "reward/final/raw": successes / episodes, "reward/cost/raw": -0.01 * (step % 10),
+            "train/loss": 1.0 / step, "train/kl": None, "custom/thing": step * 2,
+        })
+        if step % 5 == 0:
+            ch.send(type="sample", step=step, sample={
+                "question": "how many red squares?", "actions": ["ZOOM_IN(1, 2)", {"op": "ANSWER", "args": {"value": 3}}],
+                "answer": 3, "ground_truth": 3, "correct": True, "reward": 0.9})
+        if step % 50 == 0:
+            print("step %d" % step, flush=True)
+        time.sleep(a.step_time)
+    if not a.no_done:
+        ch.send(type="done")
+    print("done at step %d" % step, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()

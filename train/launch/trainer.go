@@ -1,0 +1,162 @@
+// Package launch runs another program's trainer as a child of the run's
+// owner (train/owner), with a channel to it: JSON lines over a unix socket
+// whose path the child finds in PIXELIS_CHANNEL (docs/launch-protocol.md).
+// The child's metrics, samples, checkpoints and phases become the same
+// telemetry pixelis's own trainer reports — metric names through the mapping
+// `pixelis watch` uses — and the owner's requests (checkpoint, pause, resume,
+// evaluate, stop) become commands to it, each acknowledged or shown
+// unacknowledged after a timeout. A Trainer is one more owner.Trainer: the
+// run's files, console, control socket and signals are the owner's.
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/owner"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// Environment variables a launched trainer finds.
+const (
+	EnvChannel = "PIXELIS_CHANNEL" // the channel's socket path
+	EnvRunDir  = "PIXELIS_RUN_DIR" // the run directory
+)
+
+// ChannelFile is the run directory's link to the channel's socket.
+const ChannelFile = "channel.sock"
+
+// Defaults of Spec's durations.
+const (
+	DefaultAckTimeout = 10 * time.Second
+	DefaultGrace      = 30 * time.Second // torchrun's, between its SIGTERM and SIGKILL
+	DefaultKillAfter  = 10 * time.Second
+	DefaultSilence    = 30 * time.Second
+)
+
+// Spec says what to launch and how to treat it.
+type Spec struct {
+	RunDir string
+	Cmd    string   // the command as given
+	Path   string   // where it was found (Find)
+	Args   []string // its arguments (a resume's included)
+	Dir    string   // its working directory; "" is pixelis's
+	Env    []string // added to pixelis's environment
+	// AckTimeout is how long a command may go unacknowledged before the
+	// console and events say so.
+	AckTimeout time.Duration
+	// Grace is how long a stop request waits for the trainer to exit before
+	// its process group gets SIGTERM; KillAfter how long SIGTERM waits
+	// before SIGKILL.
+	Grace, KillAfter time.Duration
+	// Silence is how long without a line from the trainer makes the console
+	// say "no heartbeat for 30 s".
+	Silence time.Duration
+	// ResumeStep is the run-wide step a resumed run starts from (-1 a fresh
+	// run), Resumed the checkpoint it resumes from.
+	ResumeStep int
+	Resumed    string
+	// Curriculum, when set, is the config whose [curriculum] runs on the
+	// trainer's metrics (train/steer) and whose stages go to it; nil runs
+	// none.
+	Curriculum *configs.Config
+}
+
+// ErrNotFound wraps a command that cannot be found or run.
+var ErrNotFound = errors.New("command not found")
+
+// Find resolves cmd as the shell would (a name on PATH, or a path).
+func Find(cmd string) (string, error) {
+	p, err := exec.LookPath(cmd)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q (%v)", ErrNotFound, cmd, errors.Unwrap(err))
+	}
+	return p, nil
+}
+
+// RefusedError is a trainer refused at its handshake: a protocol version
+// pixelis does not speak, or reward components or reports the curriculum
+// needs and it did not declare. The trainer was stopped.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return "the trainer was refused: " + e.Reason }
+
+// DiedError is a trainer that exited with an error or was killed without
+// being asked to stop.
+type DiedError struct {
+	Status string   // "exit status 3", "killed by signal 9 (killed)"
+	Tail   []string // the last lines of its standard error
+	Path   string   // child.err
+}
+
+func (e *DiedError) Error() string {
+	msg := "the trainer died: " + e.Status
+	if len(e.Tail) == 0 {
+		return msg + " (nothing on its standard error)"
+	}
+	msg += fmt.Sprintf("; the last lines of its standard error (%s):", e.Path)
+	for _, l := range e.Tail {
+		msg += "\n  " + l
+	}
+	return msg
+}
+
+// Trainer is a launched child as the run's owner runs it.
+type Trainer struct{ spec Spec }
+
+// New checks spec and returns its Trainer.
+func New(spec Spec) (*Trainer, error) {
+	if spec.Path == "" {
+		p, err := Find(spec.Cmd)
+		if err != nil {
+			return nil, err
+		}
+		spec.Path = p
+	}
+	if spec.AckTimeout <= 0 {
+		spec.AckTimeout = DefaultAckTimeout
+	}
+	if spec.Grace <= 0 {
+		spec.Grace = DefaultGrace
+	}
+	if spec.KillAfter <= 0 {
+		spec.KillAfter = DefaultKillAfter
+	}
+	if spec.Silence <= 0 {
+		spec.Silence = DefaultSilence
+	}
+	return &Trainer{spec: spec}, nil
+}
+
+var _ owner.Trainer = (*Trainer)(nil)
+
+// Train starts the child and serves its channel until it exits: nil when it
+// said done and exited 0, an error wrapping owner.ErrStopped when it stopped
+// on request or exited 0 without done, ctx's error after a stop at once,
+// *DiedError when it failed, *RefusedError when its handshake was refused.
+func (t *Trainer) Train(ctx context.Context, w owner.Wiring) error {
+	s, err := start(t.spec, w)
+	if err != nil {
+		w.Sink.Emit(telemetry.Event{Time: time.Now(), Kind: telemetry.EventError, Message: err.Error()})
+		return err
+	}
+	defer s.close()
+	return s.loop(ctx)
+}
+
+// absDir is dir made absolute against base.
+func absDir(base, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if base == "" {
+		base, _ = os.Getwd()
+	}
+	return filepath.Join(base, p)
+}

@@ -1,0 +1,180 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/pixelis/pixelis/train/owner"
+	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/train/telemetry/watch"
+)
+
+// maxSamples is how many of the newest samples a snapshot carries.
+const maxSamples = 8
+
+// view is the launched run as pixelis shows it: what its snapshots carry.
+type view struct {
+	name       string
+	namer      *watch.Namer
+	cur        *steering
+	state      telemetry.State
+	phaseName  string // the trainer's phase ("sft", "rft", …)
+	step       int    // run-wide, of the newest step
+	totalSteps int
+	metrics    map[string]float64 // the newest step's, pixelis names
+	samples    []telemetry.Sample
+	rate       rate
+	meter      telemetry.ProcessMeter
+}
+
+func newView(spec Spec, namer *watch.Namer, cur *steering) view {
+	return view{name: filepath.Base(filepath.Clean(spec.RunDir)), namer: namer, cur: cur,
+		state: telemetry.StateStarting, step: max(spec.ResumeStep, 0)}
+}
+
+func (v *view) hello(m inMessage) {
+	if v.state == telemetry.StateStarting {
+		v.state = telemetry.StateRunning
+	}
+	if m.TotalSteps > 0 {
+		v.totalSteps = m.TotalSteps
+	}
+}
+
+// phase is the telemetry phase of the trainer's: SFT's panes for "sft",
+// the reinforcement-learning panes otherwise.
+func (v *view) phase() telemetry.Phase {
+	if v.phaseName == "sft" {
+		return telemetry.PhaseSFT
+	}
+	return telemetry.PhaseRFT
+}
+
+func (v *view) curriculum() telemetry.Curriculum { return v.cur.view() }
+
+// end sets the state the run ended in.
+func (v *view) end(err error) {
+	switch {
+	case err == nil:
+		v.state = telemetry.StateDone
+	case errors.Is(err, owner.ErrStopped), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		v.state = telemetry.StateStopped
+	default:
+		v.state = telemetry.StateFailed
+	}
+}
+
+func (v *view) snapshot(started time.Time) telemetry.Snapshot {
+	p := v.meter.Measure()
+	return telemetry.Snapshot{
+		Run: v.name, Phase: v.phase(), Kind: string(v.namer.Kind()), State: v.state,
+		Step: v.step, RunStep: v.step, TotalSteps: v.totalSteps, Time: time.Now(),
+		StepsPerS: v.rate.perSecond(), Metrics: v.cur.withKPIs(v.metrics), Curriculum: v.curriculum(),
+		Samples: v.samples, Started: started, Process: &p,
+	}
+}
+
+// rate is the steps per second over the last steps reported.
+type rate struct {
+	times []time.Time
+	steps []int
+}
+
+const rateWindow = 20
+
+func (r *rate) add(t time.Time, step int) {
+	r.times, r.steps = append(r.times, t), append(r.steps, step)
+	if len(r.times) > rateWindow {
+		r.times, r.steps = r.times[1:], r.steps[1:]
+	}
+}
+
+func (r *rate) perSecond() float64 {
+	n := len(r.times)
+	if n < 2 {
+		return 0
+	}
+	dt := r.times[n-1].Sub(r.times[0]).Seconds()
+	if dt <= 0 {
+		return 0
+	}
+	return float64(r.steps[n-1]-r.steps[0]) / dt
+}
+
+// metrics records one step of the trainer's metrics under pixelis's names.
+func (s *session) metrics(m inMessage) {
+	if m.Step == nil {
+		s.badLine(`metrics without "step"`)
+		return
+	}
+	raw := make(map[string]float64, len(m.Metrics))
+	for k, v := range m.Metrics {
+		if v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) {
+			raw[k] = *v
+		}
+	}
+	step := *m.Step
+	named := s.view.namer.Map(raw)
+	s.view.step = max(s.view.step, step)
+	s.observe(step, named)
+	now := time.Now()
+	s.view.metrics = named
+	s.view.rate.add(now, step)
+	s.w.Sink.Record(telemetry.Point{Step: step, Phase: s.view.phase(), Time: now.Format(time.RFC3339Nano), Metrics: named})
+	s.publish()
+}
+
+// sample keeps a sample trajectory for the console.
+func (s *session) sample(m inMessage) {
+	if m.Sample == nil {
+		s.badLine(`sample without "sample"`)
+		return
+	}
+	step := s.view.step
+	if m.Step != nil {
+		step = *m.Step
+	}
+	in := m.Sample
+	out := telemetry.Sample{Step: step, RunStep: step, Family: in.Family, Question: in.Question,
+		Answer: text(in.Answer), GroundTruth: text(in.GroundTruth), Correct: in.Correct}
+	if in.Reward != nil {
+		out.Reward = *in.Reward
+	}
+	for _, a := range in.Actions {
+		out.Steps = append(out.Steps, action(a))
+	}
+	s.view.samples = append(s.view.samples, out)
+	if len(s.view.samples) > maxSamples {
+		s.view.samples = s.view.samples[len(s.view.samples)-maxSamples:]
+	}
+	s.publish()
+}
+
+// checkpoint records a checkpoint the trainer saved: what `pixelis resume`
+// resumes from.
+func (s *session) checkpoint(m inMessage) {
+	if m.Path == "" {
+		s.badLine(`checkpoint without "path"`)
+		return
+	}
+	step := s.view.step
+	if m.Step != nil {
+		step = *m.Step
+	}
+	path := absDir(s.spec.Dir, m.Path)
+	kind := "periodic"
+	if s.cmds.checkpoints > 0 {
+		s.cmds.checkpoints--
+		kind = "manual"
+	}
+	s.w.Sink.Emit(telemetry.Event{Step: step, Phase: telemetry.PhaseSteps, PhaseStep: step, Time: time.Now(),
+		Kind: telemetry.EventCheckpoint, Message: fmt.Sprintf("checkpoint %s saved by the trainer", filepath.Base(path)),
+		Data: map[string]any{"path": path, "kind": kind, "step": step}})
+	if err := s.steer.save(s.spec.RunDir, step); err != nil {
+		s.emit(telemetry.EventWarning, err.Error(), nil)
+	}
+}
