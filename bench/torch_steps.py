@@ -29,8 +29,10 @@ Usage (Debian's PyTorch: `apt-get install python3-torch libopenblas0-pthread`):
 
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/torch_steps.py
 
---no-adapters drops the SFT step's frozen adapters (the best case for
-PyTorch: what pixelis computes merged).
+--no-adapters drops the SFT step's frozen adapters, which are zero: the
+computation pixelis's SFT step does (its graph leaves frozen zero adapters
+out), and the one bench/side_by_side.sh compares by default. The GRPO step
+trains the adapters either way.
 """
 
 import argparse

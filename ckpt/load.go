@@ -169,6 +169,8 @@ func phaseRank(phase string) int {
 		return 0
 	case PhaseRFT:
 		return 1
+	case PhaseTTRL:
+		return 2
 	}
-	return 2
+	return 3
 }

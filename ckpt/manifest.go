@@ -24,8 +24,9 @@ const StateFile = "state.json"
 
 // Phases a checkpoint can come from.
 const (
-	PhaseSFT = "sft"
-	PhaseRFT = "rft"
+	PhaseSFT  = "sft"
+	PhaseRFT  = "rft"
+	PhaseTTRL = "ttrl"
 )
 
 // Kind says why a checkpoint was taken, which decides whether retention may remove it.
@@ -125,8 +126,8 @@ func (m Manifest) Validate() error {
 	if err := checkName(m.Name); err != nil {
 		bad("name: %w", err)
 	}
-	if m.Phase != PhaseSFT && m.Phase != PhaseRFT {
-		bad("phase %q: want %q or %q", m.Phase, PhaseSFT, PhaseRFT)
+	if m.Phase != PhaseSFT && m.Phase != PhaseRFT && m.Phase != PhaseTTRL {
+		bad("phase %q: want %q, %q or %q", m.Phase, PhaseSFT, PhaseRFT, PhaseTTRL)
 	}
 	if m.Step < 0 {
 		bad("step %d is negative", m.Step)

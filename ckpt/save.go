@@ -448,8 +448,8 @@ func (c Checkpoint) validate() error {
 	if err := checkName(c.Name); err != nil {
 		errs = append(errs, fmt.Errorf("name: %w", err))
 	}
-	if c.Phase != PhaseSFT && c.Phase != PhaseRFT {
-		errs = append(errs, fmt.Errorf("phase %q: want %q or %q", c.Phase, PhaseSFT, PhaseRFT))
+	if c.Phase != PhaseSFT && c.Phase != PhaseRFT && c.Phase != PhaseTTRL {
+		errs = append(errs, fmt.Errorf("phase %q: want %q, %q or %q", c.Phase, PhaseSFT, PhaseRFT, PhaseTTRL))
 	}
 	if c.Step < 0 {
 		errs = append(errs, fmt.Errorf("step %d is negative", c.Step))

@@ -15,6 +15,8 @@ type Config struct {
 	SFT SFT `toml:"sft"`
 	// RFT is [rft]: GRPO reinforcement fine-tuning.
 	RFT RFT `toml:"rft"`
+	// TTRL is [ttrl]: label-free test-time RL on a stream of unlabeled tasks.
+	TTRL TTRL `toml:"ttrl"`
 	// Reward is [reward] and its subsections: the reward components.
 	Reward Reward `toml:"reward"`
 	// Curriculum is [curriculum]: the RFT reward curriculum.
@@ -81,6 +83,11 @@ type Env struct {
 	// tasks keep look-alikes out. Spatial questions always have one, whatever this says (the
 	// coarse view would answer them otherwise). Default 0.5.
 	Confusion float64 `toml:"confusion"`
+	// Shift names a shift of how tasks look, for measuring a model on a world it was not trained
+	// on: "" (none), "lookalikes" (every task has a look-alike of a referred object), "crowded"
+	// (every scene has max_objects objects), "noisy" (pixel noise 0.05 instead of noise), "blur"
+	// (every frame lightly blurred). Applied on top of the keys above. Default "".
+	Shift string `toml:"shift"`
 	// Families are the task families generated, names from Families (no repeats). Default all six.
 	Families []string `toml:"families"`
 }
@@ -551,4 +558,73 @@ type Divergence struct {
 	// by more than this in one step (a norm below 1 counts as 1), and stops the run; 0
 	// disables the check. Default 10.
 	MaxNormGrowth float64 `toml:"max_norm_growth"`
+}
+
+// TTRL is the [ttrl] section: test-time reinforcement learning from an RFT model on a stream of
+// unlabeled tasks of the validation split (train/ttrl.go). No label reaches training: rewards come
+// from a vote over the model's own trajectories; the true answers are read only for diagnostics.
+type TTRL struct {
+	// Steps is the number of TTRL steps; each takes the next tasks_per_step tasks of the stream. Default 40.
+	Steps int `toml:"steps"`
+	// StreamStart is the first validation-split index of the stream; 0 starts right after the
+	// validation tasks SFT and RFT score (data.val_tasks, sft.eval_tasks, rft.val_tasks), so the
+	// stream never shows one. Default 0.
+	StreamStart int `toml:"stream_start"`
+	// TasksPerStep is the number of stream tasks each step sees. Default 16.
+	TasksPerStep int `toml:"tasks_per_step"`
+	// Samples is k, the trajectories sampled per task for the vote, at least 2. Default 8.
+	Samples int `toml:"samples"`
+	// Temperature of the sampled trajectories. Default 1.0.
+	Temperature float64 `toml:"temperature"`
+	// Vote is "trajectory" (answers weighted by each trajectory's consistency) or "answer" (one
+	// trajectory, one vote). Default "trajectory".
+	Vote string `toml:"vote"`
+	// Gate is the least vote share the winning answer needs for its task to be trained on, in
+	// [0, 1]; 0 passes every task with a winner. Default 0.6.
+	Gate float64 `toml:"gate"`
+	// GatePatience is the number of steps in a row the gate may pass nothing before it is an event. Default 5.
+	GatePatience int `toml:"gate_patience"`
+	// Retrieval is the number of nearest earlier tasks (by the embedding of the first
+	// observation) whose winning trajectories are replayed with each passed task; 0 turns it off. Default 2.
+	Retrieval int `toml:"retrieval"`
+	// RetrievalMinSim is the least cosine similarity of a retrieved task, in [0, 1]. Default 0.75
+	// (about the median similarity of a blurred stream task to its nearest earlier one).
+	RetrievalMinSim float64 `toml:"retrieval_min_sim"`
+	// MemorySize is the number of passed tasks the retrieval memory keeps (oldest dropped first). Default 512.
+	MemorySize int `toml:"memory_size"`
+	// ScaleRewards is how a task's group-centred pseudo-rewards are scaled into advantages: "group"
+	// (divided by the group's std, as GRPO) or "none" (not scaled, as Dr. GRPO): with "group" a
+	// unanimous vote's small length differences become advantages of ±1. Default "group".
+	ScaleRewards string `toml:"scale_rewards"`
+	// LengthPrior is β of the reward's length prior: −β × actions / env.max_steps. Default 0.1.
+	LengthPrior float64 `toml:"length_prior"`
+	// LR is the base learning rate η₀ of the adapters (the KL corridor scales it). Default 0.0005.
+	LR float64 `toml:"lr"`
+	// KLCoef is the weight of the KL to the EMA policy in the loss; 0 with anchor = "none". Default 0.05.
+	KLCoef float64 `toml:"kl_coef"`
+	// Anchor is "ema" (KL to an exponential moving average of the policy, with the corridor) or
+	// "none" (no KL term, no corridor rule; the KL to the EMA is still measured). Default "ema".
+	Anchor string `toml:"anchor"`
+	// EMADecay is δ of the EMA: θ̄ ← δ θ̄ + (1−δ) θ after every step, in [0, 1). Default 0.9.
+	EMADecay float64 `toml:"ema_decay"`
+	// KLLow is the lower edge of the corridor of the KL to the EMA (per action). Default 0.002.
+	KLLow float64 `toml:"kl_low"`
+	// KLHigh is the upper edge of the corridor, above kl_low. Default 0.05.
+	KLHigh float64 `toml:"kl_high"`
+	// Epochs is the number of passes over each step's rows, as in [rft]. Default 1.
+	Epochs int `toml:"epochs"`
+	// Minibatches is the number of optimiser steps each pass is split into. Default 1.
+	Minibatches int `toml:"minibatches"`
+	// GradClip is the global gradient-norm clip (0: none). Default 1.0.
+	GradClip float64 `toml:"grad_clip"`
+}
+
+// TTRLStreamStart is the first validation index of the TTRL stream:
+// ttrl.stream_start, or with 0 the first index after every validation task
+// SFT and RFT score.
+func (c *Config) TTRLStreamStart() int {
+	if c.TTRL.StreamStart > 0 {
+		return c.TTRL.StreamStart
+	}
+	return max(c.Data.ValTasks, c.SFT.EvalTasks, c.RFT.ValTasks)
 }

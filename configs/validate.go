@@ -15,6 +15,10 @@ var Families = []string{
 	"spatial_reasoning", "geometric_comparison", "temporal_tracking",
 }
 
+// Shifts are the named shifts of [env] shift (train/env/shift.go says what
+// each changes), "" the world as configured.
+var Shifts = []string{"", "lookalikes", "crowded", "noisy", "blur"}
+
 // Difficulties are the difficulty buckets that sft.curriculum.stages mix.
 var Difficulties = []string{"simple", "medium", "hard"}
 
@@ -39,6 +43,7 @@ func (cfg *Config) Validate() error {
 	c.policy(&cfg.Policy)
 	c.sft(&cfg.SFT, &cfg.Data)
 	c.rft(&cfg.RFT, &cfg.Data)
+	c.ttrl(&cfg.TTRL, cfg.TTRLStreamStart())
 	c.estimator(&cfg.RFT)
 	c.reward(&cfg.Reward)
 	c.curriculum(&cfg.Curriculum)
@@ -84,6 +89,9 @@ func (c *checker) env(e *Env) {
 	c.inRange("env.noise", e.Noise, 0, 0.06)
 	c.atLeast("env.op_cap", e.OpCap, 2)
 	c.unit("env.confusion", e.Confusion)
+	if !slices.Contains(Shifts, e.Shift) {
+		c.add("env.shift", "must be \"\" (no shift) or one of %s, got %q", quoteList(Shifts[1:]), e.Shift)
+	}
 	if len(e.Families) == 0 {
 		c.add("env.families", "must name at least one family")
 	}
@@ -190,6 +198,39 @@ func checkMix(mix string) string {
 		seen[p] = true
 	}
 	return ""
+}
+
+func (c *checker) ttrl(t *TTRL, validated int) {
+	c.atLeast("ttrl.steps", t.Steps, 1)
+	if c.atLeast("ttrl.stream_start", t.StreamStart, 0) && t.StreamStart > 0 && t.StreamStart < validated {
+		c.add("ttrl.stream_start", "must be 0 (after the validation tasks) or >= %d (data.val_tasks, sft.eval_tasks, rft.val_tasks: the validation tasks SFT and RFT score): the stream must not show them, got %d", validated, t.StreamStart)
+	}
+	c.atLeast("ttrl.tasks_per_step", t.TasksPerStep, 1)
+	c.atLeast("ttrl.samples", t.Samples, 2)
+	c.positive("ttrl.temperature", t.Temperature)
+	c.oneOf("ttrl.vote", t.Vote, "trajectory", "answer")
+	c.unit("ttrl.gate", t.Gate)
+	c.atLeast("ttrl.gate_patience", t.GatePatience, 1)
+	c.atLeast("ttrl.retrieval", t.Retrieval, 0)
+	c.unit("ttrl.retrieval_min_sim", t.RetrievalMinSim)
+	c.atLeast("ttrl.memory_size", t.MemorySize, 1)
+	c.oneOf("ttrl.scale_rewards", t.ScaleRewards, "group", "none")
+	c.nonNegative("ttrl.length_prior", t.LengthPrior)
+	c.positive("ttrl.lr", t.LR)
+	c.nonNegative("ttrl.kl_coef", t.KLCoef)
+	c.oneOf("ttrl.anchor", t.Anchor, "ema", "none")
+	if c.finite("ttrl.ema_decay", t.EMADecay) && !(t.EMADecay >= 0 && t.EMADecay < 1) {
+		c.add("ttrl.ema_decay", "must be in [0, 1), got %s", formatFloat(t.EMADecay))
+	}
+	c.nonNegative("ttrl.kl_low", t.KLLow)
+	if c.finite("ttrl.kl_high", t.KLHigh) && !(t.KLHigh > t.KLLow) {
+		c.add("ttrl.kl_high", "must be > kl_low (%s), got %s", formatFloat(t.KLLow), formatFloat(t.KLHigh))
+	}
+	c.atLeast("ttrl.epochs", t.Epochs, 1)
+	if t.TasksPerStep >= 1 && t.Samples >= 2 {
+		c.between("ttrl.minibatches", t.Minibatches, 1, t.TasksPerStep*t.Samples, "tasks_per_step × samples")
+	}
+	c.nonNegative("ttrl.grad_clip", t.GradClip)
 }
 
 func (c *checker) rft(r *RFT, d *Data) {

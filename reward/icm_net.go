@@ -187,7 +187,7 @@ func (m *ICM) build() (err error) {
 //
 // (gorgonia's LogSoftMax shifts by the row's first element and overflows).
 // The gradient through m cancels exactly: ∂/∂m = −1 + Σ p = 0.
-func logSoftmax(x *G.Node) (*G.Node, error) { return nn.LogSoftmax(x) }
+func logSoftmax(x *G.Node) (*G.Node, error) { return nn.LogSoftmax(nil, x) }
 
 // encode is φ(s) = tanh(s·W_e + b_e).
 func (m *ICM) encode(s []float32, dst []float32) {

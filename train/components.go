@@ -26,7 +26,7 @@ func EnvConfig(cfg *configs.Config) (env.Config, error) {
 	c := env.Config{
 		MaxSteps: e.MaxSteps, Frames: e.Frames, MinObjects: e.MinObjects, MaxObjects: e.MaxObjects,
 		MinSize: e.MinSize, MaxSize: e.MaxSize, MaxSpeed: e.MaxSpeed, LabelProb: e.LabelProb, Noise: e.Noise,
-		OpCap: e.OpCap, Confusion: e.Confusion,
+		OpCap: e.OpCap, Confusion: e.Confusion, Shift: e.Shift,
 	}
 	for _, name := range e.Families {
 		f, err := env.ParseFamily(name)

@@ -74,10 +74,7 @@ func (r *Runner) updateFailed(phase string, step int, err error) error {
 	if latest, lerr := ckpt.Latest(r.ckptRoot); lerr == nil {
 		kept = "the last good checkpoint, " + filepath.Base(latest) + ", stays latest"
 	}
-	lr := "sft.lr"
-	if phase == PhaseRFT {
-		lr = "rft.lr"
-	}
+	lr := phase + ".lr"
 	return fmt.Errorf("%s step %d: %w; the refused update was not applied and nothing after it was saved (%s); lower %s, or loosen [divergence]",
 		phase, step, err, kept, lr)
 }

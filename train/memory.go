@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/nn"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/sft"
 )
@@ -74,7 +75,7 @@ func EstimateMemory(cfg *configs.Config, phases []string) ([]MemoryPhase, error)
 				return nil, err
 			}
 			out = append(out, ph)
-		case PhaseRFT:
+		case PhaseRFT, PhaseTTRL:
 			out = append(out, m.rft())
 		case PhaseTest:
 			out = append(out, m.evaluation("the test evaluation", cfg.Eval.Tasks, cfg.Eval.Samples, 2, 0, []string{"eval.tasks", "eval.samples"}))
@@ -269,17 +270,22 @@ func (m *memModel) policy(copies float64) MemoryTerm {
 }
 
 // graph is a training graph's buffers for batch rows: the activations, and
-// what internal/nn's fused ops keep between steps. Those keep their outputs,
-// most of them the per-cell layers' values: the bias add, the ReLU and its
-// gradient, the broadcast's gradient, and with trained adapters also the
-// adapter's scaled add and its gradient — four or six per cell value.
+// what internal/nn's ops keep between steps. Those keep their outputs, most
+// of them the per-cell layers' values: the layer's output, the pooling's or
+// the score's gradient and the ReLU's gradient — three per cell value — and
+// with trained adapters also the layer's product, the adapter's products
+// and the sum of the location layer's two gradients: about six. The workers
+// add only a block of rows each (nn.DenseScratch), not a graph each: they
+// split the graph's products, not its batch.
 func (m *memModel) graph(what string, batch float64, key string, adapters bool) MemoryTerm {
-	kept := 4.0
+	kept := 3.0
 	if adapters {
 		kept = 6
 	}
 	row := m.row + kept*m.cellRow
-	return MemoryTerm{What: fmt.Sprintf("%s for %.0f rows × %s", what, batch, FormatBytes(row)), Keys: []string{key}, Bytes: batch * row}
+	widest := slices.Max(append([]int{m.cfg.Policy.CellEmbed, m.cfg.Policy.LocHidden}, m.cfg.Policy.Hidden...))
+	scratch := m.workers * float64(nn.DenseScratch(widest))
+	return MemoryTerm{What: fmt.Sprintf("%s for %.0f rows × %s", what, batch, FormatBytes(row)), Keys: []string{key}, Bytes: batch*row + scratch}
 }
 
 func (m *memModel) sft() (MemoryPhase, error) {

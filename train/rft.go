@@ -118,6 +118,7 @@ func (s *rftRun) build() error {
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
 	}
+	s.upd.SetWorkers(s.r.workers)
 	s.sched = optim.Schedule{Kind: rf.LRSchedule, Base: rf.LR, Warmup: rf.WarmupSteps, Total: rf.Steps}
 	return s.buildCritic()
 }

@@ -81,6 +81,7 @@ func (s *rftRun) buildCritic() error {
 	if err != nil {
 		return fmt.Errorf("rft.critic: %w", err)
 	}
+	upd.SetWorkers(s.r.workers)
 	s.value = &valueFn{net: net, upd: upd}
 	return nil
 }

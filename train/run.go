@@ -32,6 +32,7 @@ import (
 const (
 	PhaseSFT  = "sft"
 	PhaseRFT  = "rft"
+	PhaseTTRL = "ttrl"
 	PhaseTest = "test"
 )
 
@@ -42,8 +43,10 @@ type Options struct {
 	// Done lists phases this run directory finished before (`pixelis sft`,
 	// then `pixelis rft` there): they do not run again, but their steps come
 	// first on the run-wide axis and run.json lists them.
-	Done     []string
-	Init     string // RFT's starting checkpoint; "" = this run's final SFT checkpoint
+	Done []string
+	// Init is the checkpoint the run's first phase starts from: RFT's SFT
+	// model, or TTRL's RFT model; "" = this run's own.
+	Init     string
 	Resume   string // a checkpoint directory to continue from; "" starts fresh
 	Sink     telemetry.Sink
 	Commands <-chan telemetry.Command
@@ -78,10 +81,13 @@ type Runner struct {
 	// beforeUpdate, set by tests, runs before each update of a phase with its
 	// learning rate, which it may change: fault injection for the divergence guard.
 	beforeUpdate func(phase string, step int, lr *float64)
-	paused       bool
-	pausedFor    time.Duration // time spent paused, which step rates leave out
-	state        telemetry.State
-	ckptRoot     string
+	// streamHook, set by tests, sees every TTRL stream task before it is
+	// rolled out (the label-scrambling test rewrites its answer).
+	streamHook func(*env.Task)
+	paused     bool
+	pausedFor  time.Duration // time spent paused, which step rates leave out
+	state      telemetry.State
+	ckptRoot   string
 	// ctx is the run's context (Run's), which a stop at once cancels; ictx is
 	// also cancelled by a stop request: the context of the long steps it ends.
 	ctx, ictx context.Context
@@ -103,7 +109,7 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 		return nil, errors.New("train: no phase to run")
 	}
 	for _, p := range opt.Phases {
-		if p != PhaseSFT && p != PhaseRFT && p != PhaseTest {
+		if p != PhaseSFT && p != PhaseRFT && p != PhaseTTRL && p != PhaseTest {
 			return nil, fmt.Errorf("train: unknown phase %q", p)
 		}
 	}
@@ -232,7 +238,7 @@ func (r *Runner) run(ctx context.Context) error {
 			continue
 		}
 		r.offset = PhaseOffset(r.cfg, all, p)
-		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT, PhaseTest: telemetry.PhaseEval}[p]
+		r.phase = map[string]telemetry.Phase{PhaseSFT: telemetry.PhaseSFT, PhaseRFT: telemetry.PhaseRFT, PhaseTTRL: telemetry.PhaseTTRL, PhaseTest: telemetry.PhaseEval}[p]
 		if resume.done(p) {
 			continue // finished before the checkpoint was taken
 		}
@@ -245,6 +251,8 @@ func (r *Runner) run(ctx context.Context) error {
 			err = r.runSFT(ctx, resume.forPhase(p))
 		case PhaseRFT:
 			err = r.runRFT(ctx, resume.forPhase(p))
+		case PhaseTTRL:
+			err = r.runTTRL(ctx, resume.forPhase(p))
 		case PhaseTest:
 			err = r.stoppedDuring(ctx, r.runTest(r.ictx), "during the test evaluation")
 		}
@@ -278,6 +286,8 @@ func PhaseOffset(cfg *configs.Config, phases []string, phase string) int {
 			off += cfg.SFT.Steps
 		case PhaseRFT:
 			off += cfg.RFT.Steps
+		case PhaseTTRL:
+			off += cfg.TTRL.Steps
 		}
 	}
 	return off

@@ -90,6 +90,7 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	if err != nil {
 		return err
 	}
+	trainer.SetWorkers(r.workers)
 	s := &sftRun{
 		r: r, params: params, trainer: trainer, pools: pools, dm: dm, data: data, afterAdvance: r.afterAdvance,
 		sched: optim.Schedule{Kind: cfg.SFT.LRSchedule, Base: cfg.SFT.LR, Warmup: cfg.SFT.WarmupSteps, Total: cfg.SFT.Steps},

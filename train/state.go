@@ -29,10 +29,11 @@ const (
 // Random streams are not in it: every draw derives from (seed, purpose, step,
 // index), so the step alone restores them.
 type runState struct {
-	Phase string    `json:"phase"`
-	Step  int       `json:"step"` // updates completed in Phase
-	SFT   *sftState `json:"sft,omitempty"`
-	RFT   *rftState `json:"rft,omitempty"`
+	Phase string     `json:"phase"`
+	Step  int        `json:"step"` // updates completed in Phase
+	SFT   *sftState  `json:"sft,omitempty"`
+	RFT   *rftState  `json:"rft,omitempty"`
+	TTRL  *ttrlState `json:"ttrl,omitempty"`
 }
 
 // resumePoint is a verified checkpoint to continue from.
@@ -43,7 +44,7 @@ type resumePoint struct {
 	state  runState
 }
 
-var phaseOrder = map[string]int{PhaseSFT: 0, PhaseRFT: 1, PhaseTest: 2}
+var phaseOrder = map[string]int{PhaseSFT: 0, PhaseRFT: 1, PhaseTTRL: 2, PhaseTest: 3}
 
 // done reports whether phase had finished when the checkpoint was taken.
 func (p *resumePoint) done(phase string) bool {
@@ -102,7 +103,7 @@ func decodeState(b []byte) (runState, error) {
 		return st, err
 	}
 	switch {
-	case st.Phase != PhaseSFT && st.Phase != PhaseRFT:
+	case st.Phase != PhaseSFT && st.Phase != PhaseRFT && st.Phase != PhaseTTRL:
 		return st, fmt.Errorf("unknown phase %q", st.Phase)
 	case st.Step < 0:
 		return st, fmt.Errorf("step %d is negative", st.Step)
@@ -110,6 +111,8 @@ func decodeState(b []byte) (runState, error) {
 		return st, errors.New("an SFT checkpoint without its SFT state (\"sft\")")
 	case st.Phase == PhaseRFT && st.RFT == nil:
 		return st, errors.New("an RFT checkpoint without its RFT state (\"rft\")")
+	case st.Phase == PhaseTTRL && st.TTRL == nil:
+		return st, errors.New("a TTRL checkpoint without its TTRL state (\"ttrl\")")
 	}
 	return st, nil
 }
@@ -172,7 +175,7 @@ func refuseCheckpoint(path, configHash string, err error) error {
 func checkpointPlace(path string) (phase string, step int64, ok bool) {
 	if b, err := os.ReadFile(filepath.Join(path, ckpt.StateFile)); err == nil {
 		var st runState
-		if json.Unmarshal(b, &st) == nil && (st.Phase == PhaseSFT || st.Phase == PhaseRFT) {
+		if json.Unmarshal(b, &st) == nil && (st.Phase == PhaseSFT || st.Phase == PhaseRFT || st.Phase == PhaseTTRL) {
 			return st.Phase, int64(st.Step), true
 		}
 	}
@@ -181,6 +184,8 @@ func checkpointPlace(path string) (phase string, step int64, ok bool) {
 		return PhaseSFT, math.MaxInt64, true
 	case RFTFinal:
 		return PhaseRFT, math.MaxInt64, true
+	case TTRLFinal:
+		return PhaseTTRL, math.MaxInt64, true
 	}
 	return "", 0, false
 }

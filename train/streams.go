@@ -9,15 +9,17 @@ import "math/rand/v2"
 type purpose uint64
 
 const (
-	streamInit      purpose = iota + 1 // initial weights
-	streamSFTBatch                     // SFT minibatch indices
-	streamTasks                        // RFT task choice
-	streamEpisode                      // one rollout episode's action sampling
-	streamReplay                       // replay mixing
-	streamShuffle                      // minibatch order within an update
-	streamEval                         // validation / test sampling
-	streamCuriosity                    // curiosity model initialisation
-	streamCritic                       // PPO's value function: initialisation (step 0), minibatch order
+	streamInit        purpose = iota + 1 // initial weights
+	streamSFTBatch                       // SFT minibatch indices
+	streamTasks                          // RFT task choice
+	streamEpisode                        // one rollout episode's action sampling
+	streamReplay                         // replay mixing
+	streamShuffle                        // minibatch order within an update
+	streamEval                           // validation / test sampling
+	streamCuriosity                      // curiosity model initialisation
+	streamCritic                         // PPO's value function: initialisation (step 0), minibatch order
+	streamTTRL                           // one TTRL stream episode's action sampling
+	streamTTRLShuffle                    // minibatch order within a TTRL update
 )
 
 // stream returns the generator for one purpose at one step and index.

@@ -25,10 +25,12 @@ type FinalEval struct {
 	Split   string                `json:"split"`
 	Tasks   int                   `json:"tasks"`
 	Samples int                   `json:"samples"`
-	Models  map[string]EvalResult `json:"models"` // "sft", "rft"
+	Models  map[string]EvalResult `json:"models"` // "sft", "rft", "ttrl"
 	// Change is RFT minus SFT on the same tasks, when both were evaluated.
 	Change *PairedChange `json:"rft_minus_sft,omitempty"`
-	Time   time.Time     `json:"time"`
+	// TTRLChange is TTRL minus RFT on the same tasks, when both were evaluated.
+	TTRLChange *PairedChange `json:"ttrl_minus_rft,omitempty"`
+	Time       time.Time     `json:"time"`
 }
 
 // PairedChange compares two models task by task on the same tasks and
@@ -81,13 +83,19 @@ func pairedDiff(a, b []float64) (mean, se float64) {
 }
 
 // testModels are the checkpoints the test phase evaluates, by model name: the
-// run's SFT model (its own, or the one its RFT started from) and its RFT model.
+// run's SFT model (its own, or the one its RFT started from), its RFT model
+// (its own, or the one its TTRL started from) and its TTRL model.
 func (r *Runner) testModels() map[string]string {
-	sftPath := filepath.Join(r.ckptRoot, SFTFinal)
-	if _, err := os.Stat(sftPath); err != nil && r.opt.Init != "" {
-		sftPath = r.opt.Init
+	m := map[string]string{"sft": filepath.Join(r.ckptRoot, SFTFinal), "rft": filepath.Join(r.ckptRoot, RFTFinal), "ttrl": filepath.Join(r.ckptRoot, TTRLFinal)}
+	if all := r.allPhases(); r.opt.Init != "" && len(all) > 0 {
+		switch all[0] {
+		case PhaseRFT:
+			m["sft"] = r.opt.Init
+		case PhaseTTRL:
+			m["rft"] = r.opt.Init
+		}
 	}
-	return map[string]string{"sft": sftPath, "rft": filepath.Join(r.ckptRoot, RFTFinal)}
+	return m
 }
 
 // runTest evaluates the SFT and (when it exists) the RFT model on the test split
@@ -101,7 +109,7 @@ func (r *Runner) runTest(ctx context.Context) error {
 	m := map[string]float64{}
 	scores := map[string]perTask{}
 	paths := r.testModels()
-	for _, model := range []string{"sft", "rft"} {
+	for _, model := range []string{"sft", "rft", "ttrl"} {
 		path := paths[model]
 		if _, err := os.Stat(path); err != nil {
 			continue
@@ -129,15 +137,8 @@ func (r *Runner) runTest(ctx context.Context) error {
 	if len(out.Models) == 0 {
 		return fmt.Errorf("test: no model to evaluate in %s (run sft first)", r.ckptRoot)
 	}
-	a, okA := scores["sft"]
-	b, okB := scores["rft"]
-	if okA && okB {
-		c := &PairedChange{}
-		c.Greedy, c.GreedySE = pairedDiff(a.greedy, b.greedy)
-		c.Pass1, c.Pass1SE = pairedDiff(a.pass1, b.pass1)
-		out.Change = c
-		m["test/rft_minus_sft/greedy"], m["test/rft_minus_sft/pass@1"] = c.Greedy, c.Pass1
-	}
+	out.Change = pairedChange(scores, "sft", "rft", m)
+	out.TTRLChange = pairedChange(scores, "rft", "ttrl", m)
 	r.record(telemetry.PhaseEval, 1, m)
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
@@ -154,8 +155,29 @@ func (r *Runner) runTest(ctx context.Context) error {
 				s.Pass1["all"], f.Pass1["all"], out.Change.Pass1, out.Change.Pass1SE, out.Tasks, out.Samples, path)
 		}
 	}
+	if f, ok := out.Models["rft"]; ok {
+		if t, ok := out.Models["ttrl"]; ok {
+			r.emit(1, telemetry.EventEval, fmt.Sprintf("test pass@1 %.3f (RFT) → %.3f (TTRL), Δ %+.3f ± %.3f (paired SE) on %d tasks × %d samples",
+				f.Pass1["all"], t.Pass1["all"], out.TTRLChange.Pass1, out.TTRLChange.Pass1SE, out.Tasks, out.Samples), nil)
+		}
+	}
 	r.emit(1, telemetry.EventEval, msg, map[string]any{"path": path})
 	return nil
+}
+
+// pairedChange is model b minus model a task by task, when both were
+// evaluated, recorded as test/<b>_minus_<a>/… in m.
+func pairedChange(scores map[string]perTask, a, b string, m map[string]float64) *PairedChange {
+	sa, okA := scores[a]
+	sb, okB := scores[b]
+	if !okA || !okB {
+		return nil
+	}
+	c := &PairedChange{}
+	c.Greedy, c.GreedySE = pairedDiff(sa.greedy, sb.greedy)
+	c.Pass1, c.Pass1SE = pairedDiff(sa.pass1, sb.pass1)
+	m["test/"+b+"_minus_"+a+"/greedy"], m["test/"+b+"_minus_"+a+"/pass@1"] = c.Greedy, c.Pass1
+	return c
 }
 
 // LoadPolicy reads a verified checkpoint's policy weights into a network shaped

@@ -25,8 +25,8 @@ import (
 
 // Job is one job of an experiment as the compare view shows it.
 type Job struct {
-	Name string // "arm/seed-N", "sft/seed-N" for a shared SFT
-	Arm  string // "" for a shared SFT
+	Name string // "arm/seed-N", "sft/seed-N" for a shared SFT, "rft/seed-N" for a shared RFT model
+	Arm  string // "" for a shared model
 	Seed uint64
 	Dir  string // its run directory
 	// State is the experiment's word: waiting, queued, running, partial,

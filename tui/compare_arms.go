@@ -72,7 +72,8 @@ func (c *Compare) armGrid() armGrid {
 	for _, j := range c.jobs {
 		arm := j.Arm
 		if arm == "" {
-			arm = "sft (shared)"
+			shared, _, _ := strings.Cut(j.Name, "/") // sft/seed-N, or rft/seed-N for a shared RFT model
+			arm = shared + " (shared)"
 		}
 		cell, name := c.jobCell(j)
 		if name != "" {

@@ -26,11 +26,13 @@ const (
 	paneMetrics
 	paneEvents
 	paneSample
+	paneTTRL
+	paneCorridor
 	numPanes
 )
 
 func (p paneID) String() string {
-	return [...]string{"reward", "validation", "kpi", "curriculum", "tools", "imitation", "metrics", "events", "sample"}[p]
+	return [...]string{"reward", "validation", "kpi", "curriculum", "tools", "imitation", "metrics", "events", "sample", "ttrl", "corridor"}[p]
 }
 
 // screenKind is what the console shows, and so which panes it lays out: an
@@ -41,6 +43,7 @@ const (
 	screenRFT screenKind = iota
 	screenSFT
 	screenWatch
+	screenTTRL
 )
 
 type rect struct{ x, y, w, h int }
@@ -69,6 +72,11 @@ func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
 //	Reward | KPIs                  Validation | KPIs                Reward | KPIs
 //	Curriculum | Tools | Events    Curriculum | Imitation | Events  Metrics | Events
 //	Sample trajectory              Validation trajectory
+//
+//	TTRL
+//	TTRL (vote, gate, retrieval) | KPIs
+//	Corridor | Tools | Events
+//	Sample trajectory
 //
 // The middle pane of the second row needs 100 columns; the bottom row needs
 // at least 18 body rows.
@@ -99,9 +107,12 @@ func computeLayout(w, h, footerH int, kind screenKind) layout {
 		mid = bodyH - top
 	}
 	leftW := clamp(w*36/100, 40, 60)
-	first, middle := paneReward, paneTools
-	if kind == screenSFT {
+	first, middle, left := paneReward, paneTools, paneCurriculum
+	switch kind {
+	case screenSFT:
 		first, middle = paneValidation, paneImitation
+	case screenTTRL:
+		first, left = paneTTRL, paneCorridor
 	}
 	l.rows = append(l.rows, []paneID{first, paneKPI})
 	l.rowH = append(l.rowH, top)
@@ -109,9 +120,9 @@ func computeLayout(w, h, footerH int, kind screenKind) layout {
 	case kind == screenWatch:
 		l.rows = append(l.rows, []paneID{paneMetrics, paneEvents})
 	case w >= 100:
-		l.rows = append(l.rows, []paneID{paneCurriculum, middle, paneEvents})
+		l.rows = append(l.rows, []paneID{left, middle, paneEvents})
 	default:
-		l.rows = append(l.rows, []paneID{paneCurriculum, paneEvents})
+		l.rows = append(l.rows, []paneID{left, paneEvents})
 	}
 	l.rowH = append(l.rowH, mid)
 	if bottom > 0 {

@@ -183,6 +183,8 @@ func New(feed telemetry.Feed, opts Options) Model {
 			paneMetrics:    newMetricsPane(true),
 			paneEvents:     eventsPane{},
 			paneSample:     samplePane{},
+			paneTTRL:       statelessPane(viewTTRL),
+			paneCorridor:   statelessPane(viewCorridor),
 		},
 		metrics:  newStore(opts.History),
 		events:   newEventLog(eventsCap),
@@ -366,6 +368,8 @@ func (m *Model) screen() screenKind {
 		return screenWatch
 	case m.phase() == telemetry.PhaseSFT:
 		return screenSFT
+	case m.phase() == telemetry.PhaseTTRL:
+		return screenTTRL
 	}
 	return screenRFT
 }

@@ -46,7 +46,7 @@ func (l *eventLog) at(i int) telemetry.Event { return l.items[i] }
 // for the run's own start and end.
 func eventLabel(e telemetry.Event) string {
 	switch e.Phase {
-	case telemetry.PhaseSFT, telemetry.PhaseRFT, telemetry.PhaseSteps:
+	case telemetry.PhaseSFT, telemetry.PhaseRFT, telemetry.PhaseTTRL, telemetry.PhaseSteps:
 		return string(e.Phase) + " " + fmtInt(e.PhaseStep)
 	}
 	return phaseLabel(e.Phase)

@@ -162,6 +162,28 @@ var (
 	}
 )
 
+// The chart sets of a TTRL phase.
+var (
+	kpiAgree    = kpi{label: "vote agreement", metrics: []string{"ttrl/vote_agreement"}}
+	kpiGate     = kpi{label: "gate pass rate", metrics: []string{"ttrl/gate_pass_rate"}}
+	kpiPseudo   = kpi{label: "pseudo-label acc (diag)", metrics: []string{"ttrl/pseudo_label_acc"}}
+	kpiOnline   = kpi{label: "online acc (diag)", metrics: []string{"ttrl/online_acc"}}
+	kpiKLEMA    = kpi{label: "KL to EMA", metrics: []string{"ttrl/kl_ema"}}
+	kpiTTRLLR   = kpi{label: "lr", metrics: []string{"ttrl/lr"}}
+	kpiHits     = kpi{label: "retrieval hits", metrics: []string{"ttrl/retrieval_hits_total"}}
+	kpiTTRLLen  = kpi{label: "traj len", metrics: []string{"ttrl/traj_len"}}
+	kpiPseudoR  = kpi{label: "pseudo-reward", metrics: []string{"ttrl/pseudo_reward"}}
+	kpiTTRLLoss = kpi{label: "loss", metrics: []string{"ttrl/loss"}}
+	kpiTTRLGrad = kpi{label: "grad norm", metrics: []string{"ttrl/grad_norm"}}
+	kpiResets   = kpi{label: "undone steps", metrics: []string{"ttrl/resets"}}
+	kpiSetsTTRL = []kpiSet{
+		{name: "overview", items: []kpi{kpiAgree, kpiGate, kpiPseudo, kpiOnline, kpiKLEMA, kpiHits, kpiTTRLLR, kpiTTRLLen}},
+		{name: "anchor", items: []kpi{kpiKLEMA, kpiTTRLLR, kpiResets, kpiTTRLGrad}},
+		{name: "learning", items: []kpi{kpiPseudoR, kpiTTRLLoss, kpiTTRLLen, kpiOnline}},
+		{name: "throughput", items: []kpi{kpiStepT, kpiRollout, kpiUpdate}},
+	}
+)
+
 // The chart sets of watched SFT and preference runs.
 var (
 	kpiSetsWatchSFT = []kpiSet{
@@ -179,6 +201,8 @@ func kpiSetsFor(k screenKind, runKind string) []kpiSet {
 	switch {
 	case k == screenSFT:
 		return kpiSetsSFT
+	case k == screenTTRL:
+		return kpiSetsTTRL
 	case k == screenWatch && runKind == kindSFT:
 		return kpiSetsWatchSFT
 	case k == screenWatch && runKind == kindPreference:

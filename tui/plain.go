@@ -107,6 +107,17 @@ var (
 		{label: "grad", metrics: []string{"policy/grad_norm"}, format: "%.2f"},
 		{label: "val_greedy", metrics: []string{"val/all/greedy"}, format: "%.3f"},
 	}
+	// TTRL: the vote, the gate, the anchor, retrieval; the label diagnostics last.
+	plainFieldsTTRL = []plainField{
+		{label: "agree", metrics: []string{"ttrl/vote_agreement"}, format: "%.3f"},
+		{label: "gate", metrics: []string{"ttrl/gate_pass_rate"}, format: "%.2f"},
+		{label: "kl_ema", metrics: []string{"ttrl/kl_ema"}, format: "%.4f"},
+		{label: "lr", metrics: []string{"ttrl/lr"}, format: "%.1e"},
+		{label: "hits", metrics: []string{"ttrl/retrieval_hits"}, format: "%.0f"},
+		{label: "len", metrics: []string{"ttrl/traj_len"}, format: "%.2f"},
+		{label: "pl_acc", metrics: []string{"ttrl/pseudo_label_acc"}, format: "%.3f"},
+		{label: "online", metrics: []string{"ttrl/online_acc"}, format: "%.3f"},
+	}
 	// In order of priority: the fields that do not fit in the line are left out.
 	plainFieldsRFT = []plainField{
 		{label: "success", metrics: []string{"kpi/success_rate_ma100"}, format: "%.3f"},
@@ -279,7 +290,7 @@ func phaseLabel(p telemetry.Phase) string {
 // the run's own start and end.
 func eventStep(e telemetry.Event) string {
 	switch e.Phase {
-	case telemetry.PhaseSFT, telemetry.PhaseRFT, telemetry.PhaseSteps:
+	case telemetry.PhaseSFT, telemetry.PhaseRFT, telemetry.PhaseTTRL, telemetry.PhaseSteps:
 		return fmt.Sprintf("%s %d", e.Phase, e.PhaseStep)
 	}
 	return phaseLabel(e.Phase)

@@ -57,6 +57,8 @@ func plainFields(s telemetry.Snapshot) []plainField {
 		return plainFieldsPreference
 	case s.Phase == telemetry.PhaseSFT:
 		return plainFieldsSFT
+	case s.Phase == telemetry.PhaseTTRL:
+		return plainFieldsTTRL
 	}
 	return plainFieldsRFT
 }

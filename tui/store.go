@@ -224,7 +224,7 @@ func (st *store) addAll(metrics map[string]float64, step int, phase telemetry.Ph
 	for name, v := range metrics {
 		st.add(name, step, phase, v)
 	}
-	if phase == telemetry.PhaseSFT || phase == telemetry.PhaseRFT {
+	if phase == telemetry.PhaseSFT || phase == telemetry.PhaseRFT || phase == telemetry.PhaseTTRL {
 		if _, ok := st.phaseFirst[phase]; !ok || step < st.phaseFirst[phase] {
 			st.phaseFirst[phase] = step
 		}

@@ -413,16 +413,32 @@ func readMetrics(t testing.TB, runDir string) map[int]map[string]any {
 // kill lands — the data build before any checkpoint exists, inside a save, in
 // the rollouts — so they land at the same points on a fast machine and on a
 // slow one.
-func TestKilledRunResumesExactly(t *testing.T) { testKilledRunResumesExactly(t) }
+func TestKilledRunResumesExactly(t *testing.T) { _ = testKilledRunResumesExactly(t) }
 
 // The same with PPO's critic, with a short SFT so that the kills land in RFT,
 // before the critic's warm-up ends and after.
 func TestKilledCriticRunResumesExactly(t *testing.T) {
-	testKilledRunResumesExactly(t, "--set", "rft.estimator=ppo", "--set", "rft.critic.warmup_steps=3",
+	_ = testKilledRunResumesExactly(t, "--set", "rft.estimator=ppo", "--set", "rft.critic.warmup_steps=3",
 		"--set", "sft.steps=4", "--set", "rft.steps=10")
 }
 
-func testKilledRunResumesExactly(t *testing.T, sets ...string) {
+// The same with the TTRL phase after a short SFT and RFT, so that the kills
+// land in TTRL: its EMA, retrieval memory, stream position, gate statistics
+// and learning-rate state come back from its checkpoints.
+func TestKilledTTRLRunResumesExactly(t *testing.T) {
+	dir := testKilledRunResumesExactly(t, "--phases", "sft,rft,ttrl,test", "--set", "sft.steps=1", "--set", "sft.warmup_steps=0", "--set", "rft.steps=1", "--set", "rft.warmup_steps=0",
+		"--set", "ttrl.steps=12", "--set", "ttrl.gate=0.4")
+	b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "TTRL resumed at step") {
+		t.Fatal("no attempt resumed in TTRL: the kills did not land there")
+	}
+}
+
+// testKilledRunResumesExactly returns the directory of the killed run.
+func testKilledRunResumesExactly(t *testing.T, sets ...string) string {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
@@ -500,6 +516,7 @@ func testKilledRunResumesExactly(t *testing.T, sets ...string) {
 		t.Fatalf("samples.jsonl after %d kills has %d lines at steps %v, uninterrupted %d at %v", kills, len(b), b, len(a), a)
 	}
 	t.Logf("%d kills (started over after the first: %v), %d steps identical", kills, startedOver, len(want))
+	return dir
 }
 
 // countLines counts the complete lines of a file (0 when it does not exist).

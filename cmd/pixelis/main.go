@@ -47,6 +47,7 @@ func init() {
 		"run":        {"the whole pipeline: data → SFT → RFT → test evaluation", cmdRun},
 		"sft":        {"supervised fine-tuning with the difficulty curriculum", cmdSFT},
 		"rft":        {"GRPO reinforcement fine-tuning from an SFT checkpoint", cmdRFT},
+		"ttrl":       {"label-free test-time RL from an RFT checkpoint, then the paired test", cmdTTRL},
 		"resume":     {"continue a run from its last checkpoint: resume RUN_DIR", cmdResume},
 		"eval":       {"pass@1 / pass@n of a checkpoint on a split", cmdEval},
 		"data":       {"data gen | show | probe: write or read CoTA JSONL, or measure the no-tool baseline", cmdData},

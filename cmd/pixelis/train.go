@@ -26,19 +26,23 @@ import (
 
 // cmdRun: the whole pipeline.
 func cmdRun(ctx context.Context, args []string, io stdio) error {
-	return trainCommand(ctx, "run", args, io, allPhases)
+	return trainCommand(ctx, "run", args, io, defaultPhases)
 }
 
-var allPhases = []string{train.PhaseSFT, train.PhaseRFT, train.PhaseTest}
+var allPhases = []string{train.PhaseSFT, train.PhaseRFT, train.PhaseTTRL, train.PhaseTest}
 
-// parsePhases reads --phases: a comma list of sft, rft and test in that order.
+// defaultPhases are what `pixelis run` runs unless --phases says otherwise:
+// TTRL is off by default.
+var defaultPhases = []string{train.PhaseSFT, train.PhaseRFT, train.PhaseTest}
+
+// parsePhases reads --phases: a comma list of sft, rft, ttrl and test in that order.
 func parsePhases(s string) ([]string, error) {
 	var out []string
 	next := 0
 	for _, p := range strings.Split(s, ",") {
 		i := slices.Index(allPhases, strings.TrimSpace(p))
 		if i < next {
-			return nil, fmt.Errorf("--phases %q: want some of sft, rft, test, in that order", s)
+			return nil, fmt.Errorf("--phases %q: want some of sft, rft, ttrl, test, in that order", s)
 		}
 		out, next = append(out, allPhases[i]), i+1
 	}
@@ -55,16 +59,25 @@ func cmdRFT(ctx context.Context, args []string, io stdio) error {
 	return trainCommand(ctx, "rft", args, io, []string{train.PhaseRFT})
 }
 
+// cmdTTRL: test-time RL from an RFT checkpoint (--init, or the run
+// directory's own), then the test evaluation of both models, paired.
+func cmdTTRL(ctx context.Context, args []string, io stdio) error {
+	return trainCommand(ctx, "ttrl", args, io, []string{train.PhaseTTRL, train.PhaseTest})
+}
+
 func trainCommand(ctx context.Context, name string, args []string, io stdio, phases []string) error {
 	fs := newFlagSet(name, io)
 	var cf configFlags
 	cf.register(fs)
 	var init, phaseList string
-	if name == "rft" || name == "run" {
+	switch name {
+	case "rft":
 		fs.StringVar(&init, "init", "", "SFT checkpoint `DIR` RFT starts from (default: <run-dir>/checkpoints/sft_final)")
-	}
-	if name == "run" {
-		fs.StringVar(&phaseList, "phases", "sft,rft,test", "the phases to run, some of sft, rft, test in that order")
+	case "ttrl":
+		fs.StringVar(&init, "init", "", "RFT checkpoint `DIR` TTRL starts from (default: <run-dir>/checkpoints/rft_final)")
+	case "run":
+		fs.StringVar(&init, "init", "", "checkpoint `DIR` the first phase starts from: the SFT model of --phases rft,…, the RFT model of --phases ttrl,…")
+		fs.StringVar(&phaseList, "phases", "sft,rft,test", "the phases to run, some of sft, rft, ttrl, test in that order")
 	}
 	var sub slurmSubmit
 	sub.register(fs)
@@ -78,8 +91,9 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		}
 	}
 	startsWithRFT := phases[0] == train.PhaseRFT
-	if init != "" && !startsWithRFT {
-		return usagef("--init names the SFT checkpoint RFT starts from: use it with --phases rft or rft,test")
+	startsWithTTRL := phases[0] == train.PhaseTTRL
+	if init != "" && !startsWithRFT && !startsWithTTRL {
+		return usagef("--init names the checkpoint the first phase starts from: use it with --phases rft,… (an SFT model) or ttrl,… (an RFT model)")
 	}
 	if err := wantArgs(pos, 0, "no arguments"); err != nil {
 		return err
@@ -107,12 +121,16 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 			return usageError{fmt.Errorf("data.train_file: %w", err)}
 		}
 	}
-	if startsWithRFT {
-		if init == "" {
+	if startsWithRFT || startsWithTTRL {
+		if init == "" && startsWithRFT {
 			init = cfg.RFT.Init
 		}
 		if init == "" {
-			init = filepath.Join(runDir, "checkpoints", train.SFTFinal)
+			own := train.SFTFinal
+			if startsWithTTRL {
+				own = train.RFTFinal
+			}
+			init = filepath.Join(runDir, "checkpoints", own)
 		}
 		// run.json and the checkpoints record it: a resume from another
 		// working directory must find it.
@@ -121,6 +139,9 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		}
 		// Refuse before creating anything: a missing or mismatched SFT model.
 		if _, err := train.LoadPolicy(cfg, init); err != nil {
+			if startsWithTTRL {
+				return usagef("ttrl needs an RFT checkpoint that matches [policy]: %v\n(run `pixelis rft` first, or pass --init DIR)", err)
+			}
 			return usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
 		}
 	}
@@ -148,6 +169,14 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		// run continues it (its steps follow SFT's on the run-wide axis);
 		// anything else would mix two runs' files.
 		own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.SFTFinal))
+		ownRFT, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.RFTFinal))
+		continuesRFT := startsWithTTRL && len(prev.Phases) > 0 && prev.Phases[len(prev.Phases)-1] == train.PhaseRFT && init == ownRFT
+		if continuesRFT {
+			if _, err := os.Stat(ownRFT); err == nil {
+				opt.Done = prev.Phases
+				return execute(ctx, io, cfg, opt, cf.noTUI, "", -1)
+			}
+		}
 		if !startsWithRFT || !slices.Equal(prev.Phases, []string{train.PhaseSFT}) || init != own {
 			if _, done := finished(runDir, prev.Phases); done {
 				return usagef("%s already holds a finished run (phases %v); choose another --run-dir (`pixelis rft --init %s --run-dir NEW` trains again from its SFT model)",
@@ -369,6 +398,8 @@ func finished(runDir string, phases []string) (string, bool) {
 		mark = "final_eval.json"
 	case train.PhaseRFT:
 		mark = filepath.Join("checkpoints", train.RFTFinal)
+	case train.PhaseTTRL:
+		mark = filepath.Join("checkpoints", train.TTRLFinal)
 	default:
 		mark = filepath.Join("checkpoints", train.SFTFinal)
 	}

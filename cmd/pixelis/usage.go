@@ -22,8 +22,9 @@ var usages = map[string]usageText{
 			"the reward curriculum, then the held-out test evaluation. The console shows the run when stdout is a\n" +
 			"terminal; --no-tui prints plain lines instead. Its files go to the run directory (--run-dir, or\n" +
 			"<run.dir>/<run.name or the start time>)."},
-	"sft": {"pixelis sft [flags]", "Supervised fine-tuning on the expert's trajectories with the difficulty curriculum; `pixelis rft\n--run-dir DIR` continues the same run with RL."},
-	"rft": {"pixelis rft [flags]", "GRPO reinforcement fine-tuning with the reward curriculum, from an SFT checkpoint (--init, or the run\ndirectory's own checkpoints/sft_final)."},
+	"sft":  {"pixelis sft [flags]", "Supervised fine-tuning on the expert's trajectories with the difficulty curriculum; `pixelis rft\n--run-dir DIR` continues the same run with RL."},
+	"rft":  {"pixelis rft [flags]", "GRPO reinforcement fine-tuning with the reward curriculum, from an SFT checkpoint (--init, or the run\ndirectory's own checkpoints/sft_final)."},
+	"ttrl": {"pixelis ttrl [flags]", "Test-time RL without labels from an RFT checkpoint (--init, or the run directory's own\ncheckpoints/rft_final) on a stream of validation tasks of [env] (shifted or not: --set env.shift=blur), then\nthe test evaluation of the RFT and the TTRL model on the same tasks, paired ([ttrl] in configs/config.go)."},
 	"resume": {"pixelis resume RUN_DIR [flags]",
 		"Continue a stopped or crashed run exactly from its latest checkpoint (or --from an older one). A finished\n" +
 			"run has nothing to resume."},

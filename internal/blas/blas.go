@@ -143,6 +143,12 @@ func Sgemm(tA, tB gblas.Transpose, m, n, k int, alpha float32, a []float32, lda 
 	gemm(aTrans, bTrans, m, n, k, alpha, a, lda, b, ldb, beta != 0, c, ldc)
 }
 
+// FMAChains reports whether Sgemm computes each element of C as one chain
+// of fused multiply-adds from +0 over k in order (the assembly kernels), so
+// that callers may compute special shapes themselves with the same bits —
+// a product over k = 1 is a·b + 0, then times alpha.
+func FMAChains() bool { return kernel != nil }
+
 // scale sets C = beta·C, writing zeros when beta is zero.
 func scale(m, n int, beta float32, c []float32, ldc int) {
 	switch beta {

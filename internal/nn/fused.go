@@ -4,146 +4,42 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
-	"math"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/pixelis/pixelis/internal/par"
 )
 
-// Fused forms of four operations the policy's graph runs on every row of a
-// batch, each one pass over its data where gorgonia's general forms take
-// two or three (a comparison and a product for ReLU; a repeated copy of the
-// smaller operand, then an add, for a broadcast add; an iterator-driven
-// reduction). Each computes exactly what gorgonia's form computes, in the
-// same order, so a graph built with them gives the same bits:
+// The row-wise ops the Dense layers' derivatives are built from, each one
+// pass over its data where gorgonia's general forms take two or three (a
+// repeated copy of the smaller operand, an iterator-driven reduction), and
+// computing exactly what gorgonia's form computes, in the same order:
 //
-//	ReLU(x)            = x ⊙ [x ≥ 0]               ∂x = g ⊙ [x ≥ 0]
-//	AddRows(x, v)      = x + v on every row         ∂x = g, ∂v = Σ_rows g
-//	AddGroups(x, v, k) = x_{i·k+j} + v_i            ∂x = g, ∂v_i = Σ_j g_{i·k+j}
-//	SumGroups(x, k)    = Σ_j x_{i·k+j}              ∂x_{i·k+j} = g_i
-//	AddScaled(y, z, s) = y + z·s                    ∂y = g, ∂z = g·s
+//	SumRows(x)      = Σ_rows x                  (a bias's gradient)
+//	SumGroups(x, k) = Σ_j x_{i·k+j}             ∂x_{i·k+j} = g_i (a per-example term's gradient)
+//	Scaled(x, s)    = x·s                       (an adapter's gradient, Scale·d)
 //
 // (sums run from the first row to the last, as gorgonia's reductions do).
 // They are float32 matrices only, as the policy is.
 
-// ReLU is max(x, 0) as gorgonia's Rectify computes it, x ⊙ [x ≥ 0].
-func ReLU(x *G.Node) (*G.Node, error) { return G.ApplyOp(reluOp{newOp()}, x) }
-
-// AddRows adds the vector v [m] to every row of x [n, m].
-func AddRows(x, v *G.Node) (*G.Node, error) { return G.ApplyOp(addRowsOp{newOp()}, x, v) }
-
-// AddGroups adds row i of v [G, m] to rows i·k … i·k+k−1 of x [G·k, m].
-func AddGroups(x, v *G.Node, k int) (*G.Node, error) { return G.ApplyOp(addGroupsOp{newOp(), k}, x, v) }
-
-// SumGroups sums x [G·k, m] over each group of k consecutive rows: [G, m].
-func SumGroups(x *G.Node, k int) (*G.Node, error) { return G.ApplyOp(sumGroupsOp{newOp(), k}, x) }
-
-// AddScaled is y + z·s for a constant s, as a LoRA adapter's (α/r)·(x·A)·B
-// is added to its layer.
-func AddScaled(y, z *G.Node, s float32) (*G.Node, error) {
-	return G.ApplyOp(addScaledOp{newOp(), s}, y, z)
+// sumGroupsNode sums x [G·k, m] over each group of k consecutive rows: [G, m].
+func sumGroupsNode(x *G.Node, k int) (*G.Node, error) {
+	return G.ApplyOp(sumGroupsOp{fusedOp: newOp(), k: k}, x)
 }
 
 // --- the kernels ----------------------------------------------------------
 
-// relu is x ⊙ [x ≥ 0]. For a finite x it is computed on the bits, without
-// a branch on the sign (a coin toss that a branch predictor loses, twice
-// the time): x·1 is x, and x·0 for x < 0 is −0, x's bits with the
-// magnitude cleared. An infinite or NaN x takes the product itself.
-func relu(x, out []float32) {
-	out = out[:len(x)]
-	for i, v := range x {
-		b := math.Float32bits(v)
-		if b&magnitude >= infBits {
-			out[i] = v * mask(v)
-			continue
-		}
-		out[i] = math.Float32frombits(b &^ (magnitude * negative(b)))
-	}
-}
-
-// reluGrad is g ⊙ [x ≥ 0], likewise: g·0 for a finite g is a zero with g's
-// sign.
-func reluGrad(x, g, out []float32) {
-	out, g = out[:len(x)], g[:len(x)]
-	for i, v := range x {
-		b, gb := math.Float32bits(v), math.Float32bits(g[i])
-		if b&magnitude >= infBits || gb&magnitude >= infBits {
-			out[i] = g[i] * mask(v)
-			continue
-		}
-		out[i] = math.Float32frombits(gb &^ (magnitude * negative(b)))
-	}
-}
-
-const (
-	magnitude = 0x7fffffff // the bits of |x|
-	infBits   = 0x7f800000 // |x| of an infinity; above it, NaNs
-)
-
-// negative is 1 when the finite float of bits b is below 0 (−0 is not), as
-// an integer: where [x ≥ 0] is 0.
-func negative(b uint32) uint32 {
-	nonZero := uint32(-int32(b&magnitude)) >> 31
-	return b >> 31 & nonZero
-}
-
-// mask is [v ≥ 0] as gorgonia's comparison gives it: 1 or 0 (−0 counts as
-// ≥ 0, NaN does not).
-func mask(v float32) float32 {
-	if v >= 0 {
-		return 1
-	}
-	return 0
-}
-
-func addRows(x, v, out []float32) {
-	m := len(v)
-	for r := 0; r+m <= len(x); r += m {
-		row, o := x[r:r+m], out[r:r+m]
-		for j, b := range v {
-			o[j] = row[j] + b
-		}
-	}
-}
-
-func addScaled(y, z, out []float32, s float32) {
-	out, z = out[:len(y)], z[:len(y)]
-	for i, v := range y {
-		out[i] = v + z[i]*s
-	}
-}
-
-func scaled(x, out []float32, s float32) {
-	out = out[:len(x)]
-	for i, v := range x {
-		out[i] = v * s
-	}
-}
-
 // sumRows is Σ over the rows of x [n, m], first row first.
-func sumRows(x, out []float32) {
-	m := len(out)
-	copy(out, x[:m])
-	for r := m; r+m <= len(x); r += m {
-		row := x[r : r+m]
-		for j := range out {
-			out[j] += row[j]
-		}
-	}
-}
+func sumRows(x, out []float32) { sumColumns(x, out, len(out), 0, len(out)) }
 
-func addGroups(x, v, out []float32, k, m int) {
-	for i := 0; i*m < len(v); i++ {
-		vi := v[i*m : (i+1)*m]
-		for j := range k {
-			r := (i*k + j) * m
-			row, o := x[r:r+m], out[r:r+m]
-			for c, b := range vi {
-				o[c] = row[c] + b
-			}
-		}
+// sumColumns is columns [c0, c1) of sumRows(x [n, m], out).
+func sumColumns(x, out []float32, m, c0, c1 int) {
+	o := out[c0:c1]
+	copy(o, x[c0:c1])
+	for r := m; r+m <= len(x); r += m {
+		add(o, x[r+c0:r+c1], o)
 	}
 }
 
@@ -153,10 +49,7 @@ func sumGroups(x, out []float32, k, m int) {
 		o := out[i*m : (i+1)*m]
 		copy(o, x[i*k*m:(i*k+1)*m])
 		for j := 1; j < k; j++ {
-			row := x[(i*k+j)*m : (i*k+j+1)*m]
-			for c := range o {
-				o[c] += row[c]
-			}
+			add(o, x[(i*k+j)*m:(i*k+j+1)*m], o)
 		}
 	}
 }
@@ -212,6 +105,14 @@ func hashOf(s fmt.Stringer) uint32 {
 	return h.Sum32()
 }
 
+// hashWritten hashes what an op's WriteHash writes (ops that hold state of
+// their own write their address: two of them are never the same node).
+func hashWritten(op interface{ WriteHash(hash.Hash) }) uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
 func matT() G.TensorType { return G.TensorType{Dims: 2, Of: hm.TypeVariable('a')} }
 func vecT() G.TensorType { return G.TensorType{Dims: 1, Of: hm.TypeVariable('a')} }
 
@@ -262,66 +163,10 @@ func binary(s *slot, kernel func(a, b, out []float32), prealloc G.Value, inputs 
 	return out, nil
 }
 
-type reluOp struct{ fusedOp }
-
-func (reluOp) Arity() int    { return 1 }
-func (reluOp) Type() hm.Type { return hm.NewFnType(matT(), matT()) }
-func (reluOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	return in[0].(tensor.Shape).Clone(), nil
+type sumRowsOp struct {
+	fusedOp
+	team *par.Team
 }
-func (op reluOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
-func (op reluOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
-	return unary(op, relu, p, in)
-}
-func (reluOp) String() string           { return "ReLU" }
-func (op reluOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
-func (op reluOp) Hashcode() uint32      { return hashOf(op) }
-func (reluOp) DiffWRT(int) []bool       { return []bool{true} }
-func (reluOp) SymDiff(in G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	d, err := G.ApplyOp(reluGradOp{newOp()}, in[0], grad)
-	return G.Nodes{d}, err
-}
-
-type reluGradOp struct{ fusedOp }
-
-func (reluGradOp) Arity() int    { return 2 }
-func (reluGradOp) Type() hm.Type { return hm.NewFnType(matT(), matT(), matT()) }
-func (reluGradOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	return in[0].(tensor.Shape).Clone(), nil
-}
-func (op reluGradOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
-func (op reluGradOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
-	return binary(op.out, reluGrad, p, in)
-}
-func (reluGradOp) String() string           { return "ReLUGrad" }
-func (op reluGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
-func (op reluGradOp) Hashcode() uint32      { return hashOf(op) }
-
-type addRowsOp struct{ fusedOp }
-
-func (addRowsOp) Arity() int    { return 2 }
-func (addRowsOp) Type() hm.Type { return hm.NewFnType(matT(), vecT(), matT()) }
-func (addRowsOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	x, v := in[0].(tensor.Shape), in[1].(tensor.Shape)
-	if len(x) != 2 || v.TotalSize() != x[1] {
-		return nil, fmt.Errorf("nn: AddRows of %v and %v", x, v)
-	}
-	return x.Clone(), nil
-}
-func (op addRowsOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
-func (op addRowsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
-	return binary(op.out, addRows, p, in)
-}
-func (addRowsOp) String() string           { return "AddRows" }
-func (op addRowsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
-func (op addRowsOp) Hashcode() uint32      { return hashOf(op) }
-func (addRowsOp) DiffWRT(int) []bool       { return []bool{true, true} }
-func (addRowsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	dv, err := G.ApplyOp(sumRowsOp{newOp()}, grad)
-	return G.Nodes{grad, dv}, err
-}
-
-type sumRowsOp struct{ fusedOp }
 
 func (sumRowsOp) Arity() int    { return 1 }
 func (sumRowsOp) Type() hm.Type { return hm.NewFnType(matT(), vecT()) }
@@ -334,46 +179,24 @@ func (sumRowsOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 }
 func (op sumRowsOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
 func (op sumRowsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
-	return unary(op, sumRows, p, in)
+	_, sx, err := f32(in[0])
+	if err != nil {
+		return nil, err
+	}
+	m := sx[len(sx)-1]
+	return unary(op, func(x, out []float32) {
+		// By columns, 8 at a time: each column's sum runs over the rows in order.
+		op.team.For(m, 8, max(minPartValues*len(out)/len(x), 8), func(c0, c1 int) { sumColumns(x, out, m, c0, c1) })
+	}, p, in)
 }
 func (sumRowsOp) String() string           { return "SumRows" }
 func (op sumRowsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op sumRowsOp) Hashcode() uint32      { return hashOf(op) }
 
-type addGroupsOp struct {
-	fusedOp
-	k int
-}
-
-func (addGroupsOp) Arity() int    { return 2 }
-func (addGroupsOp) Type() hm.Type { return hm.NewFnType(matT(), matT(), matT()) }
-func (op addGroupsOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	x, v := in[0].(tensor.Shape), in[1].(tensor.Shape)
-	if len(x) != 2 || len(v) != 2 || x[1] != v[1] || x[0] != v[0]*op.k {
-		return nil, fmt.Errorf("nn: AddGroups of %v and %v in groups of %d", x, v, op.k)
-	}
-	return x.Clone(), nil
-}
-func (op addGroupsOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
-func (op addGroupsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
-	_, sx, err := f32(in[0])
-	if err != nil {
-		return nil, err
-	}
-	return binary(op.out, func(x, v, out []float32) { addGroups(x, v, out, op.k, sx[1]) }, p, in)
-}
-func (op addGroupsOp) String() string        { return fmt.Sprintf("AddGroups{%d}", op.k) }
-func (op addGroupsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
-func (op addGroupsOp) Hashcode() uint32      { return hashOf(op) }
-func (addGroupsOp) DiffWRT(int) []bool       { return []bool{true, true} }
-func (op addGroupsOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	dv, err := SumGroups(grad, op.k)
-	return G.Nodes{grad, dv}, err
-}
-
 type sumGroupsOp struct {
 	fusedOp
-	k int
+	k    int
+	team *par.Team
 }
 
 func (sumGroupsOp) Arity() int    { return 1 }
@@ -391,7 +214,12 @@ func (op sumGroupsOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unary(op, func(x, out []float32) { sumGroups(x, out, op.k, sx[1]) }, p, in)
+	m := sx[1]
+	return unary(op, func(x, out []float32) {
+		op.team.For(len(out)/m, 1, max(minPartValues/(op.k*m), 1), func(lo, hi int) {
+			sumGroups(x[lo*op.k*m:hi*op.k*m], out[lo*m:hi*m], op.k, m)
+		})
+	}, p, in)
 }
 func (op sumGroupsOp) String() string        { return fmt.Sprintf("SumGroups{%d}", op.k) }
 func (op sumGroupsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
@@ -428,36 +256,10 @@ func (op repeatGroupsOp) String() string        { return fmt.Sprintf("RepeatGrou
 func (op repeatGroupsOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op repeatGroupsOp) Hashcode() uint32      { return hashOf(op) }
 
-type addScaledOp struct {
-	fusedOp
-	s float32
-}
-
-func (addScaledOp) Arity() int    { return 2 }
-func (addScaledOp) Type() hm.Type { return hm.NewFnType(matT(), matT(), matT()) }
-func (addScaledOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
-	y, z := in[0].(tensor.Shape), in[1].(tensor.Shape)
-	if !y.Eq(z) {
-		return nil, fmt.Errorf("nn: AddScaled of %v and %v", y, z)
-	}
-	return y.Clone(), nil
-}
-func (op addScaledOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
-func (op addScaledOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
-	return binary(op.out, func(y, z, out []float32) { addScaled(y, z, out, op.s) }, p, in)
-}
-func (op addScaledOp) String() string        { return fmt.Sprintf("AddScaled{%v}", op.s) }
-func (op addScaledOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
-func (op addScaledOp) Hashcode() uint32      { return hashOf(op) }
-func (addScaledOp) DiffWRT(int) []bool       { return []bool{true, true} }
-func (op addScaledOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	dz, err := G.ApplyOp(scaledOp{newOp(), op.s}, grad)
-	return G.Nodes{grad, dz}, err
-}
-
 type scaledOp struct {
 	fusedOp
-	s float32
+	s    float32
+	team *par.Team
 }
 
 func (scaledOp) Arity() int    { return 1 }
@@ -467,7 +269,9 @@ func (scaledOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 }
 func (op scaledOp) Do(in ...G.Value) (G.Value, error) { return op.UsePreallocDo(nil, in...) }
 func (op scaledOp) UsePreallocDo(p G.Value, in ...G.Value) (G.Value, error) {
-	return unary(op, func(x, out []float32) { scaled(x, out, op.s) }, p, in)
+	return unary(op, func(x, out []float32) {
+		op.team.For(len(x), 8, minPartValues, func(lo, hi int) { scale(x[lo:hi], out[lo:hi], op.s) })
+	}, p, in)
 }
 func (op scaledOp) String() string        { return fmt.Sprintf("Scaled{%v}", op.s) }
 func (op scaledOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }

@@ -7,6 +7,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/pixelis/pixelis/internal/par"
 )
 
 // pair is one fused op and gorgonia's general form of it, built on inputs of
@@ -22,25 +24,8 @@ type pair struct {
 const groups, perGroup, width = 3, 4, 5
 
 var pairs = []pair{
-	{"ReLU", []tensor.Shape{{7, 6}}, tensor.Shape{7, 6}, func(in []*G.Node) (*G.Node, error) { return ReLU(in[0]) },
-		func(in []*G.Node) (*G.Node, error) { return G.Rectify(in[0]) }},
-	{"AddRows", []tensor.Shape{{7, 6}, {6}}, tensor.Shape{7, 6}, func(in []*G.Node) (*G.Node, error) { return AddRows(in[0], in[1]) },
-		func(in []*G.Node) (*G.Node, error) { return G.BroadcastAdd(in[0], in[1], nil, []byte{0}) }},
-	{"AddGroups", []tensor.Shape{{groups * perGroup, width}, {groups, width}}, tensor.Shape{groups * perGroup, width},
-		func(in []*G.Node) (*G.Node, error) { return AddGroups(in[0], in[1], perGroup) },
-		func(in []*G.Node) (*G.Node, error) {
-			x3, err := G.Reshape(in[0], tensor.Shape{groups, perGroup, width})
-			if err != nil {
-				return nil, err
-			}
-			s, err := G.BroadcastAdd(x3, in[1], nil, []byte{1})
-			if err != nil {
-				return nil, err
-			}
-			return G.Reshape(s, tensor.Shape{groups * perGroup, width})
-		}},
 	{"SumGroups", []tensor.Shape{{groups * perGroup, width}}, tensor.Shape{groups, width},
-		func(in []*G.Node) (*G.Node, error) { return SumGroups(in[0], perGroup) },
+		func(in []*G.Node) (*G.Node, error) { return sumGroupsNode(in[0], perGroup) },
 		func(in []*G.Node) (*G.Node, error) {
 			x3, err := G.Reshape(in[0], tensor.Shape{groups, perGroup, width})
 			if err != nil {
@@ -51,10 +36,16 @@ var pairs = []pair{
 }
 
 func init() {
-	pairs = append(pairs, pair{"AddScaled", []tensor.Shape{{7, 6}, {7, 6}}, tensor.Shape{7, 6},
-		func(in []*G.Node) (*G.Node, error) { return AddScaled(in[0], in[1], 0.37) },
+	pairs = append(pairs, pair{"Exp", []tensor.Shape{{9, 13}}, tensor.Shape{9, 13},
+		func(in []*G.Node) (*G.Node, error) { return Exp(par.NewTeam(3), in[0]) },
+		func(in []*G.Node) (*G.Node, error) { return G.Exp(in[0]) }})
+	pairs = append(pairs, pair{"LogSoftmax", []tensor.Shape{{9, 13}}, tensor.Shape{9, 13},
+		func(in []*G.Node) (*G.Node, error) { return LogSoftmax(par.NewTeam(3), in[0]) },
 		func(in []*G.Node) (*G.Node, error) {
-			return G.Add(in[0], G.Must(G.Mul(in[1], G.NewConstant(float32(0.37)))))
+			m := G.Must(G.Max(in[0], 1))
+			shifted := G.Must(G.BroadcastSub(in[0], m, nil, []byte{1}))
+			lse := G.Must(G.Log(G.Must(G.Sum(G.Must(G.Exp(shifted)), 1))))
+			return G.BroadcastSub(shifted, lse, nil, []byte{1})
 		}})
 }
 
@@ -149,45 +140,23 @@ func same(t *testing.T, what string, got, want []float32) {
 	}
 }
 
-// The bit-level ReLU and its gradient give the products' bits on every kind
-// of float: x·[x ≥ 0] and g·[x ≥ 0].
-func TestReLUBits(t *testing.T) {
-	inf := float32(math.Inf(1))
-	nan := float32(math.NaN())
-	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1, -1, 3.4e38, -3.4e38, inf, -inf, nan, -nan}
-	for _, x := range specials {
-		m := float32(0)
-		if x >= 0 {
-			m = 1
-		}
-		out := []float32{0}
-		relu([]float32{x}, out)
-		if want := x * m; math.Float32bits(out[0]) != math.Float32bits(want) {
-			t.Errorf("relu(%v) = %v (%#x), want %v (%#x)", x, out[0], math.Float32bits(out[0]), want, math.Float32bits(want))
-		}
-		for _, g := range specials {
-			reluGrad([]float32{x}, []float32{g}, out)
-			if want := g * m; math.Float32bits(out[0]) != math.Float32bits(want) {
-				t.Errorf("reluGrad(x %v, g %v) = %v (%#x), want %v (%#x)", x, g, out[0], math.Float32bits(out[0]), want, math.Float32bits(want))
-			}
-		}
-	}
-}
-
+// BenchmarkReLU times a Dense layer's ReLU over a GRPO chunk's cell
+// values (24,576 × 32): the forward with its mask of bits, and the
+// gradient through the mask.
 func BenchmarkReLU(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	x := values(rng, tensor.Shape{24576, 32})
-	g := values(rng, tensor.Shape{24576, 32})
 	out := make([]float32, len(x))
+	bits := make([]byte, len(x)/8)
 	b.Run("forward", func(b *testing.B) {
 		for b.Loop() {
-			relu(x, out)
+			reluMask(x, out, bits)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/value")
 	})
 	b.Run("backward", func(b *testing.B) {
 		for b.Loop() {
-			reluGrad(x, g, out)
+			maskMul(x, bits, out)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/value")
 	})

@@ -4,36 +4,6 @@ import (
 	G "gorgonia.org/gorgonia"
 )
 
-// LogSoftmax is a numerically stable row-wise log-softmax of x [B, A]:
-//
-//	log p = x − m − log Σ_j exp(x_j − m),  m = max_j x_j
-//
-// The gradient through m cancels exactly (∂/∂m = −1 + Σ p = 0), so
-// differentiating through Max is harmless.
-func LogSoftmax(x *G.Node) (*G.Node, error) {
-	m, err := G.Max(x, 1) // [B]
-	if err != nil {
-		return nil, err
-	}
-	shifted, err := G.BroadcastSub(x, m, nil, []byte{1})
-	if err != nil {
-		return nil, err
-	}
-	e, err := G.Exp(shifted)
-	if err != nil {
-		return nil, err
-	}
-	s, err := G.Sum(e, 1)
-	if err != nil {
-		return nil, err
-	}
-	lse, err := G.Log(s)
-	if err != nil {
-		return nil, err
-	}
-	return G.BroadcastSub(shifted, lse, nil, []byte{1})
-}
-
 // Min is min(a, b) = (a + b − |a − b|)/2, element-wise; b may be a scalar.
 // Its subgradient is that of min: 1 for the smaller operand, ½ each on ties.
 func Min(a, b *G.Node) (*G.Node, error) { return minMax(a, b, -1) }

@@ -33,7 +33,7 @@ func TestLogSoftmaxStable(t *testing.T) {
 	x := []float32{1000, 999, -1000, 0, 1, 2}
 	g := G.NewGraph()
 	n := G.NewMatrix(g, tensor.Float32, G.WithShape(2, 3), G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(append([]float32(nil), x...)))))
-	lp, err := LogSoftmax(n)
+	lp, err := LogSoftmax(nil, n)
 	if err != nil {
 		t.Fatal(err)
 	}

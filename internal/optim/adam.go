@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
+
+	"github.com/pixelis/pixelis/internal/par"
 )
 
 // Param is a named parameter: its values and the gradient of the loss with
@@ -45,8 +48,9 @@ func DefaultAdam() AdamConfig { return AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps:
 //	m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²
 //	θ ← θ − lr·( m̂ / (√v̂ + ε) + λ·θ ),  m̂ = m/(1−β1ᵗ), v̂ = v/(1−β2ᵗ)
 type Adam struct {
-	cfg AdamConfig
-	st  AdamState
+	cfg  AdamConfig
+	st   AdamState
+	team *par.Team // the goroutines a step uses
 	// next holds an update's new weights and moments until every value is known to be
 	// finite (and the norm within MaxGrowth); only then are they copied in.
 	next map[string]*pending
@@ -64,7 +68,7 @@ type AdamState struct {
 
 // NewAdam returns an optimiser with empty moments.
 func NewAdam(cfg AdamConfig) *Adam {
-	return &Adam{cfg: cfg, st: AdamState{M: map[string][]float32{}, V: map[string][]float32{}}}
+	return &Adam{cfg: cfg, st: AdamState{M: map[string][]float32{}, V: map[string][]float32{}}, team: par.NewTeam(1)}
 }
 
 // StepResult reports what one update saw.
@@ -81,15 +85,20 @@ type StepResult struct {
 // wrapping ErrDiverged): a refused update changes neither weights nor moments
 // nor the step count.
 func (a *Adam) Step(params []Param, lr float64) (StepResult, error) {
-	var sq float64
 	for _, p := range params {
 		if len(p.Grad) != len(p.Data) {
 			return StepResult{}, fmt.Errorf("adam: %s: gradient has %d values, parameter %d", p.Name, len(p.Grad), len(p.Data))
 		}
-		for _, g := range p.Grad {
-			sq += float64(g) * float64(g)
-		}
 	}
+	// The gradient's norm and, for MaxGrowth, the weights' (each one sum in
+	// the parameters' order), at once on two workers.
+	var sq, before float64
+	a.team.Do(func() { sq = sumSquares(params, func(p Param) []float32 { return p.Grad }) },
+		func() {
+			if a.cfg.MaxGrowth > 0 {
+				before = sumSquares(params, func(p Param) []float32 { return p.Data })
+			}
+		})
 	norm := math.Sqrt(sq)
 	if math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return StepResult{GradNorm: norm}, ErrNonFinite
@@ -102,36 +111,30 @@ func (a *Adam) Step(params []Param, lr float64) (StepResult, error) {
 	}
 	t := float64(a.st.Step + 1)
 	b1, b2 := a.cfg.Beta1, a.cfg.Beta2
-	c1 := 1 - math.Pow(b1, t)
-	c2 := 1 - math.Pow(b2, t)
-	stepSize := lr / c1
-	var before, after float64 // squared norms of the weights
+	c := adamCoef{
+		scale: scale, b1: b1, omb1: 1 - b1, b2: b2, omb2: 1 - b2,
+		c2: 1 - math.Pow(b2, t), stepSize: lr / (1 - math.Pow(b1, t)), eps: a.cfg.Eps,
+	}
+	if a.cfg.WeightDecay != 0 {
+		c.decay, c.lw = 1, lr*a.cfg.WeightDecay
+	}
 	finite := true
 	for _, p := range params {
 		m, v := a.moments(p.Name, len(p.Data))
 		nx := a.pending(p.Name, len(p.Data))
-		for i, g32 := range p.Grad {
-			g := float64(g32) * scale
-			mi := b1*float64(m[i]) + (1-b1)*g
-			vi := b2*float64(v[i]) + (1-b2)*g*g
-			nx.m[i], nx.v[i] = float32(mi), float32(vi)
-			upd := stepSize * mi / (math.Sqrt(vi/c2) + a.cfg.Eps)
-			if a.cfg.WeightDecay != 0 {
-				upd += lr * a.cfg.WeightDecay * float64(p.Data[i])
+		var bad atomic.Bool
+		a.team.For(len(p.Data), 8, 1<<14, func(lo, hi int) {
+			if !adamUpdate(&c, p.Grad[lo:hi], p.Data[lo:hi], m[lo:hi], v[lo:hi], nx.data[lo:hi], nx.m[lo:hi], nx.v[lo:hi]) {
+				bad.Store(true)
 			}
-			w := p.Data[i] - float32(upd)
-			nx.data[i] = w
-			before += float64(p.Data[i]) * float64(p.Data[i])
-			after += float64(w) * float64(w)
-			if !isFinite32(w) || !isFinite32(nx.m[i]) || !isFinite32(nx.v[i]) {
-				finite = false
-			}
-		}
+		})
+		finite = finite && !bad.Load()
 	}
-	if !finite || math.IsInf(after, 0) {
+	if !finite {
 		return res, ErrNonFinite
 	}
 	if g := a.cfg.MaxGrowth; g > 0 {
+		after := sumSquares(params, func(p Param) []float32 { return a.next[p.Name].data })
 		from, to := math.Sqrt(before), math.Sqrt(after)
 		if to > g*math.Max(from, 1) {
 			return res, fmt.Errorf("%w: the weights' norm would grow from %.4g to %.4g, more than %g times", ErrDiverged, from, to, g)
@@ -146,6 +149,63 @@ func (a *Adam) Step(params []Param, lr float64) (StepResult, error) {
 		copy(v, nx.v)
 	}
 	return res, nil
+}
+
+// SetWorkers sets how many goroutines a Step uses (1 at first): the sums
+// of squares run at once, the update is split by ranges of each
+// parameter; the results are the same bits whatever the number.
+func (a *Adam) SetWorkers(n int) { a.team.SetWorkers(n) }
+
+// sumSquares is Σ x² in float64 over the slices of params that of picks, in order.
+func sumSquares(params []Param, of func(Param) []float32) float64 {
+	var sq float64
+	for _, p := range params {
+		for _, x := range of(p) {
+			sq += float64(x) * float64(x)
+		}
+	}
+	return sq
+}
+
+// adamCoef are a step's coefficients, as adamUpdate and its assembly form
+// read them (keep the layout in step with adam_amd64.s).
+type adamCoef struct {
+	scale, b1, omb1, b2, omb2, c2, stepSize, eps, lw float64 // omb = 1 − β, lw = lr·λ
+	decay                                            int64   // 1: add lw·θ (AdamW's decay)
+}
+
+// adamUpdate writes one range of a parameter's candidate weights and
+// moments and reports whether they are all finite:
+//
+//	g = grad·scale,  m' = β1·m + (1−β1)·g,  v' = β2·v + ((1−β2)·g)·g
+//	θ' = θ − float32( (stepSize·m') / (√(v'/c2) + ε)  [+ lr·λ·θ] )
+//
+// in float64, each operation rounded on its own (the explicit conversions
+// forbid fused multiply-adds), as the assembly form computes it 4 at a time.
+func adamUpdate(c *adamCoef, grad, data, m, v, nd, nm, nv []float32) bool {
+	n := len(grad)
+	data, m, v, nd, nm, nv = data[:n], m[:n], v[:n], nd[:n], nm[:n], nv[:n]
+	finite := true
+	done := 0
+	if useAVX2 && n >= 4 {
+		done = n &^ 3
+		finite = adamUpdateAVX2(c, &grad[0], &data[0], &m[0], &v[0], &nd[0], &nm[0], &nv[0], done)
+	}
+	for i := done; i < n; i++ {
+		g := float64(float64(grad[i]) * c.scale)
+		mi := float64(c.b1*float64(m[i])) + float64(c.omb1*g)
+		vi := float64(c.b2*float64(v[i])) + float64(float64(c.omb2*g)*g)
+		upd := float64(c.stepSize*mi) / (math.Sqrt(vi/c.c2) + c.eps)
+		if c.decay != 0 {
+			upd += float64(c.lw * float64(data[i]))
+		}
+		w := data[i] - float32(upd)
+		nd[i], nm[i], nv[i] = w, float32(mi), float32(vi)
+		if !isFinite32(w) || !isFinite32(nm[i]) || !isFinite32(nv[i]) {
+			finite = false
+		}
+	}
+	return finite
 }
 
 func isFinite32(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }

@@ -155,16 +155,16 @@ func (c *classifier) build(batch int, training bool) (*graph, error) {
 		x = G.Must(G.Concat(1, flat, x))
 	}
 	for i := range len(a.hidden) + 1 {
-		x = G.Must(nn.AddRows(G.Must(G.Mul(x, w[fmt.Sprintf("dense%d.w", i)])), w[fmt.Sprintf("dense%d.b", i)]))
+		x = G.Must(G.BroadcastAdd(G.Must(G.Mul(x, w[fmt.Sprintf("dense%d.w", i)])), w[fmt.Sprintf("dense%d.b", i)], nil, []byte{0}))
 		if i < len(a.hidden) {
-			x = G.Must(nn.ReLU(x))
+			x = G.Must(G.Rectify(x))
 		}
 	}
 	gr.logits = x
 	if training {
 		// L = −(1/B) Σ_i log softmax(z_i)[y_i], by one-hot mask and sum.
 		onehot := input("onehot", &gr.onehot, batch, a.classes)
-		logp, err := nn.LogSoftmax(gr.logits)
+		logp, err := nn.LogSoftmax(nil, gr.logits)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pixelis/pixelis/internal/nn"
 	"github.com/pixelis/pixelis/internal/optim"
+	"github.com/pixelis/pixelis/internal/par"
 )
 
 // graph is the value network and its loss as a gorgonia graph of a fixed
@@ -42,13 +43,21 @@ type graph struct {
 	valueOut, lossOut G.Value
 	clipped           bool
 	vm                G.VM
+	team              *par.Team // the workers the graph's ops split their work over
 }
 
 func newGraph(n *Net, batch int, clip float64) (gr *graph, err error) {
+	return buildGraph(n, batch, clip, (*graph).values)
+}
+
+// buildGraph is newGraph with the values V(s) [B] built by the given
+// function from the graph's weights, global and cells nodes (a test builds
+// them from gorgonia's general ops too and compares).
+func buildGraph(n *Net, batch int, clip float64, values func(*graph) *G.Node) (gr *graph, err error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("critic graph: batch %d must be positive", batch)
 	}
-	gr = &graph{net: n, batch: batch, g: G.NewGraph(), bufs: map[*G.Node][]float32{},
+	gr = &graph{net: n, batch: batch, g: G.NewGraph(), bufs: map[*G.Node][]float32{}, team: par.NewTeam(1),
 		weights: map[string]*G.Node{}, data: map[string][]float32{}, trainable: n.Trainable(), clipped: clip > 0}
 	defer func() {
 		if r := recover(); r != nil { // gorgonia reports shape errors by panicking in Must
@@ -65,15 +74,7 @@ func newGraph(n *Net, batch int, clip float64) (gr *graph, err error) {
 	gr.cells = gr.input("cells", batch*nc, n.cellFeatures)
 	gr.ret, gr.lo, gr.hi, gr.w = gr.input("return", batch), gr.input("lo", batch), gr.input("hi", batch), gr.input("w", batch)
 
-	enc := n.layers[0]
-	e := G.Must(G.Rectify(gr.linear(gr.cells, enc)))
-	e3 := G.Must(G.Reshape(e, tensor.Shape{batch, nc, enc.Out}))
-	pooled := G.Must(G.Mul(G.Must(G.Sum(e3, 1)), G.NewConstant(float32(1/float64(nc)), G.WithName("inv_cells"))))
-	h := G.Must(G.Concat(1, gr.global, pooled))
-	for _, l := range n.layers[1 : len(n.layers)-1] {
-		h = G.Must(G.Rectify(gr.linear(h, l)))
-	}
-	gr.value = G.Must(G.Reshape(gr.linear(h, n.layers[len(n.layers)-1]), tensor.Shape{batch}))
+	gr.value = values(gr)
 
 	half := G.NewConstant(float32(0.5), G.WithName("half"))
 	d1 := G.Must(G.Sub(gr.value, gr.ret))
@@ -100,16 +101,36 @@ func (gr *graph) input(name string, shape ...int) *G.Node {
 	return node
 }
 
-// linear is y = x·W + b + (α/r)·(x·A)·B.
-func (gr *graph) linear(x *G.Node, l *Layer) *G.Node {
-	y := G.Must(G.Mul(x, gr.weights[l.Name+".weight"]))
-	y = G.Must(G.BroadcastAdd(y, gr.weights[l.Name+".bias"], nil, []byte{0}))
-	if l.Rank > 0 {
-		xa := G.Must(G.Mul(x, gr.weights[l.Name+".lora_A"]))
-		ab := G.Must(G.Mul(xa, gr.weights[l.Name+".lora_B"]))
-		y = G.Must(G.Add(y, G.Must(G.Mul(ab, G.NewConstant(float32(l.scale()), G.WithName(l.Name+".lora_scale"))))))
+// values is the network of Net's doc, V(s) [B]: internal/nn's Dense layers
+// (the bits of gorgonia's separate ops, split over the graph's workers).
+func (gr *graph) values() *G.Node {
+	n := gr.net
+	pooled := gr.dense(gr.cells, n.layers[0], true, n.cells)
+	h := G.Must(nn.ConcatCols(gr.global, pooled))
+	for _, l := range n.layers[1 : len(n.layers)-1] {
+		h = gr.dense(h, l, true, 0)
 	}
-	return y
+	return G.Must(G.Reshape(gr.dense(h, n.layers[len(n.layers)-1], false, 0), tensor.Shape{gr.batch}))
+}
+
+// dense is y = act(x·W + b + (α/r)·(x·A)·B), pooled over groups of pool
+// rows when pool > 0; with an adapter, x·W and x·A are two nodes, as
+// gorgonia sums x's gradient terms.
+func (gr *graph) dense(x *G.Node, l *Layer, relu bool, pool int) *G.Node {
+	w := gr.weights[l.Name+".weight"]
+	cfg := nn.DenseConfig{Bias: true, ReLU: relu, Pool: pool}
+	inputs := []*G.Node{x, w}
+	if l.Rank > 0 {
+		cfg.Product = true
+		inputs = []*G.Node{G.Must(nn.MatMul(gr.team, x, w))}
+	}
+	inputs = append(inputs, gr.weights[l.Name+".bias"])
+	if l.Rank > 0 {
+		cfg.Adapter, cfg.Scale = true, float32(l.scale())
+		xa := G.Must(nn.MatMul(gr.team, x, gr.weights[l.Name+".lora_A"]))
+		inputs = append(inputs, xa, gr.weights[l.Name+".lora_B"])
+	}
+	return G.Must(nn.Dense(gr.team, cfg, inputs...))
 }
 
 // compile differentiates the loss with respect to the trainable weights and

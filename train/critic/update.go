@@ -54,6 +54,14 @@ func NewUpdater(n *Net, batch int, clip float64, adam optim.AdamConfig) (*Update
 	return u, nil
 }
 
+// SetWorkers sets how many goroutines an update's graph and Adam split
+// their work over (1 at first); the results are the same bits whatever the
+// number.
+func (u *Updater) SetWorkers(n int) {
+	u.gr.team.SetWorkers(n)
+	u.opt.SetWorkers(n)
+}
+
 // Optimizer is the updater's Adam, for checkpointing.
 func (u *Updater) Optimizer() *optim.Adam { return u.opt }
 

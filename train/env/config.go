@@ -41,6 +41,9 @@ type Config struct {
 	// a guess from the coarse view is often wrong. Other tasks keep every
 	// look-alike out. Spatial tasks always have one (askPair).
 	Confusion float64
+	// Shift names a shift of how tasks look (shift.go): ShiftNone, or one of
+	// Shifts.
+	Shift string
 	// Families are the task families Generate cycles through.
 	Families []Family
 }
@@ -92,6 +95,9 @@ func (c Config) Validate() error {
 	if !(c.Confusion >= 0 && c.Confusion <= 1) {
 		bad("Confusion", "%v not in [0, 1]", c.Confusion)
 	}
+	if err := CheckShift(c.Shift); err != nil {
+		bad("Shift", "%v", err)
+	}
 	if c.OpCap < 2 {
 		bad("OpCap", "%d below 2 (spatial tasks segment two objects)", c.OpCap)
 	}
@@ -142,6 +148,9 @@ func (c Config) sanitized() Config {
 	}
 	c.Noise = min(c.Noise, 0.06)
 	c.OpCap = max(c.OpCap, 2)
+	if CheckShift(c.Shift) != nil {
+		c.Shift = ShiftNone
+	}
 	fams := make([]Family, 0, len(c.Families))
 	for _, f := range c.Families {
 		if f < NumFamilies {

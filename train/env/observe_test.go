@@ -113,7 +113,7 @@ func TestObserveHidesLookAlikes(t *testing.T) {
 	for i := range 100 {
 		task := Generate(cfg, Test, i)
 		rerender := func() {
-			render(task, len(task.Frames), rand.New(rand.NewPCG(uint64(i), 7)), cfg.noiseAmp())
+			render(task, len(task.Frames), rand.New(rand.NewPCG(uint64(i), 7)), cfg.noiseAmp(), ShiftNone)
 			task.views = viewMemo{} // the analyses of the old pixels
 			ep.Reset(task)
 		}
@@ -159,7 +159,7 @@ func TestSpatialLookAlikeFlipsTheAnswer(t *testing.T) {
 			t.Fatalf("%s: object 2 %s is no look-alike of %s", task.ID, &objs[2], &objs[copied])
 		}
 		rerender := func() {
-			render(task, 1, rand.New(rand.NewPCG(uint64(i), 7)), cfg.noiseAmp())
+			render(task, 1, rand.New(rand.NewPCG(uint64(i), 7)), cfg.noiseAmp(), ShiftNone)
 			task.views = viewMemo{}
 			ep.Reset(task)
 		}

@@ -120,7 +120,7 @@ const taskStream = 0x9e3779b97f4a7c15
 // invalid cfg is clamped into range rather than rejected (Generate cannot
 // fail); callers that want errors run cfg.Validate first.
 func Generate(cfg Config, split Split, index int) *Task {
-	cfg = cfg.sanitized()
+	cfg = cfg.sanitized().shifted()
 	split %= NumSplits
 	seed := TaskSeed(split, index)
 	nf := len(cfg.Families)
@@ -212,7 +212,7 @@ func draw(r *rand.Rand, cfg Config, fam Family) (*Task, bool) {
 	for c := range 3 {
 		t.Scene.Background[c] = uint8(g - 5 + r.IntN(11))
 	}
-	render(t, frames, r, cfg.noiseAmp())
+	render(t, frames, r, cfg.noiseAmp(), cfg.Shift)
 	t.Targets = make([]int, nTargets)
 	for j := range t.Targets {
 		t.Targets[j] = j
@@ -565,7 +565,7 @@ func place(r *rand.Rand, objs []Object, vel []image.Point, frames, must int, ord
 }
 
 // render draws every frame of the task from its scene.
-func render(t *Task, frames int, r *rand.Rand, amp int) {
+func render(t *Task, frames int, r *rand.Rand, amp int, shift string) {
 	nz := noise{s: r.Uint64()}
 	t.Frames = make([]*image.RGBA, frames)
 	for f := range t.Frames {
@@ -581,6 +581,9 @@ func render(t *Task, frames int, r *rand.Rand, amp int) {
 	for f, img := range t.Frames {
 		for j := range t.Scene.Objects {
 			drawObject(img, &t.Scene.Objects[j], f, amp/2, &nz)
+		}
+		if shift == ShiftBlur {
+			blurFrame(img)
 		}
 	}
 }

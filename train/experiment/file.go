@@ -35,8 +35,13 @@ type File struct {
 	// SharedSFT runs each seed's SFT once, and every arm's RFT and test from
 	// it; an arm's overrides then apply to RFT and the test only.
 	SharedSFT bool `toml:"shared_sft"`
-	// Phases of every arm's run when SFT is not shared, some of sft, rft,
-	// test in that order. Default ["sft", "rft", "test"].
+	// SharedRFT runs each seed's SFT and RFT once (one run), and every arm's
+	// TTRL and test from its RFT model; an arm's overrides then apply to TTRL
+	// and the test only. Arms may change [env] (the world TTRL adapts to,
+	// e.g. env.shift), never what trained the RFT model. Not with shared_sft.
+	SharedRFT bool `toml:"shared_rft"`
+	// Phases of every arm's run when no model is shared, some of sft, rft,
+	// ttrl, test in that order. Default ["sft", "rft", "test"].
 	Phases []string `toml:"phases"`
 	// Series are metrics plotted over steps, one plot each, an arm's line the
 	// mean over its seeds. Default ["kpi/success_rate_ma100", "behavior/rapr"].
@@ -86,7 +91,7 @@ type Arm struct {
 }
 
 // Phase names, as pixelis run --phases takes them.
-var phaseOrder = []string{"sft", "rft", "test"}
+var phaseOrder = []string{"sft", "rft", "ttrl", "test"}
 
 var armName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
@@ -127,7 +132,7 @@ func (f *File) defaults() {
 		f.Config = "default"
 	}
 	if len(f.Phases) == 0 {
-		f.Phases = phaseOrder
+		f.Phases = []string{"sft", "rft", "test"} // TTRL is off unless asked for
 	}
 	if len(f.Series) == 0 {
 		f.Series = []string{"kpi/success_rate_ma100", "behavior/rapr"}
@@ -143,6 +148,9 @@ func (f *File) defaults() {
 // defaultReport: the final model's test pass@1 and greedy, and the paired
 // change when RFT runs after an SFT the run knows.
 func (f *File) defaultReport() []string {
+	if f.SharedRFT || strings.Contains(strings.Join(f.Phases, ","), "ttrl") {
+		return []string{"test/ttrl/all/pass@1", "test/ttrl_minus_rft/pass@1", "test/rft/all/pass@1", "test/ttrl/all/greedy", "test/ttrl_minus_rft/greedy"}
+	}
 	model := "rft"
 	if !f.SharedSFT && !strings.Contains(strings.Join(f.Phases, ","), "rft") {
 		model = "sft"
@@ -200,8 +208,8 @@ func (f *File) check() []error {
 	for i, a := range f.Arms {
 		key := fmt.Sprintf("arms[%d]", i)
 		switch {
-		case !armName.MatchString(a.Name) || a.Name == "sft":
-			bad(key+".name", "must be a directory name other than sft (letters, digits, _ . -), got %q", a.Name)
+		case !armName.MatchString(a.Name) || a.Name == "sft" || a.Name == "rft":
+			bad(key+".name", "must be a directory name other than sft and rft (letters, digits, _ . -), got %q", a.Name)
 		case names[a.Name]:
 			bad(key+".name", "repeats %q", a.Name)
 		}
@@ -215,14 +223,17 @@ func (f *File) check() []error {
 }
 
 func (f *File) checkPhases() []error {
-	if f.SharedSFT {
+	if f.SharedSFT && f.SharedRFT {
+		return []error{fmt.Errorf("shared_rft: the shared RFT run trains its own SFT model; leave shared_sft out")}
+	}
+	if f.SharedSFT || f.SharedRFT {
 		return nil
 	}
 	next := 0
 	for i, p := range f.Phases {
 		j := indexOf(phaseOrder, p)
 		if j < next {
-			return []error{fmt.Errorf("phases[%d]: must be some of sft, rft, test in that order, got %q", i, p)}
+			return []error{fmt.Errorf("phases[%d]: must be some of sft, rft, ttrl, test in that order, got %q", i, p)}
 		}
 		next = j + 1
 	}
@@ -233,10 +244,15 @@ func (f *File) checkPhases() []error {
 // settings an arm cannot change when SFT is shared.
 func (f *File) checkArm(key string, a Arm) []error {
 	var errs []error
-	if f.SharedSFT {
+	shared, what := []string{"sft.", "data.", "policy."}, "SFT"
+	if f.SharedRFT {
+		shared, what = append(shared, "rft.", "reward.", "curriculum."), "RFT model"
+	}
+	if f.SharedSFT || f.SharedRFT {
 		for j, s := range a.Set {
-			if k := strings.TrimSpace(strings.SplitN(s, "=", 2)[0]); strings.HasPrefix(k, "sft.") || strings.HasPrefix(k, "data.") || strings.HasPrefix(k, "policy.") {
-				errs = append(errs, fmt.Errorf("%s.set[%d]: %s cannot differ between arms that share their SFT", key, j, k))
+			k := strings.TrimSpace(strings.SplitN(s, "=", 2)[0])
+			if slices.ContainsFunc(shared, func(p string) bool { return strings.HasPrefix(k, p) }) {
+				errs = append(errs, fmt.Errorf("%s.set[%d]: %s cannot differ between arms that share their %s", key, j, k, what))
 			}
 		}
 	}
@@ -244,7 +260,7 @@ func (f *File) checkArm(key string, a Arm) []error {
 	if err != nil {
 		return append(errs, fmt.Errorf("%s (%s): %w", key, a.Name, err))
 	}
-	if f.SharedSFT && a.Config != "" {
+	if (f.SharedSFT || f.SharedRFT) && a.Config != "" {
 		base, err := configs.Resolve(f.BaseConfig(), f.sets(nil, f.Seeds0()))
 		if err == nil && !reflect.DeepEqual(base.Policy, cfg.Policy) {
 			errs = append(errs, fmt.Errorf("%s.config: its [policy] differs from the experiment's, which the shared SFT trains", key))
@@ -336,7 +352,7 @@ func checkSeedSigns(b []byte) []error {
 // metricNamespaces are the namespaces a pixelis run records metrics under
 // (docs/metrics.md).
 var metricNamespaces = []string{"reward", "kpi", "grpo", "policy", "sft", "behavior", "tools", "curriculum",
-	"data_curriculum", "val", "test", "perf", "timing_s", "curiosity", "critic"}
+	"data_curriculum", "val", "test", "perf", "timing_s", "curiosity", "critic", "ttrl"}
 
 // checkMetric refuses a metric name no run can record: one outside the
 // namespaces a run writes. A name inside them that no run recorded is

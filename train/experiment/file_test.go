@@ -3,6 +3,7 @@ package experiment
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -48,7 +49,11 @@ func TestLoadErrors(t *testing.T) {
 		{"shared sft", "name = \"e\"\nconfig = \"smoke\"\nseeds = [1]\nshared_sft = true\n[[arms]]\nname = \"a\"\nset = [\"sft.lr=0.1\", \"policy.lora_rank=4\"]\n",
 			[]string{"arms[0].set[0]: sft.lr cannot differ", "arms[0].set[1]: policy.lora_rank cannot differ"}},
 		{"phases", "name = \"e\"\nconfig = \"smoke\"\nseeds = [1]\nphases = [\"rft\", \"sft\"]\n[[arms]]\nname = \"a\"\n",
-			[]string{"phases[1]: must be some of sft, rft, test in that order"}},
+			[]string{"phases[1]: must be some of sft, rft, ttrl, test in that order"}},
+		{"shared rft", "name = \"e\"\nconfig = \"smoke\"\nseeds = [1]\nshared_rft = true\n[[arms]]\nname = \"a\"\nset = [\"rft.lr=0.1\", \"reward.clip=3\", \"env.shift=blur\", \"ttrl.lr=0.1\"]\n[[arms]]\nname = \"rft\"\n",
+			[]string{"arms[0].set[0]: rft.lr cannot differ between arms that share their RFT model", "arms[0].set[1]: reward.clip cannot differ", "arms[1].name: must be a directory name other than sft and rft"}},
+		{"shared both", "name = \"e\"\nconfig = \"smoke\"\nseeds = [1]\nshared_rft = true\nshared_sft = true\n[[arms]]\nname = \"a\"\n",
+			[]string{"shared_rft: the shared RFT run trains its own SFT model"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,9 +113,41 @@ func TestPlanSharedSFT(t *testing.T) {
 	}
 }
 
+// With shared RFT each seed's SFT and RFT run once, and every arm's TTRL and
+// test start from that seed's RFT model, in the world the arm names.
+func TestPlanSharedRFT(t *testing.T) {
+	f, err := Load(writeFile(t, "e.toml", "name = \"e\"\nconfig = \"smoke\"\nseeds = [3, 4]\nshared_rft = true\nset = [\"ttrl.steps=2\"]\n[[arms]]\nname = \"a\"\nset = [\"env.shift=blur\"]\n[[arms]]\nname = \"b\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := Plan(f, "/out")
+	if len(jobs) != 6 {
+		t.Fatalf("%d jobs, want 2 shared RFT + 2 arms × 2 seeds", len(jobs))
+	}
+	if jobs[1].Name() != "rft/seed-4" || jobs[1].Dir != "/out/rft/seed-4" || jobs[1].DoneMark() != "checkpoints/rft_final" {
+		t.Fatalf("shared job %s in %s, done at %s", jobs[1].Name(), jobs[1].Dir, jobs[1].DoneMark())
+	}
+	if s := strings.Join(jobs[1].Args, " "); !strings.Contains(s, "--phases sft,rft") || strings.Contains(s, "env.shift") {
+		t.Errorf("shared job args %q", s)
+	}
+	a4 := jobs[3]
+	args := strings.Join(a4.Args, " ")
+	if a4.Name() != "a/seed-4" || a4.Needs != jobs[1] {
+		t.Fatalf("job %s needs %v", a4.Name(), a4.Needs)
+	}
+	for _, w := range []string{"--phases ttrl,test", "--init /out/rft/seed-4/checkpoints/rft_final", "--set env.shift=blur --set run.seed=4"} {
+		if !strings.Contains(args, w) {
+			t.Errorf("args %q lack %q", args, w)
+		}
+	}
+	if !slices.Contains(f.Report, "test/ttrl_minus_rft/pass@1") {
+		t.Errorf("default report %v lacks the paired TTRL − RFT change", f.Report)
+	}
+}
+
 // The shipped experiment files load, every arm's config resolved.
 func TestShippedExperiments(t *testing.T) {
-	for _, name := range []string{"pixel_reasoner", "reward_curriculum", "sft_curriculum"} {
+	for _, name := range []string{"pixel_reasoner", "reward_curriculum", "sft_curriculum", "ttrl"} {
 		f, err := Load(filepath.Join("..", "..", "configs", "experiments", name+".toml"))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)

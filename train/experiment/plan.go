@@ -33,11 +33,12 @@ func (j *Job) Group() string {
 // LogName is the job's log file in the experiment's logs/: arm-seed-N.log.
 func (j *Job) LogName() string { return strings.ReplaceAll(j.Name(), "/", "-") + ".log" }
 
-// Name is "arm/seed-N" (or "sft/seed-N").
+// Name is "arm/seed-N" (or "sft/seed-N", "rft/seed-N" for a shared run: the
+// model it ends with).
 func (j *Job) Name() string {
 	arm := j.Arm
 	if arm == "" {
-		arm = "sft"
+		arm = j.Phases[len(j.Phases)-1]
 	}
 	return fmt.Sprintf("%s/seed-%d", arm, j.Seed)
 }
@@ -64,14 +65,20 @@ func (s State) Final() bool { return s == StateDone || s == StateFailed || s == 
 
 // Plan lists the jobs of f under out: with shared SFT, one SFT job per seed
 // (out/sft/seed-N) and one RFT-and-test job per arm and seed
-// (out/runs/ARM/seed-N); otherwise one job per arm and seed with f.Phases.
+// (out/runs/ARM/seed-N); with shared RFT, one SFT-and-RFT job per seed
+// (out/rft/seed-N) and one TTRL-and-test job per arm and seed; otherwise one
+// job per arm and seed with f.Phases.
 func Plan(f *File, out string) []*Job {
 	var jobs []*Job
 	sft := map[uint64]*Job{}
-	if f.SharedSFT {
+	if f.SharedSFT || f.SharedRFT {
+		phases := []string{"sft"}
+		if f.SharedRFT {
+			phases = []string{"sft", "rft"}
+		}
 		for i, seed := range f.Seeds {
-			dir := filepath.Join(out, "sft", fmt.Sprintf("seed-%d", seed))
-			j := &Job{Seed: seed, Index: i, Dir: dir, Phases: []string{"sft"}}
+			dir := filepath.Join(out, phases[len(phases)-1], fmt.Sprintf("seed-%d", seed))
+			j := &Job{Seed: seed, Index: i, Dir: dir, Phases: phases}
 			j.Args = runArgs(f, nil, seed, dir, j.Phases, "")
 			sft[seed] = j
 			jobs = append(jobs, j)
@@ -83,7 +90,10 @@ func Plan(f *File, out string) []*Job {
 			dir := filepath.Join(out, "runs", a.Name, fmt.Sprintf("seed-%d", seed))
 			j := &Job{Arm: a.Name, Seed: seed, Index: k, Dir: dir, Phases: f.Phases, arm: a}
 			init := ""
-			if s := sft[seed]; s != nil {
+			if s := sft[seed]; s != nil && f.SharedRFT {
+				j.Needs, j.Phases = s, []string{"ttrl", "test"}
+				init = filepath.Join(s.Dir, "checkpoints", train.RFTFinal)
+			} else if s != nil {
 				j.Needs, j.Phases = s, []string{"rft", "test"}
 				init = filepath.Join(s.Dir, "checkpoints", train.SFTFinal)
 			}
@@ -134,6 +144,8 @@ func DoneMark(phases []string) string {
 		return "final_eval.json"
 	case "rft":
 		return filepath.Join("checkpoints", train.RFTFinal)
+	case "ttrl":
+		return filepath.Join("checkpoints", train.TTRLFinal)
 	}
 	return filepath.Join("checkpoints", train.SFTFinal)
 }

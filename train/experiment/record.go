@@ -245,7 +245,7 @@ func CheckRuns(f *File, jobs []*Job) error {
 
 func armLabel(j *Job) string {
 	if j.Arm == "" {
-		return "the shared SFT"
+		return "the shared " + strings.ToUpper(j.Phases[len(j.Phases)-1])
 	}
 	return "arm " + j.Arm
 }

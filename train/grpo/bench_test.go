@@ -2,6 +2,7 @@ package grpo
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -84,8 +85,9 @@ func envRows(p *policy.Params, n int, rng *rand.Rand) []Row {
 
 // BenchmarkUpdateStep is one GRPO update of the default RFT's chunk on the
 // gorgonia graph, as Update runs it per minibatch: the forward and backward
-// pass over the adapters, the objective, and Adam with gradient clipping.
-// bench/torch_steps.py times the same step in PyTorch.
+// pass over the adapters, the objective, and Adam with gradient clipping,
+// on GOMAXPROCS workers (-cpu). bench/torch_steps.py times the same step
+// in PyTorch.
 func BenchmarkUpdateStep(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	p := benchPolicy(b, rng)
@@ -95,6 +97,7 @@ func BenchmarkUpdateStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	u.SetWorkers(runtime.GOMAXPROCS(0)) // -cpu 1: one thread, as PyTorch's side
 	rows := envRows(p, updateChunk, rng)
 	idx := make([]int, len(rows))
 	for i := range idx {

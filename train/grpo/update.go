@@ -9,6 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/pixelis/pixelis/internal/optim"
+	"github.com/pixelis/pixelis/internal/par"
 	"github.com/pixelis/pixelis/train/policy"
 )
 
@@ -32,6 +33,7 @@ type Updater struct {
 
 	obs, mask, adv, old, ref, w []float32
 	grads                       *optim.GradSum // the minibatch's gradient, summed over its chunks
+	team                        *par.Team      // the goroutines a chunk's observations are copied on
 }
 
 // Stats of one update: means over the rows that carried weight, and GradNorm
@@ -66,9 +68,18 @@ func NewUpdater(p *policy.Params, batch int, trainable []string, c LossConfig, a
 		tg: tg, obj: obj, opt: optim.NewAdam(adam), cfg: c,
 		obs: make([]float32, batch*cfg.ObsDim()), mask: make([]float32, batch*cfg.Actions),
 		adv: make([]float32, batch), old: make([]float32, batch), ref: make([]float32, batch), w: make([]float32, batch),
+		team: par.NewTeam(1),
 	}
 	u.grads = optim.NewGradSum(tg.Params())
 	return u, nil
+}
+
+// SetWorkers sets how many goroutines an update's graph splits its work
+// over (1 at first); the results are the same bits whatever the number.
+func (u *Updater) SetWorkers(n int) {
+	u.tg.SetWorkers(n)
+	u.opt.SetWorkers(n)
+	u.team.SetWorkers(n)
 }
 
 // Optimizer is the updater's Adam, for checkpointing.
@@ -139,7 +150,7 @@ func (u *Updater) chunk(rows []Row, idx []int, scale float32) (chunkStats, error
 	B := u.tg.Batch()
 	obsDim := len(u.obs) / B
 	nA := len(u.mask) / B
-	clear(u.obs)
+	clear(u.obs[len(idx)*obsDim:]) // the padding rows; the others are copied below
 	clear(u.mask)
 	clear(u.adv)
 	clear(u.old)
@@ -150,10 +161,14 @@ func (u *Updater) chunk(rows []Row, idx []int, scale float32) (chunkStats, error
 		if len(r.Obs) != obsDim || r.Action < 0 || r.Action >= nA {
 			return chunkStats{}, fmt.Errorf("grpo: row %d has %d features and action %d", i, len(r.Obs), r.Action)
 		}
-		copy(u.obs[k*obsDim:], r.Obs)
 		u.mask[k*nA+r.Action] = 1
 		u.adv[k], u.old[k], u.ref[k], u.w[k] = r.Adv, r.Old, r.Ref, r.W*scale
 	}
+	u.team.For(len(idx), 1, 64, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			copy(u.obs[k*obsDim:(k+1)*obsDim], rows[idx[k]].Obs)
+		}
+	})
 	feeds := map[*G.Node][]float32{u.tg.Obs: u.obs, u.tg.ActionMask: u.mask,
 		u.obj.adv: u.adv, u.obj.old: u.old, u.obj.ref: u.ref, u.obj.w: u.w}
 	if err := u.tg.Run(feeds); err != nil {

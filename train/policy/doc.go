@@ -58,11 +58,13 @@
 // gorgonia pitfalls this package works around: its LogSoftMax shifts by the
 // first element (we build a max-shifted one); ByIndices gives wrong gradients
 // (we mask and sum); a tape machine re-runs only after Reset (Run does it);
-// its backward pass transposes weight tensors in place while it runs, so
-// nothing may read a TrainGraph's weights during Run — rollouts use
-// Inference, which holds its own merged copy refreshed after each update;
 // and G.Grad adds gradient nodes for every operand (∂L/∂Obs, frozen weights),
-// which SetLoss prunes before compiling.
+// which SetLoss prunes before compiling. The layers are internal/nn's Dense
+// ops (product, bias, adapter and ReLU in one pass, the bits of gorgonia's
+// separate ops), which split their work over SetWorkers goroutines with the
+// same bits on any number; nothing may write a TrainGraph's weights during
+// Run — rollouts use Inference, which holds its own merged copy refreshed
+// after each update.
 //
 // # Rollouts
 //

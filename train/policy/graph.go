@@ -8,6 +8,7 @@ import (
 
 	"github.com/pixelis/pixelis/internal/nn"
 	"github.com/pixelis/pixelis/internal/optim"
+	"github.com/pixelis/pixelis/internal/par"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -20,13 +21,13 @@ import (
 //
 // The graph reads the weights of the Params it was built from in place, so an
 // optimiser step on Params() is seen by the next Run. It is not safe for
-// concurrent use, and nothing may read those weights while Run is in progress:
-// gorgonia's backward pass transposes weight tensors in place. Rollouts use
-// Inference, which keeps its own copy.
+// concurrent use, and nothing may write those weights while Run is in
+// progress. Rollouts use Inference, which keeps its own copy.
 type TrainGraph struct {
 	p     *Params
 	batch int
 	g     *G.ExprGraph
+	team  *par.Team // the workers the graph's ops split their work over
 
 	// Obs [B, ObsDim] is the observation input.
 	Obs *G.Node
@@ -70,29 +71,30 @@ func NewTrainGraph(p *Params, batch int, trainable []string) (*TrainGraph, error
 // distribution the samples came from, so that an importance ratio against
 // their recorded log-probabilities is a ratio of the same kind of policy.
 // Logits stay unscaled.
-func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature float64) (tg *TrainGraph, err error) {
-	if !(temperature > 0) || math.IsInf(temperature, 0) {
-		return nil, fmt.Errorf("train graph: temperature %v must be positive", temperature)
-	}
-	if batch <= 0 {
-		return nil, fmt.Errorf("train graph: batch %d must be positive", batch)
-	}
-	if len(trainable) == 0 {
-		return nil, errors.New("train graph: no trainable parameters")
-	}
-	seen := map[string]bool{}
-	for _, n := range trainable {
-		if _, ok := p.tensor(n); !ok {
-			return nil, fmt.Errorf("train graph: trainable %q: no such parameter", n)
-		}
-		if seen[n] {
-			return nil, fmt.Errorf("train graph: trainable %q listed twice", n)
-		}
-		seen[n] = true
+func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature float64) (*TrainGraph, error) {
+	return buildTrainGraph(p, batch, trainable, temperature, graphForms{(*TrainGraph).logits, (*TrainGraph).logSoftmax, (*TrainGraph).exp})
+}
+
+// graphForms build a TrainGraph's logits from its weights, global and cells
+// nodes, and the log-softmax of the tempered logits (tests build them from
+// gorgonia's general ops too and compare).
+type graphForms struct {
+	logits     func(*TrainGraph) *G.Node
+	logSoftmax func(*TrainGraph, *G.Node) (*G.Node, error)
+	exp        func(*TrainGraph, *G.Node) (*G.Node, error)
+}
+
+func (tg *TrainGraph) logSoftmax(x *G.Node) (*G.Node, error) { return nn.LogSoftmax(tg.team, x) }
+func (tg *TrainGraph) exp(x *G.Node) (*G.Node, error)        { return nn.Exp(tg.team, x) }
+
+// buildTrainGraph is NewTemperedTrainGraph with the given forms.
+func buildTrainGraph(p *Params, batch int, trainable []string, temperature float64, forms graphForms) (tg *TrainGraph, err error) {
+	if err := checkGraphArgs(p, batch, trainable, temperature); err != nil {
+		return nil, err
 	}
 	cfg := p.cfg
 	tg = &TrainGraph{
-		p: p, batch: batch, g: G.NewGraph(),
+		p: p, batch: batch, g: G.NewGraph(), team: par.NewTeam(1),
 		weights:   map[string]*G.Node{},
 		data:      map[string][]float32{},
 		inputBuf:  map[*G.Node][]float32{},
@@ -126,62 +128,100 @@ func NewTemperedTrainGraph(p *Params, batch int, trainable []string, temperature
 	cellVal := tensor.New(tensor.WithShape(batch*cfg.Cells, cfg.CellFeatures), tensor.WithBacking(tg.cellsBuf))
 	tg.cells = G.NewMatrix(tg.g, G.Float32, G.WithShape(batch*cfg.Cells, cfg.CellFeatures), G.WithName("cells"), G.WithValue(cellVal))
 
-	// Cell encoder: e_c = ReLU(cell_c·E + b_e), pooled as the mean over the
-	// cells; the trunk reads [global, mean_c e_c]. The row-wise operations
-	// are internal/nn's fused forms of gorgonia's (the same bits, one pass).
-	enc := G.Must(nn.ReLU(tg.linear(tg.cells, LayerCellEnc)))
-	pooled := G.Must(G.Mul(G.Must(nn.SumGroups(enc, cfg.Cells)), G.NewConstant(float32(1/float64(cfg.Cells)), G.WithName("inv_cells"))))
-	h := G.Must(G.Concat(1, tg.global, pooled))
-	for i := range cfg.Hidden {
-		h = G.Must(nn.ReLU(tg.linear(h, TrunkLayer(i))))
-	}
-	base := tg.linear(h, LayerHead) // [B, A]
-
-	// Location head: z_c = ReLU(cell_c·U + h·P + b), s_c = z_c·v, added to the
-	// SEGMENT-at-cell-c logit. h·P + b is computed once per example and
-	// added to the rows of that example's cells.
-	zc := tg.linear(tg.cells, LayerLocCell) // [B·C, L]
-	hp := tg.linear(h, LayerLocTrunk)       // [B, L]
-	z := G.Must(nn.ReLU(G.Must(nn.AddGroups(zc, hp, cfg.Cells))))
-	s := G.Must(G.Reshape(tg.linear(z, LayerLocScore), tensor.Shape{batch, cfg.Cells}))
-	if rest := cfg.Actions - cfg.Cells; rest > 0 {
-		zeros := G.NewConstant(tensor.New(tensor.WithShape(batch, rest), tensor.Of(tensor.Float32)), G.WithName("loc.pad"))
-		s = G.Must(G.Concat(1, s, zeros))
-	}
-	tg.Logits = G.Must(G.Add(base, s))
-
+	tg.Logits = forms.logits(tg)
 	scaled := tg.Logits
 	if temperature != 1 {
 		scaled = G.Must(G.Mul(tg.Logits, G.NewConstant(float32(1/temperature), G.WithName("inv_temperature"))))
 	}
-	tg.LogProbs, err = logSoftmax(scaled)
+	tg.LogProbs, err = forms.logSoftmax(tg, scaled)
 	if err != nil {
 		return nil, fmt.Errorf("train graph: log-softmax: %w", err)
 	}
 	// log π(a|s) by mask-and-sum: ByIndices would give wrong gradients.
 	tg.ChosenLogProb = G.Must(G.Sum(G.Must(G.HadamardProd(tg.LogProbs, tg.ActionMask)), 1))
-	probs := G.Must(G.Exp(tg.LogProbs))
+	probs := G.Must(forms.exp(tg, tg.LogProbs))
 	tg.Entropy = G.Must(G.Neg(G.Must(G.Sum(G.Must(G.HadamardProd(probs, tg.LogProbs)), 1))))
 	return tg, nil
 }
 
-// linear is y = x·W + b + (α/r)·(x·A)·B for the named layer. An adapter
-// whose A and B the graph does not train and whose B is zero adds exactly
-// nothing, and stays so for the graph's life (the optimiser touches only the
-// trainable parameters): it is left out of the graph, as in SFT, where the
-// adapters wait at B = 0 for RFT.
-func (tg *TrainGraph) linear(x *G.Node, layer string) *G.Node {
+func checkGraphArgs(p *Params, batch int, trainable []string, temperature float64) error {
+	if !(temperature > 0) || math.IsInf(temperature, 0) {
+		return fmt.Errorf("train graph: temperature %v must be positive", temperature)
+	}
+	if batch <= 0 {
+		return fmt.Errorf("train graph: batch %d must be positive", batch)
+	}
+	if len(trainable) == 0 {
+		return errors.New("train graph: no trainable parameters")
+	}
+	seen := map[string]bool{}
+	for _, n := range trainable {
+		if _, ok := p.tensor(n); !ok {
+			return fmt.Errorf("train graph: trainable %q: no such parameter", n)
+		}
+		if seen[n] {
+			return fmt.Errorf("train graph: trainable %q listed twice", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+// logits is the network of doc.go up to the location-augmented logits [B, A].
+func (tg *TrainGraph) logits() *G.Node {
+	cfg := tg.p.cfg
+	// Cell encoder: e_c = ReLU(cell_c·E + b_e), pooled as the mean over the
+	// cells; the trunk reads [global, mean_c e_c]. Each layer is one
+	// internal/nn Dense op (product, bias, adapter and ReLU in one pass,
+	// the bits of gorgonia's separate ops).
+	pooled := tg.dense(tg.cells, LayerCellEnc, true, nil, cfg.Cells)
+	h := G.Must(nn.ConcatCols(tg.global, pooled))
+	for i := range cfg.Hidden {
+		h = tg.dense(h, TrunkLayer(i), true, nil, 0)
+	}
+	base := tg.dense(h, LayerHead, false, nil, 0) // [B, A]
+
+	// Location head: z_c = ReLU(cell_c·U + h·P + b), s_c = z_c·v, added to the
+	// SEGMENT-at-cell-c logit. h·P + b is computed once per example and
+	// added to the rows of that example's cells.
+	hp := tg.dense(h, LayerLocTrunk, false, nil, 0)    // [B, L]
+	z := tg.dense(tg.cells, LayerLocCell, true, hp, 0) // [B·C, L]
+	s := tg.dense(z, LayerLocScore, false, nil, 0)     // [B·C, 1]
+	return G.Must(nn.AddColumns(base, s))
+}
+
+// dense is y = act(x·W + b + (α/r)·(x·A)·B + v_group) for the named layer:
+// ReLU when relu, v [B, out] added to each example's rows when given (the
+// cell rows of a per-cell layer), and the mean of each group of pool rows
+// when pool > 0 (an example's cells). An adapter whose A and B the graph
+// does not train and whose B is zero adds exactly nothing, and stays so for
+// the graph's life (the optimiser touches only the trainable parameters):
+// it is left out of the graph, as in SFT, where the adapters wait at B = 0
+// for RFT.
+func (tg *TrainGraph) dense(x *G.Node, layer string, relu bool, v *G.Node, pool int) *G.Node {
 	l := tg.p.Layer(layer)
-	y := G.Must(G.Mul(x, tg.weights[layer+SuffixWeight]))
-	if l.Bias != nil {
-		y = G.Must(nn.AddRows(y, tg.weights[layer+SuffixBias]))
+	w := tg.weights[layer+SuffixWeight]
+	cfg := nn.DenseConfig{Bias: l.Bias != nil, ReLU: relu, Pool: pool}
+	inputs := []*G.Node{x, w}
+	adapter := l.Rank > 0 && !tg.inert(l)
+	if adapter {
+		// x·W and x·A as two nodes, as gorgonia sums x's gradient terms.
+		cfg.Product = true
+		inputs = []*G.Node{G.Must(nn.MatMul(tg.team, x, w))}
 	}
-	if l.Rank > 0 && !tg.inert(l) {
-		xa := G.Must(G.Mul(x, tg.weights[layer+SuffixLoRAA]))
-		ab := G.Must(G.Mul(xa, tg.weights[layer+SuffixLoRAB]))
-		y = G.Must(nn.AddScaled(y, ab, float32(l.Scale())))
+	if cfg.Bias {
+		inputs = append(inputs, tg.weights[layer+SuffixBias])
 	}
-	return y
+	if adapter {
+		cfg.Adapter, cfg.Scale = true, float32(l.Scale())
+		xa := G.Must(nn.MatMul(tg.team, x, tg.weights[layer+SuffixLoRAA]))
+		inputs = append(inputs, xa, tg.weights[layer+SuffixLoRAB])
+	}
+	if v != nil {
+		cfg.Groups = tg.p.cfg.Cells
+		inputs = append(inputs, v)
+	}
+	return G.Must(nn.Dense(tg.team, cfg, inputs...))
 }
 
 // inert reports whether a layer's adapter is frozen at B = 0 in this graph.
@@ -189,6 +229,11 @@ func (tg *TrainGraph) inert(l *Layer) bool {
 	trained := slices.Contains(tg.trainable, l.Name+SuffixLoRAA) || slices.Contains(tg.trainable, l.Name+SuffixLoRAB)
 	return !trained && l.zeroAdapter()
 }
+
+// SetWorkers sets how many goroutines Run's products and row-wise passes
+// use (1 at first). Each splits its result by rows or columns, so the
+// results are the same bits whatever the number.
+func (tg *TrainGraph) SetWorkers(n int) { tg.team.SetWorkers(n) }
 
 // Graph is the expression graph, for building losses with gorgonia ops.
 func (tg *TrainGraph) Graph() *G.ExprGraph { return tg.g }
@@ -289,7 +334,9 @@ func (tg *TrainGraph) Run(feeds map[*G.Node][]float32) error {
 		if buf := tg.inputBuf[in]; len(v) != len(buf) {
 			return fmt.Errorf("run: input %s: %d values, want %d", in.Name(), len(v), len(buf))
 		}
-		copy(tg.inputBuf[in], v)
+		if in != tg.Obs { // the graph reads Obs as the global and cells blocks
+			copy(tg.inputBuf[in], v)
+		}
 	}
 	if len(feeds) != len(tg.inputs) {
 		return fmt.Errorf("run: %d feeds for %d inputs", len(feeds), len(tg.inputs))
@@ -318,10 +365,12 @@ func (tg *TrainGraph) Run(feeds map[*G.Node][]float32) error {
 func (tg *TrainGraph) fillBlocks(obs []float32) {
 	cfg := tg.p.cfg
 	od, g, cw := cfg.ObsDim(), cfg.GlobalFeatures, cfg.Cells*cfg.CellFeatures
-	for i := 0; i < tg.batch; i++ {
-		copy(tg.globalBuf[i*g:(i+1)*g], obs[i*od:i*od+g])
-		copy(tg.cellsBuf[i*cw:(i+1)*cw], obs[i*od+g:(i+1)*od])
-	}
+	tg.team.For(tg.batch, 1, 64, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			copy(tg.globalBuf[i*g:(i+1)*g], obs[i*od:i*od+g])
+			copy(tg.cellsBuf[i*cw:(i+1)*cw], obs[i*od+g:(i+1)*od])
+		}
+	})
 }
 
 // LossValue is the loss of the last Run.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pixelis/pixelis/internal/nn"
 	"github.com/pixelis/pixelis/internal/optim"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -327,7 +328,7 @@ func TestStableLogSoftmaxNode(t *testing.T) {
 	g := G.NewGraph()
 	x := G.NewMatrix(g, G.Float32, G.WithShape(2, 3), G.WithValue(tensor.New(tensor.WithShape(2, 3),
 		tensor.WithBacking([]float32{-1000, 1000, 0, 88, 90, 89}))))
-	lp, err := logSoftmax(x)
+	lp, err := nn.LogSoftmax(nil, x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,28 +383,29 @@ func TestTrainGraphErrors(t *testing.T) {
 }
 
 // graphMatMulFLOPs counts 2·m·n·k over the matrix products the compiled
-// training graph runs.
+// training graph runs: internal/nn's and gorgonia's.
 func graphMatMulFLOPs(tg *TrainGraph) int64 {
 	roots := append(G.Nodes{tg.loss, tg.Logits, tg.LogProbs, tg.ChosenLogProb, tg.Entropy}, tg.grads...)
 	sub := tg.g.ExactSubgraphRoots(roots...)
 	var f int64
 	for _, n := range sub.AllNodes() {
-		if n.Op() == nil || !strings.Contains(n.Op().String(), "×") || n.Dims() != 2 {
+		if n.Op() == nil {
 			continue
 		}
-		// |a|·|b| = m·k·k·n and |out| = m·n, so k = √(|a|·|b|/|out|).
-		var sizes []float64
+		var shapes []tensor.Shape
 		for ch := sub.From(n.ID()); ch.Next(); {
-			c := ch.Node().(*G.Node)
-			if c.Dims() == 2 {
-				sizes = append(sizes, float64(c.Shape().TotalSize()))
-			}
+			shapes = append(shapes, ch.Node().(*G.Node).Shape())
 		}
-		if len(sizes) != 2 {
-			continue // a scalar product, not a matrix product
+		if nf := nn.ProductFLOPs(n.Op(), shapes); nf > 0 {
+			f += nf
+			continue
 		}
+		if !strings.Contains(n.Op().String(), "×") || n.Dims() != 2 || len(shapes) != 2 || len(shapes[0]) != 2 || len(shapes[1]) != 2 {
+			continue // not gorgonia's matrix product
+		}
+		// |a|·|b| = m·k·k·n and |out| = m·n, so k = √(|a|·|b|/|out|).
 		mn := float64(n.Shape().TotalSize())
-		f += int64(math.Round(2 * mn * math.Sqrt(sizes[0]*sizes[1]/mn)))
+		f += int64(math.Round(2 * mn * math.Sqrt(float64(shapes[0].TotalSize()*shapes[1].TotalSize())/mn)))
 	}
 	return f
 }

@@ -76,8 +76,8 @@ func BenchmarkPairs(b *testing.B) {
 // BenchmarkTrainerStep is one SFT update as pixelis run trains it: the
 // default network with its rank-8 adapters present (frozen, B = 0), a batch
 // of 256 real pairs, the imitation and unlikelihood loss on the gorgonia
-// graph, and Adam with gradient clipping. bench/torch_steps.py times the
-// same step in PyTorch.
+// graph, and Adam with gradient clipping, on GOMAXPROCS workers (-cpu).
+// bench/torch_steps.py times the same step in PyTorch.
 func BenchmarkTrainerStep(b *testing.B) {
 	const batch = 256
 	cfg, src := benchSource(b, 120)
@@ -100,6 +100,7 @@ func BenchmarkTrainerStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	tr.SetWorkers(runtime.GOMAXPROCS(0)) // -cpu 1: one thread, as PyTorch's side
 	b.ReportAllocs()
 	cpu0 := cputime.Process()
 	for b.Loop() {

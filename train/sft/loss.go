@@ -6,6 +6,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/pixelis/pixelis/internal/optim"
+	"github.com/pixelis/pixelis/internal/par"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 )
@@ -30,6 +31,7 @@ type Trainer struct {
 	avoidW  *G.Node // avoided rows' weights
 	weights Weights
 	opt     *optim.Adam
+	team    *par.Team // the goroutines a step's observations are laid out on
 
 	obs, mask, w, wAvoid []float32
 }
@@ -66,7 +68,7 @@ func NewTrainer(p *policy.Params, batch int, w Weights, adam optim.AdamConfig) (
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{tg: tg, weights: w, opt: optim.NewAdam(adam)}
+	t := &Trainer{tg: tg, weights: w, opt: optim.NewAdam(adam), team: par.NewTeam(1)}
 	if t.rowW, err = tg.NewInput("row_weight", batch); err != nil {
 		return nil, err
 	}
@@ -113,6 +115,14 @@ func (t *Trainer) rowWeight(pr *Pair) float64 {
 	return t.weights.Op
 }
 
+// SetWorkers sets how many goroutines a Step's graph splits its work over
+// (1 at first); the results are the same bits whatever the number.
+func (t *Trainer) SetWorkers(n int) {
+	t.tg.SetWorkers(n)
+	t.opt.SetWorkers(n)
+	t.team.SetWorkers(n)
+}
+
 // Optimizer is the trainer's Adam, for checkpointing.
 func (t *Trainer) Optimizer() *optim.Adam { return t.opt }
 
@@ -124,7 +134,7 @@ func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
 	}
 	obsDim := len(t.obs) / B
 	nA := len(t.mask) / B
-	clear(t.obs)
+	clear(t.obs[len(pairs)*obsDim:]) // the padding rows; the others are decoded below
 	clear(t.mask)
 	clear(t.w)
 	clear(t.wAvoid)
@@ -133,7 +143,13 @@ func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
 		if pr.ObsLen() != obsDim {
 			return Stats{}, fmt.Errorf("sft step: pair %d has %d features, want %d", i, pr.ObsLen(), obsDim)
 		}
-		pr.Observation(t.obs[i*obsDim : (i+1)*obsDim])
+	}
+	t.team.For(len(pairs), 1, 64, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			pairs[i].Observation(t.obs[i*obsDim : (i+1)*obsDim])
+		}
+	})
+	for i, pr := range pairs {
 		t.mask[i*nA+pr.Action] = 1
 		w := t.rowWeight(pr)
 		if pr.Role == env.RoleAvoid {

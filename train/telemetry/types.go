@@ -13,6 +13,7 @@ type Phase string
 const (
 	PhaseSFT  Phase = "sft"
 	PhaseRFT  Phase = "rft"
+	PhaseTTRL Phase = "ttrl"
 	PhaseEval Phase = "eval"
 	// PhaseSteps marks the events of a run of another trainer (watched, or
 	// launched), which has no phases of pixelis's: they are placed by step alone.
