@@ -267,6 +267,9 @@ func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 		err = ctx.Err()
 	case ok && s.done:
 		s.emit(telemetry.EventPhase, "the trainer finished and exited 0", nil)
+		if werr := writeDone(s.spec.RunDir, s.view.step); werr != nil {
+			s.emit(telemetry.EventWarning, DoneFile+": "+werr.Error(), nil)
+		}
 	case ok && s.stop.asked:
 		s.emit(telemetry.EventPhase, "the trainer stopped on request and exited 0", nil)
 		err = owner.ErrStopped
