@@ -22,16 +22,6 @@ import (
 // resume arguments and restores the curriculum's stage and KPI history.
 // flags are launch's arguments before --, child the command after it.
 func (s *slurmSubmit) submitLaunch(ctx context.Context, std stdio, flags, child []string, runDir string, lf launchFlags) error {
-	if err := needSbatch(); err != nil {
-		return err
-	}
-	if _, err := launch.ReadRecord(runDir); err == nil {
-		return usagef("%s already holds a launched run; a Slurm job continues it with `sbatch %s`", runDir, filepath.Join(runDir, "slurm", "run.sbatch"))
-	}
-	abs, err := filepath.Abs(runDir)
-	if err != nil {
-		return err
-	}
 	table, err := s.table()
 	if err != nil {
 		return err
@@ -41,6 +31,16 @@ func (s *slurmSubmit) submitLaunch(ctx context.Context, std stdio, flags, child 
 	if need := lf.grace + launch.DefaultKillAfter; table.Lead() < need {
 		return usagef("--grace %v: a job is warned %v before its time limit, which must cover the grace and the %v from SIGTERM to SIGKILL after it; give a shorter --grace",
 			lf.grace, table.Lead(), launch.DefaultKillAfter)
+	}
+	if err := needSbatch(); err != nil {
+		return err
+	}
+	if _, err := launch.ReadRecord(runDir); err == nil {
+		return usagef("%s already holds a launched run; a Slurm job continues it with `sbatch %s`", runDir, filepath.Join(runDir, "slurm", "run.sbatch"))
+	}
+	abs, err := filepath.Abs(runDir)
+	if err != nil {
+		return err
 	}
 	if !slices.ContainsFunc(table.Sbatch, func(f string) bool {
 		return strings.HasPrefix(f, "--chdir") || strings.HasPrefix(f, "-D")
