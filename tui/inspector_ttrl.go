@@ -16,8 +16,11 @@ import (
 // ttrlStateLines is the inspector's content during TTRL at inner width w.
 func ttrlStateLines(e env, w int) []string {
 	st := e.st
-	if e.snap == nil || e.snap.TTRL == nil {
+	switch {
+	case e.snap == nil || e.snap.TTRL == nil && !e.snap.State.Ended():
 		return []string{st.render(st.dim, "no TTRL state reported yet")}
+	case e.snap.TTRL == nil:
+		return []string{st.render(st.dim, "the run's status carries no TTRL state; the TTRL screen shows its metrics")}
 	}
 	t := e.snap.TTRL
 	textW := max(20, w-len(fieldIndent)-10)

@@ -128,6 +128,15 @@ func TestTTRLStateInspector(t *testing.T) {
 	if strings.Contains(frame, "corridor  [") {
 		t.Errorf("the TTRL inspector without the anchor shows a corridor:\n%s", frame)
 	}
+	// A finished run whose status carries no TTRL state says so.
+	old := ttrlUpdate(0)
+	old.Snapshot.TTRL, old.Snapshot.State = nil, telemetry.StateDone
+	bare := newHarness(t, newFakeFeed(true), Options{}, 120, 40)
+	bare.send(feedMsg(old))
+	bare.press("s")
+	if f := ansi.Strip(bare.frame()); !strings.Contains(f, "the run's status carries no TTRL state") {
+		t.Errorf("the TTRL inspector of a run without its state:\n%s", f)
+	}
 	// A step whose gate passed nothing made no update: no KL to place.
 	dry := ttrlFixtureState
 	dry.GateDry, dry.KL = 2, 0
