@@ -177,8 +177,9 @@ func TestTTRLInspectorEndToEnd(t *testing.T) {
 		Phase string `json:"phase"`
 		TTRL  struct {
 			Position int `json:"position"`
-			Gate     struct{ Seen, Passed int }
-			Hits     int `json:"retrieval_hits"`
+			Gate     struct{ Seen, Passed, Dry int }
+			Hits     int    `json:"retrieval_hits"`
+			Corridor string `json:"corridor"`
 		} `json:"ttrl"`
 	}
 	b, err := os.ReadFile(filepath.Join(manualCheckpoint(t, events), "state.json"))
@@ -189,11 +190,15 @@ func TestTTRLInspectorEndToEnd(t *testing.T) {
 		t.Fatalf("the checkpoint's state.json (%v): %s", err, b)
 	}
 	tt := st.TTRL
-	for _, want := range []string{
+	corridor := ": " + tt.Corridor // where the last update's KL lay
+	if tt.Gate.Dry > 0 {
+		corridor = "the last step made no update (the gate passed nothing)"
+	}
+	for _, want := range []string{corridor,
 		fmt.Sprintf("%d of 400,000 tasks consumed", tt.Position),
 		fmt.Sprintf("passed %d of %d tasks", tt.Gate.Passed, tt.Gate.Seen),
 		fmt.Sprintf("replayed · %d hits", tt.Hits),
-		"memory ", "corridor  [0.0020, 0.050] · last KL", "lr        ",
+		"memory ", "corridor  [0.0020, 0.050] · ", "lr        ",
 	} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("the inspector lacks %q (state.json %s):\n%s", want, b, scr)
