@@ -128,6 +128,16 @@ func TestTTRLStateInspector(t *testing.T) {
 	if strings.Contains(frame, "corridor  [") {
 		t.Errorf("the TTRL inspector without the anchor shows a corridor:\n%s", frame)
 	}
+	// At every size the console supports, the inspector fits (and scrolls).
+	for _, sz := range goldenSizes {
+		small := newHarness(t, newFakeFeed(true), Options{}, sz[0], sz[1])
+		small.send(feedMsg(ttrlUpdate(1)))
+		small.press("s", "end")
+		checkGeometry(t, ansi.Strip(small.frame()), sz[0], sz[1])
+		if f := ansi.Strip(small.frame()); !strings.Contains(f, "never trained on") {
+			t.Errorf("%d×%d: the inspector's end is not reached:\n%s", sz[0], sz[1], f)
+		}
+	}
 	// A finished run whose status carries no TTRL state says so.
 	old := ttrlUpdate(0)
 	old.Snapshot.TTRL, old.Snapshot.State = nil, telemetry.StateDone
