@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -50,7 +51,11 @@ func startServe(t *testing.T, bin string) (url, token string) {
 		t.Fatal(err)
 	}
 	token = hex.EncodeToString(b)
-	p := startProcess(t, bin, []string{"PIXELIS_SERVE_TOKEN=" + token}, "serve", "--config", "smoke", "--addr", "127.0.0.1:0")
+	// The server's live heap grows by about 7 MiB a GRPO step of the example
+	// (episodes closed after each step): at the default --max-memory of 1536
+	// MiB it refuses the example's episodes near step 240, which a test on a
+	// busy machine can reach.
+	p := startProcess(t, bin, []string{"PIXELIS_SERVE_TOKEN=" + token}, "serve", "--config", "smoke", "--addr", "127.0.0.1:0", "--max-memory", "4096")
 	listening := regexp.MustCompile(`listening on (http://\S+)`)
 	if !waitFor(time.Minute, func() bool { url = firstGroup(listening, p.out.String()); return url != "" }) {
 		t.Fatalf("pixelis serve did not start:\n%s\n%s", p.out, p.errOut)
@@ -334,6 +339,7 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 		"--resume-args", "--resume {checkpoint}", "--")
 	args = append(args, exampleCommand(t, py, url)...)
 	exit := filepath.Join(t.TempDir(), "exit")
+	logChildErrOnFailure(t, dir)
 	s := newTmux(t, fmt.Sprintf("%s; echo $? $(date +%%s.%%N) > %s; sleep 600", killOnCleanup(t, args), exit))
 	// a tmux client showing the console in a terminal of its own
 	client := newTmux(t, "env -u TMUX tmux -S "+s.socket+" attach -t e2e")
@@ -507,6 +513,7 @@ func TestLaunchTorchExampleTorchrun(t *testing.T) {
 		"--resume-args", "--resume {checkpoint}", "--")
 	args = append(append(args, torchrun...), example...)
 	exit := filepath.Join(t.TempDir(), "exit")
+	logChildErrOnFailure(t, dir)
 	cmd, pid := killOnCleanupPID(t, args)
 	s := newTmux(t, fmt.Sprintf("%s; echo $? $(date +%%s.%%N) > %s; sleep 600", cmd, exit))
 
@@ -565,6 +572,19 @@ func waitCheckpointAfter(t *testing.T, dir string, step int) telemetry.Event {
 		t.Fatalf("no checkpoint after step %d in %s", step, dir)
 	}
 	return found
+}
+
+// logChildErrOnFailure logs, should the test fail, the end of the launched
+// trainer's standard error: the console shows only its last lines.
+func logChildErrOnFailure(t *testing.T, dir string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, launch.StderrFile))
+		lines := strings.Split(string(b), "\n")
+		t.Logf("the end of %s:\n%s", filepath.Join(dir, launch.StderrFile), strings.Join(lines[max(0, len(lines)-60):], "\n"))
+	})
 }
 
 // bothRanksSaved checks that a checkpoint of two ranks holds both ranks'
