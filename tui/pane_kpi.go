@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -24,12 +25,22 @@ type kpi struct {
 	anyGroup string
 	// passAny: without passAt's group, the largest pass@n of any group.
 	passAny bool
+	// ma, when set, is a moving-average KPI's name up to its window
+	// ("kpi/success_rate_ma"): without the metrics, the chart shows that KPI
+	// over whatever window the curriculum's kpi_window gave it, the label
+	// saying which (success MA5).
+	ma string
 }
 
 // find returns the kpi's series and its label.
 func (k kpi) find(st *store) (*series, string) {
 	if s := st.first(k.metrics); s != nil {
 		return s, k.label
+	}
+	if k.ma != "" {
+		if name, n := st.movingAverage(k.ma); name != "" {
+			return st.get(name), strings.TrimRight(k.label, "0123456789") + strconv.Itoa(n)
+		}
 	}
 	if k.passAt != "" {
 		if name, n := st.highestPass(k.passAt); name != "" {
@@ -78,10 +89,10 @@ func (s kpiSet) resolve(st *store) kpiSet {
 }
 
 var (
-	kpiSuccess  = kpi{label: "success MA100", metrics: []string{"kpi/success_rate_ma100"}}
-	kpiRFinal   = kpi{label: "R_final MA100", metrics: []string{"kpi/reward_final_ma100"}}
-	kpiCoh      = kpi{label: "coherence MA100", metrics: []string{"kpi/coherence_ma100"}}
-	kpiCombined = kpi{label: "combined MA100", metrics: []string{"kpi/combined_score_ma100"}}
+	kpiSuccess  = kpi{label: "success MA100", metrics: []string{"kpi/success_rate_ma100"}, ma: "kpi/success_rate_ma"}
+	kpiRFinal   = kpi{label: "R_final MA100", metrics: []string{"kpi/reward_final_ma100"}, ma: "kpi/reward_final_ma"}
+	kpiCoh      = kpi{label: "coherence MA100", metrics: []string{"kpi/coherence_ma100"}, ma: "kpi/coherence_ma"}
+	kpiCombined = kpi{label: "combined MA100", metrics: []string{"kpi/combined_score_ma100"}, ma: "kpi/combined_score_ma"}
 	kpiKL       = kpi{label: "KL", metrics: []string{"policy/kl"}}
 	kpiFilter   = kpi{label: "filter rate", metrics: []string{"grpo/filter_rate"}}
 	kpiTraj     = kpi{label: "traj len", metrics: []string{"behavior/traj_len_mean"}}

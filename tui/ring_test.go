@@ -176,6 +176,28 @@ func TestHighestPass(t *testing.T) {
 	}
 }
 
+// A moving-average KPI is charted over the window the run's kpi_window
+// gave it, labelled with that window; the window of 100 first.
+func TestMovingAverageKPIs(t *testing.T) {
+	st := newStore(10)
+	if _, label := kpiSuccess.find(st); label != "success MA100" {
+		t.Fatalf("without data the chart is %q", label)
+	}
+	for _, n := range []string{"kpi/success_rate_ma5_slope", "kpi/success_rate_ma20", "kpi/success_rate_ma5", "kpi/reward_final_ma5"} {
+		st.add(n, 1, telemetry.PhaseRFT, 0.25)
+	}
+	if s, label := kpiSuccess.find(st); s != st.get("kpi/success_rate_ma5") || label != "success MA5" {
+		t.Fatalf("success chart finds %v %q, want kpi/success_rate_ma5 as success MA5", s, label)
+	}
+	if s, label := kpiCoh.find(st); s != nil || label != "coherence MA100" {
+		t.Fatalf("coherence chart finds %v %q without a coherence KPI", s, label)
+	}
+	st.add("kpi/success_rate_ma100", 1, telemetry.PhaseRFT, 0.5)
+	if s, label := kpiSuccess.find(st); s != st.get("kpi/success_rate_ma100") || label != "success MA100" {
+		t.Fatalf("success chart finds %v %q, want kpi/success_rate_ma100", s, label)
+	}
+}
+
 // Events take their place by run-wide step, whatever order they arrive in.
 func TestEventLogOrder(t *testing.T) {
 	l := newEventLog(4)

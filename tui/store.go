@@ -299,6 +299,23 @@ func (st *store) highestPass(prefix string) (string, int) {
 	return best, bestN
 }
 
+// movingAverage is the moving-average KPI named prefix and a window
+// ("kpi/success_rate_ma" and 5), and that window; the shortest window when
+// several are held, "" when none is.
+func (st *store) movingAverage(prefix string) (string, int) {
+	best, bestN := "", 0
+	for name := range st.series {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		if n, err := strconv.Atoi(rest); err == nil && n > 0 && (best == "" || n < bestN) {
+			best, bestN = name, n
+		}
+	}
+	return best, bestN
+}
+
 // names lists the metric names held, sorted.
 func (st *store) names() []string {
 	out := make([]string, 0, len(st.series))

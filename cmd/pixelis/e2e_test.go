@@ -106,15 +106,35 @@ func (s *tmuxSession) waitScreen(what string, want ...string) string {
 // that the test can end the process: closing tmux alone would only hang it up,
 // and a hung-up run goes on headless by design.
 func killOnCleanup(t *testing.T, args []string) string {
+	cmd, _ := killOnCleanupPID(t, args)
+	return cmd
+}
+
+// killOnCleanupPID is killOnCleanup, with a function that waits for the
+// process's pid.
+func killOnCleanupPID(t *testing.T, args []string) (cmd string, pid func() int) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
+	read := func() int {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
 	t.Cleanup(func() {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
+		if n := read(); n > 0 {
+			syscall.Kill(n, syscall.SIGKILL)
 		}
 	})
-	return fmt.Sprintf("sh -c 'echo $$ > %s; exec %s'", pidFile, strings.ReplaceAll(shellQuote(args), "'", `'\''`))
+	pid = func() int {
+		t.Helper()
+		if !waitFor(time.Minute, func() bool { return read() > 0 }) {
+			t.Fatalf("%s never held a pid", pidFile)
+		}
+		return read()
+	}
+	return fmt.Sprintf("sh -c 'echo $$ > %s; exec %s'", pidFile, strings.ReplaceAll(shellQuote(args), "'", `'\''`)), pid
 }
 
 func shellQuote(args []string) string {

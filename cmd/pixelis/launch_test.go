@@ -100,8 +100,8 @@ func TestLaunchCommandNotFound(t *testing.T) {
 	}
 }
 
-// Headless: SIGTERM stops the trainer with a checkpoint (exit 0, status
-// stopped); `pixelis resume` starts it again with --resume-args filled with
+// Headless: SIGUSR1 → the trainer checkpoints; SIGTERM stops it with a
+// checkpoint (exit 0, status stopped); `pixelis resume` starts it again with --resume-args filled with
 // that checkpoint, and pixelis's side — the step count, the curriculum's
 // stage and KPI history — continues exactly from it to the end.
 func TestLaunchStopAndResume(t *testing.T) {
@@ -111,6 +111,13 @@ func TestLaunchStopAndResume(t *testing.T) {
 		"--components", "final,coherence,curiosity,cost", "--steps", "300", "--step-time", "0.01")
 	p := startProcess(t, bin, nil, args...)
 	waitLaunchEvent(t, dir, telemetry.EventStageAdvance, "stage 2→3")
+	// SIGUSR1 is a checkpoint now, as for pixelis's own runs
+	p.signal(t, syscall.SIGUSR1)
+	usr1 := waitLaunchEvent(t, dir, telemetry.EventCheckpoint, "saved by the trainer")
+	if path, _ := usr1.Data["path"].(string); usr1.Data["kind"] != "manual" || !fileContains(path, fmt.Sprintf(`"step": %d,`, usr1.Step)) {
+		t.Fatalf("after SIGUSR1: checkpoint event %v at step %d, want the trainer's checkpoint of that step", usr1.Data, usr1.Step)
+	}
+	waitLaunchEvent(t, dir, telemetry.EventCommand, "checkpoint acknowledged by the trainer")
 	p.signal(t, syscall.SIGTERM)
 	if code := p.exit(t); code != 0 {
 		t.Fatalf("exit %d after SIGTERM\n%s\n%s", code, p.out, p.errOut)
