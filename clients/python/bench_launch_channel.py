@@ -96,6 +96,8 @@ def main():
     ap.add_argument("--step-seconds", type=float, default=0.1)
     ap.add_argument("--ranks", type=int, default=1, help="processes under torchrun (gloo, CPU)")
     ap.add_argument("--boundary-every", type=int, default=1, help="connect(boundary_every=): a collective every k steps")
+    ap.add_argument("--collective", action="store_true",
+                    help="with --ranks: also rounds whose step boundaries are collectives (no command board)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
@@ -141,30 +143,40 @@ def torchrun(path, args):
     flags = ["--redirects", "9:1", "--tee", "9:1"] if Std.from_str("0") is None else []  # see the README
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(args.ranks), *flags,
            os.path.abspath(__file__), "--worker", "--rounds", str(args.rounds), "--steps", str(args.steps),
-           "--step-seconds", str(args.step_seconds), "--boundary-every", str(args.boundary_every)]
+           "--step-seconds", str(args.step_seconds), "--boundary-every", str(args.boundary_every),
+           *(["--collective"] if args.collective else [])]
     env = dict(os.environ, PIXELIS_CHANNEL=path, OMP_NUM_THREADS="1")
     subprocess.run(cmd, env=env, check=True)
 
 
-def connect(path, boundary_every):
-    """sdk.connect, tried again while the peer has not yet seen the last round's connection close."""
-    for attempt in range(100):
-        try:
-            return sdk.connect(components=["final", "cost"], reports=["episodes", "successes"], channel=path,
-                               boundary_every=boundary_every)
-        except sdk.Refused:
-            time.sleep(0.1)
+def connect(path, boundary_every, collective=False):
+    """sdk.connect, tried again while the peer has not yet seen the last round's connection close.
+    collective: no command board, so that under torch.distributed every step boundary is a
+    collective (what the SDK falls back to when the ranks are on several nodes)."""
+    create = sdk._Board.create
+    if collective:
+        sdk._Board.create = lambda *a: None
+    try:
+        for attempt in range(100):
+            try:
+                return sdk.connect(components=["final", "cost"], reports=["episodes", "successes"], channel=path,
+                                   boundary_every=boundary_every)
+            except sdk.Refused:
+                time.sleep(0.1)
+    finally:
+        sdk._Board.create = create
     raise RuntimeError("the peer kept refusing")
 
 
 def measure(path, args, n, who):
     """Alternating rounds with the channel and without (the Run outside launch); prints the figures."""
-    res = {"channel": [], "none": []}
-    overhead = {"channel": [], "none": []}  # the process's CPU time per step outside work()
-    in_loop = {"channel": ([], []), "none": ([], [])}
+    modes = ("channel", "none", "collective") if args.collective else ("channel", "none")
+    res = {m: [] for m in modes}
+    overhead = {m: [] for m in modes}  # the process's CPU time per step outside work()
+    in_loop = {m: ([], []) for m in modes}
     for r in range(args.rounds):
-        for mode in (("channel", "none") if r % 2 == 0 else ("none", "channel")):
-            run = connect(path if mode == "channel" else "", args.boundary_every)
+        for mode in (modes if r % 2 == 0 else modes[::-1]):
+            run = connect("" if mode == "none" else path, args.boundary_every, collective=mode == "collective")
             cpu, over, cpu_in, wall = one_round(run, args.steps, n)
             dropped = run.dropped
             run.close()
@@ -174,22 +186,25 @@ def measure(path, args, n, who):
             in_loop[mode][1].extend(wall)
             print(who + "round %d %-7s cpu/step %.2f ms  outside work %.1f us  in-loop cpu %.1f us  dropped %d"
                   % (r, mode, cpu * 1e3, over * 1e6, cpu_in * 1e6, dropped))
-    ch, none = statistics.median(res["channel"]), statistics.median(res["none"])
-    step_cpu = none
-    extra = statistics.median(overhead["channel"]) - statistics.median(overhead["none"])
-    cost = extra / step_cpu
-    wall = sorted(in_loop["channel"][1])
+    step_cpu = statistics.median(res["none"])
     summary = {
         "steps_per_round": args.steps, "rounds": args.rounds, "metrics_per_step": METRICS,
         "boundary_every": args.boundary_every,
-        "cpu_per_step_ms": {"channel": round(ch * 1e3, 3), "none": round(none * 1e3, 3)},
-        "cost_pct": round(100 * cost, 3),
-        "channel_cpu_per_step_us": round(extra * 1e6, 1),
+        "cpu_per_step_ms": {k: round(statistics.median(v) * 1e3, 3) for k, v in res.items()},
         "outside_work_us": {k: round(statistics.median(v) * 1e6, 1) for k, v in overhead.items()},
-        "in_loop_cpu_us": round(statistics.median(in_loop["channel"][0]) * 1e6, 1),
-        "in_loop_wall_us": {"median": round(statistics.median(wall) * 1e6, 1),
-                            "p99": round(wall[int(0.99 * (len(wall) - 1))] * 1e6, 1), "max": round(wall[-1] * 1e6, 1)},
     }
+    for mode in modes[:1] + modes[2:]:
+        extra = statistics.median(overhead[mode]) - statistics.median(overhead["none"])
+        wall = sorted(in_loop[mode][1])
+        key = "" if mode == "channel" else mode + "_"
+        summary.update({
+            key + "cost_pct": round(100 * extra / step_cpu, 3),
+            key + "channel_cpu_per_step_us": round(extra * 1e6, 1),
+            key + "in_loop_cpu_us": round(statistics.median(in_loop[mode][0]) * 1e6, 1),
+            key + "in_loop_wall_us": {"median": round(statistics.median(wall) * 1e6, 1),
+                                      "p99": round(wall[int(0.99 * (len(wall) - 1))] * 1e6, 1),
+                                      "max": round(wall[-1] * 1e6, 1)},
+        })
     print(who + json.dumps(summary), flush=True)
 
 
