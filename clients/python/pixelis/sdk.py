@@ -28,11 +28,16 @@ heartbeat). Heartbeats go every 5 s from that thread, also while paused.
 Acknowledgements, phases, checkpoints and done are never dropped.
 
 Several ranks: one rank (channel_rank, 0 by default) holds the channel. When
-torch.distributed is initialised, step_boundary() is a collective: the holder
-takes the commands that arrived and broadcasts them (broadcast_object_list),
-so every rank gets the same commands at the same step; checkpoint saves and
-stops are collective, so they must. This module never imports torch: it uses
-torch.distributed only when the trainer has imported and initialised it.
+torch.distributed is initialised, every rank gets the same commands at the
+same step boundary (checkpoint saves and stops are collective, so they must).
+On one node (what `pixelis launch` supports) that costs no collective per
+step: the holder posts each command as it arrives on a command board that
+every rank reads at every boundary, for the first boundary no rank has
+passed (_Board); with ranks on several nodes step_boundary() is a collective
+instead (one broadcast of one number; the commands are broadcast when there
+are any). connect() is a collective either way. This module never imports
+torch: it uses torch.distributed only when the trainer has imported and
+initialised it.
 
 Standard library only.
 """
@@ -60,7 +65,7 @@ RUN_DIR_ENV = "PIXELIS_RUN_DIR"
 MAX_LINE = 1 << 20          # the protocol's longest line, bytes (without its newline)
 HEARTBEAT_EVERY_S = 5.0     # the protocol's longest time between heartbeats
 QUEUE_SIZE = 4096           # metrics and samples waiting to be written, at most
-PAUSE_POLL_S = 1.0          # while paused, ranks meet this often (a collective under torch.distributed)
+PAUSE_POLL_S = 1.0          # while paused, the holder waits this long for a command between looks (a collective across nodes)
 FLUSH_TIMEOUT_S = 5.0       # close() waits this long for queued messages to be written
 CONNECT_TIMEOUT_S = 10.0    # the handshake's limit
 
@@ -174,9 +179,9 @@ def connect(components=(), reports=(), config=None, default_weights=None, *, tot
     budget the console's header shows. Only the rank channel_rank
     connects; under torch.distributed, connect() is a collective (all ranks
     start from the holder's stage). boundary_every=k makes only every k-th
-    step_boundary() call meet the other ranks (the others return [] at
-    once): commands then wait up to k steps, and the collective costs a
-    k-th. Raises Refused when pixelis refuses the
+    step_boundary() call look for commands (the others return [] at
+    once): commands then wait up to k steps (for ranks on several nodes,
+    whose boundaries are collectives). Raises Refused when pixelis refuses the
     handshake, OSError when the socket cannot be reached.
     """
     return Run(components, reports, config, default_weights, total_steps=total_steps, channel=channel,
@@ -313,8 +318,9 @@ class Run:
 
     def step_boundary(self, step):
         """The commands that arrived since the last call, the same on every
-        rank (call it once a step on every rank: under torch.distributed it
-        is a collective). A stage command has updated run.stage already and
+        rank (call it once a step on every rank: under torch.distributed a
+        command is carried out at the same boundary everywhere, the first
+        one after its arrival that no rank has passed). A stage command has updated run.stage already and
         is acknowledged; pause and resume are acknowledged and handled here:
         while paused this call blocks (heartbeats go on) until resume or
         stop, then returns the pause and what came with it. checkpoint,
