@@ -345,8 +345,9 @@ class Run:
         ch = self._channel
         if ch is None:
             return None
-        raw = ch.take_commands(PAUSE_POLL_S if wait and self._board is None else 0)
-        return self._payload(raw, ch.connected, ch.take_stage())
+        if self._board is not None:  # the reader thread posts news, a lost channel included; here only what came before the board
+            return self._payload(ch.take_commands(0), True, ch.take_stage())
+        return self._payload(ch.take_commands(PAUSE_POLL_S if wait else 0), ch.connected, ch.take_stage())
 
     def _payload(self, raw, connected, stage):
         """What every rank carries out for the commands raw (with the
@@ -366,7 +367,9 @@ class Run:
     def _post_news(self, raw, stage, connected):
         """The holder's reader thread: news posted on the board at once, for
         the first step boundary no rank has passed."""
-        self._board.post(self._payload(raw, connected, stage), self.boundary_every)
+        payload = self._payload(raw, connected, stage)
+        if payload != _NO_NEWS:
+            self._board.post(payload, self.boundary_every)
 
     def _exchange(self, payload):
         """The payloads every rank carries out at this boundary, in order.
