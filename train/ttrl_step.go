@@ -266,5 +266,26 @@ func (s *ttrlRun) publish() {
 	r.publish(telemetry.Snapshot{
 		Run: r.name, Phase: telemetry.PhaseTTRL, State: r.state, Step: s.step, TotalSteps: s.tc.Steps,
 		Time: time.Now(), StepsPerS: s.rate.rate(s.step), Metrics: s.last, Samples: s.lastSamples,
+		TTRL: s.status(),
 	})
+}
+
+// status is the phase's state for the console's inspector: what a
+// checkpoint holds of it (ttrlState, the memory's size) and the settings that
+// give it meaning.
+func (s *ttrlRun) status() *telemetry.TTRLState {
+	tc, st := s.tc, s.st
+	return &telemetry.TTRLState{
+		Init: st.Init, InitShift: st.InitShift, Shift: st.Shift,
+		StreamStart: s.r.cfg.TTRLStreamStart(), Position: st.Position, StreamTasks: tc.Steps * tc.TasksPerStep,
+		TasksPerStep: tc.TasksPerStep, Samples: tc.Samples,
+		Vote: tc.Vote, Gate: tc.Gate, GatePatience: tc.GatePatience,
+		GateSeen: st.Gate.Seen, GatePassed: st.Gate.Passed, GateDry: st.Gate.Dry, GateEvents: st.Gate.Events,
+		Anchor: tc.Anchor, EMADecay: tc.EMADecay, KL: s.last["ttrl/kl_ema"], KLLow: tc.KLLow, KLHigh: tc.KLHigh,
+		Corridor: st.Corridor, CorridorEvents: st.CorridorEvents, Resets: st.Resets,
+		LR: s.lr(), LR0: tc.LR, LRScale: st.LRScale,
+		Memory: len(s.mem.items), MemoryCap: tc.MemorySize, Retrieval: tc.Retrieval, RetrievalMinSim: tc.RetrievalMinSim,
+		RetrievalHits: st.RetrievalHits,
+		PseudoRight:   st.PseudoRight, OnlineRight: st.OnlineRight, OnlineSeen: st.OnlineSeen,
+	}
 }

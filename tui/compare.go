@@ -196,9 +196,9 @@ func NewCompare(opts CompareOptions) Compare {
 // its tables'. A run's other metrics are read again when it is shown alone.
 func compareNames(name string) bool {
 	switch {
-	case strings.HasPrefix(name, "test/") && strings.Contains(name, "/all/"):
+	case strings.HasPrefix(name, "test/") && (strings.Contains(name, "/all/") || strings.Contains(name, "_minus_")):
 		return true
-	case strings.HasPrefix(name, "val/all/"):
+	case strings.HasPrefix(name, "val/all/"), name == ttrlSuccess:
 		return true
 	}
 	for _, sets := range [][]kpiSet{kpiSetsRFT, kpiSetsSFT} {

@@ -49,6 +49,7 @@ type armGrid struct {
 	seeds   []uint64
 	cells   map[string]map[uint64]armCell
 	kpiName string
+	ttrl    bool // some cell's success is a TTRL run's online stream accuracy
 }
 
 func (g *armGrid) put(arm string, seed uint64, cell armCell) {
@@ -88,12 +89,16 @@ func (c *Compare) armGrid() armGrid {
 				continue
 			}
 			state, step, _ := c.runLine(i)
-			cell := armCell{state: state, step: strings.TrimPrefix(strings.TrimPrefix(step, "rft "), "sft ")}
-			if v, ok := r.metrics.latestValue("kpi/success_rate_ma100"); ok {
-				cell.kpi, cell.have = v, true
+			if _, place, ok := strings.Cut(step, " "); ok {
+				step = place // "rft 120/3,000": the cell has no room for the phase
 			}
+			cell := armCell{state: state, step: step}
+			cell.kpi, cell.have = runSuccess(r.metrics)
 			g.put(arm, seed, cell)
 		}
+	}
+	for _, r := range c.runs {
+		g.ttrl = g.ttrl || r.metrics.get(ttrlSuccess) != nil
 	}
 	slices.Sort(g.seeds)
 	return g
@@ -128,8 +133,8 @@ func (c *Compare) jobCell(j Job) (cell armCell, kpiName string) {
 		cell.kpi, cell.have, kpiName = j.Metrics[names[0]], true, names[0]
 	}
 	if run != nil {
-		if v, ok := run.metrics.latestValue("kpi/success_rate_ma100"); ok {
-			cell.kpi, cell.have = v, true
+		if v, ok := runSuccess(run.metrics); ok {
+			cell.kpi, cell.have, kpiName = v, true, ""
 		}
 	}
 	return cell, kpiName
@@ -145,7 +150,11 @@ const armCellW = 21
 func (c *Compare) viewArms(a area) (string, []string) {
 	st := c.st
 	g := c.armGrid()
-	title := fmt.Sprintf("Arms × seeds · %s per job, mean over seeds · t results", g.kpiName)
+	kpiName := g.kpiName
+	if g.ttrl && kpiName == "success" {
+		kpiName = "success (TTRL: online stream acc, diag)"
+	}
+	title := fmt.Sprintf("Arms × seeds · %s per job, mean over seeds · t results", kpiName)
 	if len(g.arms) == 0 {
 		return title, []string{st.render(st.dim, "no jobs named arm/seed-N")}
 	}

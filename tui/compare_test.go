@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -363,5 +364,63 @@ func TestCompareSlurmJobs(t *testing.T) {
 	hs.press("q")
 	if !hs.quit {
 		t.Fatal("q did not leave a detached experiment's view at once")
+	}
+}
+
+// A TTRL arm beside the RFT model it started from: its success is its online
+// stream accuracy over the last 100 steps (as RFT's is over its last 100),
+// and its test columns are the TTRL model's, not the RFT model's its test
+// also scored.
+func TestCompareTTRLRun(t *testing.T) {
+	runs := []CompareRun{{Name: "rft/seed-1", Dir: "x/rft/seed-1", Feed: newFakeFeed(true)},
+		{Name: "blur/seed-1", Dir: "x/runs/blur/seed-1", Feed: newFakeFeed(true)}}
+	hs := newCmpHarness(t, CompareOptions{Options: Options{Color: "never"}, Title: "experiment ttrl", Runs: runs}, 160, 40)
+	for _, u := range armRun(0, 300) {
+		hs.send(cmpFeedMsg{run: 0, u: u})
+	}
+	hs.send(cmpFeedMsg{run: 0, u: telemetry.Update{Points: []telemetry.Point{{Step: 301, Phase: telemetry.PhaseEval,
+		Metrics: map[string]float64{"test/rft/all/pass@1": 0.912, "test/sft/all/pass@1": 0.83, "test/rft_minus_sft/pass@1": 0.082}}}}})
+	// 120 TTRL steps: the first 20 all wrong, the last 100 right 0.9 of the time.
+	var u telemetry.Update
+	for step := 1; step <= 120; step++ {
+		acc := 0.9
+		if step <= 20 {
+			acc = 0
+		}
+		u.Points = append(u.Points, telemetry.Point{Step: step, Phase: telemetry.PhaseTTRL,
+			Metrics: map[string]float64{"ttrl/online_acc": acc, "ttrl/gate_pass_rate": 0.8}})
+	}
+	u.Points = append(u.Points, telemetry.Point{Step: 121, Phase: telemetry.PhaseEval, Metrics: map[string]float64{
+		"test/rft/all/pass@1": 0.826, "test/ttrl/all/pass@1": 0.833, "test/ttrl_minus_rft/pass@1": 0.007}})
+	u.Snapshot = &telemetry.Snapshot{Run: "seed-1", Phase: telemetry.PhaseTTRL, State: telemetry.StateDone, Step: 120, TotalSteps: 120, Time: fixtureNow}
+	hs.send(cmpFeedMsg{run: 1, u: u})
+	hs.send(cmpFrameMsg{})
+
+	if _, _, kpi := hs.c.runLine(1); kpi != "0.900" {
+		t.Errorf("the run list's success of the TTRL run = %q, want 0.900 (its last 100 steps)", kpi)
+	}
+	f := hs.frame()
+	var row, rftRow string
+	for _, l := range strings.Split(f, "\n") {
+		if strings.Contains(l, "blur/seed-1") && strings.Contains(l, "ttrl 120/120") {
+			row = l
+		}
+		if strings.Contains(l, "rft/seed-1") && strings.Contains(l, "0.912") {
+			rftRow = l
+		}
+	}
+	// success, test pass@1 and Δ test pass@1 of the TTRL model; the RFT run's Δ is RFT − SFT.
+	if !regexp.MustCompile(`ttrl 120/120 +0\.900 .* 0\.833 +\+0\.007`).MatchString(row) || strings.Contains(row, "0.826") {
+		t.Errorf("the results row of the TTRL run: %q\n%s", row, f)
+	}
+	if !strings.Contains(rftRow, "+0.082") {
+		t.Errorf("the results row of the RFT run lacks its Δ: %q", rftRow)
+	}
+	hs.press("t")
+	f = hs.frame()
+	for _, want := range []string{"success (TTRL: online stream acc, diag) per job", "✓ 120/120 0.900", "0.900 (1)"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("arms × seeds lacks %q:\n%s", want, f)
+		}
 	}
 }

@@ -286,13 +286,30 @@ func (c *Compare) runLine(i int) (state, step, kpi string) {
 		step = fmt.Sprintf("%s %s/%s", phaseLabel(s.Phase), fmtInt(s.Step), fmtCompact(s.TotalSteps))
 	}
 	kpi = "—"
-	for _, name := range []string{"kpi/success_rate_ma100", "val/all/greedy"} {
-		if v, ok := r.metrics.latestValue(name); ok {
-			kpi = fmt.Sprintf("%.3f", v)
-			break
-		}
+	if v, ok := runSuccess(r.metrics); ok {
+		kpi = fmt.Sprintf("%.3f", v)
+	} else if v, ok := r.metrics.latestValue("val/all/greedy"); ok {
+		kpi = fmt.Sprintf("%.3f", v)
 	}
 	return state, step, kpi
+}
+
+// ttrlSuccess is what a TTRL phase has for success: the share of the
+// stream's sampled trajectories that were right (a diagnostic: the phase
+// never trains on it), as RFT's success rate is the share of its sampled
+// trajectories that were.
+const ttrlSuccess = "ttrl/online_acc"
+
+// runSuccess is a run's success as the compare view shows it: for a run that
+// reached TTRL, its online stream accuracy over the last maWindow steps
+// (RFT's is over its last 100 steps); else RFT's kpi/success_rate_ma100.
+func runSuccess(metrics *store) (float64, bool) {
+	if s := metrics.get(ttrlSuccess); s != nil {
+		if v, n := s.meanSteps(maWindow); n > 0 {
+			return v, true
+		}
+	}
+	return metrics.latestValue("kpi/success_rate_ma100")
 }
 
 // fmtCompact writes a count in at most 5 cells: 2,000 or 12k.
@@ -360,21 +377,38 @@ func (c *Compare) viewCharts(a area) (string, []string) {
 	return title, out
 }
 
-// resultColumns are the results table's value columns; a column no run has
-// is left out.
-var resultColumns = []struct {
+// resultColumn is a column of the results table: its value in a run is the
+// newest of the kpi's metric, or what get computes from the run's series.
+type resultColumn struct {
 	title string
 	k     kpi
-}{
-	{"success", kpiSuccess},
-	{"R_final", kpiRFinal},
-	{"val greedy", kpiValG},
-	{"val pass@1", kpiValP1},
-	{"val pass@n", kpiValPn},
-	{"RaPR", kpiRaPR},
-	{"KL", kpiKL},
-	{"test pass@1", kpi{label: "test pass@1", metrics: []string{"test/rft/all/pass@1", "test/sft/all/pass@1"}}},
-	{"Δ test pass@1", kpi{label: "Δ test", metrics: []string{"test/rft_minus_sft/pass@1"}}},
+	get   func(*store) (float64, bool)
+}
+
+func (c resultColumn) value(st *store) (float64, bool) {
+	if c.get != nil {
+		return c.get(st)
+	}
+	if s, _ := c.k.find(st); s != nil {
+		return s.latest, true
+	}
+	return 0, false
+}
+
+// resultColumns are the results table's value columns; a column no run has
+// is left out. The test columns are of the run's last model: a TTRL run's
+// test scores the RFT model it started from too, and its Δ is TTRL − RFT
+// (an RFT run's RFT − SFT).
+var resultColumns = []resultColumn{
+	{title: "success", get: runSuccess},
+	{title: "R_final", k: kpiRFinal},
+	{title: "val greedy", k: kpiValG},
+	{title: "val pass@1", k: kpiValP1},
+	{title: "val pass@n", k: kpiValPn},
+	{title: "RaPR", k: kpiRaPR},
+	{title: "KL", k: kpiKL},
+	{title: "test pass@1", k: kpi{label: "test pass@1", metrics: []string{"test/ttrl/all/pass@1", "test/rft/all/pass@1", "test/sft/all/pass@1"}}},
+	{title: "Δ test pass@1", k: kpi{label: "Δ test", metrics: []string{"test/ttrl_minus_rft/pass@1", "test/rft_minus_sft/pass@1"}}},
 }
 
 // viewTable is the results table, or the experiment's arms × seeds.
@@ -387,7 +421,7 @@ func (c *Compare) viewTable(a area) (string, []string) {
 	var cols []int
 	for j, col := range resultColumns {
 		for _, r := range c.runs {
-			if s, _ := col.k.find(r.metrics); s != nil {
+			if _, ok := col.value(r.metrics); ok {
 				cols = append(cols, j)
 				break
 			}
@@ -398,11 +432,11 @@ func (c *Compare) viewTable(a area) (string, []string) {
 		order[i] = i
 	}
 	if c.sortCol > 0 && c.sortCol-1 < len(resultColumns) {
-		k := resultColumns[c.sortCol-1].k
-		title += " · sorted by " + resultColumns[c.sortCol-1].title
+		col := resultColumns[c.sortCol-1]
+		title += " · sorted by " + col.title
 		val := func(i int) float64 {
-			if s, _ := k.find(c.runs[i].metrics); s != nil {
-				return s.latest
+			if v, ok := col.value(c.runs[i].metrics); ok {
+				return v
 			}
 			return math.Inf(-1)
 		}
@@ -435,10 +469,10 @@ func (c *Compare) viewTable(a area) (string, []string) {
 		line := st.render(st.seriesStyle(i), fit(clean(r.name), nameW, true)) + "  " + padLeft(state, 8) + " " + padLeft(step, 15)
 		for _, j := range cols {
 			v := "—"
-			if s, _ := resultColumns[j].k.find(r.metrics); s != nil {
-				v = fmt.Sprintf("%.3f", s.latest)
+			if x, ok := resultColumns[j].value(r.metrics); ok {
+				v = fmt.Sprintf("%.3f", x)
 				if strings.HasPrefix(resultColumns[j].title, "Δ") {
-					v = fmt.Sprintf("%+.3f", s.latest)
+					v = fmt.Sprintf("%+.3f", x)
 				}
 			}
 			line += " " + padLeft(v, colW)

@@ -12,7 +12,8 @@ import (
 )
 
 // inspectorPane is the stage inspector (s): every stage with its full
-// weights, exit conditions, entry step and the transitions that touched it,
+// weights, exit conditions, entry step and the transitions that touched it
+// (during TTRL, which has no stages, the phase's state: inspector_ttrl.go),
 // drawn over the panes at the body's full size; ↑/↓ scroll, esc closes. It
 // is made afresh each time it opens, so it opens at the top.
 type inspectorPane struct {
@@ -35,7 +36,9 @@ func (p inspectorPane) view(e env) (string, []string) {
 	scroll := clamp(p.scroll, 0, max(0, len(lines)-e.h))
 	end := min(len(lines), scroll+e.h)
 	title := "Stages"
-	if e.snap != nil && e.snap.Curriculum.Kind == "data" {
+	if e.kind == screenTTRL {
+		title = "TTRL state · as its checkpoints carry it"
+	} else if e.snap != nil && e.snap.Curriculum.Kind == "data" {
 		title = "Stages · data curriculum"
 	} else if e.snap != nil {
 		title = "Stages · reward curriculum"
@@ -49,6 +52,9 @@ func (p inspectorPane) view(e env) (string, []string) {
 
 // inspectorLines is the inspector's content at inner width w.
 func inspectorLines(e env, w int) []string {
+	if e.kind == screenTTRL {
+		return ttrlStateLines(e, w)
+	}
 	st := e.st
 	if e.snap == nil || len(e.snap.Curriculum.Stages) == 0 {
 		return []string{st.render(st.dim, "no curriculum reported yet")}

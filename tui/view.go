@@ -376,7 +376,10 @@ func (m Model) tooSmallNotes() []string {
 func (m Model) helpKeys() helpKeys {
 	target := m.navTarget()
 	hk := helpKeys{k: m.keys, commands: m.commandable(), paused: isPaused(m.snap), typing: isTyping(target),
-		stages: m.snap != nil && len(m.snap.Curriculum.Stages) > 0}
+		stages: m.snap != nil && (len(m.snap.Curriculum.Stages) > 0 || m.snap.TTRL != nil)}
+	if m.kind == screenTTRL {
+		hk.k.Stages.SetHelp("s", "ttrl state")
+	}
 	switch {
 	case !m.commandable():
 		hk.quit = "quit"

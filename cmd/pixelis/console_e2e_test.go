@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -152,4 +154,82 @@ func TestWatchEndToEnd(t *testing.T) {
 	s.waitScreen("read-only", "a watched run is read-only")
 	s.keys("q")
 	s.waitScreen("quit", "EXIT 0")
+}
+
+// s during TTRL shows the phase's state. Paused and checkpointed, what it
+// says of the stream and the gate is what the checkpoint's state.json holds.
+func TestTTRLInspectorEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	s := newTmux(t, killOnCleanup(t, []string{bin, "run", "--run-dir", dir, "--config", "smoke", "--phases", "sft,rft,ttrl,test",
+		"--set", "sft.steps=1", "--set", "sft.warmup_steps=0", "--set", "rft.steps=1", "--set", "rft.warmup_steps=0",
+		"--set", "ttrl.steps=100000", "--set", "checkpoint.every=0"})+"; sleep 60")
+	events := filepath.Join(dir, "events.jsonl")
+	s.waitScreen("ttrl phase", "pixelis · ttrl", "TTRL · step · phase", "s ttrl state")
+	s.keys("p")
+	s.waitScreen("paused", "● paused")
+	s.keys("c")
+	waitFile(t, "checkpoint key", events, `"kind":"manual"`)
+	s.keys("s")
+	scr := s.waitScreen("ttrl inspector", "TTRL state · as its checkpoints carry it", "tasks consumed", "adapting to the unshifted world")
+
+	var st struct {
+		Phase string `json:"phase"`
+		TTRL  struct {
+			Position int `json:"position"`
+			Gate     struct{ Seen, Passed, Dry int }
+			Hits     int    `json:"retrieval_hits"`
+			Corridor string `json:"corridor"`
+		} `json:"ttrl"`
+	}
+	b, err := os.ReadFile(filepath.Join(manualCheckpoint(t, events), "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil || st.Phase != "ttrl" || st.TTRL.Position == 0 {
+		t.Fatalf("the checkpoint's state.json (%v): %s", err, b)
+	}
+	tt := st.TTRL
+	corridor := ": " + tt.Corridor // where the last update's KL lay
+	if tt.Gate.Dry > 0 {
+		corridor = "the last step made no update (the gate passed nothing)"
+	}
+	for _, want := range []string{corridor,
+		fmt.Sprintf("%d of 400,000 tasks consumed", tt.Position),
+		fmt.Sprintf("passed %d of %d tasks", tt.Gate.Passed, tt.Gate.Seen),
+		fmt.Sprintf("replayed · %d hits", tt.Hits),
+		"memory ", "corridor  [0.0020, 0.050] · ", "lr        ",
+	} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the inspector lacks %q (state.json %s):\n%s", want, b, scr)
+		}
+	}
+	s.keys("Escape")
+	s.waitScreen("inspector closed", "TTRL · step · phase", "KL to the EMA · corridor")
+	s.keys("q")
+	s.waitScreen("stop question", "stop the run? (y/n/esc)")
+	s.keys("n")
+	waitFile(t, "stopped", filepath.Join(dir, "status.json"), `"state":"stopped"`)
+}
+
+// manualCheckpoint is the path of the first checkpoint the events name as
+// asked for (c).
+func manualCheckpoint(t *testing.T, events string) string {
+	t.Helper()
+	f, err := os.Open(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e struct {
+			Data struct{ Path, Kind string }
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Data.Kind == "manual" && e.Data.Path != "" {
+			return e.Data.Path
+		}
+	}
+	t.Fatalf("%s names no manual checkpoint", events)
+	return ""
 }

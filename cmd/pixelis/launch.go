@@ -43,6 +43,8 @@ func cmdLaunch(ctx context.Context, args []string, std stdio) error {
 	var lf launchFlags
 	lf.configFlags.register(fs)
 	lf.register(fs)
+	var sub slurmSubmit
+	sub.register(fs)
 	cut := slices.Index(args, "--")
 	if cut < 0 {
 		if _, err := parse(fs, args); err != nil {
@@ -85,6 +87,9 @@ func cmdLaunch(ctx context.Context, args []string, std stdio) error {
 			n = time.Now().Format("2006-01-02-150405")
 		}
 		runDir, where = filepath.Join(cfg.Run.Dir, n), "run.dir"
+	}
+	if sub.on() {
+		return sub.submitLaunch(ctx, std, args[:cut], child, runDir, lf)
 	}
 	lock, err := lockRun(runDir, where, "launch")
 	if err != nil {
@@ -195,6 +200,9 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 	rec, err := launch.ReadRecord(runDir)
 	if err != nil {
 		return usageError{err}
+	}
+	if _, err := os.Stat(filepath.Join(runDir, launch.DoneFile)); err == nil {
+		return usagef("%s finished (its trainer said done: %s): there is nothing to resume", runDir, launch.DoneFile)
 	}
 	cfg, err := configs.Load(filepath.Join(runDir, "config.toml"))
 	if err != nil {

@@ -45,8 +45,8 @@ func (s *slurmSubmit) on() bool { return s.scheduler == "slurm" }
 // submit writes the run's job script and submits it; the run is created by
 // the job. args are the command's own, less the scheduler's flags.
 func (s *slurmSubmit) submit(ctx context.Context, std stdio, name string, args []string, runDir string, phases []string) error {
-	if _, err := exec.LookPath("sbatch"); err != nil {
-		return usagef("--scheduler slurm: sbatch is not on PATH (submit from a machine of the cluster, such as its login node)")
+	if err := needSbatch(); err != nil {
+		return err
 	}
 	if _, err := train.ReadRunInfo(runDir); err == nil {
 		return usagef("%s already holds a run; a Slurm job continues it with `sbatch %s`", runDir, filepath.Join(runDir, "slurm", "run.sbatch"))
@@ -55,12 +55,32 @@ func (s *slurmSubmit) submit(ctx context.Context, std stdio, name string, args [
 	if err != nil {
 		return err
 	}
+	table, err := s.table()
+	if err != nil {
+		return err
+	}
+	start := append([]string{name}, runFlags(args)...)
+	start = append(start, "--run-dir", abs, "--no-tui")
+	return submitTask(ctx, std, experiment.ScriptTask{RunDir: abs, Done: experiment.DoneMark(phases), Start: start, Workers: true}, table)
+}
+
+func needSbatch() error {
+	if _, err := exec.LookPath("sbatch"); err != nil {
+		return usagef("--scheduler slurm: sbatch is not on PATH (submit from a machine of the cluster, such as its login node)")
+	}
+	return nil
+}
+
+// table is the scheduler table the --sbatch flags make.
+func (s *slurmSubmit) table() (experiment.SchedulerTable, error) {
 	table := experiment.SchedulerTable{Name: "slurm"}
 	for _, f := range s.sbatch {
 		if v, ok := strings.CutPrefix(f, "--cpus-per-task="); ok {
-			if table.CPUsPerTask, err = strconv.Atoi(v); err != nil || table.CPUsPerTask < 1 {
-				return usagef("--sbatch %s: want a count of CPUs", f)
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return table, usagef("--sbatch %s: want a count of CPUs", f)
 			}
+			table.CPUsPerTask = n
 			continue
 		}
 		if v, ok := strings.CutPrefix(f, "--time="); ok {
@@ -70,20 +90,23 @@ func (s *slurmSubmit) submit(ctx context.Context, std stdio, name string, args [
 		table.Sbatch = append(table.Sbatch, f)
 	}
 	if err := table.Check(); err != nil {
-		return usageError{err}
+		return table, usageError{err}
 	}
+	return table, nil
+}
+
+// submitTask copies the binary beside the task's job script, submits it and
+// says how to follow the job.
+func submitTask(ctx context.Context, std stdio, task experiment.ScriptTask, table experiment.SchedulerTable) error {
 	bin, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	start := append([]string{name}, runFlags(args)...)
-	start = append(start, "--run-dir", abs, "--no-tui")
-	task := experiment.ScriptTask{RunDir: abs, Done: experiment.DoneMark(phases), Start: start, Workers: true}
 	id, script, err := experiment.SubmitRun(ctx, bin, task, table)
 	if err != nil {
 		return usageError{err}
 	}
-	fmt.Fprintf(std.out, "submitted %s as Slurm job %s (its script: %s)\nwatch it with `squeue -j %s` and `pixelis attach %s` once it runs\n", abs, id, script, strings.Split(id, "_")[0], abs)
+	fmt.Fprintf(std.out, "submitted %s as Slurm job %s (its script: %s)\nwatch it with `squeue -j %s` and `pixelis attach %s` once it runs\n", task.RunDir, id, script, strings.Split(id, "_")[0], task.RunDir)
 	return nil
 }
 

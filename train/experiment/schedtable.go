@@ -103,6 +103,13 @@ func (t *SchedulerTable) check() []error {
 	return errs
 }
 
+// Lead is the warning a job gets before its time limit (--signal=B:USR2@lead),
+// once the table is checked.
+func (t *SchedulerTable) Lead() time.Duration {
+	lead, _ := t.lead()
+	return lead
+}
+
 func (t *SchedulerTable) lead() (time.Duration, error) {
 	if t.SignalLead == "" {
 		return defaultSignalLead, nil

@@ -18,12 +18,16 @@ import (
 
 // ScriptTask is one array task of a job script.
 type ScriptTask struct {
-	Index  int      // $SLURM_ARRAY_TASK_ID
-	Name   string   // "arm/seed-N"
-	RunDir string   // the run directory
-	Done   string   // the file, under RunDir, that says the run finished
-	Log    string   // where the run's output goes
-	Start  []string // pixelis arguments that start the run when RunDir holds none
+	Index  int    // $SLURM_ARRAY_TASK_ID
+	Name   string // "arm/seed-N"
+	RunDir string // the run directory
+	Done   string // the file, under RunDir, that says the run finished
+	// Begun is the file, under RunDir, that says the run has begun, so that
+	// the job resumes it rather than starting it (default run.json; a
+	// launched trainer's run has launch.json).
+	Begun string
+	Log   string   // where the run's output goes
+	Start []string // pixelis arguments that start the run when RunDir holds none
 	// Resume are the pixelis arguments that continue it from its latest
 	// checkpoint once it has begun (default: resume RUN_DIR --no-tui).
 	Resume []string
@@ -60,6 +64,11 @@ func jobScript(h ScriptHeader, binary string, tasks []ScriptTask) string {
 		fmt.Fprintf(&b, "\tname=%s\n", shellQuote(t.Name))
 		fmt.Fprintf(&b, "\trun_dir=%s\n", shellQuote(t.RunDir))
 		fmt.Fprintf(&b, "\tdone_mark=%s\n", shellQuote(t.Done))
+		begun := t.Begun
+		if begun == "" {
+			begun = train.RunInfoFile
+		}
+		fmt.Fprintf(&b, "\tbegun_mark=%s\n", shellQuote(begun))
 		fmt.Fprintf(&b, "\tlog=%s\n", shellQuote(t.Log))
 		workers := ""
 		if t.Workers {
@@ -74,7 +83,7 @@ func jobScript(h ScriptHeader, binary string, tasks []ScriptTask) string {
 		b.WriteString("\t;;\n")
 	}
 	b.WriteString("*)\n\techo \"no run for array task $SLURM_ARRAY_TASK_ID\" >&2\n\texit 2\n\t;;\nesac\n")
-	b.WriteString(strings.NewReplacer("@REQUEUE@", fmt.Sprint(ExitRequeue), "@RUNINFO@", train.RunInfoFile).Replace(scriptBody))
+	b.WriteString(strings.NewReplacer("@REQUEUE@", fmt.Sprint(ExitRequeue)).Replace(scriptBody))
 	return b.String()
 }
 
@@ -102,7 +111,7 @@ if [ -e "$run_dir/$done_mark" ]; then
 	echo "== $(stamp) $name is done already"
 	exit 0
 fi
-if [ -e "$run_dir/@RUNINFO@" ]; then
+if [ -e "$run_dir/$begun_mark" ]; then
 	cmd=("${resume[@]}")
 else
 	cmd=("${start[@]}")

@@ -27,3 +27,9 @@ func exitStatus(ps *os.ProcessState) (status string, ok bool) {
 	}
 	return fmt.Sprintf("exit status %d", ps.ExitCode()), ps.ExitCode() == 0
 }
+
+// killedBy reports whether the child was ended by sig.
+func killedBy(ps *os.ProcessState, sig syscall.Signal) bool {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
+}

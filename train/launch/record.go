@@ -138,3 +138,21 @@ func SplitWords(s string) ([]string, error) {
 	}
 	return words, nil
 }
+
+// DoneFile is written to the run directory when the trainer said done and
+// exited 0: its presence says the launched run finished (a Slurm job that is
+// requeued after its end finds it and does not start the trainer again).
+const DoneFile = "launch_done.json"
+
+// writeDone records that the trainer finished at step.
+func writeDone(runDir string, step int) error {
+	b, _ := json.Marshal(struct {
+		Step int       `json:"step"`
+		Time time.Time `json:"time"`
+	}{step, time.Now().UTC()})
+	tmp := filepath.Join(runDir, DoneFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(runDir, DoneFile))
+}

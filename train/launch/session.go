@@ -131,6 +131,12 @@ func (s *session) close() {
 	}
 }
 
+// stopBesideSIGTERM is how long a trainer ended by SIGTERM unasked waits
+// for the owner's stop before it counts as died: a batch scheduler (Slurm's
+// scancel, requeue, preemption) sends SIGTERM to every process of the job,
+// pixelis and the trainer within milliseconds of each other.
+const stopBesideSIGTERM = time.Second
+
 // tickEvery is how often the session looks at its clocks (acknowledgement
 // timeouts, silence, the stop's deadlines) and at the child's output.
 const tickEvery = 200 * time.Millisecond
@@ -256,6 +262,14 @@ func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 	s.drain()
 	s.readOutput(true)
 	status, ok := exitStatus(ps)
+	if !s.stop.asked && killedBy(ps, syscall.SIGTERM) {
+		// A batch scheduler signals pixelis too: its stop may be on the way.
+		select {
+		case <-s.w.Stop.Requested():
+			s.stop.asked = true
+		case <-time.After(stopBesideSIGTERM):
+		}
+	}
 	if s.bad > 0 {
 		s.emit(telemetry.EventWarning, fmt.Sprintf("%d lines from the trainer were ignored (malformed, oversized or of an unknown type)", s.bad), map[string]any{"bad_lines": s.bad})
 	}
@@ -267,6 +281,9 @@ func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 		err = ctx.Err()
 	case ok && s.done:
 		s.emit(telemetry.EventPhase, "the trainer finished and exited 0", nil)
+		if werr := writeDone(s.spec.RunDir, s.view.step); werr != nil {
+			s.emit(telemetry.EventWarning, DoneFile+": "+werr.Error(), nil)
+		}
 	case ok && s.stop.asked:
 		s.emit(telemetry.EventPhase, "the trainer stopped on request and exited 0", nil)
 		err = owner.ErrStopped
@@ -275,6 +292,12 @@ func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 		err = owner.ErrStopped
 	case s.stop.asked && s.stop.signalled:
 		s.emit(telemetry.EventWarning, "the trainer was ended by a signal after the stop request: "+status, nil)
+		err = owner.ErrStopped
+	case s.stop.asked && killedBy(ps, syscall.SIGTERM):
+		// A batch scheduler (Slurm's scancel, requeue, preemption) sends
+		// SIGTERM to every process of the job: pixelis's stop and the
+		// trainer's SIGTERM are one stop.
+		s.emit(telemetry.EventWarning, "the trainer was ended by a SIGTERM from outside pixelis during the stop (a batch scheduler signals every process of its job): it resumes from the last checkpoint it reported", nil)
 		err = owner.ErrStopped
 	default:
 		d := &DiedError{Status: status, Tail: tail(filepath.Join(s.spec.RunDir, StderrFile), 10), Path: filepath.Join(s.spec.RunDir, StderrFile)}

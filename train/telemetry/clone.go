@@ -10,6 +10,10 @@ import (
 func (s Snapshot) Clone() Snapshot {
 	s.Metrics = maps.Clone(s.Metrics)
 	s.Curriculum = s.Curriculum.Clone()
+	if s.TTRL != nil {
+		t := *s.TTRL
+		s.TTRL = &t
+	}
 	if s.Process != nil {
 		p := *s.Process
 		s.Process = &p

@@ -59,7 +59,9 @@ type Snapshot struct {
 	StepsPerS  float64            `json:"steps_per_s"`
 	Metrics    map[string]float64 `json:"m"`
 	Curriculum Curriculum         `json:"curriculum"`
-	Samples    []Sample           `json:"samples,omitempty"`
+	// TTRL is the TTRL phase's state, nil outside it.
+	TTRL    *TTRLState `json:"ttrl,omitempty"`
+	Samples []Sample   `json:"samples,omitempty"`
 	// RunStep is Step on the run-wide axis of metrics.jsonl (Step counts
 	// within the phase): points and snapshots meet on it.
 	RunStep int `json:"run_step,omitempty"`
@@ -87,6 +89,62 @@ type Curriculum struct {
 	Progress []Condition  `json:"progress,omitempty"` // live exit-condition progress of the current stage
 	History  []Transition `json:"history,omitempty"`
 	Note     string       `json:"note,omitempty"` // e.g. "next advance attempt at step 900 (cooldown)"
+}
+
+// TTRLState is the TTRL phase as its checkpoints carry it — where the stream
+// is, what the confidence gate did, where the KL to the EMA lies against its
+// corridor, the learning rate it set, the retrieval memory — with the
+// settings that give those numbers their meaning (the [ttrl] keys).
+type TTRLState struct {
+	// Init is the RFT checkpoint the phase started from, InitShift the [env]
+	// shift it was trained on ("?" when unknown), Shift the one adapted to.
+	Init      string `json:"init"`
+	InitShift string `json:"init_shift"`
+	Shift     string `json:"shift"`
+	// The stream: validation tasks from StreamStart, Position of them
+	// consumed, StreamTasks in the whole phase (steps × tasks per step).
+	StreamStart  int `json:"stream_start"`
+	Position     int `json:"position"`
+	StreamTasks  int `json:"stream_tasks"`
+	TasksPerStep int `json:"tasks_per_step"`
+	Samples      int `json:"samples"` // k trajectories per task
+	// The vote and the gate: the tasks voted on, those passed, the steps in a
+	// row that passed nothing and the dry spells reported.
+	Vote         string  `json:"vote"`
+	Gate         float64 `json:"gate"`
+	GatePatience int     `json:"gate_patience"`
+	GateSeen     int     `json:"gate_seen"`
+	GatePassed   int     `json:"gate_passed"`
+	GateDry      int     `json:"gate_dry"`
+	GateEvents   int     `json:"gate_events"`
+	// The anchor: the last step's KL to the EMA and where it lay against
+	// [KLLow, KLHigh] ("inside", "below", "above"), how often it left the
+	// corridor upwards and how many steps were undone.
+	Anchor         string  `json:"anchor"`
+	EMADecay       float64 `json:"ema_decay"`
+	KL             float64 `json:"kl"`
+	KLLow          float64 `json:"kl_low"`
+	KLHigh         float64 `json:"kl_high"`
+	Corridor       string  `json:"corridor"`
+	CorridorEvents int     `json:"corridor_events"`
+	Resets         int     `json:"resets"`
+	// The learning rate: LR = LR0 × LRScale.
+	LR      float64 `json:"lr"`
+	LR0     float64 `json:"lr0"`
+	LRScale float64 `json:"lr_scale"`
+	// The retrieval memory: Memory of MemoryCap passed tasks held, up to
+	// Retrieval nearest replayed at cosine ≥ RetrievalMinSim, RetrievalHits
+	// replayed so far.
+	Memory          int     `json:"memory"`
+	MemoryCap       int     `json:"memory_cap"`
+	Retrieval       int     `json:"retrieval"`
+	RetrievalMinSim float64 `json:"retrieval_min_sim"`
+	RetrievalHits   int     `json:"retrieval_hits"`
+	// Diagnostics from the true answers, never trained on: passed tasks whose
+	// pseudo-label was right, and sampled stream trajectories right of seen.
+	PseudoRight int `json:"pseudo_right"`
+	OnlineRight int `json:"online_right"`
+	OnlineSeen  int `json:"online_seen"`
 }
 
 // Stage is one curriculum stage.

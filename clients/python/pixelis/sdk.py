@@ -52,6 +52,7 @@ import math
 import itertools
 import os
 import select
+import signal
 import socket
 import struct
 import sys
@@ -68,6 +69,7 @@ QUEUE_SIZE = 4096           # metrics and samples waiting to be written, at most
 PAUSE_POLL_S = 1.0          # while paused, the holder waits this long for a command between looks (a collective across nodes)
 FLUSH_TIMEOUT_S = 5.0       # close() waits this long for queued messages to be written
 CONNECT_TIMEOUT_S = 10.0    # the handshake's limit
+SAME_STOP_S = 5.0           # a SIGTERM this soon after a stop began is that stop (a scheduler's, beside pixelis's)
 
 KINDS = ("checkpoint", "pause", "resume", "evaluate", "stop", "stage")
 
@@ -210,6 +212,11 @@ class Run:
         self._callbacks = {}
         self._done = False
         self._channel = None
+        self._stop_began = None    # time.monotonic() of the first stop or SIGTERM
+        self._sigterm_stop = False  # a SIGTERM asked for a stop the next boundary brings
+        self._stop_given = False   # a stop was handed to the trainer
+        self._sigterm_guard = None  # the SIGTERM disposition connect() replaced
+        self._closed = False
         path = channel if channel is not None else os.environ.get(CHANNEL_ENV)
         if path and self.rank == channel_rank:
             hello = {"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(), "rank": self.rank,
@@ -229,6 +236,8 @@ class Run:
                 raise Refused("the welcome's stage: " + st)
         self.active = bool(path)
         self._sync_start()
+        if self.active:
+            self._guard_sigterm()
 
     # --- what the trainer sends ------------------------------------------------------------
 
@@ -289,6 +298,48 @@ class Run:
         """Write what is queued (waiting at most flush_timeout) and close the channel."""
         if self._channel is not None:
             self._channel.close(flush_timeout)
+        if self._sigterm_guard is not None and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+            try:
+                signal.signal(signal.SIGTERM, self._sigterm_guard)
+                self._sigterm_guard = None
+            except ValueError:  # closed from another thread: the handler stays, taking SIGTERM's default action
+                pass
+        self._closed = True
+
+    # --- SIGTERM under launch -----------------------------------------------------------
+
+    def _guard_sigterm(self):
+        """Under launch, SIGTERM is the stop pixelis asks for, not an end at
+        once: a batch scheduler (Slurm's scancel, scontrol requeue, a
+        preemption) sends it to every process of the job, the trainer
+        included, just as pixelis, which got it too, sends its stop. The
+        trainer then hears one stop, with a checkpoint, whichever comes
+        first, and its checkpoint is not cut short. A SIGTERM more than
+        SAME_STOP_S after the stop began (pixelis's own, after its grace)
+        ends the process as SIGTERM does. Only where SIGTERM has its default
+        action and in the main thread: a handler the trainer installed stays."""
+        try:
+            if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+                return
+            self._sigterm_guard = signal.signal(signal.SIGTERM, self._on_sigterm)
+        except (ValueError, OSError):  # not the main thread
+            self._sigterm_guard = None
+
+    def _on_sigterm(self, signum, frame):
+        now = time.monotonic()
+        began = self._stop_began
+        if self._channel is not None and self._channel.stop_arrived is not None:
+            began = min(began or now, self._channel.stop_arrived)
+        if self._closed:
+            began = -math.inf
+        if began is None:
+            self._stop_began, self._sigterm_stop = now, True
+            log.warning("SIGTERM: stopping at the end of this step with a checkpoint, as pixelis's stop does")
+        elif now - began <= SAME_STOP_S:
+            log.warning("SIGTERM %.1f s after the stop began: the same stop", now - began)
+        else:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def __enter__(self):
         return self
@@ -346,8 +397,14 @@ class Run:
         if ch is None:
             return None
         if self._board is not None:  # the reader thread posts news, a lost channel included; here only what came before the board
-            return self._payload(ch.take_commands(0), True, ch.take_stage())
-        return self._payload(ch.take_commands(PAUSE_POLL_S if wait else 0), ch.connected, ch.take_stage())
+            payload = self._payload(ch.take_commands(0), True, ch.take_stage())
+        else:
+            payload = self._payload(ch.take_commands(PAUSE_POLL_S if wait else 0), ch.connected, ch.take_stage())
+        cmds = payload["commands"]
+        if self._sigterm_stop and not any(k == "stop" for _, k, _, _ in cmds):
+            cmds.append((None, "stop", {"checkpoint": True}, None))  # SIGTERM's stop, on every rank at once
+        self._sigterm_stop = False
+        return payload
 
     def _payload(self, raw, connected, stage):
         """What every rank carries out for the commands raw (with the
@@ -426,6 +483,12 @@ class Run:
                     c.ack()
             elif kind == "stop":
                 self.paused = False
+                if self._stop_given:  # SIGTERM's and pixelis's: one stop
+                    c.ack(True, "already stopping")
+                    continue
+                self._stop_given = True
+                if self._stop_began is None:
+                    self._stop_began = time.monotonic()
             if kind in self._callbacks and kind not in ("pause", "resume"):
                 if not self._call(c) and kind == "stage":
                     self.stage = before  # the trainer could not take it
@@ -692,6 +755,7 @@ class _Channel:
         self._closing = False
         self._inbox_cv = threading.Condition()
         self._inbox = collections.deque()
+        self.stop_arrived = None  # time.monotonic() when the first stop command arrived
         self._stage = None  # a reconnect's welcome stage, for the next boundary
         self._forward = None  # when set: fn(commands, stage, connected) takes news as it arrives (the board)
         self.heartbeat_every = HEARTBEAT_EVERY_S
@@ -755,6 +819,8 @@ class _Channel:
                 if not isinstance(msg, dict):
                     log.warning("pixelis sent a line that is not a JSON object: %r", line[:200])
                 elif msg.get("type") == "command":
+                    if msg.get("kind") == "stop" and self.stop_arrived is None:
+                        self.stop_arrived = time.monotonic()
                     with self._inbox_cv:
                         forward = self._forward
                         if forward is None:

@@ -34,8 +34,9 @@ config. Then:
   ValueError, or pixelis.sdk.Refused from the handshake) and later (the
   command's ack says so; the weights stay).
 
-It installs no signal handler, so a SIGTERM handler the Trainer installed
-(transformers' enable_jit_checkpoint) stays in place.
+A SIGTERM handler the Trainer installed (transformers'
+enable_jit_checkpoint) stays in place: the SDK takes SIGTERM as a stop only
+where it has its default action.
 
 This adapter follows transformers' callback interface (TrainerCallback,
 TrainerControl, TrainerState, CallbackHandler's event calls) and TRL's

@@ -11,6 +11,8 @@ import math
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -341,7 +343,7 @@ class Channel(unittest.TestCase):
         t.join(WAIT_S)
         self.assertIsNone(t.error)
 
-    def test_connect_installs_no_signal_handler(self):
+    def test_connect_keeps_a_sigterm_handler_the_trainer_installed(self):
         def handler(signum, frame):
             pass
         old = signal.signal(signal.SIGTERM, handler)
@@ -350,6 +352,40 @@ class Channel(unittest.TestCase):
         run.step_boundary(0)
         run.done()
         self.assertIs(signal.getsignal(signal.SIGTERM), handler)
+
+    def test_sigterm_and_pixelis_stop_are_one_stop_with_a_checkpoint(self):
+        # A batch scheduler's SIGTERM reaches the trainer beside pixelis's stop command.
+        self.assertEqual(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)
+        run = self.connect()
+        self.assertEqual(run.step_boundary(0), [])
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs in this thread before the next line
+        cmds = run.step_boundary(1)
+        self.assertEqual([(c.kind, c.args) for c in cmds], [("stop", {"checkpoint": True})])
+        cid = self.peer.command("stop", {"checkpoint": True})
+        deadline = time.monotonic() + WAIT_S
+        while run._channel.stop_arrived is None:  # the reader thread has it
+            self.assertLess(time.monotonic(), deadline, "the stop command never arrived")
+            time.sleep(0.01)
+        self.assertEqual(run.step_boundary(2), [], "the second stop was handed to the trainer")
+        ack = self.peer.wait_ack(cid)
+        self.assertTrue(ack["ok"])
+        self.assertEqual(ack.get("reason"), "already stopping")
+        os.kill(os.getpid(), signal.SIGTERM)  # within SAME_STOP_S: the same stop, nothing more
+        self.assertEqual(run.step_boundary(3), [])
+        run.close(1.0)
+        self.assertEqual(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)
+
+    def test_a_sigterm_long_after_the_stop_ends_the_trainer(self):
+        # pixelis's own SIGTERM after its grace: the default action.
+        code = ("import os, signal, sys; from pixelis import sdk; sdk.SAME_STOP_S = 0.0\n"
+                "run = sdk.connect(channel=sys.argv[1])\n"
+                "os.kill(os.getpid(), signal.SIGTERM)\n"
+                "assert [c.kind for c in run.step_boundary(0)] == ['stop']\n"
+                "os.kill(os.getpid(), signal.SIGTERM)\n"
+                "print('survived')\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        p = subprocess.run([sys.executable, "-c", code, self.peer.path], env=env, capture_output=True, timeout=WAIT_S)
+        self.assertEqual(p.returncode, -signal.SIGTERM, p.stdout + p.stderr)
 
     def test_training_loop_carries_out_commands(self):
         run = self.connect()
