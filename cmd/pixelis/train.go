@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -70,15 +71,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	var cf configFlags
 	cf.register(fs)
 	var init, phaseList string
-	switch name {
-	case "rft":
-		fs.StringVar(&init, "init", "", "SFT checkpoint `DIR` RFT starts from (default: <run-dir>/checkpoints/sft_final)")
-	case "ttrl":
-		fs.StringVar(&init, "init", "", "RFT checkpoint `DIR` TTRL starts from (default: <run-dir>/checkpoints/rft_final)")
-	case "run":
-		fs.StringVar(&init, "init", "", "checkpoint `DIR` the first phase starts from: the SFT model of --phases rft,…, the RFT model of --phases ttrl,…")
-		fs.StringVar(&phaseList, "phases", "sft,rft,test", "the phases to run, some of sft, rft, ttrl, test in that order")
-	}
+	registerPhaseFlags(fs, name, &init, &phaseList)
 	var sub slurmSubmit
 	sub.register(fs)
 	pos, err := parse(fs, args)
@@ -122,27 +115,8 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		}
 	}
 	if startsWithRFT || startsWithTTRL {
-		if init == "" && startsWithRFT {
-			init = cfg.RFT.Init
-		}
-		if init == "" {
-			own := train.SFTFinal
-			if startsWithTTRL {
-				own = train.RFTFinal
-			}
-			init = filepath.Join(runDir, "checkpoints", own)
-		}
-		// run.json and the checkpoints record it: a resume from another
-		// working directory must find it.
-		if abs, err := filepath.Abs(init); err == nil {
-			init = abs
-		}
-		// Refuse before creating anything: a missing or mismatched SFT model.
-		if _, err := train.LoadPolicy(cfg, init); err != nil {
-			if startsWithTTRL {
-				return usagef("ttrl needs an RFT checkpoint that matches [policy]: %v\n(run `pixelis rft` first, or pass --init DIR)", err)
-			}
-			return usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
+		if init, err = startCheckpoint(cfg, runDir, init, phases[0]); err != nil {
+			return err
 		}
 	}
 	if sub.on() {
@@ -165,29 +139,77 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	opt := train.Options{RunDir: runDir, Phases: phases, Init: init}
 	// Read under the lock: a run that finished in this directory a moment ago is seen.
 	if prev, err := train.ReadRunInfo(runDir); err == nil {
-		// An existing run: only `pixelis rft` from the SFT model of an SFT-only
-		// run continues it (its steps follow SFT's on the run-wide axis);
-		// anything else would mix two runs' files.
-		own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.SFTFinal))
-		ownRFT, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.RFTFinal))
-		continuesRFT := startsWithTTRL && len(prev.Phases) > 0 && prev.Phases[len(prev.Phases)-1] == train.PhaseRFT && init == ownRFT
-		if continuesRFT {
-			if _, err := os.Stat(ownRFT); err == nil {
-				opt.Done = prev.Phases
-				return execute(ctx, io, cfg, opt, cf.noTUI, "", -1)
-			}
+		if opt.Done, err = continuedPhases(runDir, prev, phases[0], init); err != nil {
+			return err
 		}
-		if !startsWithRFT || !slices.Equal(prev.Phases, []string{train.PhaseSFT}) || init != own {
-			if _, done := finished(runDir, prev.Phases); done {
-				return usagef("%s already holds a finished run (phases %v); choose another --run-dir (`pixelis rft --init %s --run-dir NEW` trains again from its SFT model)",
-					runDir, prev.Phases, filepath.Join(runDir, "checkpoints", train.SFTFinal))
-			}
-			return usagef("%s already holds a run (phases %v); continue it with `pixelis resume %s`, or choose another --run-dir", runDir, prev.Phases, runDir)
-		}
-		opt.Done = []string{train.PhaseSFT}
 	}
 	placeRun(cfg, runDir)
 	return execute(ctx, io, cfg, opt, cf.noTUI, "", -1)
+}
+
+// registerPhaseFlags adds the flags of the command name that choose its
+// phases: --init for rft, ttrl and run, --phases for run.
+func registerPhaseFlags(fs *flag.FlagSet, name string, init, phaseList *string) {
+	switch name {
+	case "rft":
+		fs.StringVar(init, "init", "", "SFT checkpoint `DIR` RFT starts from (default: <run-dir>/checkpoints/sft_final)")
+	case "ttrl":
+		fs.StringVar(init, "init", "", "RFT checkpoint `DIR` TTRL starts from (default: <run-dir>/checkpoints/rft_final)")
+	case "run":
+		fs.StringVar(init, "init", "", "checkpoint `DIR` the first phase starts from: the SFT model of --phases rft,…, the RFT model of --phases ttrl,…")
+		fs.StringVar(phaseList, "phases", "sft,rft,test", "the phases to run, some of sft, rft, ttrl, test in that order")
+	}
+}
+
+// startCheckpoint is the checkpoint a run whose first phase is rft or ttrl
+// starts from, as an absolute path (run.json and the checkpoints record it:
+// a resume from another working directory must find it): --init, else
+// rft.init for RFT, else the run directory's own SFT or RFT model. A missing
+// or mismatched model is refused before anything is created.
+func startCheckpoint(cfg *configs.Config, runDir, init, first string) (string, error) {
+	if init == "" && first == train.PhaseRFT {
+		init = cfg.RFT.Init
+	}
+	if init == "" {
+		own := train.SFTFinal
+		if first == train.PhaseTTRL {
+			own = train.RFTFinal
+		}
+		init = filepath.Join(runDir, "checkpoints", own)
+	}
+	if abs, err := filepath.Abs(init); err == nil {
+		init = abs
+	}
+	if _, err := train.LoadPolicy(cfg, init); err != nil {
+		if first == train.PhaseTTRL {
+			return "", usagef("ttrl needs an RFT checkpoint that matches [policy]: %v\n(run `pixelis rft` first, or pass --init DIR)", err)
+		}
+		return "", usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
+	}
+	return init, nil
+}
+
+// continuedPhases is what a new command may do in a run directory that
+// already holds run prev: the phases it counts as done. Only `pixelis rft`
+// from the SFT model of an SFT-only run, or `pixelis ttrl` from the RFT model
+// of a run that ended with RFT, continues it (its steps follow on the
+// run-wide axis); anything else would mix two runs' files and is refused.
+func continuedPhases(runDir string, prev train.RunInfo, first, init string) ([]string, error) {
+	own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.SFTFinal))
+	ownRFT, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.RFTFinal))
+	if first == train.PhaseTTRL && len(prev.Phases) > 0 && prev.Phases[len(prev.Phases)-1] == train.PhaseRFT && init == ownRFT {
+		if _, err := os.Stat(ownRFT); err == nil {
+			return prev.Phases, nil
+		}
+	}
+	if first == train.PhaseRFT && slices.Equal(prev.Phases, []string{train.PhaseSFT}) && init == own {
+		return []string{train.PhaseSFT}, nil
+	}
+	if _, done := finished(runDir, prev.Phases); done {
+		return nil, usagef("%s already holds a finished run (phases %v); choose another --run-dir (`pixelis rft --init %s --run-dir NEW` trains again from its SFT model)",
+			runDir, prev.Phases, filepath.Join(runDir, "checkpoints", train.SFTFinal))
+	}
+	return nil, usagef("%s already holds a run (phases %v); continue it with `pixelis resume %s`, or choose another --run-dir", runDir, prev.Phases, runDir)
 }
 
 // cmdResume: pixelis resume RUN_DIR [--from CHECKPOINT] [--no-tui]
