@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 
 	"github.com/pixelis/pixelis/internal/blas"
 	"github.com/pixelis/pixelis/internal/nn"
@@ -188,6 +189,11 @@ func (m *ICM) build() (err error) {
 	}
 	m.g = g
 	m.vm = G.NewTapeMachine(g)
+	// gorgonia gives the machine a finalizer that releases CUDA contexts; a
+	// build without the cuda tag has none (the finalizer is empty). Without
+	// it a dropped model's memory is freed at the next collection instead
+	// of one collection after its finalizer has run.
+	runtime.SetFinalizer(m.vm, nil)
 	return nil
 }
 
