@@ -120,3 +120,25 @@ func (tr *grpoTrainer) allowed(mask []bool) int {
 	}
 	return ok[tr.rng.IntN(len(ok))]
 }
+
+// TestClosedEpisodesFreeTheirMemoryForCreates: the memory bound reads the
+// live heap of the last collection, which still counts episodes closed
+// since; a create that bound would refuse is admitted once they are gone.
+func TestClosedEpisodesFreeTheirMemoryForCreates(t *testing.T) {
+	const n = 32
+	create := map[string]any{"n": n, "seed": 5, "observation": map[string]any{"coarse": false}}
+	warm := newTestServer(t, smoke(t), Options{MaxMemory: -1})
+	before := settledHeap()
+	var v vectorView
+	warm.json("POST", "/v1/vectors", create, &v)
+	held := settledHeap() - before // what the n episodes hold
+	warm.json("DELETE", "/v1/vectors/"+v.Vector, nil, nil)
+	// Room for n more episodes, and for half of what n live ones hold.
+	ts := newTestServer(t, smoke(t), Options{MaxMemory: int64(settledHeap() + n*episodeBytes + held/2)})
+	ts.json("POST", "/v1/vectors", create, &v)
+	runtime.GC() // the live heap the bound reads now counts the vector's episodes
+	ts.json("DELETE", "/v1/vectors/"+v.Vector, nil, nil)
+	if status, _, b := ts.do("POST", "/v1/vectors", create); status != 201 {
+		t.Fatalf("a create after the only vector (%d episodes, %.1f MiB) was closed: %d %s", n, mib(held), status, b)
+	}
+}
