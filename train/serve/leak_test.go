@@ -17,10 +17,10 @@ func TestClosedVectorsLeaveNoMemory(t *testing.T) {
 	// generator's and the reward's tables): played on a server of their own.
 	warm := &grpoTrainer{ts: newTestServer(t, smoke(t), Options{MaxMemory: -1}), rng: rand.New(rand.NewPCG(1, 1))}
 	warm.cycle()
-	const room = 32 << 20 // a 16-episode vector's ~5 MiB, a score request's replay and model, and slack
+	const room = 32 << 20 // an 8-episode vector's 2.5 MiB, a score request's replay and model, and slack
 	ts := newTestServer(t, smoke(t), Options{MaxMemory: int64(settledHeap()) + room})
 	tr := &grpoTrainer{ts: ts, rng: rand.New(rand.NewPCG(1, 2))}
-	for range 20 {
+	for range 10 {
 		tr.cycle()
 	}
 	base := settledHeap()
@@ -51,8 +51,8 @@ func settledHeap() uint64 {
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
-// grpoTrainer plays vectors as examples/pixel_grpo.py does: two tasks, a
-// group of eight episodes each, random actions the masks allow.
+// grpoTrainer plays vectors as examples/pixel_grpo.py does, only smaller:
+// two tasks, a group of four episodes each, random actions the masks allow.
 type grpoTrainer struct {
 	ts   *testServer
 	rng  *rand.Rand
@@ -72,7 +72,7 @@ type vectorAnswer struct {
 // closes the vector.
 func (tr *grpoTrainer) cycle() {
 	t, ts := tr.ts.t, tr.ts
-	const tasks, group = 2, 8
+	const tasks, group = 2, 4
 	var specs []map[string]any
 	for range tasks {
 		specs = append(specs, map[string]any{"split": "train", "index": tr.next})
