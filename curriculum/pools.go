@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -19,9 +20,10 @@ import (
 // with the same random stream picks the same samples as before the advance.
 type Pools struct {
 	labels      []string
-	mixes       []string   // as configured, for State and messages
-	buckets     [][]string // mixes parsed
-	pools       [][]int    // pools[stage]: active indices, ascending
+	mixes       []string         // as configured, for State and messages
+	buckets     [][]string       // mixes parsed
+	pools       [][]int          // pools[stage]: active indices, ascending
+	counts      []map[string]int // counts[stage]: samples per bucket of pools[stage]
 	stage       int
 	fingerprint uint64
 }
@@ -77,6 +79,7 @@ func NewPools(labels []string, mixes []string) (*Pools, error) {
 			errs = append(errs, fmt.Errorf("mixes[%d] %q: no sample in these buckets", i, mixes[i]))
 		}
 		p.pools = append(p.pools, pool)
+		p.counts = append(p.counts, bucketCounts(set, labels, pool))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("data pools: %w", err)
@@ -177,12 +180,19 @@ func (p *Pools) Restore(s PoolsState) error {
 // Counts is the pool of stage by bucket: how many samples of each bucket of
 // its mix it holds.
 func (p *Pools) Counts(stage int) map[string]int {
-	out := map[string]int{}
-	for _, b := range p.buckets[stage] {
+	return maps.Clone(p.counts[stage])
+}
+
+// bucketCounts counts a pool's samples by bucket, every bucket of its mix
+// present (zero when it has none). Pools never change after NewPools, so
+// their counts are taken once.
+func bucketCounts(buckets, labels []string, pool []int) map[string]int {
+	out := make(map[string]int, len(buckets))
+	for _, b := range buckets {
 		out[b] = 0
 	}
-	for _, i := range p.pools[stage] {
-		out[p.labels[i]]++
+	for _, i := range pool {
+		out[labels[i]]++
 	}
 	return out
 }

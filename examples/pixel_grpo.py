@@ -287,7 +287,9 @@ def advantages(r, group):
 def grpo_loss(model, ref, o, m, a, logp_old, adv, w, args):
     """The clipped surrogate with a KL anchor to the SFT policy, token-mean over the rows of weight 1:
     ρ = exp(log π(a|s) − log π_old(a|s)),  L_clip = −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A),
-    KL ≈ k3 = exp(log π_ref − log π) − (log π_ref − log π) − 1,  L = Σ w·(L_clip + β·KL) / max(Σ w, 1)."""
+    KL ≈ k3 = exp(log π_ref − log π) − (log π_ref − log π) − 1,  L = Σ w·(L_clip + β·KL) / max(Σ w, 1).
+    Also the w-weighted sums of the loss, KL, entropy and clipped rows, and Σ w (the step's means
+    are taken over every rank's rows: a rank whose groups all carry no signal has Σ w = 0)."""
     logp_all = F.log_softmax(masked_logits(model, o, m, args.temperature), 1)
     logp = logp_all.gather(1, a[:, None]).squeeze(1)
     with torch.no_grad():
@@ -296,13 +298,13 @@ def grpo_loss(model, ref, o, m, a, logp_old, adv, w, args):
     surr = torch.min(ratio * adv, torch.clamp(ratio, 1 - args.clip_low, 1 + args.clip_high) * adv)
     d = logp_ref - logp
     kl = torch.exp(d) - d - 1
-    n = w.sum().clamp(min=1)
-    loss = (w * (-surr + args.kl_coef * kl)).sum() / n
+    per_row = -surr + args.kl_coef * kl
+    loss = (w * per_row).sum() / w.sum().clamp(min=1)
     with torch.no_grad():
         entropy = -(logp_all.exp() * logp_all).sum(1)
         clipped = ((ratio - 1).abs() > args.clip_low).float()
-        s = {"policy/kl": (w * kl).sum() / n, "policy/entropy": (w * entropy).sum() / n, "policy/clipfrac": (w * clipped).sum() / n}
-    return loss, {k: v.item() for k, v in s.items()}
+        sums = [(w * per_row).sum(), (w * kl).sum(), (w * entropy).sum(), (w * clipped).sum(), w.sum()]
+    return loss, [v.item() for v in sums]
 
 
 def grpo_step(st, client, args, ranks, weights):
@@ -317,27 +319,26 @@ def grpo_step(st, client, args, ranks, weights):
     adv_env, informative = advantages(r, args.group_size)
     # rows of groups whose rewards are all equal carry no signal (A = 0): weight 0, left out of the mean
     w, adv = informative.repeat_interleave(args.group_size)[env].float(), adv_env[env].float()
-    stats = {"policy/loss": 0.0, "policy/kl": 0.0, "policy/entropy": 0.0, "policy/clipfrac": 0.0}
-    nb = 0
+    stats = ["policy/loss", "policy/kl", "policy/entropy", "policy/clipfrac"]
+    sums = [0.0] * (len(stats) + 1)  # Σ w·(loss, KL, entropy, clipped) and Σ w over the minibatches
     for _ in range(args.epochs):
         perm = torch.randperm(len(a), generator=st.gens["batch"])
         for chunk in torch.chunk(perm, args.minibatches):  # every rank has ≥ 1 row per env: the same count of backward passes
             dev = lambda t: t[chunk].to(st.device)
             loss, s = grpo_loss(st.model, st.ref, dev(o), dev(m), dev(a), dev(logp_old), dev(adv), dev(w), args)
             update(st, loss, args)
-            stats["policy/loss"] += loss.item()
-            for k, v in s.items():
-                stats[k] += v
-            nb += 1
+            sums = [x + y for x, y in zip(sums, s)]
     local = torch.tensor([len(correct), correct.sum(), float(informative.sum()), len(informative), float(w.sum())]
-                         + [raw[c].sum() for c in COMPONENTS] + [r.sum()], dtype=torch.float64)
+                         + [raw[c].sum() for c in COMPONENTS] + [r.sum()] + sums, dtype=torch.float64)
     tot = ranks.sum(local).tolist()
+    tot, sums = tot[:-len(sums)], tot[-len(sums):]
     episodes = int(tot[0])
     out = {"episodes": episodes, "successes": int(tot[1]), "train/success_rate": tot[1] / episodes,
            "grpo/informative_groups": tot[2] / tot[3], "grpo/actions_trained": tot[4], "reward/total": tot[-1] / episodes}
     for k, c in enumerate(COMPONENTS):
         out["reward/%s/raw" % c] = tot[5 + k] / episodes
-    out.update({k: v / nb for k, v in stats.items()})
+    # the weighted means over every rank's trained rows; none when no group of the step had a signal
+    out.update({k: v / sums[-1] if sums[-1] > 0 else None for k, v in zip(stats, sums)})
     out["train/skipped_updates"] = st.skipped
     first["reward"] = float(r[0])
     return out, first
@@ -560,8 +561,10 @@ def _grpo_loop(st, run, client, args, ranks, run_dir):
         if st.step % args.log_every == 0:
             sample["actions"] = [st.action_names[k] for k in sample["actions"]]
             run.sample(st.step, sample)
-            log_line(st, "success %.3f reward %.3f loss %.4f kl %.4f entropy %.3f stage %s" % (
-                m["train/success_rate"], m["reward/total"], m["policy/loss"], m["policy/kl"], m["policy/entropy"], run.stage.name))
+            f = lambda k, fmt: "—" if m[k] is None else fmt % m[k]  # no informative group: nothing trained
+            log_line(st, "success %.3f reward %.3f loss %s kl %s entropy %s stage %s" % (
+                m["train/success_rate"], m["reward/total"], f("policy/loss", "%.4f"), f("policy/kl", "%.4f"),
+                f("policy/entropy", "%.3f"), run.stage.name))
         if boundary(st, run, run_dir, client, args, ranks):
             return False
     return True

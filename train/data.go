@@ -52,7 +52,7 @@ func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
 	} else {
 		faults.AtContext(ctx, faults.DataBuild)
 		var err error
-		samples, err = env.GenerateDatasetContext(ctx, r.envCfg, env.Train, r.cfg.Data.TrainTasks, sampleMix(r.cfg))
+		samples, err = env.GenerateDatasetContext(ctx, r.envCfg, env.Train, r.cfg.Data.TrainTasks, sampleMix(r.cfg), r.workers)
 		if err != nil {
 			return nil, err
 		}

@@ -205,7 +205,7 @@ func Evaluate(ctx context.Context, cfg *configs.Config, params *policy.Params, s
 	if err != nil {
 		return EvalResult{}, err
 	}
-	workers := workerCount(cfg)
+	workers := WorkerCount(cfg)
 	return evaluate(ctx, newRoller(policy.NewInference(params), envCfg, workers), splitTasks(envCfg, split, n), evalSpec{
 		samples: samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
 	})
@@ -220,7 +220,7 @@ func Rollouts(ctx context.Context, cfg *configs.Config, params *policy.Params, t
 	if err != nil {
 		return nil, err
 	}
-	workers := workerCount(cfg)
+	workers := WorkerCount(cfg)
 	how := sampling{greedy: temperature <= 0, temperature: temperature}
 	return newRoller(policy.NewInference(params), envCfg, workers).run(ctx, tasks, copies, how, func(i int) *rand.Rand {
 		return stream(seed, streamEval, 0, i)

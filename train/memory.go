@@ -241,7 +241,7 @@ type memModel struct {
 
 func newMemModel(cfg *configs.Config, ec env.Config) *memModel {
 	pc := policyConfig(cfg)
-	m := &memModel{cfg: cfg, world: measureWorld(ec, sampleMix(cfg)), workers: float64(workerCount(cfg)),
+	m := &memModel{cfg: cfg, world: measureWorld(ec, sampleMix(cfg)), workers: float64(WorkerCount(cfg)),
 		policyKS: []string{"policy.hidden", "policy.cell_embed", "policy.loc_hidden", "policy.lora_rank"}}
 	m.obs = 4 * float64(env.ObsDim)
 	var hidden float64

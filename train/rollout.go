@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/internal/faults"
@@ -140,22 +141,35 @@ func (r *roller) run(ctx context.Context, tasks []*env.Task, copies int, how sam
 	return outs, nil
 }
 
-// parallel splits [0,n) into one contiguous chunk per worker.
+// rolloutParts is how many parts roller.parallel cuts its range into per
+// worker, and rolloutMinPart the fewest rows of a part: more parts than
+// workers, so that a worker whose core another process holds leaves its parts
+// to the others instead of holding up the step; parts of at least a few rows,
+// so that each batched forward stays a matrix product.
+const (
+	rolloutParts   = 4
+	rolloutMinPart = 8
+)
+
+// parallel runs f over [0,n) cut into contiguous parts that the workers claim
+// one at a time. f must treat the rows of a part independently (every caller's
+// rows are episodes or rows of a batch), so the results do not depend on how
+// the parts fall.
 func (r *roller) parallel(n int, f func(lo, hi int)) {
-	w := r.workers
-	if w > n {
-		w = n
-	}
+	w := min(r.workers, n)
 	if w <= 1 {
 		f(0, n)
 		return
 	}
+	parts := max(min(w*rolloutParts, n/rolloutMinPart), w)
+	var next atomic.Int64
 	var g crash.Group // a panic in a worker is raised again here, where the run's recover sees it
-	for k := 0; k < w; k++ {
-		lo, hi := k*n/w, (k+1)*n/w
+	for range w {
 		g.Go(func() {
 			faults.At(faults.RolloutWorker)
-			f(lo, hi)
+			for p := int(next.Add(1) - 1); p < parts; p = int(next.Add(1) - 1) {
+				f(p*n/parts, (p+1)*n/parts)
+			}
 		})
 	}
 	g.Wait()

@@ -137,7 +137,7 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if err := writeRunInfo(opt.RunDir, RunInfo{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init}); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	workers := workerCount(cfg)
+	workers := WorkerCount(cfg)
 	return &Runner{
 		cfg: cfg, opt: opt, envCfg: envCfg, log: opt.Log,
 		name:     filepath.Base(opt.RunDir),
@@ -454,8 +454,9 @@ func (discard) Record(telemetry.Point)     {}
 func (discard) Publish(telemetry.Snapshot) {}
 func (discard) Emit(telemetry.Event)       {}
 
-// workerCount is run.workers, or every core when it is 0.
-func workerCount(cfg *configs.Config) int {
+// WorkerCount is how many goroutines a run of cfg computes on: run.workers,
+// or every core when it is 0.
+func WorkerCount(cfg *configs.Config) int {
 	if cfg.Run.Workers > 0 {
 		return cfg.Run.Workers
 	}

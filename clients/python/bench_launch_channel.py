@@ -6,23 +6,31 @@ step. Rounds alternate between the channel (pixelis.sdk connected to a
 protocol peer in a process of its own, tests/launch_peer.py, which reads
 every line as pixelis does) and no channel (the no-op Run outside launch),
 the same loop otherwise. Reported per step, by CPU time (the process's, so
-the writer and reader threads count):
+the SDK's threads and torch's count):
 
 - cpu/step: the process's CPU time per step, channel and none;
-- channel CPU/step: the process's CPU time outside the step's work, channel
-  minus none (the calls, the flusher and reader threads, thread switching);
-- cost: that over the step's CPU time, the share of the step the channel takes;
-- in-loop: the training thread's CPU time inside log() + step_boundary(),
-  and its wall time (median, 99th percentile, max): what the loop waits for.
+- channel CPU/step: the process's CPU time outside the step's work() (so
+  everything else a step costs: the SDK's calls and threads, the
+  collectives and their threads), channel minus none — what the trainer
+  pays; the mean over rounds of each round's difference (a round runs the
+  modes one after the other, in alternating order), with its standard
+  error: many short rounds cancel the busy machine's drift;
+- cost: that over the step's CPU time;
+- its parts that only the channel has: the training thread's CPU inside
+  log() + step_boundary() (in-loop) and the SDK's writer and reader threads';
+- in-loop wall time (median, 99th percentile, max): what the loop waits for.
 
-    /usr/bin/python3 clients/python/bench_launch_channel.py --rounds 4 --steps 100
+    /usr/bin/python3 clients/python/bench_launch_channel.py --rounds 20 --steps 20
 
 With --ranks 2 the same trainer runs as two processes under torchrun (gloo,
-CPU), each step ending in an all_reduce of 1 MiB of gradients as a
-data-parallel step does; with the channel, step_boundary is a collective
-(rank 0 broadcasts the commands). Each rank reports its own figures.
+CPU). Each step ends in an all_reduce of 1 MiB of gradients, as a
+data-parallel (DDP) step does, so the ranks are synchronised once a step
+by it, with or without the channel; rank 0 holds the channel. Each rank
+reports its own figures. --collective adds rounds in which step_boundary
+is a collective (the SDK's way for ranks on several nodes) instead of the
+command board.
 
-    /usr/bin/python3 clients/python/bench_launch_channel.py --rounds 4 --steps 100 --ranks 2
+    /usr/bin/python3 clients/python/bench_launch_channel.py --rounds 20 --steps 20 --ranks 2 --collective
 """
 
 import argparse
@@ -32,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,15 +78,30 @@ def all_reduce_step():
         td.all_reduce(torch.ones(1 << 18))
 
 
+def sdk_threads_cpu():
+    """CPU seconds of each of the SDK's own threads (writer and reader) so far, by thread."""
+    out = {}
+    for t in threading.enumerate():
+        if t.name.startswith("pixelis-channel"):
+            try:
+                out[t.ident] = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+            except OSError:  # ended meanwhile
+                pass
+    return out
+
+
 def one_round(run, steps, n):
+    """steps steps; per step: the process's CPU, its CPU outside work(), the training
+    thread's CPU in log + step_boundary, the SDK threads' CPU, and the wall time of each
+    log + step_boundary."""
     names = ["metric/%02d" % i for i in range(METRICS - 2)]
     in_cpu, in_wall, work_cpu = 0.0, [], 0.0
-    cpu0 = time.process_time()
+    cpu0, sdk0 = time.process_time(), sdk_threads_cpu()
     for step in range(steps):
         w = time.thread_time()
         work(n)
-        all_reduce_step()
         work_cpu += time.thread_time() - w
+        all_reduce_step()
         metrics = {name: 0.001 * step + k for k, name in enumerate(names)}
         metrics["episodes"], metrics["successes"] = 64, 41
         t, c = time.perf_counter(), time.thread_time()
@@ -85,17 +109,20 @@ def one_round(run, steps, n):
         run.step_boundary(step)
         in_cpu += time.thread_time() - c
         in_wall.append(time.perf_counter() - t)
-    cpu = (time.process_time() - cpu0) / steps
-    return cpu, (time.process_time() - cpu0 - work_cpu) / steps, in_cpu / steps, in_wall
+    cpu = time.process_time() - cpu0
+    return {"cpu": cpu / steps, "outside": (cpu - work_cpu) / steps, "in_loop": in_cpu / steps,
+            "sdk_threads": sum(c - sdk0.get(t, 0.0) for t, c in sdk_threads_cpu().items()) / steps}, in_wall
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=100, help="steps per round (10 a second)")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=20, help="steps per round (10 a second)")
     ap.add_argument("--step-seconds", type=float, default=0.1)
     ap.add_argument("--ranks", type=int, default=1, help="processes under torchrun (gloo, CPU)")
     ap.add_argument("--boundary-every", type=int, default=1, help="connect(boundary_every=): a collective every k steps")
+    ap.add_argument("--collective", action="store_true",
+                    help="with --ranks: also rounds whose step boundaries are collectives (no command board)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
@@ -141,55 +168,75 @@ def torchrun(path, args):
     flags = ["--redirects", "9:1", "--tee", "9:1"] if Std.from_str("0") is None else []  # see the README
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(args.ranks), *flags,
            os.path.abspath(__file__), "--worker", "--rounds", str(args.rounds), "--steps", str(args.steps),
-           "--step-seconds", str(args.step_seconds), "--boundary-every", str(args.boundary_every)]
+           "--step-seconds", str(args.step_seconds), "--boundary-every", str(args.boundary_every),
+           *(["--collective"] if args.collective else [])]
     env = dict(os.environ, PIXELIS_CHANNEL=path, OMP_NUM_THREADS="1")
     subprocess.run(cmd, env=env, check=True)
 
 
-def connect(path, boundary_every):
-    """sdk.connect, tried again while the peer has not yet seen the last round's connection close."""
-    for attempt in range(100):
-        try:
-            return sdk.connect(components=["final", "cost"], reports=["episodes", "successes"], channel=path,
-                               boundary_every=boundary_every)
-        except sdk.Refused:
-            time.sleep(0.1)
+def connect(path, boundary_every, collective=False):
+    """sdk.connect, tried again while the peer has not yet seen the last round's connection close.
+    collective: no command board, so that under torch.distributed every step boundary is a
+    collective (what the SDK falls back to when the ranks are on several nodes)."""
+    create = sdk._Board.create
+    if collective:
+        sdk._Board.create = lambda *a: None
+    try:
+        for attempt in range(100):
+            try:
+                return sdk.connect(components=["final", "cost"], reports=["episodes", "successes"], channel=path,
+                                   boundary_every=boundary_every)
+            except sdk.Refused:
+                time.sleep(0.1)
+    finally:
+        sdk._Board.create = create
     raise RuntimeError("the peer kept refusing")
 
 
 def measure(path, args, n, who):
     """Alternating rounds with the channel and without (the Run outside launch); prints the figures."""
-    res = {"channel": [], "none": []}
-    overhead = {"channel": [], "none": []}  # the process's CPU time per step outside work()
-    in_loop = {"channel": ([], []), "none": ([], [])}
+    modes = ("channel", "none", "collective") if args.collective else ("channel", "none")
+    rounds = {m: [] for m in modes}  # one_round's figures
+    walls = {m: [] for m in modes}
     for r in range(args.rounds):
-        for mode in (("channel", "none") if r % 2 == 0 else ("none", "channel")):
-            run = connect(path if mode == "channel" else "", args.boundary_every)
-            cpu, over, cpu_in, wall = one_round(run, args.steps, n)
+        for mode in (modes if r % 2 == 0 else modes[::-1]):
+            run = connect("" if mode == "none" else path, args.boundary_every, collective=mode == "collective")
+            fig, wall = one_round(run, args.steps, n)
             dropped = run.dropped
             run.close()
-            res[mode].append(cpu)
-            overhead[mode].append(over)
-            in_loop[mode][0].append(cpu_in)
-            in_loop[mode][1].extend(wall)
-            print(who + "round %d %-7s cpu/step %.2f ms  outside work %.1f us  in-loop cpu %.1f us  dropped %d"
-                  % (r, mode, cpu * 1e3, over * 1e6, cpu_in * 1e6, dropped))
-    ch, none = statistics.median(res["channel"]), statistics.median(res["none"])
-    step_cpu = none
-    extra = statistics.median(overhead["channel"]) - statistics.median(overhead["none"])
-    cost = extra / step_cpu
-    wall = sorted(in_loop["channel"][1])
+            rounds[mode].append(fig)
+            walls[mode].extend(wall)
+            print(who + "round %d %-10s cpu/step %.2f ms  outside work %.1f us  in-loop cpu %.1f us  "
+                  "SDK threads %.1f us  dropped %d" % (r, mode, fig["cpu"] * 1e3, fig["outside"] * 1e6,
+                                                       fig["in_loop"] * 1e6, fig["sdk_threads"] * 1e6, dropped))
+    med = {m: {k: statistics.median(f[k] for f in rounds[m]) for k in rounds[m][0]} for m in modes}
+    step_cpu = med["none"]["cpu"]
     summary = {
         "steps_per_round": args.steps, "rounds": args.rounds, "metrics_per_step": METRICS,
         "boundary_every": args.boundary_every,
-        "cpu_per_step_ms": {"channel": round(ch * 1e3, 3), "none": round(none * 1e3, 3)},
-        "cost_pct": round(100 * cost, 3),
-        "channel_cpu_per_step_us": round(extra * 1e6, 1),
-        "outside_work_us": {k: round(statistics.median(v) * 1e6, 1) for k, v in overhead.items()},
-        "in_loop_cpu_us": round(statistics.median(in_loop["channel"][0]) * 1e6, 1),
-        "in_loop_wall_us": {"median": round(statistics.median(wall) * 1e6, 1),
-                            "p99": round(wall[int(0.99 * (len(wall) - 1))] * 1e6, 1), "max": round(wall[-1] * 1e6, 1)},
+        "cpu_per_step_ms": {m: round(med[m]["cpu"] * 1e3, 3) for m in modes},
+        "outside_work_us": {m: round(med[m]["outside"] * 1e6, 1) for m in modes},
+        "outside_work_range_us": {m: [round(min(f["outside"] for f in rounds[m]) * 1e6, 1),
+                                      round(max(f["outside"] for f in rounds[m]) * 1e6, 1)] for m in modes},
     }
+    for mode in modes[:1] + modes[2:]:
+        # paired by round (the modes of a round ran one after the other): the machine's drift cancels
+        diffs = [f["outside"] - g["outside"] for f, g in zip(rounds[mode], rounds["none"])]
+        extra = statistics.mean(diffs)
+        se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else float("nan")
+        wall = sorted(walls[mode])
+        key = "" if mode == "channel" else mode + "_"
+        summary.update({
+            key + "cost_pct": round(100 * extra / step_cpu, 3),
+            key + "cost_pct_se": round(100 * se / step_cpu, 3),
+            key + "channel_cpu_per_step_us": round(extra * 1e6, 1),
+            key + "channel_cpu_per_step_us_median": round(statistics.median(diffs) * 1e6, 1),
+            key + "in_loop_cpu_us": round(med[mode]["in_loop"] * 1e6, 1),
+            key + "sdk_threads_cpu_us": round(med[mode]["sdk_threads"] * 1e6, 1),
+            key + "in_loop_wall_us": {"median": round(statistics.median(wall) * 1e6, 1),
+                                      "p99": round(wall[int(0.99 * (len(wall) - 1))] * 1e6, 1),
+                                      "max": round(wall[-1] * 1e6, 1)},
+        })
     print(who + json.dumps(summary), flush=True)
 
 

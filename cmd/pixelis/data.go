@@ -131,7 +131,7 @@ func dataGen(ctx context.Context, args []string, std stdio) error {
 			return usageError{err}
 		}
 	}
-	samples, err := env.GenerateDatasetContext(ctx, ec, sp, *n, train.SampleMix(cfg))
+	samples, err := env.GenerateDatasetContext(ctx, ec, sp, *n, train.SampleMix(cfg), train.WorkerCount(cfg))
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,10 @@ func maskMul(g []float32, bits []byte, out []float32) {
 	}
 }
 
+// Add is out = a + b, element by element (each sum rounded as Go's a[i]+b[i]);
+// out may be a or b.
+func Add(a, b, out []float32) { add(a, b, out) }
+
 // add is out = a + b. out may be a or b.
 func add(a, b, out []float32) {
 	n := len(a)

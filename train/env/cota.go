@@ -3,6 +3,7 @@ package env
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Sample is one chain-of-thought-action (CoTA) record: a task's question,
@@ -274,38 +277,59 @@ func ReadCoTA(r io.Reader) ([]Sample, error) {
 // and returns the samples with difficulty buckets assigned. A positive
 // demonstration that does not answer right is an error, never silent bad data.
 func GenerateDataset(cfg Config, split Split, n int, mix Mix) ([]Sample, error) {
-	return GenerateDatasetContext(context.Background(), cfg, split, n, mix)
+	return GenerateDatasetContext(context.Background(), cfg, split, n, mix, 1)
 }
 
-// GenerateDatasetContext is GenerateDataset that stops, returning ctx's error,
-// once ctx is done (a default training set takes minutes).
-func GenerateDatasetContext(ctx context.Context, cfg Config, split Split, n int, mix Mix) ([]Sample, error) {
+// GenerateDatasetContext is GenerateDataset on up to workers goroutines that
+// stops, returning ctx's error, once ctx is done (a default training set takes
+// seconds). Sample i depends on nothing but task i, so the samples are the same
+// whatever the number of workers.
+func GenerateDatasetContext(ctx context.Context, cfg Config, split Split, n int, mix Mix, workers int) ([]Sample, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("generate dataset: %w", err)
 	}
 	if split >= NumSplits || n < 0 {
 		return nil, fmt.Errorf("generate dataset: bad split %d or count %d", split, n)
 	}
-	ep := NewEpisode(cfg)
-	out := make([]Sample, 0, n)
-	for i := range n {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		t := Generate(cfg, split, i)
-		d := Demonstrate(ep, t, mix)
-		ep.Reset(t)
-		for _, a := range d.Actions {
-			ep.Step(a)
-		}
-		if d.Type == TypePositive && !ep.Correct() {
-			got, _ := ep.Answer()
-			return nil, fmt.Errorf("generate dataset: expert answered %q to %s (%q), want %q", got, t.ID, t.Question, t.Answer)
-		}
-		out = append(out, NewSample(t, ep.steps, d.Type, d.Roles))
+	out := make([]Sample, n)
+	errs := make([]error, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(min(workers, n), 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ep := NewEpisode(cfg)
+			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				out[i], errs[i] = demonstrated(ep, cfg, split, i, mix)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := cmp.Or(errs...); err != nil {
+		return nil, err
 	}
 	AssignBuckets(out)
 	return out, nil
+}
+
+// demonstrated is the sample of task i of a split: its demonstration (type
+// drawn from mix) played in ep.
+func demonstrated(ep *Episode, cfg Config, split Split, i int, mix Mix) (Sample, error) {
+	t := Generate(cfg, split, i)
+	d := Demonstrate(ep, t, mix)
+	ep.Reset(t)
+	for _, a := range d.Actions {
+		ep.Step(a)
+	}
+	if d.Type == TypePositive && !ep.Correct() {
+		got, _ := ep.Answer()
+		return Sample{}, fmt.Errorf("generate dataset: expert answered %q to %s (%q), want %q", got, t.ID, t.Question, t.Answer)
+	}
+	return NewSample(t, ep.steps, d.Type, d.Roles), nil
 }
 
 // FormatSample renders one sample's trajectory for people.

@@ -2,6 +2,7 @@ package env
 
 import (
 	"bytes"
+	"context"
 	"reflect"
 	"slices"
 	"strings"
@@ -128,5 +129,41 @@ func TestDifficultyBuckets(t *testing.T) {
 	}
 	if sum.Total != 600 || sum.Types[TypePositive] != 600 || !strings.Contains(sum.String(), "temporal_tracking") {
 		t.Errorf("summary: %+v\n%s", sum, sum)
+	}
+}
+
+// The training set is the same samples, byte for byte, whatever the number of
+// goroutines that build it.
+func TestDatasetSameWhateverTheWorkers(t *testing.T) {
+	cfg := testConfig()
+	want, err := GenerateDataset(cfg, Train, 150, testMix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a bytes.Buffer
+	if err := WriteCoTA(&a, want); err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{2, 3, 7} {
+		got, err := GenerateDatasetContext(context.Background(), cfg, Train, 150, testMix, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := WriteCoTA(&b, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Errorf("%d workers: the samples differ from one worker's", workers)
+		}
+	}
+}
+
+// A cancelled build returns the context's error, not a partial set.
+func TestDatasetBuildStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if s, err := GenerateDatasetContext(ctx, testConfig(), Train, 50, testMix, 2); err == nil || s != nil {
+		t.Errorf("cancelled build: %d samples, error %v", len(s), err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/pixelis/pixelis/internal/blas"
+	"github.com/pixelis/pixelis/internal/nn"
 )
 
 // Inference is the pure-Go forward pass for rollouts. It keeps its own copy of
@@ -106,9 +107,7 @@ func (inf *Inference) Logits(obs []float32, n int, dst []float32) {
 		pool := row[g:]
 		clear(pool)
 		for c := range nc {
-			for k, v := range enc[(i*nc+c)*ce : (i*nc+c+1)*ce] {
-				pool[k] += v
-			}
+			nn.Add(pool, enc[(i*nc+c)*ce:(i*nc+c+1)*ce], pool)
 		}
 		for k := range pool {
 			pool[k] /= float32(nc)

@@ -28,17 +28,24 @@ heartbeat). Heartbeats go every 5 s from that thread, also while paused.
 Acknowledgements, phases, checkpoints and done are never dropped.
 
 Several ranks: one rank (channel_rank, 0 by default) holds the channel. When
-torch.distributed is initialised, step_boundary() is a collective: the holder
-takes the commands that arrived and broadcasts them (broadcast_object_list),
-so every rank gets the same commands at the same step; checkpoint saves and
-stops are collective, so they must. This module never imports torch: it uses
-torch.distributed only when the trainer has imported and initialised it.
+torch.distributed is initialised, every rank gets the same commands at the
+same step boundary (checkpoint saves and stops are collective, so they must).
+On one node (what `pixelis launch` supports) that costs no collective per
+step: the holder posts each command as it arrives on a command board that
+every rank reads at every boundary, for the first boundary no rank has
+passed (_Board); with ranks on several nodes step_boundary() is a collective
+instead (one broadcast of one number; the commands are broadcast when there
+are any). connect() is a collective either way. This module never imports
+torch: it uses torch.distributed only when the trainer has imported and
+initialised it.
 
 Standard library only.
 """
 
 import atexit
 import collections
+import contextlib
+import fcntl
 import json
 import logging
 import math
@@ -47,7 +54,9 @@ import os
 import select
 import signal
 import socket
+import struct
 import sys
+import tempfile
 import threading
 import time
 
@@ -57,7 +66,7 @@ RUN_DIR_ENV = "PIXELIS_RUN_DIR"
 MAX_LINE = 1 << 20          # the protocol's longest line, bytes (without its newline)
 HEARTBEAT_EVERY_S = 5.0     # the protocol's longest time between heartbeats
 QUEUE_SIZE = 4096           # metrics and samples waiting to be written, at most
-PAUSE_POLL_S = 1.0          # while paused, ranks meet this often (a collective under torch.distributed)
+PAUSE_POLL_S = 1.0          # while paused, the holder waits this long for a command between looks (a collective across nodes)
 FLUSH_TIMEOUT_S = 5.0       # close() waits this long for queued messages to be written
 CONNECT_TIMEOUT_S = 10.0    # the handshake's limit
 SAME_STOP_S = 5.0           # a SIGTERM this soon after a stop began is that stop (a scheduler's, beside pixelis's)
@@ -172,9 +181,9 @@ def connect(components=(), reports=(), config=None, default_weights=None, *, tot
     budget the console's header shows. Only the rank channel_rank
     connects; under torch.distributed, connect() is a collective (all ranks
     start from the holder's stage). boundary_every=k makes only every k-th
-    step_boundary() call meet the other ranks (the others return [] at
-    once): commands then wait up to k steps, and the collective costs a
-    k-th. Raises Refused when pixelis refuses the
+    step_boundary() call look for commands (the others return [] at
+    once): commands then wait up to k steps (for ranks on several nodes,
+    whose boundaries are collectives). Raises Refused when pixelis refuses the
     handshake, OSError when the socket cannot be reached.
     """
     return Run(components, reports, config, default_weights, total_steps=total_steps, channel=channel,
@@ -196,6 +205,7 @@ class Run:
         self.channel_rank = channel_rank
         self.boundary_every = max(1, int(boundary_every))
         self._boundaries = 0  # step_boundary calls so far
+        self._board = None    # under torch.distributed on one node: where the holder posts commands
         self.run_dir = os.environ.get(RUN_DIR_ENV)
         self.paused = False
         self.resume = None  # {"step", "checkpoint"} when `pixelis resume` restarted the trainer
@@ -359,8 +369,9 @@ class Run:
 
     def step_boundary(self, step):
         """The commands that arrived since the last call, the same on every
-        rank (call it once a step on every rank: under torch.distributed it
-        is a collective). A stage command has updated run.stage already and
+        rank (call it once a step on every rank: under torch.distributed a
+        command is carried out at the same boundary everywhere, the first
+        one after its arrival that no rank has passed). A stage command has updated run.stage already and
         is acknowledged; pause and resume are acknowledged and handled here:
         while paused this call blocks (heartbeats go on) until resume or
         stop, then returns the pause and what came with it. checkpoint,
@@ -373,8 +384,8 @@ class Run:
             return []
         out = []
         while True:
-            payload = self._exchange(self._take_commands(wait=self.paused))
-            out.extend(self._apply(payload))
+            for payload in self._exchange(self._take_commands(wait=self.paused)):
+                out.extend(self._apply(payload))
             if not self.paused:
                 return out
 
@@ -385,7 +396,19 @@ class Run:
         ch = self._channel
         if ch is None:
             return None
-        raw = ch.take_commands(PAUSE_POLL_S if wait else 0)
+        if self._board is not None:  # the reader thread posts news, a lost channel included; here only what came before the board
+            payload = self._payload(ch.take_commands(0), True, ch.take_stage())
+        else:
+            payload = self._payload(ch.take_commands(PAUSE_POLL_S if wait else 0), ch.connected, ch.take_stage())
+        cmds = payload["commands"]
+        if self._sigterm_stop and not any(k == "stop" for _, k, _, _ in cmds):
+            cmds.append((None, "stop", {"checkpoint": True}, None))  # SIGTERM's stop, on every rank at once
+        self._sigterm_stop = False
+        return payload
+
+    def _payload(self, raw, connected, stage):
+        """What every rank carries out for the commands raw (with the
+        holder's verdict on each), the channel's state and a reconnect's stage."""
         cmds = []
         for m in raw:
             kind, args = m.get("kind"), m.get("args") or {}
@@ -396,18 +419,26 @@ class Run:
                 st = self._stage_of(args)
                 verdict = st if isinstance(st, str) else None
             cmds.append((m.get("id"), kind, args, verdict))
-        if self._sigterm_stop and not any(k == "stop" for _, k, _, _ in cmds):
-            cmds.append((None, "stop", {"checkpoint": True}, None))  # SIGTERM's stop, on every rank at once
-        self._sigterm_stop = False
-        return {"commands": cmds, "connected": ch.connected, "stage": ch.take_stage()}
+        return {"commands": cmds, "connected": connected, "stage": stage}
+
+    def _post_news(self, raw, stage, connected):
+        """The holder's reader thread: news posted on the board at once, for
+        the first step boundary no rank has passed."""
+        payload = self._payload(raw, connected, stage)
+        if payload != _NO_NEWS:
+            self._board.post(payload, self.boundary_every)
 
     def _exchange(self, payload):
-        """The holder's payload, on every rank (broadcast under torch.distributed).
-        Most steps bring nothing: then one collective of one number says so,
-        and only a step with news pickles and broadcasts the payload."""
+        """The payloads every rank carries out at this boundary, in order.
+        One process: the holder's own. Under torch.distributed with every
+        rank on one node: the board's (_Board), no collective. Else the
+        holder's payload broadcast (one number saying whether there is
+        news; only news is pickled and broadcast)."""
         td = _dist()
         if td is None or td.get_world_size() == 1:
-            return payload
+            return [payload]
+        if self._board is not None:
+            return self._board.exchange(self._boundaries, payload, self.paused, self.boundary_every)
         torch = sys.modules["torch"]
         device = None
         if td.get_backend() == "nccl":  # NCCL's collectives take tensors on the rank's GPU
@@ -417,10 +448,10 @@ class Run:
             news += 1
         td.broadcast(news, src=self.channel_rank)
         if not news.item():
-            return _NO_NEWS
+            return [_NO_NEWS]
         box = [payload]
         td.broadcast_object_list(box, src=self.channel_rank, **({"device": device} if device is not None else {}))
-        return box[0]
+        return [box[0]]
 
     def _apply(self, payload):
         """Carry out a boundary's payload on this rank; the commands for the trainer."""
@@ -514,10 +545,162 @@ class Run:
         td = _dist()
         if td is None or td.get_world_size() == 1 or not self.active:  # PIXELIS_CHANNEL is every rank's or none's
             return
-        box = [(self.stage._wire(), self.active, self.run_dir, self.resume)]
+        board = _Board.create(td.get_world_size(), self.rank, self._channel.path) if self._channel is not None else None
+        box = [(self.stage._wire(), self.active, self.run_dir, self.resume, board and board.address)]
         td.broadcast_object_list(box, src=self.channel_rank)
-        st, self.active, self.run_dir, self.resume = box[0]
+        st, self.active, self.run_dir, self.resume, address = box[0]
         self.stage = Stage(st["index"], st["name"], st["weights"])
+        if board is None and address is not None:
+            board = _Board.open(address, self.rank)
+        self._board = _Board.agree(td, board, self.channel_rank)
+        if self._board is not None and self._channel is not None:
+            self._channel.forward_to(self._post_news)
+
+
+class _Board:
+    """The holder's commands for every rank of one node, without a collective per step.
+
+    A file, created by the holder at connect(), opened by every rank and then
+    unlinked, holds each rank's progress (its last step boundary, counted by
+    step_boundary calls) and the holder's posts: a payload (commands, a
+    reconnect's stage, a lost channel) and the boundary `at` at which every
+    rank carries it out. At each boundary a rank, under an exclusive lock,
+    reads the posts it has not seen and writes its progress. The holder's
+    reader thread posts news as it arrives, under the same lock, for the
+    first boundary no rank has passed: at = 1 + max over ranks of their
+    progress, or, while a pause is posted and not yet resumed, the pause's
+    boundary (no rank passes it). So every rank carries out every payload at
+    the same boundary, the first one after the news that is still ahead of
+    every rank, and a boundary without news costs a rank four system calls
+    (lock, read, write, unlock)."""
+
+    HEAD = struct.Struct("<4sI16sQ")  # magic, world size, token, end of the posts
+    MAGIC = b"PXB1"
+    LEN = struct.Struct("<I")         # a post: its length, then JSON {"at", "payload"}
+    PAUSED_WAIT_S = 0.05              # while paused, a rank without the channel looks for news this often
+
+    def __init__(self, fd, world, rank, path, token):
+        self.fd, self.world, self.rank, self.path, self.token = fd, world, rank, path, token
+        self.base = self.HEAD.size + 8 * world  # the posts start after the progress of every rank
+        self.read_to = self.base
+        self.pending = collections.deque()      # (at, payload) read, not yet due
+        self.hold_at = None                     # the holder's open pause: its boundary
+        self.lock = threading.Lock()            # flock does not exclude this process's own threads
+
+    @property
+    def address(self):
+        return (self.path, self.token.hex())
+
+    @classmethod
+    def create(cls, world, rank, channel_path):
+        """The holder's board, next to the channel's socket (None when it cannot be made)."""
+        try:
+            fd, path = tempfile.mkstemp(prefix="pixelis-board-", dir=os.path.dirname(channel_path) or None)
+        except OSError as e:
+            log.warning("pixelis: no command board (%s): step boundaries are collectives", e)
+            return None
+        token = os.urandom(16)
+        os.pwrite(fd, cls.HEAD.pack(cls.MAGIC, world, token, 0) + bytes(8 * world), 0)
+        b = cls(fd, world, rank, path, token)
+        os.pwrite(fd, struct.pack("<Q", b.base), cls.HEAD.size - 8)
+        return b
+
+    @classmethod
+    def open(cls, address, rank):
+        """The holder's board seen from another rank, or None when it is not on this node."""
+        path, token = address[0], bytes.fromhex(address[1])
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError:
+            return None
+        magic, world, tok, _ = cls.HEAD.unpack(os.pread(fd, cls.HEAD.size, 0).ljust(cls.HEAD.size, b"\0"))
+        if (magic, tok) != (cls.MAGIC, token):  # another machine's file of the same name
+            os.close(fd)
+            return None
+        return cls(fd, world, rank, path, token)
+
+    @classmethod
+    def agree(cls, td, board, holder):
+        """The board when every rank opened it, else None (ranks on other
+        nodes: step boundaries stay collectives). A collective; the holder
+        unlinks the file after it."""
+        opened = [None] * td.get_world_size()
+        td.all_gather_object(opened, board is not None)
+        if board is not None and td.get_rank() == holder:
+            os.unlink(board.path)
+        if all(opened):
+            return board
+        if board is not None:
+            os.close(board.fd)
+        return None
+
+    def exchange(self, boundary, payload, paused, every):
+        """The payloads due at this boundary, in order; payload: the
+        holder's news (None on other ranks, _NO_NEWS for none). While paused
+        with nothing due it waits PAUSED_WAIT_S first."""
+        with self._locked() as head:
+            end = self.HEAD.unpack_from(head)[3]
+            if payload is not None and payload != _NO_NEWS:
+                end = self._post(head, end, payload, every)
+            if end > self.read_to:
+                self._read(end)
+            os.pwrite(self.fd, struct.pack("<q", boundary), self.HEAD.size + 8 * self.rank)
+        due = []
+        while self.pending and self.pending[0][0] <= boundary:
+            at, p = self.pending.popleft()
+            if at < boundary:  # cannot happen: a post is never for a boundary a rank has passed
+                log.warning("pixelis: a command for step boundary %d seen at %d", at, boundary)
+            due.append(p)
+        if not due and paused:
+            time.sleep(self.PAUSED_WAIT_S)
+        return due
+
+    def post(self, payload, every):
+        """The holder's news, from any of its threads."""
+        with self._locked() as head:
+            self._post(head, self.HEAD.unpack_from(head)[3], payload, every)
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """The board's header and progress, read under its lock (this
+        process's threads, then the other ranks' processes)."""
+        with self.lock:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            try:
+                yield os.pread(self.fd, self.base, 0)
+            finally:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def _post(self, head, end, payload, every):
+        """Append a post for the first boundary no rank has passed (or the
+        open pause's); the new end of the posts."""
+        if self.hold_at is not None:
+            at = self.hold_at
+        else:
+            at = 1 + max(struct.unpack_from("<%dq" % self.world, head, self.HEAD.size))
+            at += -(at - 1) % every  # a boundary every rank looks at (boundary_every)
+        for _, kind, _, verdict in payload["commands"]:
+            if verdict is None and kind == "pause":
+                self.hold_at = at
+            elif verdict is None and kind in ("resume", "stop"):
+                self.hold_at = None
+        if not payload["connected"]:
+            self.hold_at = None
+        line = json.dumps({"at": at, "payload": payload}, separators=(",", ":"), default=str).encode("utf-8")
+        os.pwrite(self.fd, self.LEN.pack(len(line)) + line, end)
+        end += self.LEN.size + len(line)
+        os.pwrite(self.fd, struct.pack("<Q", end), self.HEAD.size - 8)
+        return end
+
+    def _read(self, end):
+        data = os.pread(self.fd, end - self.read_to, self.read_to)
+        off = 0
+        while off < len(data):
+            (n,) = self.LEN.unpack_from(data, off)
+            msg = json.loads(data[off + self.LEN.size:off + self.LEN.size + n])
+            self.pending.append((msg["at"], msg["payload"]))
+            off += self.LEN.size + n
+        self.read_to = end
 
 
 def training_loop(run, train_step, steps, *, save=None, evaluate=None, start=0):
@@ -574,6 +757,7 @@ class _Channel:
         self._inbox = collections.deque()
         self.stop_arrived = None  # time.monotonic() when the first stop command arrived
         self._stage = None  # a reconnect's welcome stage, for the next boundary
+        self._forward = None  # when set: fn(commands, stage, connected) takes news as it arrives (the board)
         self.heartbeat_every = HEARTBEAT_EVERY_S
         self._sock = None
         self.welcome = self._handshake()
@@ -638,8 +822,12 @@ class _Channel:
                     if msg.get("kind") == "stop" and self.stop_arrived is None:
                         self.stop_arrived = time.monotonic()
                     with self._inbox_cv:
-                        self._inbox.append(msg)
-                        self._inbox_cv.notify_all()
+                        forward = self._forward
+                        if forward is None:
+                            self._inbox.append(msg)
+                            self._inbox_cv.notify_all()
+                    if forward is not None:
+                        forward([msg], None, True)
                 else:
                     log.warning("pixelis sent a message of unknown type %r", msg.get("type"))
         except (OSError, ValueError):
@@ -651,6 +839,15 @@ class _Channel:
                 self._cv.notify_all()
             with self._inbox_cv:
                 self._inbox_cv.notify_all()
+                forward = self._forward
+            if forward is not None and not self._closing:
+                forward([], None, False)
+
+    def forward_to(self, fn):
+        """From now on news goes to fn(commands, stage, connected) as it
+        arrives; what is in the inbox stays for take_commands."""
+        with self._inbox_cv:
+            self._forward = fn
 
     def take_commands(self, wait):
         """The commands that arrived, waiting up to wait seconds for one."""
@@ -790,6 +987,8 @@ class _Channel:
             with self._cv:
                 self._stage = welcome.get("stage")
                 self._flush_locked()
+            if self._forward is not None:
+                self._forward([], self.take_stage(), True)
             return True
 
     def close(self, flush_timeout=FLUSH_TIMEOUT_S):

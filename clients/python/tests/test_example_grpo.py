@@ -155,6 +155,12 @@ class ExampleGRPOTest(unittest.TestCase):
             self.assertEqual(m["episodes"], 16)
             for c in self.ex.COMPONENTS:
                 self.assertIn("reward/%s/raw" % c, m)
+            # the policy's statistics are means over the trained rows: none when no group had a signal
+            if m["grpo/informative_groups"] == 0:
+                self.assertEqual([m[k] for k in ("policy/loss", "policy/kl", "policy/entropy")], [None] * 3)
+            else:
+                self.assertGreater(m["policy/entropy"], 0)
+                self.assertGreaterEqual(m["policy/kl"], 0)
         # a sampled trajectory for the console at the logging step
         (step, sample), = run.samples
         self.assertEqual(step, stop_at)

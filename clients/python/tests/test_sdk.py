@@ -3,14 +3,17 @@
 the handshake, metrics with None, commands and their acks, stages, pause
 blocking while heartbeats go on, the queue that drops and counts instead of
 blocking, reconnects, done, the no-op Run outside launch and the plain
-training loop. Every wait is for a state of the peer or of the Run."""
+training loop; the command board that gives several ranks of one node the
+same commands at the same step boundary. Every wait is for a state of the peer or of the Run."""
 
 import itertools
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -411,6 +414,63 @@ class Channel(unittest.TestCase):
         self.assertEqual([c["step"] for c in ckpts], saves)
         self.assertEqual(len(saves), 2)
         self.assertEqual(self.peer.of("done"), [])
+
+
+class CommandBoard(unittest.TestCase):
+    """sdk._Board, two ranks' views of it in one process: the holder (rank 0)
+    and rank 1, each with its own open file, as two processes have."""
+
+    def setUp(self):
+        d = tempfile.mkdtemp(prefix="pxl-board-")
+        self.addCleanup(shutil.rmtree, d, True)
+        self.holder = sdk._Board.create(2, 0, os.path.join(d, "channel.sock"))
+        self.other = sdk._Board.open(self.holder.address, 1)
+        self.assertIsNotNone(self.other)
+        os.unlink(self.holder.path)  # as agree() does once every rank opened it
+        for b in (self.holder, self.other):
+            self.addCleanup(os.close, b.fd)
+
+    def news(self, *kinds):
+        return {"commands": [[k + "-id", k, {}, None] for k in kinds], "connected": True, "stage": None}
+
+    def boundary(self, board, n, paused=False):
+        return board.exchange(n, sdk._NO_NEWS if board is self.holder else None, paused, 1)
+
+    def test_news_is_for_the_first_boundary_no_rank_has_passed(self):
+        self.assertEqual(self.boundary(self.holder, 1), [])
+        self.assertEqual(self.boundary(self.other, 1), [])
+        self.assertEqual(self.boundary(self.other, 2), [])  # rank 1 is a step ahead
+        self.holder.post(self.news("checkpoint"), 1)
+        self.assertEqual(self.boundary(self.holder, 2), [])  # rank 1 has passed 2: the news is for 3
+        self.assertEqual(self.boundary(self.other, 3), [self.news("checkpoint")])
+        self.assertEqual(self.boundary(self.holder, 3), [self.news("checkpoint")])
+        self.assertEqual(self.boundary(self.holder, 4), [])
+
+    def test_news_at_the_holders_boundary_is_carried_out_there(self):
+        self.assertEqual(self.holder.exchange(1, self.news("stop"), False, 1), [self.news("stop")])
+        self.assertEqual(self.boundary(self.other, 1), [self.news("stop")])
+
+    def test_a_pause_holds_every_rank_at_its_boundary_until_resume(self):
+        self.assertEqual(self.boundary(self.holder, 1), [])
+        self.holder.post(self.news("pause"), 1)
+        self.assertEqual(self.boundary(self.holder, 2), [self.news("pause")])
+        self.assertEqual(self.boundary(self.holder, 2, paused=True), [])
+        self.holder.post(self.news("resume"), 1)  # rank 1 has not reached 2 yet: the resume is for 2 too
+        self.assertEqual(self.boundary(self.other, 1), [])
+        self.assertEqual(self.boundary(self.other, 2), [self.news("pause"), self.news("resume")])
+        self.assertEqual(self.boundary(self.holder, 2, paused=True), [self.news("resume")])
+        self.holder.post(self.news("checkpoint"), 1)  # the pause is over: the next boundary
+        self.assertEqual(self.boundary(self.holder, 3), [self.news("checkpoint")])
+
+    def test_boundary_every_k_posts_for_a_boundary_every_rank_looks_at(self):
+        self.assertEqual(self.holder.exchange(1, sdk._NO_NEWS, False, 3), [])
+        self.holder.post(self.news("checkpoint"), 3)
+        self.assertEqual(self.other.exchange(4, None, False, 3), [self.news("checkpoint")])
+
+    def test_another_file_of_the_same_name_is_not_the_board(self):
+        path, token = self.holder.address
+        self.assertIsNone(sdk._Board.open((path, "00" * 16), 1))
+        self.assertIsNone(sdk._Board.open((path + "-gone", token), 1))
 
 
 if __name__ == "__main__":

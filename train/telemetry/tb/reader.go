@@ -97,106 +97,139 @@ func (f *File) Offset() int64 { return f.off }
 // where a sound record starts. Read returns ErrRewritten, reading nothing, when the
 // file shrank, vanished or was replaced. fn must not keep the *Event or its Values.
 func (f *File) Read(fn func(*Event), warn func(*CorruptError)) (int, error) {
-	fh, err := os.Open(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if f.id != nil {
-			return 0, fmt.Errorf("%s: %w (it vanished)", f.path, ErrRewritten)
-		}
-		return 0, nil
-	}
-	if err != nil {
+	fh, size, err := f.openGrown()
+	if fh == nil {
 		return 0, err
 	}
 	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if f.id != nil && (!os.SameFile(f.id, fi) || fi.Size() < f.off) {
-		return 0, fmt.Errorf("%s: %w", f.path, ErrRewritten)
-	}
-	f.id = fi
-	size := fi.Size()
-	f.size = size
-	if f.off >= size {
-		return 0, nil
-	}
 	report := func(e *CorruptError) {
 		if warn != nil {
 			warn(e)
 		}
 	}
-	seek := func(off int64) {
-		f.off = off
-		if f.br == nil {
-			f.br = bufio.NewReaderSize(nil, 256<<10)
-		}
-		f.br.Reset(io.NewSectionReader(fh, off, size-off))
-	}
-	seek(f.off)
-	var hdr [headerLen]byte
+	f.seek(fh, size, f.off)
 	n := 0
 	for size-f.off >= headerLen && (f.limit <= 0 || f.off < f.limit) {
-		if _, err := io.ReadFull(f.br, hdr[:]); err != nil {
-			return n, readErr(f.path, err)
+		got, more, err := f.record(fh, size, report)
+		if err != nil {
+			return n, err
 		}
-		length := binary.LittleEndian.Uint64(hdr[:8])
-		reason := ""
-		switch {
-		case maskedCRC(hdr[:8]) != binary.LittleEndian.Uint32(hdr[8:]):
-			reason = "bad length checksum"
-		case length > maxPlausibleRecord:
-			reason = fmt.Sprintf("implausible record length %d", length)
+		if got {
+			fn(&f.ev)
+			n++
 		}
-		if reason != "" {
-			next, found, err := f.resync(fh, size)
-			if err != nil {
-				return n, err
-			}
-			if !found {
-				if f.bad != f.off {
-					f.bad = f.off
-					report(&CorruptError{Path: f.path, Offset: f.off, Reason: reason})
-				}
-				break
-			}
-			report(&CorruptError{Path: f.path, Offset: f.off, Reason: reason, Skipped: next - f.off})
-			f.bad, f.scanned = -1, 0
-			seek(next)
-			continue
+		if !more {
+			break
 		}
-		avail := uint64(size - f.off - headerLen)
-		if length > avail || avail-length < trailerLen {
-			break // still being written
-		}
-		total := headerLen + int64(length) + trailerLen
-		if length > MaxRecord {
-			seek(f.off + total)
-			continue
-		}
-		if need := int(length) + trailerLen; cap(f.buf) < need {
-			f.buf = make([]byte, need)
-		}
-		data := f.buf[:length+trailerLen]
-		if _, err := io.ReadFull(f.br, data); err != nil {
-			return n, readErr(f.path, err)
-		}
-		rec := data[:length]
-		if maskedCRC(rec) != binary.LittleEndian.Uint32(data[length:]) {
-			report(&CorruptError{Path: f.path, Offset: f.off, Reason: "bad data checksum", Skipped: total})
-			f.off += total
-			continue
-		}
-		if err := unmarshalEvent(rec, &f.ev, &f.tags); err != nil {
-			report(&CorruptError{Path: f.path, Offset: f.off, Reason: "undecodable event: " + err.Error(), Skipped: total})
-			f.off += total
-			continue
-		}
-		f.off += total
-		fn(&f.ev)
-		n++
 	}
 	return n, nil
+}
+
+// openGrown opens the file when it holds more than has been read, nil when it
+// does not (or does not exist yet); ErrRewritten when it shrank, vanished or
+// was replaced.
+func (f *File) openGrown() (*os.File, int64, error) {
+	fh, err := os.Open(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if f.id != nil {
+			return nil, 0, fmt.Errorf("%s: %w (it vanished)", f.path, ErrRewritten)
+		}
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := fh.Stat()
+	if err == nil && f.id != nil && (!os.SameFile(f.id, fi) || fi.Size() < f.off) {
+		err = fmt.Errorf("%s: %w", f.path, ErrRewritten)
+	}
+	if err != nil || fi.Size() <= f.off {
+		fh.Close()
+		if err == nil {
+			f.id, f.size = fi, fi.Size()
+		}
+		return nil, 0, err
+	}
+	f.id, f.size = fi, fi.Size()
+	return fh, fi.Size(), nil
+}
+
+// seek moves the reader to offset off of fh (size bytes long).
+func (f *File) seek(fh *os.File, size, off int64) {
+	f.off = off
+	if f.br == nil {
+		f.br = bufio.NewReaderSize(nil, 256<<10)
+	}
+	f.br.Reset(io.NewSectionReader(fh, off, size-off))
+}
+
+// record reads the record at f.off into f.ev (got) and moves past it, or past
+// a corrupt stretch, reporting it; more is false when the rest of the file is
+// a record still being written or corrupt without a sound record after it.
+func (f *File) record(fh *os.File, size int64, report func(*CorruptError)) (got, more bool, err error) {
+	var hdr [headerLen]byte
+	if _, err := io.ReadFull(f.br, hdr[:]); err != nil {
+		return false, false, readErr(f.path, err)
+	}
+	length := binary.LittleEndian.Uint64(hdr[:8])
+	reason := ""
+	switch {
+	case maskedCRC(hdr[:8]) != binary.LittleEndian.Uint32(hdr[8:]):
+		reason = "bad length checksum"
+	case length > maxPlausibleRecord:
+		reason = fmt.Sprintf("implausible record length %d", length)
+	}
+	if reason != "" {
+		more, err := f.resyncAfter(fh, size, reason, report)
+		return false, more, err
+	}
+	avail := uint64(size - f.off - headerLen)
+	if length > avail || avail-length < trailerLen {
+		return false, false, nil // still being written
+	}
+	total := headerLen + int64(length) + trailerLen
+	if length > MaxRecord {
+		f.seek(fh, size, f.off+total)
+		return false, true, nil
+	}
+	if need := int(length) + trailerLen; cap(f.buf) < need {
+		f.buf = make([]byte, need)
+	}
+	data := f.buf[:length+trailerLen]
+	if _, err := io.ReadFull(f.br, data); err != nil {
+		return false, false, readErr(f.path, err)
+	}
+	rec := data[:length]
+	if maskedCRC(rec) != binary.LittleEndian.Uint32(data[length:]) {
+		report(&CorruptError{Path: f.path, Offset: f.off, Reason: "bad data checksum", Skipped: total})
+	} else if err := unmarshalEvent(rec, &f.ev, &f.tags); err != nil {
+		report(&CorruptError{Path: f.path, Offset: f.off, Reason: "undecodable event: " + err.Error(), Skipped: total})
+	} else {
+		got = true
+	}
+	f.off += total
+	return got, true, nil
+}
+
+// resyncAfter handles a record whose length cannot be trusted: it moves to
+// the next offset where a sound record starts (more), or reports the stretch
+// once and stops when there is none yet.
+func (f *File) resyncAfter(fh *os.File, size int64, reason string, report func(*CorruptError)) (more bool, err error) {
+	next, found, err := f.resync(fh, size)
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		if f.bad != f.off {
+			f.bad = f.off
+			report(&CorruptError{Path: f.path, Offset: f.off, Reason: reason})
+		}
+		return false, nil
+	}
+	report(&CorruptError{Path: f.path, Offset: f.off, Reason: reason, Skipped: next - f.off})
+	f.bad, f.scanned = -1, 0
+	f.seek(fh, size, next)
+	return true, nil
 }
 
 func readErr(path string, err error) error {
