@@ -5,8 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
+	"weak"
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
@@ -424,4 +426,26 @@ func TestICMStateRoundTrip(t *testing.T) {
 	if err := b.Restore(st); err == nil {
 		t.Error("state without the encoder accepted")
 	}
+}
+
+// TestDroppedICMIsCollected: a model that was trained and then dropped is
+// freed by the collector (a scoring server builds one per request). Its
+// graph's instructions must not lead back to it through the tape machine:
+// gorgonia's machine had a finalizer, and a cycle through an object with a
+// finalizer is never freed.
+func TestDroppedICMIsCollected(t *testing.T) {
+	m := smallICM(t, 3, nil)
+	m.Score(synthTransitions(8, m.d, m.a, rand.New(rand.NewPCG(9, 9))))
+	if m.Stats().Updates != 1 || m.Err() != nil {
+		t.Fatalf("updates %d err %v", m.Stats().Updates, m.Err())
+	}
+	gone := weak.Make(m)
+	m = nil
+	for range 10 { // a cycle through a finalizer would survive them all
+		runtime.GC()
+		if gone.Value() == nil {
+			return
+		}
+	}
+	t.Fatal("a dropped ICM outlived 10 collections")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 
 	"github.com/pixelis/pixelis/internal/blas"
 	"github.com/pixelis/pixelis/internal/nn"
@@ -31,15 +32,24 @@ type icmNet struct {
 	vm         G.VM
 	in         icmInputs
 	fwdL, invL *G.Node
-	// fwdV, invV receive copies of the two losses during a run: the tape
+	// losses receives copies of the two losses during a run: the tape
 	// machine may reuse an intermediate node's buffer once it has been read.
-	fwdV, invV G.Value
-	grads      []*G.Node
-	gradBuf    [][]float32
-	pre, hid   []float64 // scratch of the Go forward pass
-	phiRows    []float32 // BatchSize×E scratch of training
-	xa, out    []float64
+	losses   *icmLosses
+	grads    []*G.Node
+	gradBuf  [][]float32
+	pre, hid []float64 // scratch of the Go forward pass
+	phiRows  []float32 // BatchSize×E scratch of training
+	xa, out  []float64
 }
+
+// icmLosses is where the graph's Read instructions copy the losses. It is
+// an allocation of its own, never a field of ICM: the instructions keep
+// pointers to their destinations, and a destination inside ICM would make
+// the tape machine (which gorgonia gives a finalizer) reach itself through
+// ICM.vm. The Go collector never frees a cycle through an object with a
+// finalizer, so every model built and dropped (one per scoring orchestrator
+// of `pixelis serve`) would stay in memory for good.
+type icmLosses struct{ fwd, inv G.Value }
 
 type icmParam struct {
 	name      string
@@ -163,8 +173,9 @@ func (m *ICM) build() (err error) {
 	beta := G.NewConstant(float32(m.cfg.Beta), G.WithName("beta"))
 	beta1 := G.NewConstant(float32(1-m.cfg.Beta), G.WithName("one_minus_beta"))
 	cost := G.Must(G.Add(G.Must(G.Mul(m.fwdL, beta)), G.Must(G.Mul(m.invL, beta1))))
-	G.Read(m.fwdL, &m.fwdV)
-	G.Read(m.invL, &m.invV)
+	m.losses = new(icmLosses)
+	G.Read(m.fwdL, &m.losses.fwd)
+	G.Read(m.invL, &m.losses.inv)
 	wrt := make(G.Nodes, len(m.trainable))
 	for i, p := range m.trainable {
 		wrt[i] = p.node
@@ -178,6 +189,11 @@ func (m *ICM) build() (err error) {
 	}
 	m.g = g
 	m.vm = G.NewTapeMachine(g)
+	// gorgonia gives the machine a finalizer that releases CUDA contexts; a
+	// build without the cuda tag has none (the finalizer is empty). Without
+	// it a dropped model's memory is freed at the next collection instead
+	// of one collection after its finalizer has run.
+	runtime.SetFinalizer(m.vm, nil)
 	return nil
 }
 
@@ -313,10 +329,10 @@ func (m *ICM) gradients(chunk []transition) (fwd, inv float64, err error) {
 	if err := m.vm.RunAll(); err != nil {
 		return 0, 0, fmt.Errorf("icm: run: %w", err)
 	}
-	if fwd, err = scalarOf("forward loss", m.fwdV); err != nil {
+	if fwd, err = scalarOf("forward loss", m.losses.fwd); err != nil {
 		return 0, 0, err
 	}
-	if inv, err = scalarOf("inverse loss", m.invV); err != nil {
+	if inv, err = scalarOf("inverse loss", m.losses.inv); err != nil {
 		return 0, 0, err
 	}
 	for i, p := range m.trainable {

@@ -51,11 +51,7 @@ func startServe(t *testing.T, bin string) (url, token string) {
 		t.Fatal(err)
 	}
 	token = hex.EncodeToString(b)
-	// The server's live heap grows by about 7 MiB a GRPO step of the example
-	// (episodes closed after each step): at the default --max-memory of 1536
-	// MiB it refuses the example's episodes near step 240, which a test on a
-	// busy machine can reach.
-	p := startProcess(t, bin, []string{"PIXELIS_SERVE_TOKEN=" + token}, "serve", "--config", "smoke", "--addr", "127.0.0.1:0", "--max-memory", "4096")
+	p := startProcess(t, bin, []string{"PIXELIS_SERVE_TOKEN=" + token}, "serve", "--config", "smoke", "--addr", "127.0.0.1:0")
 	listening := regexp.MustCompile(`listening on (http://\S+)`)
 	if !waitFor(time.Minute, func() bool { url = firstGroup(listening, p.out.String()); return url != "" }) {
 		t.Fatalf("pixelis serve did not start:\n%s\n%s", p.out, p.errOut)

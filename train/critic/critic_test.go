@@ -3,9 +3,11 @@ package critic
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"weak"
 
 	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/train/policy"
@@ -346,4 +348,37 @@ func TestUpdateFitsReturns(t *testing.T) {
 			t.Logf("%s: vf_loss %.4f → %.4f", cfg.Network, first.Loss, last.Loss)
 		})
 	}
+}
+
+// TestDroppedUpdaterIsCollected: an updater that ran and was dropped is
+// freed by the collector. Its graph's instructions must not lead back to
+// it through the tape machine: gorgonia gives the machine a finalizer, and
+// a cycle through an object with a finalizer is never freed.
+func TestDroppedUpdaterIsCollected(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	n, err := New(tinyNets[0], tinyPolicy(t, rng), rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := NewUpdater(n, 16, 0.5, optim.DefaultAdam())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := randObs(n, 16, rng)
+	rows := make([]Row, 16)
+	for i := range rows {
+		rows[i] = Row{Obs: obs[i*n.ObsDim() : (i+1)*n.ObsDim()], Return: 1}
+	}
+	if _, err := u.Update(rows, 1, 1, 0.01, rng); err != nil {
+		t.Fatal(err)
+	}
+	gone := weak.Make(u.gr)
+	u = nil
+	for range 10 { // a cycle through a finalizer would survive them all
+		runtime.GC()
+		if gone.Value() == nil {
+			return
+		}
+	}
+	t.Fatal("a dropped updater's graph outlived 10 collections")
 }

@@ -30,21 +30,28 @@ type graph struct {
 	batch int
 	g     *G.ExprGraph
 
-	global, cells     *G.Node // [B, Global], [B·Cells, CellFeatures]
-	ret, lo, hi, w    *G.Node // [B]: Rᵢ, V_old − ε_v, V_old + ε_v, wᵢ
-	value             *G.Node // [B]: V(sᵢ)
-	loss              *G.Node
-	bufs              map[*G.Node][]float32
-	weights           map[string]*G.Node
-	trainable         []string
-	grads             []*G.Node
-	gradBuf           [][]float32
-	data              map[string][]float32
-	valueOut, lossOut G.Value
-	clipped           bool
-	vm                G.VM
-	team              *par.Team // the workers the graph's ops split their work over
+	global, cells  *G.Node // [B, Global], [B·Cells, CellFeatures]
+	ret, lo, hi, w *G.Node // [B]: Rᵢ, V_old − ε_v, V_old + ε_v, wᵢ
+	value          *G.Node // [B]: V(sᵢ)
+	loss           *G.Node
+	bufs           map[*G.Node][]float32
+	weights        map[string]*G.Node
+	trainable      []string
+	grads          []*G.Node
+	gradBuf        [][]float32
+	data           map[string][]float32
+	out            *graphOutputs
+	clipped        bool
+	vm             G.VM
+	team           *par.Team // the workers the graph's ops split their work over
 }
+
+// graphOutputs is where the graph's Read instructions copy V(s) and the
+// loss: an allocation of its own, never a field of graph, which holds the
+// tape machine. The instructions keep pointers to their destinations, and
+// gorgonia gives the machine a finalizer; the Go collector never frees a
+// cycle through an object with a finalizer.
+type graphOutputs struct{ value, loss G.Value }
 
 func newGraph(n *Net, batch int, clip float64) (gr *graph, err error) {
 	return buildGraph(n, batch, clip, (*graph).values)
@@ -150,7 +157,8 @@ func (gr *graph) compile() error {
 		gr.gradBuf = append(gr.gradBuf, make([]float32, len(gr.data[name])))
 	}
 	roots := append(G.Nodes(nil), grads...)
-	roots = append(roots, G.Read(gr.value, &gr.valueOut), G.Read(gr.loss, &gr.lossOut))
+	gr.out = new(graphOutputs)
+	roots = append(roots, G.Read(gr.value, &gr.out.value), G.Read(gr.loss, &gr.out.loss))
 	gr.vm = G.NewTapeMachine(gr.g.ExactSubgraphRoots(roots...))
 	return nil
 }
@@ -181,19 +189,19 @@ func (gr *graph) run(obs, ret, lo, hi, w []float32) ([]float32, error) {
 		}
 		copy(gr.gradBuf[i], d)
 	}
-	if gr.valueOut == nil {
+	if gr.out.value == nil {
 		return nil, errors.New("critic graph: no value read out")
 	}
-	v, ok := gr.valueOut.Data().([]float32)
+	v, ok := gr.out.value.Data().([]float32)
 	if !ok {
-		return nil, fmt.Errorf("critic graph: value of type %T", gr.valueOut.Data())
+		return nil, fmt.Errorf("critic graph: value of type %T", gr.out.value.Data())
 	}
 	return slices.Clone(v), nil
 }
 
 // lossValue is the loss of the last run.
 func (gr *graph) lossValue() float64 {
-	switch d := gr.lossOut.Data().(type) {
+	switch d := gr.out.loss.Data().(type) {
 	case float32:
 		return float64(d)
 	case []float32:

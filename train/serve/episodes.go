@@ -123,6 +123,7 @@ func (s *Server) closeEpisode(e *episode) {
 	e.closed = true
 	s.pool.Put(e.env)
 	e.env, e.task = nil, nil
+	s.released()
 }
 
 // full is the answer to a create beyond a cap: 503 with the time until the

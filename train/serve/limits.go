@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"runtime/metrics"
 	"time"
 )
@@ -40,7 +41,7 @@ func (s *Server) admit(n int) *apiError {
 	if !s.episodes.reserve(n) {
 		return s.full("episodes", "--max-episodes", s.opt.MaxEpisodes, s.episodes.oldestUse())
 	}
-	if need := heapLive() + uint64(n)*episodeBytes; s.opt.MaxMemory > 0 && need > uint64(s.opt.MaxMemory) {
+	if need, ok := s.memoryFits(n); !ok {
 		s.episodes.release(n)
 		e := errorf(http.StatusServiceUnavailable, "", "the world's memory is full: %d more episode(s) would take the live heap to %d MiB, above --max-memory %d MiB; close finished episodes (DELETE) or retry once idle ones expire (idle timeout %s)",
 			n, need>>20, s.opt.MaxMemory>>20, s.opt.IdleTimeout)
@@ -49,6 +50,35 @@ func (s *Server) admit(n int) *apiError {
 	}
 	return nil
 }
+
+// memoryFits reports whether n more episodes fit under Options.MaxMemory,
+// and the live heap they would make. The live heap is the one the last
+// collection found, so it still counts what was closed since, and a closed
+// episode's buffers wait in the pool through one more collection: before
+// refusing, a create collects twice (one create at a time; never again
+// until something more is closed) and counts again.
+func (s *Server) memoryFits(n int) (need uint64, ok bool) {
+	if s.opt.MaxMemory <= 0 {
+		return 0, true
+	}
+	limit, more := uint64(s.opt.MaxMemory), uint64(n)*episodeBytes
+	if need = heapLive() + more; need <= limit {
+		return need, true
+	}
+	s.collectMu.Lock()
+	if s.closedSinceGC.Swap(false) {
+		runtime.GC() // the pool's buffers move to its victim cache
+		runtime.GC() // and are dropped
+	}
+	s.collectMu.Unlock()
+	need = heapLive() + more
+	return need, need <= limit
+}
+
+// released notes that memory was let go (an episode or a scorer closed, a
+// score request answered), which the live heap counts until the next
+// collection.
+func (s *Server) released() { s.closedSinceGC.Store(true) }
 
 // retryAfter is the time, in whole seconds (at least 1), until the least
 // recently used entry last used at oldest (Unix ns, 0 for none) would expire.

@@ -149,7 +149,10 @@ func (s *Server) replayScored(r *http.Request, plans []scorePlan) (out []scored,
 	if err := s.acquireScore(r.Context(), work); err != nil {
 		return nil, nil, err
 	}
-	release = func() { s.scoreSem.Release(min(work, s.scoreCap)) }
+	release = func() {
+		s.scoreSem.Release(min(work, s.scoreCap))
+		s.released() // the replays, and the request's orchestrator
+	}
 	out = make([]scored, len(plans))
 	errs := make([]*apiError, len(plans))
 	parallel(len(plans), func(lo, hi int) {

@@ -171,6 +171,7 @@ func (s *Server) handleScorerDelete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusNotFound, "id", "no live scorer %q (closed, idle for more than %s, or never created)", id, s.opt.IdleTimeout))
 		return
 	}
+	s.released()
 	w.WriteHeader(http.StatusNoContent)
 }
 

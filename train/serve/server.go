@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pixelis/pixelis/configs"
@@ -86,6 +87,8 @@ type Server struct {
 	pool           sync.Pool        // *env.Episode buffers of closed episodes and replays
 	difficultyCuts func() []float64 // the reference cut points of CoTA buckets
 	expired        int              // episodes expired since the janitor last released memory
+	closedSinceGC  atomic.Bool      // episodes or scorers closed since the memory bound last collected
+	collectMu      sync.Mutex       // one collection at a time for the memory bound
 	stop           chan struct{}
 	done           chan struct{}
 	logMu          sync.Mutex
@@ -195,7 +198,9 @@ func (s *Server) expire() {
 	for _, e := range closed {
 		s.closeEpisode(e)
 	}
-	s.scorers.removeIdle(cut)
+	if len(s.scorers.removeIdle(cut)) > 0 {
+		s.released()
+	}
 	s.expired += len(closed)
 	if s.expired >= max(releaseAfter, s.opt.MaxEpisodes/8) && len(closed) > 0 {
 		releaseMemory()
