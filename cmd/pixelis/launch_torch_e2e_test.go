@@ -396,19 +396,7 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 	att.keys("q")
 	att.waitScreen("attach leaves", "LEFT")
 
-	s.keys("q")
-	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)")
-	s.keys("y")
-	if code, _ := exited(t, s, exit); code != 0 {
-		t.Fatalf("exit %d after q, y:\n%s", code, s.screen())
-	}
-	line := terminalClosing(t, s, dir)
-	m := regexp.MustCompile(`^stopped at step (\d+) with checkpoint (step_\d+\.pt); resume with: pixelis resume `).FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("closing line %q: want the example's checkpoint", line)
-	}
-	stop, _ := strconv.Atoi(m[1])
-	last := filepath.Join(dir, "child", "checkpoints", m[2])
+	stop, last := quitWithCheckpoint(t, s, exit, dir)
 	if got := checkpointStep(t, py, last); got != stop {
 		t.Errorf("%s holds step %d, want the step it stopped at, %d", last, got, stop)
 	}
@@ -422,7 +410,7 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 	for st := exampleSFTSteps + 5; st <= stop; st++ {
 		checkKPI(t, ms, st)
 	}
-	t.Logf("q, y: stopped at step %d with %s; kpi/success_rate_ma5 %v", stop, m[2], ms[stop]["kpi/success_rate_ma5"])
+	t.Logf("q, y: stopped at step %d with %s; kpi/success_rate_ma5 %v", stop, filepath.Base(last), ms[stop]["kpi/success_rate_ma5"])
 
 	// Before the stop, the stage's weights were the ones the steps were
 	// scored with: Goal's up to the advance, Coherence's at the stop.
@@ -528,19 +516,8 @@ func TestLaunchTorchExampleTorchrun(t *testing.T) {
 	bothRanksSaved(t, py, usr1.Data["path"].(string), usr1.Step)
 
 	waitLaunchedStep(t, dir, usr1.Step+2, "after SIGUSR1's checkpoint")
-	s.keys("q")
-	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)")
-	s.keys("y")
-	if code, _ := exited(t, s, exit); code != 0 {
-		t.Fatalf("exit %d after q, y:\n%s", code, s.screen())
-	}
-	line := terminalClosing(t, s, dir)
-	m := regexp.MustCompile(`^stopped at step (\d+) with checkpoint (step_\d+\.pt); resume with: pixelis resume `).FindStringSubmatch(line)
-	if m == nil {
-		t.Fatalf("closing line %q: want the example's checkpoint", line)
-	}
-	stop, _ := strconv.Atoi(m[1])
-	bothRanksSaved(t, py, filepath.Join(dir, "child", "checkpoints", m[2]), stop)
+	stop, last := quitWithCheckpoint(t, s, exit, dir)
+	bothRanksSaved(t, py, last, stop)
 	t.Logf("c: checkpoint at step %d; SIGUSR1: at step %d; q, y: stopped at step %d", ck.Step, usr1.Step, stop)
 	waitLaunchEvent(t, dir, telemetry.EventPhase, "the trainer stopped on request and exited 0")
 	if !fileContains(filepath.Join(dir, "status.json"), `"state":"stopped"`) {
@@ -621,4 +598,24 @@ func processesOf(prog, s string) []string {
 		}
 	}
 	return out
+}
+
+// quitWithCheckpoint presses q, y in the console of a launched example and
+// returns the step it stopped at and the example's checkpoint the closing
+// line names, once pixelis has exited 0.
+func quitWithCheckpoint(t *testing.T, s *tmuxSession, exit string, dir string) (int, string) {
+	t.Helper()
+	s.keys("q")
+	s.waitScreen("quit confirmation", "stop the run? (y/n/esc)")
+	s.keys("y")
+	if code, _ := exited(t, s, exit); code != 0 {
+		t.Fatalf("exit %d after q, y:\n%s", code, s.screen())
+	}
+	line := terminalClosing(t, s, dir)
+	m := regexp.MustCompile(`^stopped at step (\d+) with checkpoint (step_\d+\.pt); resume with: pixelis resume `).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("closing line %q: want the example's checkpoint", line)
+	}
+	stop, _ := strconv.Atoi(m[1])
+	return stop, filepath.Join(dir, "child", "checkpoints", m[2])
 }
