@@ -60,7 +60,12 @@ func tasksOf(ts []*env.Task) taskList {
 
 // splitTasks are the first n tasks of a split, generated when needed.
 func splitTasks(cfg env.Config, split env.Split, n int) taskList {
-	return taskList{n: n, at: func(i int) *env.Task { return env.Generate(cfg, split, i) }}
+	return splitRange(cfg, split, 0, n)
+}
+
+// splitRange are the n tasks of a split from index from, generated when needed.
+func splitRange(cfg env.Config, split env.Split, from, n int) taskList {
+	return taskList{n: n, at: func(i int) *env.Task { return env.Generate(cfg, split, from+i) }}
 }
 
 // evaluate runs the greedy policy once per task and, when spec.samples > 0, n
@@ -197,16 +202,17 @@ func (e EvalResult) Groups() []string {
 	return append([]string{"all"}, gs...)
 }
 
-// Evaluate scores params on the first n tasks of a split: greedy, and pass@1 /
-// pass@samples at cfg.Eval.Temperature, per task family. Sampling streams derive
-// from the run seed, so two models see the same tasks and the same streams.
-func Evaluate(ctx context.Context, cfg *configs.Config, params *policy.Params, split env.Split, n, samples int) (EvalResult, error) {
+// Evaluate scores params on n tasks of a split from index from: greedy, and
+// pass@1 / pass@samples at cfg.Eval.Temperature, per task family. Sampling
+// streams derive from the run seed and the task's place in the range, so two
+// models see the same tasks and the same streams.
+func Evaluate(ctx context.Context, cfg *configs.Config, params *policy.Params, split env.Split, from, n, samples int) (EvalResult, error) {
 	envCfg, err := EnvConfig(cfg)
 	if err != nil {
 		return EvalResult{}, err
 	}
 	workers := WorkerCount(cfg)
-	return evaluate(ctx, newRoller(policy.NewInference(params), envCfg, workers), splitTasks(envCfg, split, n), evalSpec{
+	return evaluate(ctx, newRoller(policy.NewInference(params), envCfg, workers), splitRange(envCfg, split, from, n), evalSpec{
 		samples: samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
 	})
 }

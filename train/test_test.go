@@ -86,3 +86,19 @@ func TestEvaluateInChunksIsEvaluateAtOnce(t *testing.T) {
 		t.Fatalf("in chunks %+v\nat once %+v", got, want)
 	}
 }
+
+// A range of a split is that split's tasks from its first index on: the
+// tasks `pixelis eval --from` scores are the ones a run at that index sees.
+func TestSplitRangeStartsAtItsIndex(t *testing.T) {
+	envCfg, err := EnvConfig(configs.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := splitRange(envCfg, env.Val, 940, 3)
+	for i := range r.n {
+		want := env.Generate(envCfg, env.Val, 940+i)
+		if got := r.at(i); got.Index != 940+i || got.ID != want.ID || got.Question != want.Question {
+			t.Fatalf("task %d of the range: %s (index %d), want %s", i, got.ID, got.Index, want.ID)
+		}
+	}
+}

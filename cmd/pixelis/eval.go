@@ -10,13 +10,14 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 )
 
-// cmdEval: eval --ckpt PATH [--split val|test] [--tasks N] [--samples n]: JSON on stdout.
+// cmdEval: eval --ckpt PATH [--split val|test] [--from I] [--tasks N] [--samples n]: JSON on stdout.
 func cmdEval(ctx context.Context, args []string, std stdio) error {
 	fs := newFlagSet("eval", std)
 	var cf configFlags
 	cf.registerReading(fs)
 	path := fs.String("ckpt", "", "checkpoint `DIR` to evaluate")
 	split := fs.String("split", "test", "split: val or test")
+	from := fs.Int("from", 0, "first task `index` of the split (tasks from it on; e.g. validation tasks no run scores)")
 	tasks := fs.Int("tasks", 0, "number of tasks (default: eval.tasks)")
 	samples := fs.Int("samples", 0, "attempts per task for pass@1 / pass@n (default: eval.samples)")
 	pos, err := parse(fs, args)
@@ -49,6 +50,9 @@ func cmdEval(ctx context.Context, args []string, std stdio) error {
 			return err
 		}
 	}
+	if *from < 0 {
+		return usagef("--from %d: a task index, ≥ 0", *from)
+	}
 	if *tasks <= 0 {
 		*tasks = cfg.Eval.Tasks
 	}
@@ -62,7 +66,7 @@ func cmdEval(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return usageError{err}
 	}
-	res, err := train.Evaluate(ctx, cfg, params, sp, *tasks, *samples)
+	res, err := train.Evaluate(ctx, cfg, params, sp, *from, *tasks, *samples)
 	if err != nil {
 		return err
 	}
