@@ -1,11 +1,15 @@
 package experiment
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pixelis/pixelis/configs"
 )
 
 func writeFile(t *testing.T, name, text string) string {
@@ -156,5 +160,44 @@ func TestShippedExperiments(t *testing.T) {
 		if len(f.Seeds) < 3 || len(f.Arms) < 2 {
 			t.Errorf("%s: %d seeds, %d arms", name, len(f.Seeds), len(f.Arms))
 		}
+	}
+}
+
+// A shared RFT run never reads [ttrl]: changing the file's TTRL settings
+// keeps it (its model is still the one the arms start from), while an arm's
+// run trained under other TTRL settings is refused, naming the key.
+func TestCheckRunsJudgesSharedRFTWithoutTTRL(t *testing.T) {
+	f, err := Load(writeFile(t, "e.toml", "name = \"e\"\nconfig = \"smoke\"\nseeds = [3]\nshared_rft = true\nset = [\"ttrl.steps=2\"]\n[[arms]]\nname = \"a\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := Plan(f, t.TempDir())
+	recordWithTTRLSteps := func(j *Job, steps int) {
+		cfg, err := configs.Resolve(f.ArmConfig(j.arm), append(f.sets(j.arm, j.Seed), fmt.Sprintf("ttrl.steps=%d", steps)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := configs.Encode(&b, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(j.Dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(j.Dir, "config.toml"), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recordWithTTRLSteps(jobs[0], 7)
+	if err := CheckRuns(f, jobs); err != nil {
+		t.Fatalf("the shared RFT run is refused for a [ttrl] key: %v", err)
+	}
+	recordWithTTRLSteps(jobs[1], 7)
+	err = CheckRuns(f, jobs)
+	if err == nil || !strings.Contains(err.Error(), "a/seed-3") || !strings.Contains(err.Error(), "ttrl.steps = 7, the experiment's: 2") {
+		t.Fatalf("an arm trained with other TTRL settings: %v", err)
+	}
+	if strings.Contains(err.Error(), "rft/seed-3") {
+		t.Errorf("the shared RFT run is named: %v", err)
 	}
 }

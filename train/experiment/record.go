@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -218,7 +219,8 @@ func lockDir(out string) (*lockfile.Lock, error) {
 // CheckRuns refuses a run directory of the plan whose recorded config trains
 // other numbers than its arm's: it was made by another experiment, or the
 // file changed since. Moving the scheduler, the workers or the console never
-// counts (train.TrainingHash).
+// counts (train.TrainingHash), nor, for a job without a ttrl phase (a shared
+// SFT or RFT run), the [ttrl] settings it never reads.
 func CheckRuns(f *File, jobs []*Job) error {
 	var errs []error
 	for _, j := range jobs {
@@ -235,12 +237,24 @@ func CheckRuns(f *File, jobs []*Job) error {
 			errs = append(errs, fmt.Errorf("%s: %w", j.Name(), err))
 			continue
 		}
+		got, want = jobConfig(got, j.Phases), jobConfig(want, j.Phases)
 		if train.TrainingHash(got) != train.TrainingHash(want) {
 			errs = append(errs, fmt.Errorf("%s was trained with another config than %s asks (%s): it belongs to another experiment, or the experiment file changed since; choose another --out, or move the run away",
 				j.Dir, armLabel(j), configDiff(want, got)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// jobConfig is what of cfg a job of these phases can train on: without a
+// ttrl phase, [ttrl] is left out.
+func jobConfig(cfg *configs.Config, phases []string) *configs.Config {
+	if slices.Contains(phases, "ttrl") {
+		return cfg
+	}
+	c := cfg.Clone()
+	c.TTRL = configs.TTRL{}
+	return c
 }
 
 func armLabel(j *Job) string {
