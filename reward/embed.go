@@ -60,8 +60,8 @@ func (rp *RandomProjection) Embed(obs []float32, dst []float32) {
 
 // gemvT adds xᵀ·W to y for W row-major rows×cols (y += Wᵀx), in float32. x
 // is an observation, mostly zeros, so only the rows of W it selects are
-// added (blas.SgemmSparseA): deterministic for a given binary and machine,
-// and the same bits as a row of encodeRows.
+// added (blas.SgemmSparseA): the same bits with or without AVX-512, and the
+// same bits as a row of encodeRows.
 func gemvT(w []float32, rows, cols int, x, y []float32) {
 	blas.SgemmSparseA(1, cols, rows, x, rows, w, cols, y, cols)
 }

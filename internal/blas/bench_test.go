@@ -1,6 +1,7 @@
 package blas
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -59,5 +60,41 @@ func benchShape(b *testing.B, s shape, f sgemmFunc) {
 	b.ReportMetric(work/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	if cpu > 0 {
 		b.ReportMetric(work/cpu/1e9, "GFLOP/cpu-s")
+	}
+}
+
+// BenchmarkSgemmSparseA times the policy's first layer on one-hot
+// observations (167 inputs, 8 % non-zero, 256 outputs) with the CPU's
+// sparse kernel and with the Saxpy loop, reporting the non-zero products'
+// GFLOP per CPU-second.
+//
+//	go test ./internal/blas -run '^$' -bench SgemmSparseA -cpu 1
+func BenchmarkSgemmSparseA(b *testing.B) {
+	saved := sparseAsm
+	defer func() { sparseAsm = saved }()
+	for _, rows := range []int{1, 128} {
+		for _, asm := range []bool{true, false} {
+			if asm && !saved {
+				continue
+			}
+			name := map[bool]string{true: "avx512", false: "saxpy"}[asm]
+			b.Run(fmt.Sprintf("rows=%d/kernel=%s", rows, name), func(b *testing.B) {
+				sparseAsm = asm
+				p := sparseProblem(rand.New(rand.NewPCG(2, 2)), rows, 256, 167, 0.08, [3]int{})
+				nz := 0
+				for _, v := range p.a {
+					if v != 0 {
+						nz++
+					}
+				}
+				cpu0 := cputime.Process()
+				for b.Loop() {
+					runSparse(p)
+				}
+				if cpu := (cputime.Process() - cpu0).Seconds(); cpu > 0 {
+					b.ReportMetric(2*float64(nz*p.n*b.N)/cpu/1e9, "GFLOP/cpu-s")
+				}
+			})
+		}
 	}
 }

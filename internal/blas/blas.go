@@ -49,7 +49,8 @@ const (
 // single chain of fused multiply-adds over k in order (in blocks of a fixed
 // length), so its value does not depend on the shape of the rest of the
 // product (the batch size, say), on the goroutine that computed it or on
-// timing: the same inputs give the same bits on the same machine. Elsewhere,
+// timing, nor on the kernel family (AVX-512 or AVX2): the same inputs give
+// the same bits on every amd64 CPU with AVX2 and FMA. Elsewhere,
 // and in builds tagged purego, gonum's Sgemm computes the product
 // (deterministic too, but summed in an order that depends on the shape).
 func (Implementation) Sgemm(tA, tB gblas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {

@@ -31,7 +31,9 @@ type sparseArgs struct {
 //
 // With AVX-512 the row of C stays in registers (up to 256 columns at a
 // time) while the non-zeros are found sixteen at a time; elsewhere it is a
-// loop of gonum's Saxpy. It panics on bad arguments as Sgemm does.
+// loop of gonum's Saxpy. Both round each product before adding it (no fused
+// multiply-add), so a CPU with AVX-512 gets the same bits as one without.
+// It panics on bad arguments as Sgemm does.
 func SgemmSparseA(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	switch {
 	case m < 0:

@@ -143,3 +143,57 @@ func TestSparseArgsLayout(t *testing.T) {
 		t.Fatalf("sparseArgs offsets %v, asmgen uses %v", got, want)
 	}
 }
+
+// The AVX-512 kernel and the loop of Saxpy that runs without it give the
+// same bits, so a run's results do not depend on whether its CPU has
+// AVX-512 (each product is rounded before it is added, in order of p).
+func TestSgemmSparseASameBitsWithAndWithoutAVX512(t *testing.T) {
+	if !sparseAsm {
+		t.Skip("this CPU runs only the fallback")
+	}
+	defer func() { sparseAsm = true }()
+	rng := rand.New(rand.NewPCG(13, 13))
+	for _, sh := range [][3]int{{384, 256, 167}, {100, 32, 14}, {7, 257, 1416}, {20, 8, 33}} {
+		p := sparseProblem(rng, sh[0], sh[1], sh[2], 0.3, [3]int{1, 2, 3})
+		asm, saxpy := p.clone(), p.clone()
+		sparseAsm = true
+		runSparse(asm)
+		sparseAsm = false
+		runSparse(saxpy)
+		for i, v := range asm.c {
+			if math.Float32bits(v) != math.Float32bits(saxpy.c[i]) {
+				t.Fatalf("%v: C[%d] is %v with AVX-512, %v without", sh, i, v, saxpy.c[i])
+			}
+		}
+	}
+}
+
+// Every kernel family gives every element of C the same bits: one chain of
+// fused multiply-adds over k in order, whatever the vector width.
+func TestSgemmKernelsSameBits(t *testing.T) {
+	ks := kernels()
+	if len(ks) < 2 {
+		t.Skipf("one kernel family on this CPU (%d)", len(ks))
+	}
+	saved := kernel
+	defer func() { kernel = saved }()
+	rng := rand.New(rand.NewPCG(14, 14))
+	for _, sh := range [][3]int{{384, 256, 256}, {256, 256, 167}, {16384, 32, 14}, {7, 9, 300}, {100, 8, 256}} {
+		p := newProblem(rng, gblas.NoTrans, gblas.Trans, sh[0], sh[1], sh[2], 1, 0, [3]int{})
+		var first []float32
+		for _, k := range ks {
+			kernel = k
+			got := p.clone()
+			got.run(Sgemm)
+			if first == nil {
+				first = got.c
+				continue
+			}
+			for i, v := range got.c {
+				if math.Float32bits(v) != math.Float32bits(first[i]) {
+					t.Fatalf("%v: C[%d] is %v with %s, %v with %s", sh, i, v, k.name, first[i], ks[0].name)
+				}
+			}
+		}
+	}
+}

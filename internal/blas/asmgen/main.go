@@ -340,13 +340,15 @@ const (
 // sparse512 writes the AVX-512 kernel that adds x·B to args.m rows of C,
 // nv 16-float vectors wide (the last under args.mask), for mostly zero rows
 // x of A: per row it compares x with zero 16 floats at a time and, for each
-// non-zero x[p] in order of p, adds x[p]·B[p, :] to the accumulators. A NaN
-// in x counts as non-zero.
+// non-zero x[p] in order of p, adds x[p]·B[p, :] to the accumulators, each
+// product rounded before its sum (no fused multiply-add: the same bits as the
+// loop of gonum's Saxpy that runs without AVX-512). A NaN in x counts as
+// non-zero.
 //
 // Register use: DI args, SI the x cursor, BX B's row at the cursor, CX
 // floats of x left, R8 B's row stride in bytes, R12 16 rows of B, R11 C's
 // row, R9 rows left, R10 x's row, AX the non-zero bits, DX the row of B
-// being added; Z28 zero, Z29 x[p], Z30 16 floats of x.
+// being added; Z27 a product, Z28 zero, Z29 x[p], Z30 16 floats of x.
 func (g *gen) sparse512(nv int) {
 	name := fmt.Sprintf("sparseK512n%d", nv)
 	g.f("")
@@ -404,8 +406,13 @@ func (g *gen) sparse512(nv int) {
 	g.i("VBROADCASTSS (SI)(DX*4), Z29")
 	g.i("IMULQ R8, DX")
 	g.i("ADDQ BX, DX")
-	for v := 0; v < nv; v++ {
-		g.i("VFMADD231PS %d(DX), Z29, %s%s", 64*v, mask(v), acc("Z", 1, 0, v))
+	for v := 0; v < nv; v++ { // the product rounded, then the sum: gonum's Saxpy, to the bit
+		if v == nv-1 {
+			g.i("VMULPS.Z %d(DX), Z29, K1, Z27", 64*v)
+		} else {
+			g.i("VMULPS %d(DX), Z29, Z27", 64*v)
+		}
+		g.i("VADDPS Z27, %s, %s%s", acc("Z", 1, 0, v), mask(v), acc("Z", 1, 0, v))
 	}
 	g.i("TESTL AX, AX")
 	g.i("JNZ bits")
