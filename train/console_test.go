@@ -147,7 +147,9 @@ func (c chanSink) Publish(s telemetry.Snapshot) {
 // shows (in i and status.json) falls from training's to about nothing, rather
 // than staying at the share measured before the pause.
 func TestPausedRunShowsItsCPUNow(t *testing.T) {
-	cfg := smoke(t, "sft.steps=400")
+	// Steps enough that no machine finishes them before the CPU share is
+	// first measured (a second into the run); the test stops the run itself.
+	cfg := smoke(t, "sft.steps=1000000")
 	cmds := make(chan telemetry.Command, 1)
 	sink := chanSink{snaps: make(chan telemetry.Snapshot), done: make(chan struct{})}
 	r, err := New(cfg, Options{RunDir: t.TempDir(), Phases: []string{PhaseSFT}, Sink: sink, Commands: cmds})

@@ -61,7 +61,7 @@ func Acquire(path, note string) (*Lock, error) {
 	}
 	if !held {
 		f.Close()
-		return nil, readHolder(path)
+		return nil, awaitHolder(path)
 	}
 	line := fmt.Sprintf("%d %s %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339), strings.ReplaceAll(note, "\n", " "))
 	if err := f.Truncate(0); err == nil {
@@ -71,6 +71,31 @@ func Acquire(path, note string) (*Lock, error) {
 }
 
 // readHolder reads the holder's line: "<pid> <RFC 3339 time> <note>".
+// holderLineWait bounds how long a refused Acquire waits for the holder's
+// line: the holder writes it right after taking the lock, so a reader that
+// came in between finds the file empty for a moment.
+const holderLineWait = 500 * time.Millisecond
+
+// lineMissing, set by tests, runs each time a refused Acquire found no
+// holder's line yet.
+var lineMissing func()
+
+// awaitHolder is readHolder once the holder has written its line, or after
+// holderLineWait without one (a holder that stalls before writing it).
+func awaitHolder(path string) *HeldError {
+	deadline := time.Now().Add(holderLineWait)
+	for {
+		e := readHolder(path)
+		if e.PID > 0 || time.Now().After(deadline) {
+			return e
+		}
+		if lineMissing != nil {
+			lineMissing()
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func readHolder(path string) *HeldError {
 	e := &HeldError{Path: path}
 	b, err := os.ReadFile(path)

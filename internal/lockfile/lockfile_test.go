@@ -102,3 +102,29 @@ func TestHolder(t *testing.T) {
 		t.Errorf("Holder changed the file: %q → %q", before, after)
 	}
 }
+
+// A holder that has taken the lock but not yet written its line (two runs
+// started together) is named once it writes it; one that never writes it is
+// refused as "another process" after holderLineWait.
+func TestRefusalWaitsForTheHoldersLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if held, err := tryLock(f); !held || err != nil {
+		t.Fatalf("tryLock: %v %v", held, err)
+	}
+	_, err = Acquire(path, "second")
+	var held *HeldError
+	if !errors.As(err, &held) || held.PID != 0 || !strings.Contains(err.Error(), "another process") {
+		t.Fatalf("a holder without a line: %v", err)
+	}
+	lineMissing = func() { f.WriteAt([]byte("4242 2026-11-27T23:00:00Z pixelis run\n"), 0) }
+	defer func() { lineMissing = nil }()
+	_, err = Acquire(path, "second")
+	if !errors.As(err, &held) || held.PID != 4242 || held.Note != "pixelis run" {
+		t.Fatalf("a holder that wrote its line after the first look: %v", err)
+	}
+}
