@@ -572,7 +572,8 @@ type TTRL struct {
 	StreamStart int `toml:"stream_start"`
 	// TasksPerStep is the number of stream tasks each step sees. Default 16.
 	TasksPerStep int `toml:"tasks_per_step"`
-	// Samples is k, the trajectories sampled per task for the vote, at least 2. Default 8.
+	// Samples is k, the trajectories sampled per task for the vote, at least 2. Default 16 (chosen on
+	// validation tasks no run sees, with scale_rewards and kl_coef: docs/experiments.md).
 	Samples int `toml:"samples"`
 	// Temperature of the sampled trajectories. Default 1.0.
 	Temperature float64 `toml:"temperature"`
@@ -594,13 +595,13 @@ type TTRL struct {
 	MemorySize int `toml:"memory_size"`
 	// ScaleRewards is how a task's group-centred pseudo-rewards are scaled into advantages: "group"
 	// (divided by the group's std, as GRPO) or "none" (not scaled, as Dr. GRPO): with "group" a
-	// unanimous vote's small length differences become advantages of ±1. Default "group".
+	// unanimous vote's small length differences become advantages of ±1. Default "none".
 	ScaleRewards string `toml:"scale_rewards"`
 	// LengthPrior is β of the reward's length prior: −β × actions / env.max_steps. Default 0.1.
 	LengthPrior float64 `toml:"length_prior"`
 	// LR is the base learning rate η₀ of the adapters (the KL corridor scales it). Default 0.0005.
 	LR float64 `toml:"lr"`
-	// KLCoef is the weight of the KL to the EMA policy in the loss; 0 with anchor = "none". Default 0.05.
+	// KLCoef is the weight of the KL to the EMA policy in the loss; 0 with anchor = "none". Default 0.2.
 	KLCoef float64 `toml:"kl_coef"`
 	// Anchor is "ema" (KL to an exponential moving average of the policy, with the corridor) or
 	// "none" (no KL term, no corridor rule; the KL to the EMA is still measured). Default "ema".
