@@ -610,12 +610,28 @@ def main(argv=None):
         st.load(args.resume)
     run_dir, first = run_dir_of(args), st.step
     run = connect(args)
+    together = False  # every rank leaves train() at the same step, unless one of them failed
     try:
         train(st, run, client, args, ranks, run_dir, t0, cpu0, first)
+        together = True
     finally:
         client.close()
         if ranks.world > 1:
-            dist.destroy_process_group()
+            close_distributed(st, together)
+
+
+def close_distributed(st, together):
+    """Takes DDP and the process group down while the interpreter is whole. PyTorch 1.13's gloo
+    process group joins its worker thread in its destructor without releasing the GIL; a worker
+    still freeing a tensor Python owns then waits for the GIL for ever, and the rank never exits
+    (pytorch#56297; here it hung one torchrun in two). After a barrier the worker holds no such
+    tensor; DDP's reducer, which keeps the group alive, is dropped before the group is destroyed.
+    The barrier only when every rank left training together (finished or stopped at one step):
+    after an error on one rank the others would wait for it."""
+    if together:
+        dist.barrier()
+    st.model = st.net
+    dist.destroy_process_group()
 
 
 def train(st, run, client, args, ranks, run_dir, t0, cpu0, first):
