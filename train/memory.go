@@ -288,6 +288,17 @@ func (m *memModel) graph(what string, batch float64, key string, adapters bool) 
 	return MemoryTerm{What: fmt.Sprintf("%s for %.0f rows × %s", what, batch, FormatBytes(row)), Keys: []string{key}, Bytes: batch*row + scratch}
 }
 
+// grpoGraphs are the GRPO update's graphs: with two or more workers a
+// second one runs a minibatch's chunks two at a time (grpo.Updater's lanes).
+func (m *memModel) grpoGraphs(batch float64) MemoryTerm {
+	if m.workers < 2 {
+		return m.graph("the GRPO training graph", batch, "rft.tasks_per_step", true)
+	}
+	t := m.graph("two GRPO training graphs (a chunk each on two cores)", 2*batch, "rft.tasks_per_step", true)
+	t.What = strings.Replace(t.What, fmt.Sprintf("for %.0f rows", 2*batch), fmt.Sprintf("for 2 × %.0f rows", batch), 1)
+	return t
+}
+
 func (m *memModel) sft() (MemoryPhase, error) {
 	c := m.cfg
 	n := float64(c.Data.TrainTasks)
@@ -345,7 +356,7 @@ func (m *memModel) rft() MemoryPhase {
 	return MemoryPhase{Name: "RFT", Terms: []MemoryTerm{
 		{What: "the runtime", Bytes: baseBytes},
 		m.policy(14),
-		m.graph("the GRPO training graph", batch, "rft.tasks_per_step", true),
+		m.grpoGraphs(batch),
 		{What: fmt.Sprintf("the episodes the roller keeps, %.0f × %s", pool, FormatBytes(m.world.episode)), Keys: poolKeys, Bytes: pool * m.world.episode},
 		rolls,
 		{What: fmt.Sprintf("the validation tasks, %.0f × %s", v, FormatBytes(m.world.task)), Keys: []string{"rft.val_tasks"}, Bytes: v * m.world.task},

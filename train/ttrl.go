@@ -153,6 +153,7 @@ func (s *ttrlRun) build() error {
 	if err != nil {
 		return fmt.Errorf("ttrl: %w", err)
 	}
+	s.upd.SetWorkers(s.r.workers)
 	return nil
 }
 

@@ -189,3 +189,36 @@ func BenchmarkUpdateRatio(b *testing.B) {
 		b.ReportMetric(cGorgonia.Seconds()/cHand.Seconds(), "gorgonia/hand-cpu")
 	}
 }
+
+// BenchmarkUpdateTwoChunks is one Update of a minibatch two chunks long (2 ×
+// the default RFT's chunk of rows), as TTRL's steps and RFT's longer ones
+// are: with GOMAXPROCS 2 (-cpu 2) the two chunks run at once on two lanes,
+// with 1 one after the other, for the same bits. Reports wall and CPU
+// milliseconds per update. Run each -cpu apart (in one `-cpu 1,2` run the
+// first line's figures came out mixed with the second's):
+//
+//	go test ./train/grpo -run '^$' -bench UpdateTwoChunks -cpu 1
+//	go test ./train/grpo -run '^$' -bench UpdateTwoChunks -cpu 2
+func BenchmarkUpdateTwoChunks(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := benchPolicy(b, rng)
+	adam := optim.DefaultAdam()
+	adam.ClipNorm = 1
+	u, err := NewUpdater(p, updateChunk, p.Trainable(true), benchLoss, adam)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u.SetWorkers(runtime.GOMAXPROCS(0))
+	rows := envRows(p, 2*updateChunk, rng)
+	cpu0 := cputime.Process()
+	for b.Loop() {
+		if _, err := u.Update(rows, 1, 1, 1e-4, rand.New(rand.NewPCG(3, 4))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(b.Elapsed().Seconds()/n*1e3, "wall-ms/op")
+	if cpu := cputime.Process() - cpu0; cpu > 0 {
+		b.ReportMetric(cpu.Seconds()/n*1e3, "cpu-ms/op")
+	}
+}

@@ -26,14 +26,27 @@ type Row struct {
 // Updater runs the GRPO objective over the adapters of a policy (the base stays
 // the frozen SFT weights).
 type Updater struct {
-	tg  *policy.TrainGraph
-	obj *objective
-	opt *optim.Adam
-	cfg LossConfig
+	*lane // the first lane: the loss graph and its input buffers
+	// second is a copy of the first lane's graph, built when SetWorkers asks
+	// for two or more workers: two chunks of a minibatch then run at once.
+	second *lane
+	build  func() (*lane, error)
 
+	opt     *optim.Adam
+	grads   *optim.GradSum // the minibatch's gradient, summed over its chunks
+	team    *par.Team      // the goroutines a chunk's observations are copied on
+	workers int
+}
+
+// lane is one loss graph over the policy's weights (read in place, so every
+// lane sees each optimiser step) with the buffers its inputs are laid out in.
+// A chunk's gradient depends only on the chunk's rows and the weights, never
+// on the lane that computed it.
+type lane struct {
+	tg                          *policy.TrainGraph
+	obj                         *objective
+	cfg                         LossConfig
 	obs, mask, adv, old, ref, w []float32
-	grads                       *optim.GradSum // the minibatch's gradient, summed over its chunks
-	team                        *par.Team      // the goroutines a chunk's observations are copied on
 }
 
 // Stats of one update: means over the rows that carried weight, and GradNorm
@@ -48,6 +61,17 @@ func NewUpdater(p *policy.Params, batch int, trainable []string, c LossConfig, a
 	if len(trainable) == 0 {
 		return nil, errors.New("grpo: nothing to train")
 	}
+	build := func() (*lane, error) { return newLane(p, batch, trainable, c) }
+	first, err := build()
+	if err != nil {
+		return nil, err
+	}
+	u := &Updater{lane: first, build: build, opt: optim.NewAdam(adam), team: par.NewTeam(1), workers: 1}
+	u.grads = optim.NewGradSum(first.tg.Params())
+	return u, nil
+}
+
+func newLane(p *policy.Params, batch int, trainable []string, c LossConfig) (*lane, error) {
 	temp := c.Temperature
 	if temp == 0 {
 		temp = 1
@@ -64,20 +88,21 @@ func NewUpdater(p *policy.Params, batch int, trainable []string, c LossConfig, a
 		return nil, err
 	}
 	cfg := p.Config()
-	u := &Updater{
-		tg: tg, obj: obj, opt: optim.NewAdam(adam), cfg: c,
+	return &lane{
+		tg: tg, obj: obj, cfg: c,
 		obs: make([]float32, batch*cfg.ObsDim()), mask: make([]float32, batch*cfg.Actions),
 		adv: make([]float32, batch), old: make([]float32, batch), ref: make([]float32, batch), w: make([]float32, batch),
-		team: par.NewTeam(1),
-	}
-	u.grads = optim.NewGradSum(tg.Params())
-	return u, nil
+	}, nil
 }
 
-// SetWorkers sets how many goroutines an update's graph splits its work
-// over (1 at first); the results are the same bits whatever the number.
+// SetWorkers sets how many goroutines an update splits its work over (1 at
+// first): with two or more, two chunks of a minibatch run at once on two
+// lanes, each splitting its graph's ops over half the workers; a minibatch
+// of one chunk splits its ops over all of them. The results are the same
+// bits whatever the number: each chunk's gradient is computed alone and the
+// chunks are summed in their order.
 func (u *Updater) SetWorkers(n int) {
-	u.tg.SetWorkers(n)
+	u.workers = max(n, 1)
 	u.opt.SetWorkers(n)
 	u.team.SetWorkers(n)
 }
@@ -100,25 +125,14 @@ func (u *Updater) Update(rows []Row, epochs, minibatches int, lr float64, rng *r
 	if minibatches > len(rows) {
 		minibatches = len(rows)
 	}
-	var wsum, klSum, entSum, clipSum, lossSum, normSum float64
+	var sum chunkStats
+	var normSum float64
 	for e := 0; e < epochs; e++ {
 		order := rng.Perm(len(rows))
 		for mb := 0; mb < minibatches; mb++ {
 			idx := order[mb*len(rows)/minibatches : (mb+1)*len(rows)/minibatches]
-			u.grads.Clear()
-			B := u.tg.Batch()
-			for lo := 0; lo < len(idx); lo += B {
-				hi := min(lo+B, len(idx))
-				cs, err := u.chunk(rows, idx[lo:hi], float32(minibatches))
-				if err != nil {
-					return st, err
-				}
-				wsum += cs.w
-				klSum += cs.kl
-				entSum += cs.ent
-				clipSum += cs.clip
-				lossSum += cs.loss
-				u.grads.Add(u.tg.Params())
+			if err := u.minibatch(rows, idx, float32(minibatches), &sum); err != nil {
+				return st, err
 			}
 			res, err := u.grads.Step(u.opt, u.tg.Params(), lr)
 			if errors.Is(err, optim.ErrNonFinite) {
@@ -132,49 +146,139 @@ func (u *Updater) Update(rows []Row, epochs, minibatches int, lr float64, rng *r
 			normSum += res.GradNorm
 		}
 	}
-	if wsum > 0 {
-		st.KL, st.Entropy, st.ClipRatio = klSum/wsum, entSum/wsum, clipSum/wsum
+	if sum.w > 0 {
+		st.KL, st.Entropy, st.ClipRatio = sum.kl/sum.w, sum.ent/sum.w, sum.clip/sum.w
 	}
-	st.Loss = lossSum / float64(epochs*minibatches)
+	st.Loss = sum.loss / float64(epochs*minibatches)
 	if st.Updates > 0 {
 		st.GradNorm = normSum / float64(st.Updates)
 	}
 	return st, nil
 }
 
+// minibatch sums the gradients of the chunks of rows[idx] into u.grads and
+// their statistics into sum, chunk by chunk in order; with a second lane two
+// chunks are computed at once, then added in their order.
+func (u *Updater) minibatch(rows []Row, idx []int, scale float32, sum *chunkStats) error {
+	u.grads.Clear()
+	B := u.tg.Batch()
+	var chunks [][]int
+	for lo := 0; lo < len(idx); lo += B {
+		chunks = append(chunks, idx[lo:min(lo+B, len(idx))])
+	}
+	lanes, err := u.lanes(len(chunks))
+	if err != nil {
+		return err
+	}
+	for c := 0; c < len(chunks); c += len(lanes) {
+		group := chunks[c:min(c+len(lanes), len(chunks))]
+		stats, err := u.runLanes(lanes[:len(group)], rows, group, scale)
+		if err != nil {
+			return err
+		}
+		for i, cs := range stats {
+			sum.add(cs)
+			u.grads.Add(lanes[i].tg.Params())
+		}
+	}
+	return nil
+}
+
+// lanes are the lanes a minibatch of n chunks runs on, their graphs' ops
+// split over the workers they share.
+func (u *Updater) lanes(n int) ([]*lane, error) {
+	if u.workers < 2 || n < 2 {
+		u.tg.SetWorkers(u.workers)
+		return []*lane{u.lane}, nil
+	}
+	if u.second == nil {
+		l, err := u.build()
+		if err != nil {
+			return nil, fmt.Errorf("grpo: a second lane: %w", err)
+		}
+		u.second = l
+	}
+	half := u.workers / 2
+	u.tg.SetWorkers(half)
+	u.second.tg.SetWorkers(u.workers - half)
+	return []*lane{u.lane, u.second}, nil
+}
+
+// runLanes runs chunk i on lane i, at once when there are two, and returns
+// their statistics in order. A panic on the second lane's goroutine is raised
+// on the caller's once both are done.
+func (u *Updater) runLanes(lanes []*lane, rows []Row, chunks [][]int, scale float32) ([]chunkStats, error) {
+	stats := make([]chunkStats, len(chunks))
+	if len(chunks) == 1 {
+		cs, err := lanes[0].run(rows, chunks[0], scale, u.team)
+		stats[0] = cs
+		return stats, err
+	}
+	var (
+		errs  [2]error
+		fault any
+		done  = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		defer func() { fault = recover() }()
+		stats[1], errs[1] = lanes[1].run(rows, chunks[1], scale, nil)
+	}()
+	stats[0], errs[0] = lanes[0].run(rows, chunks[0], scale, nil)
+	<-done
+	if fault != nil {
+		panic(fault)
+	}
+	return stats, errors.Join(errs[0], errs[1])
+}
+
 type chunkStats struct{ w, kl, ent, clip, loss float64 }
 
-// chunk runs the graph on rows[idx] (padded with zero-weight rows) and returns
-// weight-summed statistics; the gradient is left in the graph's buffers.
+func (s *chunkStats) add(c chunkStats) {
+	s.w += c.w
+	s.kl += c.kl
+	s.ent += c.ent
+	s.clip += c.clip
+	s.loss += c.loss
+}
+
+// chunk runs the first lane's graph on rows[idx]; see lane.run.
 func (u *Updater) chunk(rows []Row, idx []int, scale float32) (chunkStats, error) {
-	B := u.tg.Batch()
-	obsDim := len(u.obs) / B
-	nA := len(u.mask) / B
-	clear(u.obs[len(idx)*obsDim:]) // the padding rows; the others are copied below
-	clear(u.mask)
-	clear(u.adv)
-	clear(u.old)
-	clear(u.ref)
-	clear(u.w)
+	return u.lane.run(rows, idx, scale, u.team)
+}
+
+// run runs the lane's graph on rows[idx] (padded with zero-weight rows) and
+// returns weight-summed statistics; the gradient is left in the graph's
+// buffers. team copies the observations (nil: this goroutine).
+func (l *lane) run(rows []Row, idx []int, scale float32, team *par.Team) (chunkStats, error) {
+	B := l.tg.Batch()
+	obsDim := len(l.obs) / B
+	nA := len(l.mask) / B
+	clear(l.obs[len(idx)*obsDim:]) // the padding rows; the others are copied below
+	clear(l.mask)
+	clear(l.adv)
+	clear(l.old)
+	clear(l.ref)
+	clear(l.w)
 	for k, i := range idx {
 		r := rows[i]
 		if len(r.Obs) != obsDim || r.Action < 0 || r.Action >= nA {
 			return chunkStats{}, fmt.Errorf("grpo: row %d has %d features and action %d", i, len(r.Obs), r.Action)
 		}
-		u.mask[k*nA+r.Action] = 1
-		u.adv[k], u.old[k], u.ref[k], u.w[k] = r.Adv, r.Old, r.Ref, r.W*scale
+		l.mask[k*nA+r.Action] = 1
+		l.adv[k], l.old[k], l.ref[k], l.w[k] = r.Adv, r.Old, r.Ref, r.W*scale
 	}
-	u.team.For(len(idx), 1, 64, func(lo, hi int) {
+	team.For(len(idx), 1, 64, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
-			copy(u.obs[k*obsDim:(k+1)*obsDim], rows[idx[k]].Obs)
+			copy(l.obs[k*obsDim:(k+1)*obsDim], rows[idx[k]].Obs)
 		}
 	})
-	feeds := map[*G.Node][]float32{u.tg.Obs: u.obs, u.tg.ActionMask: u.mask,
-		u.obj.adv: u.adv, u.obj.old: u.old, u.obj.ref: u.ref, u.obj.w: u.w}
-	if err := u.tg.Run(feeds); err != nil {
+	feeds := map[*G.Node][]float32{l.tg.Obs: l.obs, l.tg.ActionMask: l.mask,
+		l.obj.adv: l.adv, l.obj.old: l.old, l.obj.ref: l.ref, l.obj.w: l.w}
+	if err := l.tg.Run(feeds); err != nil {
 		return chunkStats{}, err
 	}
-	loss := u.tg.LossValue()
+	loss := l.tg.LossValue()
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		// The optimiser refuses the non-finite gradient that comes with it.
 		loss = 0
@@ -183,22 +287,22 @@ func (u *Updater) chunk(rows []Row, idx []int, scale float32) (chunkStats, error
 	// Ratio and KL are recomputed here from the chosen log-probs (an output of
 	// the compiled graph): the tape machine reuses the buffers of intermediate
 	// nodes such as the loss's ratio, so reading those back gives garbage.
-	lp, err := u.tg.Value(u.tg.ChosenLogProb)
+	lp, err := l.tg.Value(l.tg.ChosenLogProb)
 	if err != nil {
 		return cs, err
 	}
-	ent, err := u.tg.Value(u.tg.Entropy)
+	ent, err := l.tg.Value(l.tg.Entropy)
 	if err != nil {
 		return cs, err
 	}
 	for k := range idx {
-		w := float64(u.w[k])
+		w := float64(l.w[k])
 		cs.w += w
-		cs.kl += w * klEstimate(u.cfg.KLEstimator, float64(lp[k]), float64(u.ref[k]))
+		cs.kl += w * klEstimate(l.cfg.KLEstimator, float64(lp[k]), float64(l.ref[k]))
 		cs.ent += w * float64(ent[k])
-		rho := math.Exp(float64(lp[k]) - float64(u.old[k]))
-		a := u.adv[k]
-		if (a > 0 && rho > 1+u.cfg.ClipHigh) || (a < 0 && rho < 1-u.cfg.ClipLow) {
+		rho := math.Exp(float64(lp[k]) - float64(l.old[k]))
+		a := l.adv[k]
+		if (a > 0 && rho > 1+l.cfg.ClipHigh) || (a < 0 && rho < 1-l.cfg.ClipLow) {
 			cs.clip += w
 		}
 	}
