@@ -41,16 +41,33 @@
 #   bash bench/side_by_side.sh [ROUNDS]        (default 8)
 #
 # Needs Debian's PyTorch: apt-get install python3-torch (python3-threadpoolctl
-# to name the BLAS it runs on). OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, if
-# set, are unset for the PyTorch runs so that OpenBLAS picks its own kernel
-# (the script prints which).
+# to name the BLAS it runs on). OPENBLAS_L2_SIZE, if set, is unset for the
+# PyTorch runs, and OPENBLAS_CORETYPE is set to the best kernel the CPU runs
+# (SkylakeX with AVX-512, Haswell with AVX2 and FMA; TORCH_CORETYPE=NAME
+# chooses another, TORCH_CORETYPE= leaves it to OpenBLAS): Debian's OpenBLAS
+# 0.3.21 does not know every CPU it meets, and on a virtual Xeon it fell back
+# to its SSE3 kernel (Prescott, 28 GFLOP per CPU-second on a 256³ product
+# against SkylakeX's 80), which would compare pixelis with a PyTorch slowed
+# by its BLAS rather than with PyTorch. The script prints the kernel used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-8}
 py=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-torch_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+best=
+if [[ $flags == *avx512f* && $flags == *avx512bw* && $flags == *avx512vl* && $flags == *avx512dq* ]]; then
+	best=SkylakeX
+elif [[ $flags == *avx2* && $flags == *fma* ]]; then
+	best=Haswell
+fi
+coretype=${TORCH_CORETYPE-$best}
+if [ -n "$coretype" ]; then
+	torch_env=(env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE="$coretype")
+else
+	torch_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
+fi
 kept_env=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=4294967296 MALLOC_TOP_PAD_=268435456)
 
 "${torch_env[@]}" "$py" -c 'import torch' 2>/dev/null ||
