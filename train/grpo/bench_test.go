@@ -83,12 +83,10 @@ func envRows(p *policy.Params, n int, rng *rand.Rand) []Row {
 	return rows
 }
 
-// BenchmarkUpdateStep is one GRPO update of the default RFT's chunk on the
-// gorgonia graph, as Update runs it per minibatch: the forward and backward
-// pass over the adapters, the objective, and Adam with gradient clipping,
-// on GOMAXPROCS workers (-cpu). bench/torch_steps.py times the same step
-// in PyTorch.
-func BenchmarkUpdateStep(b *testing.B) {
+// benchUpdater is the default RFT's updater over benchPolicy, on GOMAXPROCS
+// workers (-cpu 1: one thread, as PyTorch's side), with the generator its
+// rows are drawn from.
+func benchUpdater(b *testing.B) (*Updater, *policy.Params, *rand.Rand) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	p := benchPolicy(b, rng)
 	adam := optim.DefaultAdam()
@@ -97,7 +95,17 @@ func BenchmarkUpdateStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	u.SetWorkers(runtime.GOMAXPROCS(0)) // -cpu 1: one thread, as PyTorch's side
+	u.SetWorkers(runtime.GOMAXPROCS(0))
+	return u, p, rng
+}
+
+// BenchmarkUpdateStep is one GRPO update of the default RFT's chunk on the
+// gorgonia graph, as Update runs it per minibatch: the forward and backward
+// pass over the adapters, the objective, and Adam with gradient clipping,
+// on GOMAXPROCS workers (-cpu). bench/torch_steps.py times the same step
+// in PyTorch.
+func BenchmarkUpdateStep(b *testing.B) {
+	u, p, rng := benchUpdater(b)
 	rows := envRows(p, updateChunk, rng)
 	idx := make([]int, len(rows))
 	for i := range idx {
@@ -200,15 +208,7 @@ func BenchmarkUpdateRatio(b *testing.B) {
 //	go test ./train/grpo -run '^$' -bench UpdateTwoChunks -cpu 1
 //	go test ./train/grpo -run '^$' -bench UpdateTwoChunks -cpu 2
 func BenchmarkUpdateTwoChunks(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	p := benchPolicy(b, rng)
-	adam := optim.DefaultAdam()
-	adam.ClipNorm = 1
-	u, err := NewUpdater(p, updateChunk, p.Trainable(true), benchLoss, adam)
-	if err != nil {
-		b.Fatal(err)
-	}
-	u.SetWorkers(runtime.GOMAXPROCS(0))
+	u, p, rng := benchUpdater(b)
 	rows := envRows(p, 2*updateChunk, rng)
 	cpu0 := cputime.Process()
 	for b.Loop() {
