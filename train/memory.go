@@ -277,7 +277,8 @@ func (m *memModel) policy(copies float64) MemoryTerm {
 // and the sum of the location layer's two gradients: about six. The workers
 // add only a block of rows each (nn.DenseScratch), not a graph each: they
 // split the graph's products, not its batch.
-func (m *memModel) graph(what string, batch float64, key string, adapters bool) MemoryTerm {
+// graphs graphs of batch rows each: two where grpo.Updater runs two chunks at once.
+func (m *memModel) graph(what string, graphs, batch float64, key string, adapters bool) MemoryTerm {
 	kept := 3.0
 	if adapters {
 		kept = 6
@@ -285,18 +286,20 @@ func (m *memModel) graph(what string, batch float64, key string, adapters bool) 
 	row := m.row + kept*m.cellRow
 	widest := slices.Max(append([]int{m.cfg.Policy.CellEmbed, m.cfg.Policy.LocHidden}, m.cfg.Policy.Hidden...))
 	scratch := m.workers * float64(nn.DenseScratch(widest))
-	return MemoryTerm{What: fmt.Sprintf("%s for %.0f rows × %s", what, batch, FormatBytes(row)), Keys: []string{key}, Bytes: batch*row + scratch}
+	rows := fmt.Sprintf("%.0f rows", batch)
+	if graphs > 1 {
+		rows = fmt.Sprintf("%.0f × %.0f rows", graphs, batch)
+	}
+	return MemoryTerm{What: fmt.Sprintf("%s for %s × %s", what, rows, FormatBytes(row)), Keys: []string{key}, Bytes: graphs*batch*row + scratch}
 }
 
 // grpoGraphs are the GRPO update's graphs: with two or more workers a
 // second one runs a minibatch's chunks two at a time (grpo.Updater's lanes).
 func (m *memModel) grpoGraphs(batch float64) MemoryTerm {
 	if m.workers < 2 {
-		return m.graph("the GRPO training graph", batch, "rft.tasks_per_step", true)
+		return m.graph("the GRPO training graph", 1, batch, "rft.tasks_per_step", true)
 	}
-	t := m.graph("two GRPO training graphs (a chunk each on two cores)", 2*batch, "rft.tasks_per_step", true)
-	t.What = strings.Replace(t.What, fmt.Sprintf("for %.0f rows", 2*batch), fmt.Sprintf("for 2 × %.0f rows", batch), 1)
-	return t
+	return m.graph("two GRPO training graphs (a chunk each on two cores)", 2, batch, "rft.tasks_per_step", true)
 }
 
 func (m *memModel) sft() (MemoryPhase, error) {
@@ -317,7 +320,7 @@ func (m *memModel) sft() (MemoryPhase, error) {
 		m.policy(10),
 		{What: fmt.Sprintf("the training set, %.0f trajectories × %s", n, FormatBytes(m.world.sample)), Keys: []string{nKey}, Bytes: n * m.world.sample},
 		{What: fmt.Sprintf("the SFT pairs, about %.0f × %s", pairs, FormatBytes(m.world.pair)), Keys: []string{nKey}, Bytes: pairs * m.world.pair},
-		m.graph("the SFT training graph", float64(c.SFT.BatchSize), "sft.batch_size", false),
+		m.graph("the SFT training graph", 1, float64(c.SFT.BatchSize), "sft.batch_size", false),
 		{What: fmt.Sprintf("validation on %.0f tasks", v), Keys: []string{"sft.eval_tasks"},
 			Bytes: v*(m.world.task+m.rollout) + min(v, evalChunk)*(m.world.episode+m.row) + m.workers*m.world.episode},
 	}}, nil

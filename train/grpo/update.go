@@ -103,6 +103,7 @@ func newLane(p *policy.Params, batch int, trainable []string, c LossConfig) (*la
 // chunks are summed in their order.
 func (u *Updater) SetWorkers(n int) {
 	u.workers = max(n, 1)
+	u.tg.SetWorkers(u.workers) // a chunk run alone (Updater.chunk) splits over all of them
 	u.opt.SetWorkers(n)
 	u.team.SetWorkers(n)
 }
