@@ -15,12 +15,15 @@ import (
 )
 
 // A run gives the same bits whatever the number of cores and workers: the
-// SFT and GRPO updates split their products and row-wise passes over
-// run.workers goroutines by rows or columns of each result, so every
-// number is computed by the same operations in the same order. Checked on
-// a smoke run whose network is wide enough that every op splits: each
-// metric of each step and the final weights and optimiser state, at
-// run.workers 1, 2 and 4 under GOMAXPROCS 1 and 2.
+// SFT and GRPO updates cut a batch into chunks by its size alone, compute
+// each chunk's gradient alone (two chunks at once on two lanes when there
+// are two workers or more) and sum the chunks in their order, and each op
+// splits its products and row-wise passes by rows or columns of the result,
+// so every number is computed by the same operations in the same order.
+// Checked on a smoke run whose network is wide enough that every op splits
+// and whose SFT batch (160 pairs) and GRPO minibatches are two chunks or
+// more: each metric of each step and the final weights and optimiser state,
+// at run.workers 1, 2 and 4 under GOMAXPROCS 1 and 2.
 func TestSameBitsWhateverTheCores(t *testing.T) {
 	if testing.Short() {
 		t.Skip("six smoke runs")
@@ -34,7 +37,7 @@ func TestSameBitsWhateverTheCores(t *testing.T) {
 	run := func(procs, workers int) result {
 		runtime.GOMAXPROCS(procs)
 		cfg := smoke(t, fmt.Sprintf("run.workers=%d", workers), "policy.hidden=[64, 48]", "policy.cell_embed=16",
-			"policy.loc_hidden=16", "sft.batch_size=64", "rft.tasks_per_step=8")
+			"policy.loc_hidden=16", "sft.batch_size=160", "rft.tasks_per_step=8")
 		dir := t.TempDir()
 		sink := &memSink{}
 		r, err := New(cfg, Options{RunDir: dir, Phases: []string{PhaseSFT, PhaseRFT}, Sink: sink})

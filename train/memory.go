@@ -15,6 +15,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/nn"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/sft"
 )
 
@@ -302,6 +303,22 @@ func (m *memModel) grpoGraphs(batch float64) MemoryTerm {
 	return m.graph("two GRPO training graphs (a chunk each on two cores)", 2, batch, "rft.tasks_per_step", true)
 }
 
+// sftGraphs are the SFT step's graphs: a batch of more than sft.ChunkRows
+// pairs is cut into chunks, two of which run at once on two lanes with two
+// or more workers (sft.Trainer).
+func (m *memModel) sftGraphs(batch int) MemoryTerm {
+	chunks := (batch + sft.ChunkRows - 1) / sft.ChunkRows
+	rows := float64((batch + chunks - 1) / chunks)
+	t := m.graph("the SFT training graph", 1, rows, "sft.batch_size", false)
+	if m.workers >= 2 && chunks >= 2 {
+		t = m.graph("two SFT training graphs (a chunk each on two cores)", 2, rows, "sft.batch_size", false)
+	}
+	// The batch itself: each pair's index and pointer.
+	t.What += fmt.Sprintf(", and the batch's %d pairs' indices", batch)
+	t.Bytes += 16 * float64(batch)
+	return t
+}
+
 func (m *memModel) sft() (MemoryPhase, error) {
 	c := m.cfg
 	n := float64(c.Data.TrainTasks)
@@ -320,7 +337,7 @@ func (m *memModel) sft() (MemoryPhase, error) {
 		m.policy(10),
 		{What: fmt.Sprintf("the training set, %.0f trajectories × %s", n, FormatBytes(m.world.sample)), Keys: []string{nKey}, Bytes: n * m.world.sample},
 		{What: fmt.Sprintf("the SFT pairs, about %.0f × %s", pairs, FormatBytes(m.world.pair)), Keys: []string{nKey}, Bytes: pairs * m.world.pair},
-		m.graph("the SFT training graph", 1, float64(c.SFT.BatchSize), "sft.batch_size", false),
+		m.sftGraphs(c.SFT.BatchSize),
 		{What: fmt.Sprintf("validation on %.0f tasks", v), Keys: []string{"sft.eval_tasks"},
 			Bytes: v*(m.world.task+m.rollout) + min(v, evalChunk)*(m.world.episode+m.row) + m.workers*m.world.episode},
 	}}, nil
@@ -329,7 +346,7 @@ func (m *memModel) sft() (MemoryPhase, error) {
 func (m *memModel) rft() MemoryPhase {
 	c, rf := m.cfg, m.cfg.RFT
 	rows := rf.TasksPerStep * rf.GroupSize * c.Env.MaxSteps / max(rf.Minibatches, 1)
-	batch := float64(min(max(rows/2, 64), 512))
+	batch := float64(grpo.ChunkRows(rows))
 	rounds := 1.0
 	if rf.DynamicSampling {
 		rounds += float64(rf.MaxResample)

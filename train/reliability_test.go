@@ -384,7 +384,7 @@ func TestMemoryEstimate(t *testing.T) {
 		t.Errorf("smoke: %s", FormatBytes(p))
 	}
 	for _, c := range []struct{ set, key string }{
-		{"sft.batch_size=1000000000", "sft.batch_size"},
+		{"sft.batch_size=100000000000", "sft.batch_size"},
 		{"policy.hidden=[100000000]", "policy.hidden"},
 		{"rft.group_size=1000000000", "rft.group_size"},
 		{"eval.samples=100000", "eval.samples"},

@@ -149,7 +149,7 @@ func (s *ttrlRun) build() error {
 	loss := grpo.LossConfig{ClipLow: s.r.cfg.RFT.ClipLow, ClipHigh: s.r.cfg.RFT.ClipHigh, KLCoef: kl, KLEstimator: "k3", Temperature: tc.Temperature}
 	rows := tc.TasksPerStep * tc.Samples * s.r.cfg.Env.MaxSteps / max(tc.Minibatches, 1)
 	var err error
-	s.upd, err = grpo.NewUpdater(s.params, min(max(rows/2, 64), 512), s.names, loss, guardedAdam(s.r.cfg, 0, tc.GradClip))
+	s.upd, err = grpo.NewUpdater(s.params, grpo.ChunkRows(rows), s.names, loss, guardedAdam(s.r.cfg, 0, tc.GradClip))
 	if err != nil {
 		return fmt.Errorf("ttrl: %w", err)
 	}

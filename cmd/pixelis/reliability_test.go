@@ -30,7 +30,7 @@ func noStack(t *testing.T, out string) {
 func TestAbsurdSizesAreRefused(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ set, key string }{
-		{"sft.batch_size=1000000000", "sft.batch_size: must fit in memory"},
+		{"sft.batch_size=100000000000", "sft.batch_size: must fit in memory"},
 		{"policy.hidden=[100000000]", "policy.hidden: must fit in memory"},
 		{"rft.group_size=1000000000", "rft.group_size: must fit in memory"},
 		{"run.max_memory_gb=0.01", "run.max_memory_gb: must fit in memory"}, // even smoke needs more than 10 MiB

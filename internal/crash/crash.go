@@ -47,6 +47,11 @@ func Recover(err *error) {
 	}
 }
 
+// Wrap, called where a panic is recovered, turns its value into an *Error
+// with the stack of the goroutine that panicked (an *Error stays as it is),
+// for another goroutine to raise again.
+func Wrap(v any) *Error { return wrap(v) }
+
 func wrap(v any) *Error {
 	if e, ok := v.(*Error); ok {
 		return e

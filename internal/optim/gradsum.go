@@ -1,33 +1,55 @@
 package optim
 
+import "github.com/pixelis/pixelis/internal/par"
+
 // GradSum sums parameters' gradients over the chunks of a minibatch that a
-// graph of fixed batch size computes one after the other (each chunk's loss
-// already carries the minibatch's scale), then steps the optimiser once on
+// graph of fixed batch size computes (each chunk's loss already carries the
+// minibatch's scale), in the chunks' order, then steps the optimiser once on
 // the sum.
-type GradSum struct{ acc [][]float32 }
+type GradSum struct {
+	acc   [][]float32
+	empty bool      // no chunk added since Clear
+	team  *par.Team // the goroutines a sum is split over, by elements
+}
 
 // NewGradSum holds a sum for each of params' gradients.
 func NewGradSum(params []Param) *GradSum {
-	s := &GradSum{}
+	s := &GradSum{empty: true, team: par.NewTeam(1)}
 	for _, p := range params {
 		s.acc = append(s.acc, make([]float32, len(p.Grad)))
 	}
 	return s
 }
 
+// SetWorkers sets how many goroutines Add splits its elements over (1 at
+// first); each element is the same sum whatever the number.
+func (s *GradSum) SetWorkers(n int) { s.team.SetWorkers(n) }
+
 // Clear starts a new minibatch.
 func (s *GradSum) Clear() {
 	for _, a := range s.acc {
 		clear(a)
 	}
+	s.empty = true
 }
 
-// Add adds the gradients a chunk left in params.
+// Add adds the gradients a chunk left in params. The first chunk after Clear
+// is copied, which is 0 + g but for the sign of a zero gradient (no step
+// tells −0 from +0).
 func (s *GradSum) Add(params []Param) {
+	first := s.empty
+	s.empty = false
 	for i, p := range params {
-		for j, g := range p.Grad {
-			s.acc[i][j] += g
-		}
+		acc := s.acc[i]
+		s.team.For(len(acc), 8, 1<<14, func(lo, hi int) {
+			if first {
+				copy(acc[lo:hi], p.Grad[lo:hi])
+				return
+			}
+			for j, g := range p.Grad[lo:hi] {
+				acc[lo+j] += g
+			}
+		})
 	}
 }
 

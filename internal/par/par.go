@@ -5,8 +5,11 @@
 package par
 
 import (
-	"sync"
+	"runtime"
 	"sync/atomic"
+	"time"
+
+	"github.com/pixelis/pixelis/internal/crash"
 )
 
 // Team splits a computation's work over up to Workers goroutines. Every split is by
@@ -40,8 +43,9 @@ func (t *Team) Workers() int {
 const partsPerWorker = 4
 
 // For runs f over [0, n) cut into ranges whose bounds are multiples of
-// align (the last ends at n), each at least grain long, in parallel. It
-// returns once every range is done.
+// align (the last ends at n), each at least grain long, in parallel on the
+// caller's goroutine and up to Workers−1 of the process's helpers (see
+// helper). It returns once every range is done.
 func (t *Team) For(n, align, grain int, f func(lo, hi int)) {
 	if n <= 0 {
 		return
@@ -49,55 +53,85 @@ func (t *Team) For(n, align, grain int, f func(lo, hi int)) {
 	align = max(align, 1)
 	units := (n + align - 1) / align // ranges are cut at multiples of align
 	parts := min(t.Workers()*partsPerWorker, units, max(n/max(grain, 1), 1))
-	if t.Workers() == 1 || parts <= 1 {
+	want := min(t.Workers(), parts, runtime.GOMAXPROCS(0)) - 1
+	if want <= 0 {
 		f(0, n)
 		return
 	}
-	bound := func(p int) int { return min(units*p/parts*align, n) }
-	// Worker w starts at its own share of the parts, the same rows from one
-	// op to the next (they stay in its core's cache), then takes any part
-	// left: a worker held up by another process leaves its share to the
-	// others instead of holding up the op.
-	claimed := make([]atomic.Bool, parts)
-	helpers := min(t.workers, parts) - 1
-	run := func(w int) {
-		start := w * parts / (helpers + 1)
-		for i := range parts {
-			p := (start + i) % parts
-			if claimed[p].CompareAndSwap(false, true) {
-				f(bound(p), bound(p+1))
-			}
-		}
+	j := &job{f: f, n: n, align: align, units: units, parts: parts, claimed: make([]atomic.Bool, parts), done: make(chan struct{})}
+	j.remaining.Store(int64(parts))
+	hs := helpers(want)
+	j.workers = len(hs) + 1
+	j.holders.Store(int64(len(hs)))
+	for i, h := range hs {
+		h.give(j, i+1)
 	}
-	// A part's panic, on any goroutine, is raised on the caller's once every
-	// worker has stopped (where the run's own recovery sees it).
-	var failed atomic.Value
-	guarded := func(w int) {
-		defer func() {
-			if r := recover(); r != nil {
-				failed.CompareAndSwap(nil, partPanic{r})
-			}
-		}()
-		run(w)
-	}
-	var wg sync.WaitGroup
-	for w := range helpers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			guarded(w + 1)
-		}()
-	}
-	guarded(0)
-	wg.Wait()
-	if r := failed.Load(); r != nil {
-		panic(r.(partPanic).value)
+	j.work(0)
+	j.wait()
+	if r := j.failed.Load(); r != nil {
+		panic(r)
 	}
 }
 
-// partPanic carries a part's panic value (atomic.Value needs one concrete
-// type).
-type partPanic struct{ value any }
+// job is one For split into parts, claimed by whichever of its workers
+// gets to each first.
+type job struct {
+	f                      func(lo, hi int)
+	n, align, units, parts int
+	workers                int // the caller and the helpers it was given
+	claimed                []atomic.Bool
+	remaining              atomic.Int64                // parts not yet finished
+	holders                atomic.Int64                // helpers not yet free for the next job
+	done                   chan struct{}               // closed when remaining reaches 0
+	failed                 atomic.Pointer[crash.Error] // a part's panic
+}
+
+func (j *job) bound(p int) int { return min(j.units*p/j.parts*j.align, j.n) }
+
+// work runs the parts worker w claims: it starts at its own share of the
+// parts, the same rows from one op to the next (they stay in its core's
+// cache), then takes any part left, so that a worker held up by another
+// process leaves its share to the others instead of holding up the op.
+func (j *job) work(w int) {
+	start := w * j.parts / j.workers
+	for i := range j.parts {
+		p := (start + i) % j.parts
+		if j.claimed[p].CompareAndSwap(false, true) {
+			j.part(p)
+		}
+	}
+}
+
+// part runs part p; a panic is kept, with the stack where it happened, for
+// the caller to raise as a *crash.Error (where the run's own recovery sees
+// it), and the part counts as finished either way.
+func (j *job) part(p int) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.failed.CompareAndSwap(nil, crash.Wrap(r))
+		}
+		if j.remaining.Add(-1) == 0 {
+			close(j.done)
+		}
+	}()
+	j.f(j.bound(p), j.bound(p+1))
+}
+
+// wait returns when every part has finished and every helper is free for
+// the next op: it polls for spinFor (the parts of an op end within
+// microseconds of each other), then sleeps.
+func (j *job) wait() {
+	start := time.Now()
+	for i := 0; j.remaining.Load() > 0; i++ {
+		if i%64 == 63 && time.Since(start) > spinFor {
+			<-j.done
+			break
+		}
+	}
+	for j.holders.Load() > 0 { // a helper between its last part and being free
+		runtime.Gosched()
+	}
+}
 
 // Do runs the functions at once, one goroutine each up to the team's
 // workers (the rest one after another), and returns when all are done.

@@ -56,6 +56,14 @@ type Stats struct {
 	Updates, Skipped                       int // optimiser steps taken / refused for non-finite gradients
 }
 
+// ChunkRows is the rows of an Updater's graph for minibatches of at most most
+// rows: a quarter of them, between 64 and 512. A minibatch's trajectories end
+// before the step limit, so it fills well under its most (the default run's:
+// 332–446 rows of 768 for 9 in 10), two or three chunks; two chunks run at
+// once on two cores (see SetWorkers). Chunks of a third of the most, two for
+// nearly every minibatch but more padding, were no faster.
+func ChunkRows(most int) int { return min(max(most/4, 64), 512) }
+
 // NewUpdater builds the loss graph for chunks of batch rows over p's trainable names.
 func NewUpdater(p *policy.Params, batch int, trainable []string, c LossConfig, adam optim.AdamConfig) (*Updater, error) {
 	if len(trainable) == 0 {
@@ -97,16 +105,22 @@ func newLane(p *policy.Params, batch int, trainable []string, c LossConfig) (*la
 
 // SetWorkers sets how many goroutines an update splits its work over (1 at
 // first): with two or more, two chunks of a minibatch run at once on two
-// lanes, each splitting its graph's ops over half the workers; a minibatch
-// of one chunk splits its ops over all of them. The results are the same
-// bits whatever the number: each chunk's gradient is computed alone and the
-// chunks are summed in their order.
+// lanes, and each lane's graph splits its ops over half the workers. A lone
+// chunk splits over half of them too: on two cores, splitting each op of a
+// chunk over both took longer than one core (each part packs the product's
+// shared operand anew, and the parts of an op are tens of microseconds).
+// The results are the same bits whatever the number: each chunk's gradient
+// is computed alone and the chunks are summed in their order.
 func (u *Updater) SetWorkers(n int) {
 	u.workers = max(n, 1)
-	u.tg.SetWorkers(u.workers) // a chunk run alone (Updater.chunk) splits over all of them
+	u.tg.SetWorkers(u.laneWorkers())
 	u.opt.SetWorkers(n)
+	u.grads.SetWorkers(n)
 	u.team.SetWorkers(n)
 }
+
+// laneWorkers is how many goroutines a lane's graph splits its ops over.
+func (u *Updater) laneWorkers() int { return max(u.workers/2, 1) }
 
 // Optimizer is the updater's Adam, for checkpointing.
 func (u *Updater) Optimizer() *optim.Adam { return u.opt }
@@ -189,7 +203,6 @@ func (u *Updater) minibatch(rows []Row, idx []int, scale float32, sum *chunkStat
 // split over the workers they share.
 func (u *Updater) lanes(n int) ([]*lane, error) {
 	if u.workers < 2 || n < 2 {
-		u.tg.SetWorkers(u.workers)
 		return []*lane{u.lane}, nil
 	}
 	if u.second == nil {
@@ -199,15 +212,13 @@ func (u *Updater) lanes(n int) ([]*lane, error) {
 		}
 		u.second = l
 	}
-	half := u.workers / 2
-	u.tg.SetWorkers(half)
-	u.second.tg.SetWorkers(u.workers - half)
+	u.second.tg.SetWorkers(u.laneWorkers())
 	return []*lane{u.lane, u.second}, nil
 }
 
 // runLanes runs chunk i on lane i, at once when there are two, and returns
 // their statistics in order. A panic on the second lane's goroutine is raised
-// on the caller's once both are done.
+// on the caller's once both are done (par.Team.Do).
 func (u *Updater) runLanes(lanes []*lane, rows []Row, chunks [][]int, scale float32) ([]chunkStats, error) {
 	stats := make([]chunkStats, len(chunks))
 	if len(chunks) == 1 {
@@ -215,21 +226,11 @@ func (u *Updater) runLanes(lanes []*lane, rows []Row, chunks [][]int, scale floa
 		stats[0] = cs
 		return stats, err
 	}
-	var (
-		errs  [2]error
-		fault any
-		done  = make(chan struct{})
+	var errs [2]error
+	par.NewTeam(2).Do(
+		func() { stats[0], errs[0] = lanes[0].run(rows, chunks[0], scale, nil) },
+		func() { stats[1], errs[1] = lanes[1].run(rows, chunks[1], scale, nil) },
 	)
-	go func() {
-		defer close(done)
-		defer func() { fault = recover() }()
-		stats[1], errs[1] = lanes[1].run(rows, chunks[1], scale, nil)
-	}()
-	stats[0], errs[0] = lanes[0].run(rows, chunks[0], scale, nil)
-	<-done
-	if fault != nil {
-		panic(fault)
-	}
 	return stats, errors.Join(errs[0], errs[1])
 }
 

@@ -1,6 +1,7 @@
 package sft
 
 import (
+	"errors"
 	"fmt"
 
 	G "gorgonia.org/gorgonia"
@@ -25,14 +26,34 @@ type Weights struct {
 //
 // wᵢ = Weights.Op or Weights.Answer by aᵢ's kind for imitated rows and
 // Weights.Avoid for avoided ones; padding rows have wᵢ = 0.
+//
+// A batch larger than ChunkRows is computed in equal chunks (see ChunkRows):
+// L is a sum over rows, so ∇L = Σ_chunks ∇L_chunk with every wᵢ normalised
+// by the whole batch's Σᵢ wᵢ.
 type Trainer struct {
-	tg      *policy.TrainGraph
-	rowW    *G.Node // imitated rows' weights
-	avoidW  *G.Node // avoided rows' weights
+	lanes   []*lane // lanes[0] always; lanes[1] once SetWorkers asks for two workers and a batch has two chunks
+	build   func() (*lane, error)
+	chunk   int // rows per graph
+	batch   int // pairs per Step at most
 	weights Weights
 	opt     *optim.Adam
-	team    *par.Team // the goroutines a step's observations are laid out on
+	grads   *optim.GradSum // the batch's gradient, summed over its chunks in order
+	team    *par.Team      // a lone chunk's observations are decoded on it
+	workers int
+}
 
+// ChunkRows is the most rows one graph computes: a larger batch is cut into
+// chunks of equal size (the last padded), each chunk's gradient is computed
+// alone and the chunks are summed in their order. With two or more workers two
+// chunks run at once on two graphs (lanes), one core each; the bits of a step
+// do not depend on the number of workers.
+const ChunkRows = 128
+
+// lane is one loss graph over the policy's weights (read in place, so every
+// lane sees each optimiser step) with the buffers its inputs are laid out in.
+type lane struct {
+	tg                   *policy.TrainGraph
+	rowW, avoidW         *G.Node // imitated and avoided rows' weights
 	obs, mask, w, wAvoid []float32
 }
 
@@ -64,22 +85,45 @@ const unlikelihoodEps = 1e-6
 // NewTrainer builds the loss graph for batches of batch pairs, training every
 // parameter of p (base and adapters).
 func NewTrainer(p *policy.Params, batch int, w Weights, adam optim.AdamConfig) (*Trainer, error) {
-	tg, err := policy.NewTrainGraph(p, batch, p.Trainable(false))
+	return newTrainer(p, batch, ChunkRows, w, adam)
+}
+
+// newTrainer is NewTrainer with chunks of at most chunkRows rows.
+func newTrainer(p *policy.Params, batch, chunkRows int, w Weights, adam optim.AdamConfig) (*Trainer, error) {
+	if batch <= 0 {
+		return nil, fmt.Errorf("sft: batch %d must be positive", batch)
+	}
+	chunks := (batch + chunkRows - 1) / chunkRows
+	chunk := (batch + chunks - 1) / chunks
+	build := func() (*lane, error) { return newLane(p, chunk) }
+	first, err := build()
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{tg: tg, weights: w, opt: optim.NewAdam(adam), team: par.NewTeam(1)}
-	if t.rowW, err = tg.NewInput("row_weight", batch); err != nil {
+	t := &Trainer{lanes: []*lane{first}, build: build, chunk: chunk, batch: batch, weights: w,
+		opt: optim.NewAdam(adam), team: par.NewTeam(1), workers: 1}
+	t.grads = optim.NewGradSum(first.tg.Params())
+	return t, nil
+}
+
+// newLane builds the loss graph for chunks of rows pairs.
+func newLane(p *policy.Params, rows int) (*lane, error) {
+	tg, err := policy.NewTrainGraph(p, rows, p.Trainable(false))
+	if err != nil {
 		return nil, err
 	}
-	if t.avoidW, err = tg.NewInput("avoid_weight", batch); err != nil {
+	l := &lane{tg: tg}
+	if l.rowW, err = tg.NewInput("row_weight", rows); err != nil {
+		return nil, err
+	}
+	if l.avoidW, err = tg.NewInput("avoid_weight", rows); err != nil {
 		return nil, err
 	}
 	var m must
-	imitate := m.do(G.Sum(m.do(G.HadamardProd(t.rowW, tg.ChosenLogProb))))
+	imitate := m.do(G.Sum(m.do(G.HadamardProd(l.rowW, tg.ChosenLogProb))))
 	one := G.NewConstant(float32(1))
 	notA := m.do(G.Add(m.do(G.Sub(one, m.do(G.Exp(tg.ChosenLogProb)))), G.NewConstant(float32(unlikelihoodEps))))
-	avoid := m.do(G.Sum(m.do(G.HadamardProd(t.avoidW, m.do(G.Log(notA))))))
+	avoid := m.do(G.Sum(m.do(G.HadamardProd(l.avoidW, m.do(G.Log(notA))))))
 	loss := m.do(G.Neg(m.do(G.Add(imitate, avoid))))
 	if m.err != nil {
 		return nil, fmt.Errorf("sft loss: %w", m.err)
@@ -88,10 +132,10 @@ func NewTrainer(p *policy.Params, batch int, w Weights, adam optim.AdamConfig) (
 		return nil, err
 	}
 	cfg := p.Config()
-	t.obs = make([]float32, batch*cfg.ObsDim())
-	t.mask = make([]float32, batch*cfg.Actions)
-	t.w, t.wAvoid = make([]float32, batch), make([]float32, batch)
-	return t, nil
+	l.obs = make([]float32, rows*cfg.ObsDim())
+	l.mask = make([]float32, rows*cfg.Actions)
+	l.w, l.wAvoid = make([]float32, rows), make([]float32, rows)
+	return l, nil
 }
 
 // must keeps the first error of a chain of graph-building calls.
@@ -115,86 +159,172 @@ func (t *Trainer) rowWeight(pr *Pair) float64 {
 	return t.weights.Op
 }
 
-// SetWorkers sets how many goroutines a Step's graph splits its work over
-// (1 at first); the results are the same bits whatever the number.
+// SetWorkers sets how many goroutines a Step uses (1 at first): with two or
+// more, two chunks of a batch run at once on two lanes. Each lane's graph, and
+// a lone chunk's, splits its ops over half the workers (see
+// grpo.Updater.SetWorkers for why not all). The results are the same bits
+// whatever the number.
 func (t *Trainer) SetWorkers(n int) {
-	t.tg.SetWorkers(n)
+	t.workers = max(n, 1)
+	for _, l := range t.lanes {
+		l.tg.SetWorkers(t.laneWorkers())
+	}
 	t.opt.SetWorkers(n)
+	t.grads.SetWorkers(n)
 	t.team.SetWorkers(n)
 }
+
+// laneWorkers is how many goroutines a lane's graph splits its ops over.
+func (t *Trainer) laneWorkers() int { return max(t.workers/2, 1) }
 
 // Optimizer is the trainer's Adam, for checkpointing.
 func (t *Trainer) Optimizer() *optim.Adam { return t.opt }
 
 // Step runs one update on pairs (at most the batch size; fewer are padded).
 func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
-	B := t.tg.Batch()
-	if len(pairs) == 0 || len(pairs) > B {
-		return Stats{}, fmt.Errorf("sft step: %d pairs for a batch of %d", len(pairs), B)
+	if len(pairs) == 0 || len(pairs) > t.batch {
+		return Stats{}, fmt.Errorf("sft step: %d pairs for a batch of %d", len(pairs), t.batch)
 	}
-	obsDim := len(t.obs) / B
-	nA := len(t.mask) / B
-	clear(t.obs[len(pairs)*obsDim:]) // the padding rows; the others are decoded below
-	clear(t.mask)
-	clear(t.w)
-	clear(t.wAvoid)
+	obsDim := len(t.lanes[0].obs) / t.chunk
 	var total float64
 	for i, pr := range pairs {
 		if pr.ObsLen() != obsDim {
 			return Stats{}, fmt.Errorf("sft step: pair %d has %d features, want %d", i, pr.ObsLen(), obsDim)
 		}
-	}
-	t.team.For(len(pairs), 1, 64, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			pairs[i].Observation(t.obs[i*obsDim : (i+1)*obsDim])
-		}
-	})
-	for i, pr := range pairs {
-		t.mask[i*nA+pr.Action] = 1
-		w := t.rowWeight(pr)
-		if pr.Role == env.RoleAvoid {
-			t.wAvoid[i] = float32(w)
-		} else {
-			t.w[i] = float32(w)
-		}
-		total += w
+		total += t.rowWeight(pr)
 	}
 	if total == 0 {
 		return Stats{}, fmt.Errorf("sft step: every pair has loss weight 0")
 	}
-	for i := range pairs {
-		t.w[i] /= float32(total)
-		t.wAvoid[i] /= float32(total)
+	var chunks [][]*Pair
+	for lo := 0; lo < len(pairs); lo += t.chunk {
+		chunks = append(chunks, pairs[lo:min(lo+t.chunk, len(pairs))])
 	}
-	if err := t.tg.Run(map[*G.Node][]float32{t.tg.Obs: t.obs, t.tg.ActionMask: t.mask, t.rowW: t.w, t.avoidW: t.wAvoid}); err != nil {
+	lanes, err := t.lanesFor(len(chunks))
+	if err != nil {
 		return Stats{}, err
 	}
-	st := Stats{Loss: t.tg.LossValue()}
-	logits, err := t.tg.Value(t.tg.Logits)
-	if err != nil {
-		return st, err
-	}
+	t.grads.Clear()
+	var st Stats
 	var hits, imitated int
-	for i, pr := range pairs {
-		if pr.Role == env.RoleAvoid {
-			continue
+	for c := 0; c < len(chunks); c += len(lanes) {
+		group := chunks[c:min(c+len(lanes), len(chunks))]
+		results, err := t.runLanes(lanes[:len(group)], group, total)
+		if err != nil {
+			return st, err
 		}
-		imitated++
-		op := OpOf(pr.Action)
-		st.OpRows[op]++
-		if policy.Greedy(logits[i*nA:(i+1)*nA]) == pr.Action {
-			hits++
-			st.OpHits[op]++
+		for i, r := range results { // in the chunks' order
+			st.Loss += r.loss
+			hits += r.hits
+			imitated += r.imitated
+			for op := range st.OpRows {
+				st.OpRows[op] += r.opRows[op]
+				st.OpHits[op] += r.opHits[op]
+			}
+			t.grads.Add(lanes[i].tg.Params())
 		}
 	}
 	if imitated > 0 {
 		st.Accuracy = float64(hits) / float64(imitated)
 	}
-	res, err := t.opt.Step(t.tg.Params(), lr)
+	res, err := t.grads.Step(t.opt, t.lanes[0].tg.Params(), lr)
 	st.GradNorm = res.GradNorm
 	if err == optim.ErrNonFinite {
 		st.Skipped = true
 		return st, nil
 	}
 	return st, err
+}
+
+// lanesFor returns the lanes a batch of n chunks runs on.
+func (t *Trainer) lanesFor(n int) ([]*lane, error) {
+	if t.workers < 2 || n < 2 {
+		return t.lanes[:1], nil
+	}
+	if len(t.lanes) == 1 {
+		l, err := t.build()
+		if err != nil {
+			return nil, fmt.Errorf("sft: a second lane: %w", err)
+		}
+		l.tg.SetWorkers(t.laneWorkers())
+		t.lanes = append(t.lanes, l)
+	}
+	return t.lanes, nil
+}
+
+// chunkResult is what one chunk adds to a step's Stats.
+type chunkResult struct {
+	loss           float64
+	hits, imitated int
+	opRows, opHits [env.NumOps]int
+}
+
+// runLanes runs chunk i on lane i, at once when there are two, and returns
+// their results in order; total is the batch's Σᵢ wᵢ.
+func (t *Trainer) runLanes(lanes []*lane, chunks [][]*Pair, total float64) ([]chunkResult, error) {
+	results := make([]chunkResult, len(chunks))
+	if len(chunks) == 1 {
+		r, err := t.run(lanes[0], chunks[0], total, t.team)
+		results[0] = r
+		return results, err
+	}
+	var errs [2]error
+	par.NewTeam(len(chunks)).Do(
+		func() { results[0], errs[0] = t.run(lanes[0], chunks[0], total, nil) },
+		func() { results[1], errs[1] = t.run(lanes[1], chunks[1], total, nil) },
+	)
+	return results, errors.Join(errs[0], errs[1])
+}
+
+// run lays pairs out in the lane's inputs (padded with zero-weight rows), runs
+// its graph, and returns the chunk's loss and accuracy counts; the gradient is
+// left in the graph's buffers. team decodes the observations (nil: this
+// goroutine).
+func (t *Trainer) run(l *lane, pairs []*Pair, total float64, team *par.Team) (chunkResult, error) {
+	B := l.tg.Batch()
+	obsDim := len(l.obs) / B
+	nA := len(l.mask) / B
+	clear(l.obs[len(pairs)*obsDim:]) // the padding rows; the others are decoded below
+	clear(l.mask)
+	clear(l.w)
+	clear(l.wAvoid)
+	team.For(len(pairs), 1, 64, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			pairs[i].Observation(l.obs[i*obsDim : (i+1)*obsDim])
+		}
+	})
+	for i, pr := range pairs {
+		l.mask[i*nA+pr.Action] = 1
+		w := t.rowWeight(pr)
+		if pr.Role == env.RoleAvoid {
+			l.wAvoid[i] = float32(w)
+		} else {
+			l.w[i] = float32(w)
+		}
+	}
+	for i := range pairs {
+		l.w[i] /= float32(total)
+		l.wAvoid[i] /= float32(total)
+	}
+	if err := l.tg.Run(map[*G.Node][]float32{l.tg.Obs: l.obs, l.tg.ActionMask: l.mask, l.rowW: l.w, l.avoidW: l.wAvoid}); err != nil {
+		return chunkResult{}, err
+	}
+	r := chunkResult{loss: l.tg.LossValue()}
+	logits, err := l.tg.Value(l.tg.Logits)
+	if err != nil {
+		return r, err
+	}
+	for i, pr := range pairs {
+		if pr.Role == env.RoleAvoid {
+			continue
+		}
+		r.imitated++
+		op := OpOf(pr.Action)
+		r.opRows[op]++
+		if policy.Greedy(logits[i*nA:(i+1)*nA]) == pr.Action {
+			r.hits++
+			r.opHits[op]++
+		}
+	}
+	return r, nil
 }
