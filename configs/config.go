@@ -47,7 +47,9 @@ type Run struct {
 	Seed uint64 `toml:"seed"`
 	// LogEvery is the number of steps between metric records and console updates. Default 10.
 	LogEvery int `toml:"log_every"`
-	// Workers is the number of rollout and evaluation goroutines; 0 uses all cores. Default 0.
+	// Workers is the number of goroutines of rollouts, evaluations and the SFT and GRPO updates (two
+	// chunks of an update at once with two or more); 0 uses all cores. A run's results do not depend
+	// on it. Default 0.
 	Workers int `toml:"workers"`
 	// MaxMemoryGB caps the memory a run may plan to use, in GiB (2^30 bytes): a run whose
 	// estimated peak for its sizes is larger is refused before it starts; 0 uses the memory

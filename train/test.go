@@ -12,6 +12,7 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/faults"
+	"github.com/pixelis/pixelis/internal/par"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -109,25 +110,45 @@ func (r *Runner) runTest(ctx context.Context) error {
 	m := map[string]float64{}
 	scores := map[string]perTask{}
 	paths := r.testModels()
+	var models []string
 	for _, model := range []string{"sft", "rft", "ttrl"} {
-		path := paths[model]
-		if _, err := os.Stat(path); err != nil {
-			continue
+		if _, err := os.Stat(paths[model]); err == nil {
+			models = append(models, model)
 		}
-		params, err := LoadPolicy(cfg, path)
+	}
+	// The models are evaluated at once, the workers shared out between them: an
+	// evaluation's tail (the last long episodes) leaves a core idle that the
+	// other model's episodes fill. Each model's results do not depend on its
+	// workers.
+	results := make([]EvalResult, len(models))
+	perTasks := make([]perTask, len(models))
+	errs := make([]error, len(models))
+	evals := make([]func(), len(models))
+	for i, model := range models {
+		evals[i] = func() {
+			params, err := LoadPolicy(cfg, paths[model])
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			pt := newPerTask(tasks.n)
+			results[i], errs[i] = evaluate(ctx, newRoller(policy.NewInference(params), r.envCfg, max(r.workers/len(models), 1)), tasks, evalSpec{
+				samples: cfg.Eval.Samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
+				each: func(i int, greedy *Rollout, sampled []*Rollout) error { pt.add(i, greedy, sampled); return nil },
+			})
+			perTasks[i] = pt
+		}
+	}
+	par.NewTeam(r.workers).Do(evals...)
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
-		pt := newPerTask(tasks.n)
-		res, err := evaluate(ctx, newRoller(policy.NewInference(params), r.envCfg, r.workers), tasks, evalSpec{
-			samples: cfg.Eval.Samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
-			each: func(i int, greedy *Rollout, sampled []*Rollout) error { pt.add(i, greedy, sampled); return nil },
-		})
-		if err != nil {
-			return err
-		}
+	}
+	for i, model := range models {
+		res := results[i]
 		out.Models[model] = res
-		scores[model] = pt
+		scores[model] = perTasks[i]
 		for k, v := range res.Metrics("test/" + model) {
 			m[k] = v
 		}

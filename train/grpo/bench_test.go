@@ -39,9 +39,14 @@ func benchRows(p *policy.Params, n int, rng *rand.Rand) []Row {
 // benchLoss is the default config's GRPO objective.
 var benchLoss = LossConfig{ClipLow: 0.2, ClipHigh: 0.28, KLCoef: 0.05, KLEstimator: "k3", EntropyCoef: 0.01}
 
-// updateChunk is the default RFT's chunk: 16 tasks × 8 samples × 12 steps
-// in 2 minibatches, halved (rft.go sizes the Updater so).
-const updateChunk = 384
+// updateMinibatch is the rows of a typical minibatch of the default RFT (its
+// minibatches are 332–446 rows of their most, 768: 16 tasks × 8 samples × 12
+// steps in 2 minibatches), the step bench/torch_steps.py times in PyTorch;
+// updateChunk the default Updater's chunk, ChunkRows of that most: the
+// minibatch is two chunks.
+const updateMinibatch = 384
+
+var updateChunk = ChunkRows(16 * 8 * 12 / 2)
 
 // benchPolicy is the default config's network (rank-8 adapters on every
 // layer) some updates in: its adapters' B away from zero.
@@ -99,31 +104,25 @@ func benchUpdater(b *testing.B) (*Updater, *policy.Params, *rand.Rand) {
 	return u, p, rng
 }
 
-// BenchmarkUpdateStep is one GRPO update of the default RFT's chunk on the
-// gorgonia graph, as Update runs it per minibatch: the forward and backward
-// pass over the adapters, the objective, and Adam with gradient clipping,
-// on GOMAXPROCS workers (-cpu). bench/torch_steps.py times the same step
-// in PyTorch.
+// BenchmarkUpdateStep is one GRPO update of a default RFT minibatch on the
+// gorgonia graph, as Update runs it: its two chunks' forward and backward
+// passes over the adapters and the objective (at once on two lanes with
+// -cpu 2, one after the other with -cpu 1), their gradients summed, and Adam
+// with gradient clipping. bench/torch_steps.py times the same step in
+// PyTorch, as one 384-row batch.
 func BenchmarkUpdateStep(b *testing.B) {
 	u, p, rng := benchUpdater(b)
-	rows := envRows(p, updateChunk, rng)
-	idx := make([]int, len(rows))
-	for i := range idx {
-		idx[i] = i
-	}
+	rows := envRows(p, updateMinibatch, rng)
 	b.ReportAllocs()
 	cpu0 := cputime.Process()
 	for b.Loop() {
-		if _, err := u.chunk(rows, idx, 1); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := u.opt.Step(u.tg.Params(), 1e-4); err != nil {
+		if _, err := u.Update(rows, 1, 1, 1e-4, rand.New(rand.NewPCG(3, 4))); err != nil {
 			b.Fatal(err)
 		}
 	}
 	cpu := cputime.Process() - cpu0
 	n := float64(b.N)
-	flops := float64(p.StepFLOPs(true)) * updateChunk
+	flops := float64(p.StepFLOPs(true)) * updateMinibatch
 	b.ReportMetric(flops/1e6, "MFLOP/op")
 	b.ReportMetric(flops*n/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	if cpu > 0 {
@@ -195,30 +194,5 @@ func BenchmarkUpdateRatio(b *testing.B) {
 		b.ReportMetric(cGorgonia.Seconds()/n*1e3, "gorgonia-cpu-ms/step")
 		b.ReportMetric(cHand.Seconds()/n*1e3, "hand-cpu-ms/step")
 		b.ReportMetric(cGorgonia.Seconds()/cHand.Seconds(), "gorgonia/hand-cpu")
-	}
-}
-
-// BenchmarkUpdateTwoChunks is one Update of a minibatch two chunks long (2 ×
-// the default RFT's chunk of rows), as TTRL's steps and RFT's longer ones
-// are: with GOMAXPROCS 2 (-cpu 2) the two chunks run at once on two lanes,
-// with 1 one after the other, for the same bits. Reports wall and CPU
-// milliseconds per update. Run each -cpu apart (in one `-cpu 1,2` run the
-// first line's figures came out mixed with the second's):
-//
-//	go test ./train/grpo -run '^$' -bench UpdateTwoChunks -cpu 1
-//	go test ./train/grpo -run '^$' -bench UpdateTwoChunks -cpu 2
-func BenchmarkUpdateTwoChunks(b *testing.B) {
-	u, p, rng := benchUpdater(b)
-	rows := envRows(p, 2*updateChunk, rng)
-	cpu0 := cputime.Process()
-	for b.Loop() {
-		if _, err := u.Update(rows, 1, 1, 1e-4, rand.New(rand.NewPCG(3, 4))); err != nil {
-			b.Fatal(err)
-		}
-	}
-	n := float64(b.N)
-	b.ReportMetric(b.Elapsed().Seconds()/n*1e3, "wall-ms/op")
-	if cpu := cputime.Process() - cpu0; cpu > 0 {
-		b.ReportMetric(cpu.Seconds()/n*1e3, "cpu-ms/op")
 	}
 }
