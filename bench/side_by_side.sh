@@ -10,12 +10,14 @@
 #                                             present and frozen at B = 0 (left
 #                                             out of the graph: they add
 #                                             nothing), batch 256
-#            train/grpo BenchmarkUpdateStep   one GRPO update chunk, 384 rows,
-#                                             adapters only
+#            train/grpo BenchmarkUpdateStep   one GRPO update of a default
+#                                             minibatch, 384 rows (two chunks of
+#                                             grpo.ChunkRows), adapters only
 #   PyTorch  bench/torch_steps.py --no-adapters
 #                                             the same two computations: the
 #                                             SFT step without the frozen zero
-#                                             adapters, the GRPO chunk as is
+#                                             adapters, the GRPO step as is (one
+#                                             batch of 384 rows)
 #
 # The first two lines compare the same computation (the FLOP counts of both
 # sides are printed and must be equal). A third line, "sft+adapters", times

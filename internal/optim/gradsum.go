@@ -25,13 +25,8 @@ func NewGradSum(params []Param) *GradSum {
 // first); each element is the same sum whatever the number.
 func (s *GradSum) SetWorkers(n int) { s.team.SetWorkers(n) }
 
-// Clear starts a new minibatch.
-func (s *GradSum) Clear() {
-	for _, a := range s.acc {
-		clear(a)
-	}
-	s.empty = true
-}
+// Clear starts a new minibatch (its first Add overwrites the sums).
+func (s *GradSum) Clear() { s.empty = true }
 
 // Add adds the gradients a chunk left in params. The first chunk after Clear
 // is copied, which is 0 + g but for the sign of a zero gradient (no step
@@ -55,6 +50,11 @@ func (s *GradSum) Add(params []Param) {
 
 // Step points each parameter's gradient at the sum and takes one step of opt.
 func (s *GradSum) Step(opt *Adam, params []Param, lr float64) (StepResult, error) {
+	if s.empty { // no chunk since Clear: a zero gradient
+		for _, a := range s.acc {
+			clear(a)
+		}
+	}
 	for i := range params {
 		params[i].Grad = s.acc[i]
 	}

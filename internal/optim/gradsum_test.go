@@ -22,7 +22,16 @@ func TestGradSum(t *testing.T) {
 		t.Fatalf("step on the sum: grad %v, data %v", ps[0].Grad, ps[0].Data)
 	}
 	s.Clear()
-	if !slices.Equal(s.acc[0], []float32{0, 0}) {
-		t.Fatalf("cleared sum %v", s.acc[0])
+	ps[0].Grad = []float32{2, 3}
+	s.Add(ps)
+	if !slices.Equal(s.acc[0], []float32{2, 3}) {
+		t.Fatalf("the first chunk after Clear: sum %v", s.acc[0])
+	}
+	s.Clear()
+	if _, err := s.Step(NewAdam(AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}), ps, 0.1); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ps[0].Grad, []float32{0, 0}) {
+		t.Fatalf("a step with no chunk since Clear saw gradient %v", ps[0].Grad)
 	}
 }

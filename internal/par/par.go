@@ -1,7 +1,9 @@
 // Package par splits a computation over a fixed number of goroutines by
 // its output: each part computes its own elements with exactly the
 // operations one goroutine would, so results are the same bits whatever the
-// number of goroutines (internal/nn's ops and internal/optim's Adam use it).
+// number of goroutines (internal/nn's ops, internal/optim's Adam and
+// gradient sums, and the SFT and GRPO updates' two lanes use it). The
+// goroutines are helpers shared by every Team (helper.go).
 package par
 
 import (
