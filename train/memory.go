@@ -307,11 +307,10 @@ func (m *memModel) grpoGraphs(batch float64) MemoryTerm {
 // pairs is cut into chunks, two of which run at once on two lanes with two
 // or more workers (sft.Trainer).
 func (m *memModel) sftGraphs(batch int) MemoryTerm {
-	chunks := (batch + sft.ChunkRows - 1) / sft.ChunkRows
-	rows := float64((batch + chunks - 1) / chunks)
-	t := m.graph("the SFT training graph", 1, rows, "sft.batch_size", false)
+	chunks, rows := sft.Chunks(batch)
+	t := m.graph("the SFT training graph", 1, float64(rows), "sft.batch_size", false)
 	if m.workers >= 2 && chunks >= 2 {
-		t = m.graph("two SFT training graphs (a chunk each on two cores)", 2, rows, "sft.batch_size", false)
+		t = m.graph("two SFT training graphs (a chunk each on two cores)", 2, float64(rows), "sft.batch_size", false)
 	}
 	// The batch itself: each pair's index and pointer.
 	t.What += fmt.Sprintf(", and the batch's %d pairs' indices", batch)

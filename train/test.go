@@ -134,7 +134,7 @@ func (r *Runner) runTest(ctx context.Context) error {
 			pt := newPerTask(tasks.n)
 			results[i], errs[i] = evaluate(ctx, newRoller(policy.NewInference(params), r.envCfg, max(r.workers/len(models), 1)), tasks, evalSpec{
 				samples: cfg.Eval.Samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
-				each: func(i int, greedy *Rollout, sampled []*Rollout) error { pt.add(i, greedy, sampled); return nil },
+				each: func(task int, greedy *Rollout, sampled []*Rollout) error { pt.add(task, greedy, sampled); return nil },
 			})
 			perTasks[i] = pt
 		}

@@ -104,3 +104,12 @@ func TestChunkedStepIsTheWholeBatchsStep(t *testing.T) {
 		}
 	}
 }
+
+// A batch is cut into the fewest chunks of at most ChunkRows, of equal size.
+func TestChunks(t *testing.T) {
+	for batch, want := range map[int][2]int{1: {1, 1}, 128: {1, 128}, 129: {2, 65}, 256: {2, 128}, 300: {3, 100}} {
+		if n, rows := Chunks(batch); n != want[0] || rows != want[1] {
+			t.Errorf("Chunks(%d) = %d × %d rows, want %d × %d", batch, n, rows, want[0], want[1])
+		}
+	}
+}

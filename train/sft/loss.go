@@ -49,6 +49,15 @@ type Trainer struct {
 // do not depend on the number of workers.
 const ChunkRows = 128
 
+// Chunks is how a Trainer for batches of batch pairs cuts a full batch: into
+// n chunks of rows pairs each (the last padded), no more than ChunkRows each.
+func Chunks(batch int) (n, rows int) { return chunking(batch, ChunkRows) }
+
+func chunking(batch, most int) (n, rows int) {
+	n = (batch + most - 1) / most
+	return n, (batch + n - 1) / n
+}
+
 // lane is one loss graph over the policy's weights (read in place, so every
 // lane sees each optimiser step) with the buffers its inputs are laid out in.
 type lane struct {
@@ -93,8 +102,7 @@ func newTrainer(p *policy.Params, batch, chunkRows int, w Weights, adam optim.Ad
 	if batch <= 0 {
 		return nil, fmt.Errorf("sft: batch %d must be positive", batch)
 	}
-	chunks := (batch + chunkRows - 1) / chunkRows
-	chunk := (batch + chunks - 1) / chunks
+	_, chunk := chunking(batch, chunkRows)
 	build := func() (*lane, error) { return newLane(p, chunk) }
 	first, err := build()
 	if err != nil {
