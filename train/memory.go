@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/nn"
@@ -76,8 +77,10 @@ func EstimateMemory(cfg *configs.Config, phases []string) ([]MemoryPhase, error)
 				return nil, err
 			}
 			out = append(out, ph)
-		case PhaseRFT, PhaseTTRL:
+		case PhaseRFT:
 			out = append(out, m.rft())
+		case PhaseTTRL:
+			out = append(out, m.ttrl())
 		case PhaseTest:
 			out = append(out, m.evaluation("the test evaluation", cfg.Eval.Tasks, cfg.Eval.Samples, 2, 0, []string{"eval.tasks", "eval.samples"}))
 		}
@@ -190,6 +193,14 @@ func sizeOf(cfg *configs.Config, key string) float64 {
 		return float64(c.Eval.Tasks)
 	case "eval.samples":
 		return float64(c.Eval.Samples)
+	case "ttrl.tasks_per_step":
+		return float64(c.TTRL.TasksPerStep)
+	case "ttrl.samples":
+		return float64(c.TTRL.Samples)
+	case "ttrl.retrieval":
+		return float64(c.TTRL.Retrieval)
+	case "ttrl.memory_size":
+		return float64(c.TTRL.MemorySize)
 	case "reward.curiosity.hidden":
 		return float64(c.Reward.Curiosity.Hidden)
 	case "reward.curiosity.embed_dim":
@@ -294,13 +305,39 @@ func (m *memModel) graph(what string, graphs, batch float64, key string, adapter
 	return MemoryTerm{What: fmt.Sprintf("%s for %s × %s", what, rows, FormatBytes(row)), Keys: []string{key}, Bytes: graphs*batch*row + scratch}
 }
 
-// grpoGraphs are the GRPO update's graphs: with two or more workers a
-// second one runs a minibatch's chunks two at a time (grpo.Updater's lanes).
-func (m *memModel) grpoGraphs(batch float64) MemoryTerm {
+// grpoGraphs are the GRPO update's graphs of chunk rows each (rftChunkRows,
+// ttrlChunkRows): with two or more workers a second one runs a minibatch's
+// chunks two at a time (grpo.Updater's lanes).
+func (m *memModel) grpoGraphs(chunk int, key string) MemoryTerm {
 	if m.workers < 2 {
-		return m.graph("the GRPO training graph", 1, batch, "rft.tasks_per_step", true)
+		return m.graph("the GRPO training graph", 1, float64(chunk), key, true)
 	}
-	return m.graph("two GRPO training graphs (a chunk each on two cores)", 2, batch, "rft.tasks_per_step", true)
+	return m.graph("two GRPO training graphs (a chunk each on two cores)", 2, float64(chunk), key, true)
+}
+
+// rowBytes is what an update holds per row beside its observation (which the
+// rollouts hold): the grpo.Row and its place in the minibatches' order.
+const rowBytes = float64(unsafe.Sizeof(grpo.Row{}) + unsafe.Sizeof(int(0)))
+
+// updateRows are an update's rows: rows of them (rftStepRows, ttrlStepRows),
+// each with perRow bytes beside its grpo.Row.
+func updateRows(rows int, perRow float64, keys []string) MemoryTerm {
+	return MemoryTerm{What: fmt.Sprintf("the update's rows, %d × %s", rows, FormatBytes(rowBytes+perRow)), Keys: keys,
+		Bytes: float64(rows) * (rowBytes + perRow)}
+}
+
+// critic is the value function of estimator "ppo": its network (a copy of the
+// policy's encoder and trunk at most) with gradients and Adam's moments, and
+// its graph of criticChunkRows rows.
+func (m *memModel) critic() MemoryTerm {
+	pc := policyConfig(m.cfg)
+	chunk := float64(criticChunkRows(m.cfg))
+	row := m.obs + 4*float64(pc.Cells)*float64(pc.CellEmbed)*3
+	for _, h := range m.cfg.Policy.Hidden {
+		row += 4 * 3 * float64(h)
+	}
+	return MemoryTerm{What: fmt.Sprintf("the critic: %.0f weights × 5 copies and its graph of %.0f rows × %s", m.params, chunk, FormatBytes(row)),
+		Keys: []string{"rft.tasks_per_step", "rft.group_size"}, Bytes: 4*m.params*5 + chunk*row}
 }
 
 // sftGraphs are the SFT step's graphs: a batch of more than sft.ChunkRows
@@ -312,10 +349,24 @@ func (m *memModel) sftGraphs(batch int) MemoryTerm {
 	if m.workers >= 2 && chunks >= 2 {
 		t = m.graph("two SFT training graphs (a chunk each on two cores)", 2, float64(rows), "sft.batch_size", false)
 	}
-	// The batch itself: each pair's index and pointer.
-	t.What += fmt.Sprintf(", and the batch's %d pairs' indices", batch)
-	t.Bytes += 16 * float64(batch)
+	// The batch itself: each pair's index and pointer, and the list of chunks.
+	t.What += fmt.Sprintf(", and the batch of %d pairs", batch)
+	t.Bytes += sft.BatchBytes(batch)
 	return t
+}
+
+// checkSFTBatch refuses a batch larger than the most pairs the training set
+// of n trajectories (from the key nKey) can give, one per action of at most
+// env.max_steps: a step draws its pairs from that set, so a larger batch only
+// draws the same pairs again, at the cost of its memory and its time.
+func checkSFTBatch(c *configs.Config, n float64, nKey string) error {
+	most := n * float64(c.Env.MaxSteps)
+	if float64(c.SFT.BatchSize) <= most {
+		return nil
+	}
+	return &configs.FieldError{Path: "sft.batch_size", Rule: fmt.Sprintf(
+		"must be at most %.0f, the most pairs the training set can give (%s: %.0f trajectories × env.max_steps = %d actions), got %d: a step draws its batch from that set",
+		most, nKey, n, c.Env.MaxSteps, c.SFT.BatchSize)}
 }
 
 func (m *memModel) sft() (MemoryPhase, error) {
@@ -328,6 +379,9 @@ func (m *memModel) sft() (MemoryPhase, error) {
 			return MemoryPhase{}, fmt.Errorf("data.train_file: %w", err)
 		}
 		n, nKey = float64(lines), "data.train_file"
+	}
+	if err := checkSFTBatch(c, n, nKey); err != nil {
+		return MemoryPhase{}, err
 	}
 	pairs := n * m.world.pairsPerSample
 	v := float64(c.SFT.EvalTasks)
@@ -344,8 +398,6 @@ func (m *memModel) sft() (MemoryPhase, error) {
 
 func (m *memModel) rft() MemoryPhase {
 	c, rf := m.cfg, m.cfg.RFT
-	rows := rf.TasksPerStep * rf.GroupSize * c.Env.MaxSteps / max(rf.Minibatches, 1)
-	batch := float64(grpo.ChunkRows(rows))
 	rounds := 1.0
 	if rf.DynamicSampling {
 		rounds += float64(rf.MaxResample)
@@ -372,10 +424,12 @@ func (m *memModel) rft() MemoryPhase {
 	e, h, a, r, d := float64(cu.EmbedDim), float64(cu.Hidden), float64(env.NumActions()), float64(cu.LoRARank), float64(env.ObsDim)
 	icm := d*e + e + (e+a)*h + h + h*e + e + (e+a)*r + r*h + h*r + r*e + 2*e*h + h + h*a + a
 	icmRow := 4 * (2*d + 4*(e+h) + a) * 3
-	return MemoryPhase{Name: "RFT", Terms: []MemoryTerm{
+	stepKeys := []string{"rft.tasks_per_step", "rft.group_size"}
+	terms := []MemoryTerm{
 		{What: "the runtime", Bytes: baseBytes},
 		m.policy(14),
-		m.grpoGraphs(batch),
+		m.grpoGraphs(rftChunkRows(c), "rft.tasks_per_step"),
+		updateRows(rftStepRows(c), 0, stepKeys),
 		{What: fmt.Sprintf("the episodes the roller keeps, %.0f × %s", pool, FormatBytes(m.world.episode)), Keys: poolKeys, Bytes: pool * m.world.episode},
 		rolls,
 		{What: fmt.Sprintf("the validation tasks, %.0f × %s", v, FormatBytes(m.world.task)), Keys: []string{"rft.val_tasks"}, Bytes: v * m.world.task},
@@ -383,6 +437,32 @@ func (m *memModel) rft() MemoryPhase {
 			Bytes: float64(rf.ReplaySize) * float64(c.Env.MaxSteps) * (m.obs + 16)},
 		{What: "the curiosity model and its batch", Keys: []string{"reward.curiosity.hidden", "reward.curiosity.embed_dim", "reward.curiosity.batch_size"},
 			Bytes: 4*icm*6 + float64(cu.BatchSize)*icmRow + float64(cu.CacheSize)*(e*4+64)},
+	}
+	if rf.Estimator == estimatorPPO {
+		terms = append(terms, m.critic())
+	}
+	return MemoryPhase{Name: "RFT", Terms: terms}
+}
+
+// ttrl is the TTRL phase's peak: the policy with its EMA anchor, the update's
+// graphs, a step's rollouts (ttrl.tasks_per_step × ttrl.samples), its rows
+// with the retrieved trajectories replayed beside them (their observations
+// copied once more for the log-probabilities), and the retrieval memory.
+func (m *memModel) ttrl() MemoryPhase {
+	c, tc := m.cfg, m.cfg.TTRL
+	episodes := float64(tc.TasksPerStep) * float64(tc.Samples)
+	replayed := float64(tc.TasksPerStep) * float64(tc.Retrieval)
+	rows := ttrlStepRows(c) + tc.TasksPerStep*tc.Retrieval*c.Env.MaxSteps
+	stepKeys := []string{"ttrl.tasks_per_step", "ttrl.samples", "ttrl.retrieval"}
+	return MemoryPhase{Name: "TTRL", Terms: []MemoryTerm{
+		{What: "the runtime", Bytes: baseBytes},
+		m.policy(16),
+		m.grpoGraphs(ttrlChunkRows(c), "ttrl.tasks_per_step"),
+		{What: fmt.Sprintf("the rollouts of a step, %.0f episodes and %.0f replayed", episodes, replayed), Keys: stepKeys,
+			Bytes: (episodes+replayed)*m.rollout + float64(tc.TasksPerStep)*m.world.task + episodes*(m.world.episode+m.row)},
+		updateRows(rows, m.obs+12, stepKeys),
+		{What: fmt.Sprintf("the retrieval memory, %d winning trajectories", tc.MemorySize), Keys: []string{"ttrl.memory_size"},
+			Bytes: float64(tc.MemorySize) * (m.rollout + m.obs)},
 	}}
 }
 

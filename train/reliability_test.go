@@ -383,23 +383,29 @@ func TestMemoryEstimate(t *testing.T) {
 	if p := peak(smoke(t)); p > 0.5*GiB {
 		t.Errorf("smoke: %s", FormatBytes(p))
 	}
-	for _, c := range []struct{ set, key string }{
-		{"sft.batch_size=100000000000", "sft.batch_size"},
-		{"policy.hidden=[100000000]", "policy.hidden"},
-		{"rft.group_size=1000000000", "rft.group_size"},
-		{"eval.samples=100000", "eval.samples"},
-		{"data.train_tasks=100000000", "data.train_tasks"},
+	for _, c := range []struct{ set, key, rule string }{
+		// A batch beyond the training set is refused before its memory is weighed.
+		{"sft.batch_size=1000000000", "sft.batch_size", "the most pairs the training set can give"},
+		{"policy.hidden=[100000000]", "policy.hidden", "must fit in memory"},
+		{"rft.group_size=1000000000", "rft.group_size", "must fit in memory"},
+		{"ttrl.samples=100000000", "ttrl.samples", "must fit in memory"},
+		{"eval.samples=100000", "eval.samples", "must fit in memory"},
+		{"data.train_tasks=100000000", "data.train_tasks", "must fit in memory"},
 	} {
 		cfg := smoke(t, c.set)
-		ph, err := EstimateMemory(cfg, all)
-		if err != nil {
-			t.Fatal(err)
+		ph, err := EstimateMemory(cfg, []string{PhaseSFT, PhaseRFT, PhaseTTRL, PhaseTest})
+		if err == nil {
+			err = CheckMemory(cfg, ph, 64*GiB, "allowed")
 		}
-		err = CheckMemory(cfg, ph, 64*GiB, "allowed")
 		var fe *configs.FieldError
-		if !errors.As(err, &fe) || fe.Path != c.key || !strings.Contains(fe.Rule, "must fit in memory") {
+		if !errors.As(err, &fe) || fe.Path != c.key || !strings.Contains(fe.Rule, c.rule) {
 			t.Errorf("%s: %v", c.set, err)
 		}
+	}
+	// The largest batch the smoke config's training set allows weighs 16
+	// bytes a pair at most beside the graphs: it fits.
+	if err := CheckMemory(smoke(t), mustEstimate(t, smoke(t, "sft.batch_size=2400"), all), 64*GiB, "allowed"); err != nil {
+		t.Errorf("the largest smoke batch refused: %v", err)
 	}
 	if err := CheckMemory(smoke(t), mustEstimate(t, smoke(t), all), 64*GiB, "allowed"); err != nil {
 		t.Errorf("smoke refused: %v", err)

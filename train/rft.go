@@ -112,9 +112,7 @@ func (s *rftRun) build() error {
 		return err
 	}
 	s.replay = grpo.NewReplay(rf.ReplaySize, rf.ReplayMaxAge)
-	rows := rf.TasksPerStep * rf.GroupSize * cfg.Env.MaxSteps / max(rf.Minibatches, 1)
-	batch := grpo.ChunkRows(rows)
-	s.upd, err = grpo.NewUpdater(s.params, batch, s.params.Trainable(true), lossConfig(rf), guardedAdam(cfg, 0, rf.GradClip))
+	s.upd, err = grpo.NewUpdater(s.params, rftChunkRows(cfg), s.params.Trainable(true), lossConfig(rf), guardedAdam(cfg, 0, rf.GradClip))
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
 	}

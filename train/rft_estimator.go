@@ -76,8 +76,7 @@ func (s *rftRun) buildCritic() error {
 		return err
 	}
 	rf := cfg.RFT
-	rows := rf.TasksPerStep * rf.GroupSize * cfg.Env.MaxSteps / max(rf.Minibatches, 1)
-	upd, err := critic.NewUpdater(net, min(max(rows/2, 64), 512), rf.Critic.ClipValue, adamConfig(0, rf.Critic.GradClip))
+	upd, err := critic.NewUpdater(net, criticChunkRows(cfg), rf.Critic.ClipValue, adamConfig(0, rf.Critic.GradClip))
 	if err != nil {
 		return fmt.Errorf("rft.critic: %w", err)
 	}

@@ -136,8 +136,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 	r.state = telemetry.StateRunning
 	r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("SFT: %d pairs from %d trajectories, %d steps of %d", len(s.data.pairs), len(s.data.samples), total, cfg.SFT.BatchSize), nil)
 	s.rate.start(s.step, &r.pausedFor)
-	batch := make([]*sft.Pair, 0, cfg.SFT.BatchSize)
-	var idx []int
+	batch := sft.NewBatch(cfg.SFT.BatchSize) // the memory estimate counts it: sft.BatchBytes
 	guard := divergenceGuard{cfg: cfg}
 	for s.step < total {
 		if stop, err := r.control(ctx, s.step, s); err != nil {
@@ -151,16 +150,16 @@ func (s *sftRun) loop(ctx context.Context) error {
 		faults.AtContext(ctx, faults.TrainingStep)
 		step := s.step + 1
 		t0 := time.Now()
-		idx = s.pools.Sample(stream(cfg.Run.Seed, streamSFTBatch, step, 0), cfg.SFT.BatchSize, idx[:0])
-		batch = batch[:0]
-		for _, i := range idx {
-			batch = append(batch, s.data.pairs[i])
+		batch.Idx = s.pools.Sample(stream(cfg.Run.Seed, streamSFTBatch, step, 0), cfg.SFT.BatchSize, batch.Idx[:0])
+		batch.Pairs = batch.Pairs[:0]
+		for _, i := range batch.Idx {
+			batch.Pairs = append(batch.Pairs, s.data.pairs[i])
 		}
 		lr := s.sched.At(step - 1)
 		if r.beforeUpdate != nil {
 			r.beforeUpdate(PhaseSFT, step, &lr)
 		}
-		st, err := s.trainer.Step(batch, lr)
+		st, err := s.trainer.Step(batch.Pairs, lr)
 		if err == nil {
 			err = guard.observe(boolInt(!st.Skipped), boolInt(st.Skipped), s.params)
 		}
@@ -175,7 +174,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 		m := map[string]float64{
 			"sft/loss": st.Loss, "sft/accuracy": st.Accuracy, "policy/lr": lr, "policy/grad_norm": st.GradNorm,
 			"data_curriculum/stage": float64(s.pools.Stage()), "perf/step_time_s": dt,
-			"perf/pairs_per_s": float64(len(batch)) / dt,
+			"perf/pairs_per_s": float64(len(batch.Pairs)) / dt,
 		}
 		for op, n := range st.OpRows {
 			if n > 0 {

@@ -147,9 +147,8 @@ func (s *ttrlRun) build() error {
 		kl = 0
 	}
 	loss := grpo.LossConfig{ClipLow: s.r.cfg.RFT.ClipLow, ClipHigh: s.r.cfg.RFT.ClipHigh, KLCoef: kl, KLEstimator: "k3", Temperature: tc.Temperature}
-	rows := tc.TasksPerStep * tc.Samples * s.r.cfg.Env.MaxSteps / max(tc.Minibatches, 1)
 	var err error
-	s.upd, err = grpo.NewUpdater(s.params, grpo.ChunkRows(rows), s.names, loss, guardedAdam(s.r.cfg, 0, tc.GradClip))
+	s.upd, err = grpo.NewUpdater(s.params, ttrlChunkRows(s.r.cfg), s.names, loss, guardedAdam(s.r.cfg, 0, tc.GradClip))
 	if err != nil {
 		return fmt.Errorf("ttrl: %w", err)
 	}

@@ -26,11 +26,13 @@ func noStack(t *testing.T, out string) {
 
 // Sizes far beyond the machine's memory are refused before anything is
 // created, naming the key (they used to crash with an out-of-memory dump,
-// exit 2, after creating the run and its control socket).
+// exit 2, after creating the run and its control socket). A batch beyond its
+// training set is refused on any machine (a billion pairs passed the estimate
+// where the memory was not limited, then died of it under a limit).
 func TestAbsurdSizesAreRefused(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ set, key string }{
-		{"sft.batch_size=100000000000", "sft.batch_size: must fit in memory"},
+		{"sft.batch_size=1000000000", "sft.batch_size: must be at most 2400, the most pairs the training set can give"},
 		{"policy.hidden=[100000000]", "policy.hidden: must fit in memory"},
 		{"rft.group_size=1000000000", "rft.group_size: must fit in memory"},
 		{"run.max_memory_gb=0.01", "run.max_memory_gb: must fit in memory"}, // even smoke needs more than 10 MiB

@@ -25,14 +25,16 @@ func memoryLimit(cfg *configs.Config) (float64, string) {
 
 // checkMemory refuses, as a config error, a run whose sizes would need more
 // memory than it may have: an out-of-memory crash cannot be caught once it happens.
+// The estimate is made even where the limit is unknown: it refuses sizes the
+// trainers cannot use (a batch larger than its training set) on any machine.
 func checkMemory(cfg *configs.Config, phases []string) error {
-	limit, desc := memoryLimit(cfg)
-	if limit == 0 {
-		return nil
-	}
 	est, err := train.EstimateMemory(cfg, phases)
 	if err != nil {
 		return usageError{err}
+	}
+	limit, desc := memoryLimit(cfg)
+	if limit == 0 {
+		return nil
 	}
 	if err := train.CheckMemory(cfg, est, limit, desc); err != nil {
 		return usageError{err}

@@ -1,7 +1,8 @@
 // Package sysmem tells how much memory the machine has for a new process: what
 // Linux reports as available (/proc/meminfo MemAvailable: free memory plus the
-// caches it can drop), lowered by the limit of the process's control group when
-// there is one (a container's memory limit).
+// caches it can drop), lowered by the limits of the process's control group and
+// of the groups above it when there are some (a container's memory limit,
+// systemd-run -p MemoryMax=), and by its address-space limit (ulimit -v).
 package sysmem
 
 import (
@@ -10,7 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,8 +33,11 @@ func Available() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if limit, used, ok := cgroupLimit(); ok && limit-used < avail {
-		avail = max(limit-used, 0)
+	if left, ok := cgroupLeft(); ok && left < avail {
+		avail = max(left, 0)
+	}
+	if left, ok := addressSpaceLeft(); ok && left < avail {
+		avail = max(left, 0)
 	}
 	return avail, nil
 }
@@ -71,20 +78,52 @@ func parseMeminfo(r io.Reader) (int64, error) {
 	return 0, fmt.Errorf("%w: /proc/meminfo has no MemAvailable", ErrUnknown)
 }
 
-// cgroupLimit reads the memory limit and usage of the process's cgroup (v2, then v1).
-func cgroupLimit() (limit, used int64, ok bool) {
-	for _, p := range [][2]string{
-		{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"},
-		{"/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"},
-	} {
-		limit, err := readInt(p[0])
-		if err != nil || limit <= 0 || limit >= 1<<60 { // "max", or v1's "no limit" (a huge number)
+// cgroupLeft is the least memory left under the limits of the process's
+// control group and the groups above it (v2, then v1's memory controller).
+func cgroupLeft() (left int64, ok bool) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0, false
+	}
+	v2, v1 := cgroupPaths(string(b))
+	left, ok = int64(math.MaxInt64), false
+	try := func(root, path, limitFile, usageFile string) {
+		for dir := path; ; dir = filepath.Dir(dir) {
+			limit, err := readInt(filepath.Join(root, dir, limitFile))
+			if err == nil && limit > 0 && limit < 1<<60 { // not "max", nor v1's "no limit" (a huge number)
+				used, _ := readInt(filepath.Join(root, dir, usageFile))
+				left, ok = min(left, limit-used), true
+			}
+			if dir == "/" || dir == "." {
+				return
+			}
+		}
+	}
+	if v2 != "" {
+		try("/sys/fs/cgroup", v2, "memory.max", "memory.current")
+	}
+	if v1 != "" {
+		try("/sys/fs/cgroup/memory", v1, "memory.limit_in_bytes", "memory.usage_in_bytes")
+	}
+	return left, ok
+}
+
+// cgroupPaths reads /proc/self/cgroup: the process's v2 group ("0::/path")
+// and its v1 memory controller's group ("N:memory:/path"), "" where absent.
+func cgroupPaths(procCgroup string) (v2, v1 string) {
+	for _, line := range strings.Split(procCgroup, "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || !strings.HasPrefix(f[2], "/") {
 			continue
 		}
-		used, _ := readInt(p[1])
-		return limit, used, true
+		switch {
+		case f[0] == "0" && f[1] == "":
+			v2 = f[2]
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			v1 = f[2]
+		}
 	}
-	return 0, 0, false
+	return v2, v1
 }
 
 func readInt(path string) (int64, error) {
@@ -93,4 +132,27 @@ func readInt(path string) (int64, error) {
 		return 0, err
 	}
 	return strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+}
+
+// statusBytes is a "Name:   123 kB" field of /proc/self/status in bytes.
+func statusBytes(status []byte, name string) (int64, bool) {
+	for _, line := range strings.Split(string(status), "\n") {
+		rest, ok := strings.CutPrefix(line, name+":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		if len(f) > 1 && f[1] == "kB" {
+			n <<= 10
+		}
+		return n, true
+	}
+	return 0, false
 }

@@ -28,3 +28,14 @@ func TestAvailable(t *testing.T) {
 		t.Fatalf("available %d bytes", n)
 	}
 }
+
+func TestCgroupPaths(t *testing.T) {
+	v2, v1 := cgroupPaths("9:name=systemd:/\n4:memory:/jobs/b465\n3:cpu,cpuacct:/\n0::/user.slice/run-1.scope\n")
+	if v2 != "/user.slice/run-1.scope" || v1 != "/jobs/b465" {
+		t.Errorf("v2 %q, v1 %q", v2, v1)
+	}
+	v2, v1 = cgroupPaths("0::/\n")
+	if v2 != "/" || v1 != "" {
+		t.Errorf("v2 only: %q, %q", v2, v1)
+	}
+}

@@ -37,6 +37,11 @@ type Stats struct {
 	Updates, Skipped                    int
 }
 
+// ChunkRows is the rows of an Updater's graph for minibatches of at most most
+// rows: half of them, between 64 and 512 (the value loss is lighter than the
+// policy's, so its chunks are larger than grpo.ChunkRows).
+func ChunkRows(most int) int { return min(max(most/2, 64), 512) }
+
 // NewUpdater builds the loss graph for chunks of batch rows with value clip
 // ε_v = clip (0: unclipped).
 func NewUpdater(n *Net, batch int, clip float64, adam optim.AdamConfig) (*Updater, error) {

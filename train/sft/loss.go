@@ -3,6 +3,7 @@ package sft
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	G "gorgonia.org/gorgonia"
 
@@ -56,6 +57,28 @@ func Chunks(batch int) (n, rows int) { return chunking(batch, ChunkRows) }
 func chunking(batch, most int) (n, rows int) {
 	n = (batch + most - 1) / most
 	return n, (batch + n - 1) / n
+}
+
+// Batch is the draw of one SFT step: the indices of its pairs in the training
+// set and the pairs. NewBatch allocates both at their full size once, so a
+// step never grows them (growing a slice holds the old and the new array at
+// once) and BatchBytes is what they hold.
+type Batch struct {
+	Idx   []int
+	Pairs []*Pair
+}
+
+// NewBatch is an empty Batch for batches of size pairs.
+func NewBatch(size int) *Batch {
+	return &Batch{Idx: make([]int, 0, size), Pairs: make([]*Pair, 0, size)}
+}
+
+// BatchBytes is what a step of size pairs holds beside the trainer's graphs:
+// its Batch and the list of its chunks Trainer.Step cuts (see Chunks).
+func BatchBytes(size int) float64 {
+	n, _ := Chunks(size)
+	perPair := unsafe.Sizeof(int(0)) + unsafe.Sizeof((*Pair)(nil))
+	return float64(size)*float64(perPair) + float64(n)*float64(unsafe.Sizeof([]*Pair(nil)))
 }
 
 // lane is one loss graph over the policy's weights (read in place, so every
@@ -204,7 +227,7 @@ func (t *Trainer) Step(pairs []*Pair, lr float64) (Stats, error) {
 	if total == 0 {
 		return Stats{}, fmt.Errorf("sft step: every pair has loss weight 0")
 	}
-	var chunks [][]*Pair
+	chunks := make([][]*Pair, 0, (len(pairs)+t.chunk-1)/t.chunk) // at full size: see BatchBytes
 	for lo := 0; lo < len(pairs); lo += t.chunk {
 		chunks = append(chunks, pairs[lo:min(lo+t.chunk, len(pairs))])
 	}
