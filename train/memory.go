@@ -57,8 +57,9 @@ func (p MemoryPhase) Bytes() float64 {
 }
 
 // baseBytes is what the process holds before any run structure: the runtime,
-// the binary's tables, fonts and the console.
-const baseBytes = 64 << 20
+// the binary's code and tables, fonts and the console. Measured: the smoke
+// config's test phase on one task with one sample peaks at 36 MiB resident.
+const baseBytes = 40 << 20
 
 // EstimateMemory returns the estimated peak of every phase a run of cfg goes
 // through (some of PhaseSFT, PhaseRFT, PhaseTest).
@@ -82,7 +83,7 @@ func EstimateMemory(cfg *configs.Config, phases []string) ([]MemoryPhase, error)
 		case PhaseTTRL:
 			out = append(out, m.ttrl())
 		case PhaseTest:
-			out = append(out, m.evaluation("the test evaluation", cfg.Eval.Tasks, cfg.Eval.Samples, 2, 0, []string{"eval.tasks", "eval.samples"}))
+			out = append(out, m.evaluation("the test evaluation", cfg.Eval.Tasks, cfg.Eval.Samples, testModelsAtMost(phases), 0, []string{"eval.tasks", "eval.samples"}))
 		}
 	}
 	return out, nil
@@ -466,24 +467,39 @@ func (m *memModel) ttrl() MemoryPhase {
 	}}
 }
 
+// testModelsAtMost is how many models the test phase after phases may
+// evaluate (runTest: the run's SFT, RFT and TTRL models, all at once).
+func testModelsAtMost(phases []string) int {
+	if slices.Contains(phases, PhaseTTRL) {
+		return 3
+	}
+	return 2
+}
+
 // evaluation is the peak of evaluating models on tasks tasks: their images, the
 // roller's episodes (tasks × samples for the sampled attempts), the rollouts
 // and the inference buffers. With kept 0 the evaluation streams (evaluate):
-// a chunk of tasks at a time, nothing kept after; else every task's rollouts
-// of kept models are held at once.
+// a chunk of tasks at a time, nothing kept after, the models at once (each
+// its own chunk and roller, as runTest plays them); else every task's
+// rollouts of kept models are held at once.
 func (m *memModel) evaluation(name string, tasks, samples, models, kept int, keys []string) MemoryPhase {
 	t, s := float64(tasks), float64(samples)
+	at := 1.0 // models whose chunks are live at once
 	if kept == 0 {
-		t = min(t, evalChunk)
+		t, at = min(t, evalChunk), float64(models)
 	}
 	eps := t * max(s, 1)
+	each := ""
+	if at > 1 {
+		each = fmt.Sprintf("%.0f models × ", at)
+	}
 	return MemoryPhase{Name: name, Terms: []MemoryTerm{
 		{What: "the runtime", Bytes: baseBytes},
 		m.policy(3 * float64(models)),
-		{What: fmt.Sprintf("the tasks, %.0f × %s", t, FormatBytes(m.world.task)), Keys: keys[:1], Bytes: t * m.world.task},
-		{What: fmt.Sprintf("the episodes, %.0f tasks × %.0f attempts × %s", t, max(s, 1), FormatBytes(m.world.episode)), Keys: []string{keys[1], keys[0]}, Bytes: eps * m.world.episode},
-		{What: fmt.Sprintf("the rollouts, %.0f tasks × %.0f attempts", t, 1+s), Keys: []string{keys[1], keys[0]},
-			Bytes: float64(max(kept, 1))*t*(1+s)*m.rollout + eps*m.row},
+		{What: fmt.Sprintf("the tasks, %s%.0f × %s", each, t, FormatBytes(m.world.task)), Keys: keys[:1], Bytes: at * t * m.world.task},
+		{What: fmt.Sprintf("the episodes, %s%.0f tasks × %.0f attempts × %s", each, t, max(s, 1), FormatBytes(m.world.episode)), Keys: []string{keys[1], keys[0]}, Bytes: at * eps * m.world.episode},
+		{What: fmt.Sprintf("the rollouts, %s%.0f tasks × %.0f attempts", each, t, 1+s), Keys: []string{keys[1], keys[0]},
+			Bytes: at * (float64(max(kept, 1))*t*(1+s)*m.rollout + eps*m.row)},
 	}}
 }
 
