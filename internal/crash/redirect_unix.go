@@ -3,9 +3,18 @@
 package crash
 
 import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // Terminal returns a copy of the process's standard error (file descriptor 2)
@@ -21,32 +30,148 @@ func Terminal() *os.File {
 }
 
 // Redirect points file descriptor 2 at the file path (appending, created when
-// needed) until restore is called: a fatal runtime error, which Go reports on
-// descriptor 2 as it ends the process, then lands in that file, with nothing
-// on the terminal. restore puts descriptor 2 back and removes the file if
-// nothing was written to it.
+// something is written) until restore is called: a fatal runtime error, which
+// Go reports on descriptor 2 as it ends the process, then lands in that file
+// instead of on the terminal. The terminal still learns of it, in one line:
+// descriptor 2 is a pipe to a watcher (this executable started again, see
+// watchEnv) that copies what it reads into the file and, if the process died
+// of a fatal error, says so on the terminal once the pipe closes — when the
+// process has ended, however it ended. Where the watcher cannot start,
+// descriptor 2 is the file itself. restore puts descriptor 2 back, lets the
+// watcher end, and removes the file if nothing was written to it.
 func Redirect(path string) (restore func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
 	saved, err := unix.Dup(2)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	unix.CloseOnExec(saved)
-	if err := unix.Dup2(int(f.Fd()), 2); err != nil {
-		f.Close()
+	target, wait, err := startWatcher(path)
+	if err != nil { // the file itself: what the runtime prints lands there, unannounced
+		if target, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			unix.Close(saved)
+			return nil, err
+		}
+		wait = func() {}
+	}
+	if err := unix.Dup2(int(target.Fd()), 2); err != nil {
+		target.Close()
+		wait()
 		unix.Close(saved)
 		return nil, err
 	}
-	f.Close()
+	target.Close()
 	return func() {
-		unix.Dup2(saved, 2)
+		unix.Dup2(saved, 2) // the pipe's last writer closes: the watcher sees its end
 		unix.Close(saved)
+		wait()
 		if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
 			os.Remove(path)
 		}
 	}, nil
+}
+
+// watchEnv, set in its environment, makes this executable the watcher of a
+// crash file (the variable's value) as it starts: see init.
+const watchEnv = "PIXELIS_CRASH_WATCH"
+
+// watchWait bounds how long restore waits for the watcher to end.
+const watchWait = 2 * time.Second
+
+// startWatcher starts the watcher of path and returns the pipe's writing end
+// and a function that waits for the watcher to end once every writer has
+// closed it.
+func startWatcher(path string) (w *os.File, wait func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), watchEnv+"="+path)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, nil, os.Stderr // the terminal, before descriptor 2 moves
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	return w, func() {
+		select {
+		case <-done:
+		case <-time.After(watchWait):
+			cmd.Process.Kill()
+		}
+	}, nil
+}
+
+func init() {
+	if path := os.Getenv(watchEnv); path != "" {
+		os.Exit(watch(path, os.Stdin, os.Stderr))
+	}
+}
+
+// watch is the watcher: it copies in to the file at path until in closes
+// and, if what it read holds a fatal error (the runtime's "fatal error: …" or
+// an unrecovered "panic: …"), puts the terminal back as it found it (the
+// console may have left it raw, on its alternate screen) and writes one line
+// to term naming the error and the file. It ignores the signals a terminal
+// sends its whole process group: the process it watches decides how to stop,
+// and the watcher ends when that process has.
+func watch(path string, in io.Reader, tty *os.File) int {
+	signal.Ignore(unix.SIGINT, unix.SIGHUP, unix.SIGTERM, unix.SIGQUIT, unix.SIGPIPE)
+	state, stateErr := term.GetState(int(tty.Fd()))
+	var f *os.File
+	var head bytes.Buffer // the start of the report, where its first lines are
+	buf := make([]byte, 64<<10)
+	got := false
+	for {
+		n, err := in.Read(buf)
+		if n > 0 {
+			if !got {
+				got = true
+				f, _ = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // nil: read on to the end all the same
+			}
+			if f != nil {
+				f.Write(buf[:n])
+			}
+			if head.Len() < len(buf) {
+				head.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if f != nil {
+		f.Close()
+	}
+	what := fatalLine(head.Bytes())
+	if what == "" {
+		return 0
+	}
+	if stateErr == nil { // a terminal: its settings and screen as they were
+		term.Restore(int(tty.Fd()), state)
+		fmt.Fprint(tty, "\x1b[?1049l\x1b[?25h")
+	}
+	fmt.Fprintf(tty, "pixelis: %s; the Go runtime's report is in %s\n", what, path)
+	return 0
+}
+
+// fatalLine is the first line of a fatal runtime error or an unrecovered
+// panic in what the runtime printed, "" when there is none.
+func fatalLine(b []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), len(b)+1)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "fatal error: ") || strings.HasPrefix(line, "panic: ") {
+			return firstLine(line)
+		}
+	}
+	return ""
 }
