@@ -124,6 +124,7 @@ func (s *Server) closeEpisode(e *episode) {
 	s.pool.Put(e.env)
 	e.env, e.task = nil, nil
 	s.released()
+	s.closedSince.Add(1)
 }
 
 // full is the answer to a create beyond a cap: 503 with the time until the

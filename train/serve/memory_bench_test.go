@@ -41,7 +41,7 @@ type servedProcess struct {
 	url string
 }
 
-func startServe(b *testing.B, flags ...string) *servedProcess {
+func startServe(b testing.TB, flags ...string) *servedProcess {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("RSS is read from /proc: Linux only")
 	}
@@ -71,7 +71,7 @@ func startServe(b *testing.B, flags ...string) *servedProcess {
 }
 
 // memory reads a field of /proc/<pid>/status (VmRSS, VmHWM) in MiB.
-func (p *servedProcess) memory(b *testing.B, field string) float64 {
+func (p *servedProcess) memory(b testing.TB, field string) float64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		b.Fatal(err)

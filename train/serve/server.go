@@ -87,6 +87,7 @@ type Server struct {
 	pool           sync.Pool        // *env.Episode buffers of closed episodes and replays
 	difficultyCuts func() []float64 // the reference cut points of CoTA buckets
 	expired        int              // episodes expired since the janitor last released memory
+	closedSince    atomic.Int64     // episodes closed (expired or deleted) since then
 	closedSinceGC  atomic.Bool      // episodes or scorers closed since the memory bound last collected
 	collectMu      sync.Mutex       // one collection at a time for the memory bound
 	stop           chan struct{}
@@ -202,7 +203,13 @@ func (s *Server) expire() {
 		s.released()
 	}
 	s.expired += len(closed)
-	if s.expired >= max(releaseAfter, s.opt.MaxEpisodes/8) && len(closed) > 0 {
+	massExpiry := s.expired >= max(releaseAfter, s.opt.MaxEpisodes/8) && len(closed) > 0
+	// The last close leaves nothing live: the trainer is done or between
+	// rounds, and what its episodes held goes back now, within a janitor's
+	// tick of the last DELETE, not minutes later at the runtime's pace.
+	idle := s.closedSince.Load() > 0 && s.episodes.len() == 0
+	if massExpiry || idle {
+		s.closedSince.Store(0)
 		releaseMemory()
 		s.expired = 0
 	}
@@ -210,7 +217,8 @@ func (s *Server) expire() {
 
 // releaseAfter is the least number of expired episodes after which the
 // janitor hands their memory back to the operating system (an eighth of
-// --max-episodes when that is more).
+// --max-episodes when that is more); it does so too once the last live
+// episode has closed.
 const releaseAfter = 64
 
 // releaseMemory returns the freed heap to the operating system at once

@@ -39,7 +39,7 @@ import (
 const benchEnvs = 256
 
 // defaultWorld is the embedded default config's world.
-func defaultWorld(b *testing.B) (*configs.Config, env.Config) {
+func defaultWorld(b testing.TB) (*configs.Config, env.Config) {
 	cfg, err := configs.Named("default")
 	if err != nil {
 		b.Fatal(err)
@@ -172,7 +172,7 @@ func benchVector(b *testing.B, obs string) {
 }
 
 // npyBool reads a bool array of an npy frame (and the vector's id).
-func npyBool(b *testing.B, frame []byte, name string, id *string) []bool {
+func npyBool(b testing.TB, frame []byte, name string, id *string) []bool {
 	hl := binary.LittleEndian.Uint32(frame)
 	var head struct {
 		Vector string      `json:"vector"`
