@@ -3,7 +3,6 @@
 package crash
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -126,7 +125,7 @@ func watch(path string, in io.Reader, tty *os.File) int {
 	signal.Ignore(unix.SIGINT, unix.SIGHUP, unix.SIGTERM, unix.SIGQUIT, unix.SIGPIPE)
 	state, stateErr := term.GetState(int(tty.Fd()))
 	var f *os.File
-	var head bytes.Buffer // the start of the report, where its first lines are
+	var found fatalFinder
 	buf := make([]byte, 64<<10)
 	got := false
 	for {
@@ -139,9 +138,7 @@ func watch(path string, in io.Reader, tty *os.File) int {
 			if f != nil {
 				f.Write(buf[:n])
 			}
-			if head.Len() < len(buf) {
-				head.Write(buf[:n])
-			}
+			found.Write(buf[:n])
 		}
 		if err != nil {
 			break
@@ -150,7 +147,7 @@ func watch(path string, in io.Reader, tty *os.File) int {
 	if f != nil {
 		f.Close()
 	}
-	what := fatalLine(head.Bytes())
+	what := found.line()
 	if what == "" {
 		return 0
 	}
@@ -162,16 +159,38 @@ func watch(path string, in io.Reader, tty *os.File) int {
 	return 0
 }
 
-// fatalLine is the first line of a fatal runtime error or an unrecovered
-// panic in what the runtime printed, "" when there is none.
-func fatalLine(b []byte) string {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 4096), len(b)+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "fatal error: ") || strings.HasPrefix(line, "panic: ") {
-			return firstLine(line)
+// fatalFinder finds, in what is written to it line by line, the first line
+// of a fatal runtime error or an unrecovered panic, wherever it comes (a
+// diagnostic such as GODEBUG=gctrace=1 may have filled the file before it).
+type fatalFinder struct {
+	partial []byte // the line being written, its first maxLine bytes
+	found   string
+}
+
+// maxLine is as much of a line as fatalFinder looks at.
+const maxLine = 4096
+
+func (ff *fatalFinder) Write(b []byte) {
+	for len(b) > 0 && ff.found == "" {
+		line, rest, complete := bytes.Cut(b, []byte("\n"))
+		if room := maxLine - len(ff.partial); room > 0 {
+			ff.partial = append(ff.partial, line[:min(len(line), room)]...)
 		}
+		if !complete {
+			return
+		}
+		if l := strings.TrimSpace(string(ff.partial)); strings.HasPrefix(l, "fatal error: ") || strings.HasPrefix(l, "panic: ") {
+			ff.found = l
+		}
+		ff.partial, b = ff.partial[:0], rest
 	}
-	return ""
+}
+
+// line is the fatal line found, "" when there is none; a last line without
+// its newline counts.
+func (ff *fatalFinder) line() string {
+	if ff.found == "" && len(ff.partial) > 0 {
+		ff.Write([]byte("\n"))
+	}
+	return ff.found
 }

@@ -79,3 +79,24 @@ func TestRedirectRestoreLeavesNothing(t *testing.T) {
 }
 
 func recurse(n int) int { return recurse(n+1) + 1 }
+
+// The fatal line is found wherever it comes in what the process wrote, cut
+// across reads anywhere.
+func TestFatalFinder(t *testing.T) {
+	noise := bytes.Repeat([]byte("gc 1 @0.01s 2%: 0.1+0.2+0.3 ms clock\n"), 5000)
+	text := append(noise, "runtime: out of memory: cannot allocate 4194304-byte block\nfatal error: out of memory\n\ngoroutine 1 [running]:\n"...)
+	for _, cut := range []int{1, 7, 4096, 65536, len(text)} {
+		var ff fatalFinder
+		for b := text; len(b) > 0; b = b[min(cut, len(b)):] {
+			ff.Write(b[:min(cut, len(b))])
+		}
+		if got := ff.line(); got != "fatal error: out of memory" {
+			t.Errorf("reads of %d bytes: %q", cut, got)
+		}
+	}
+	var ff fatalFinder
+	ff.Write([]byte("gc 1 @0.01s\nsome diagnostic"))
+	if got := ff.line(); got != "" {
+		t.Errorf("no fatal error: %q", got)
+	}
+}
