@@ -142,5 +142,8 @@ func CheckTrainSamples(cfg *configs.Config, path string, samples []env.Sample) e
 			return fmt.Errorf("%s line %d: sample %s is training task %d, in RFT's task range [%d, %d) (data.train_tasks onwards, rft.task_pool of them): SFT may not imitate the tasks RFT is rewarded on", path, s.Line, s.SampleID, s.Index, base, base+size)
 		}
 	}
+	if err := checkSFTBatch(cfg, float64(len(samples)), "data.train_file"); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	return nil
 }

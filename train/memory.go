@@ -381,8 +381,10 @@ func (m *memModel) sft() (MemoryPhase, error) {
 		}
 		n, nKey = float64(lines), "data.train_file"
 	}
-	if err := checkSFTBatch(c, n, nKey); err != nil {
-		return MemoryPhase{}, err
+	if c.Data.TrainFile == "" { // a file's samples are counted when it is read (CheckTrainSamples)
+		if err := checkSFTBatch(c, n, nKey); err != nil {
+			return MemoryPhase{}, err
+		}
 	}
 	pairs := n * m.world.pairsPerSample
 	v := float64(c.SFT.EvalTasks)

@@ -266,6 +266,8 @@ func TestSFTRefusesHeldOutData(t *testing.T) {
 		{"test split", test, nil, test + " line 1: sample test-000000 is of the test split"},
 		{"val split", val, nil, val + " line 1: sample val-000000 is of the val split"},
 		{"rft range", trainFile, []string{"--set", "data.train_tasks=2", "--set", "rft.task_pool=100"}, trainFile + " line 3: sample train-000002 is training task 2, in RFT's task range [2, 102)"},
+		// A batch beyond what the file's 4 trajectories can give.
+		{"batch beyond the file", trainFile, []string{"--set", "sft.batch_size=49"}, trainFile + ": sft.batch_size: must be at most 48, the most pairs the training set can give (data.train_file: 4 trajectories"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
