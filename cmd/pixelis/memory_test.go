@@ -28,18 +28,23 @@ const (
 // config, the default config and a large one. The default and large runs take
 // few steps: no size the estimate reads depends on the number of steps, and
 // the test evaluation streams its tasks 32 at a time (eval.tasks is lowered
-// for time, not memory). About 20 CPU-seconds in all.
+// for time, not memory); PPO's critic is run on the smoke config. About 21
+// CPU-seconds in all.
 func TestMemoryEstimateHoldsAgainstPeakRSS(t *testing.T) {
 	bin := binary(t)
+	// ttrl.gate = 0: every task's vote passes, so the TTRL step trains on all
+	// its rows, the peak the estimate is for (an untrained model's votes
+	// rarely pass the default gate, and a step that passes none trains on none).
 	short := []string{"sft.steps=4", "sft.warmup_steps=0", "sft.eval_every=4", "rft.steps=1", "rft.warmup_steps=0", "rft.test_freq=1",
-		"ttrl.steps=1", "eval.tasks=256"}
+		"ttrl.steps=1", "ttrl.gate=0", "eval.tasks=256"}
 	for _, c := range []struct {
 		name, config string
 		sets         []string
 		phases       []string
 	}{
 		{"smoke", "smoke", nil, []string{train.PhaseSFT, train.PhaseRFT, train.PhaseTTRL, train.PhaseTest}},
-		{"default", "", short, []string{train.PhaseSFT, train.PhaseRFT, train.PhaseTest}},
+		{"smoke-ppo", "smoke", []string{"rft.estimator=ppo"}, []string{train.PhaseSFT, train.PhaseRFT}}, // the critic
+		{"default", "", short, []string{train.PhaseSFT, train.PhaseRFT, train.PhaseTTRL, train.PhaseTest}},
 		// A large SFT batch (32 chunks), large RFT groups (768 episodes a step,
 		// two GRPO graphs of 512 rows) and a larger training set than smoke's.
 		{"large", "", append(slices.Clone(short), "data.train_tasks=4000", "sft.batch_size=4096", "rft.tasks_per_step=48",
