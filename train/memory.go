@@ -33,6 +33,11 @@ import (
 // world's objects (a task's images, an episode's buffers, a stored trajectory)
 // are measured once per world config on a few of them. It aims to be within a
 // factor of two of the peak live heap, on the high side.
+//
+// The sizes the trainers cut their work into — an SFT batch's chunks and its
+// buffers (sft.Chunks, sft.BatchBytes), the rows of the RFT, TTRL and critic
+// updaters' graphs (sizing.go) — are read from the functions the trainers are
+// built with, never recomputed here, so the estimate follows the trainers.
 
 // MemoryTerm is one part of a phase's peak.
 type MemoryTerm struct {
@@ -62,7 +67,9 @@ func (p MemoryPhase) Bytes() float64 {
 const baseBytes = 40 << 20
 
 // EstimateMemory returns the estimated peak of every phase a run of cfg goes
-// through (some of PhaseSFT, PhaseRFT, PhaseTest).
+// through (some of PhaseSFT, PhaseRFT, PhaseTTRL, PhaseTest). A size no
+// trainer can use (an SFT batch beyond its training set) is a
+// *configs.FieldError whatever the memory.
 func EstimateMemory(cfg *configs.Config, phases []string) ([]MemoryPhase, error) {
 	ec, err := EnvConfig(cfg)
 	if err != nil {
