@@ -356,10 +356,10 @@ func TestBadLinesAreCounted(t *testing.T) {
 // RefusedError naming it.
 func TestOtherVersionIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	l := launchChild(t, dir, launch.Spec{}, "--version", "2")
+	l := launchChild(t, dir, launch.Spec{}, "--version", "3")
 	err := l.wait(t)
 	var r *launch.RefusedError
-	if !errors.As(err, &r) || !strings.Contains(r.Reason, "protocol version 2") {
+	if !errors.As(err, &r) || !strings.Contains(r.Reason, "protocol version 3") {
 		t.Fatalf("Run = %v", err)
 	}
 }

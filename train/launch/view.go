@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"maps"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pixelis/pixelis/train/owner"
@@ -105,27 +106,64 @@ func (r *rate) perSecond() float64 {
 	return float64(r.steps[n-1]-r.steps[0]) / dt
 }
 
-// metrics records one step of the trainer's metrics under pixelis's names.
+// metrics records one step of the trainer's metrics, after the checks of
+// check.go; under lockstep it answers with observed whatever became of them.
 func (s *session) metrics(m inMessage) {
 	if m.Step == nil {
 		s.badLine(`metrics without "step"`)
 		return
 	}
-	raw := make(map[string]float64, len(m.Metrics))
-	for k, v := range m.Metrics {
-		if v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) {
-			raw[k] = *v
-		}
-	}
 	step := *m.Step
+	if s.lockstep {
+		defer s.observed(step)
+	}
+	if step < s.written {
+		s.refuseValue(step, refusal{refuseStepBack, fmt.Sprintf("step %d after step %d", step, s.written)})
+		return
+	}
+	raw, refused := checkMetrics(m.Metrics, s.bounds)
+	weights, badWeights := checkWeights(m.Weights)
+	for _, r := range append(refused, badWeights...) {
+		s.refuseValue(step, r)
+	}
+	s.written = step
 	named := s.view.namer.Map(raw)
 	s.view.step = max(s.view.step, step)
 	s.observe(step, named)
+	s.recordUsed(step, named, weights)
 	now := time.Now()
 	s.view.metrics = named
 	s.view.rate.add(now, step)
 	s.w.Sink.Record(telemetry.Point{Step: step, Phase: s.view.phase(), Time: now.Format(time.RFC3339Nano), Metrics: named})
 	s.publish()
+}
+
+// recordUsed puts the stage and weights step ran with into its metrics in
+// place of the curriculum's current ones (which observe added): a stage
+// decided at a step applies from a later one.
+func (s *session) recordUsed(step int, named, weights map[string]float64) {
+	_, counted := named["curriculum/stage"]
+	used := s.steer.used(step, weights, counted)
+	if used == nil {
+		return
+	}
+	for k := range named {
+		if strings.HasPrefix(k, "curriculum/weight/") {
+			delete(named, k)
+		}
+	}
+	maps.Copy(named, used)
+}
+
+// observed tells a trainer under lockstep that step's metrics were taken
+// and every command it decided was sent.
+func (s *session) observed(step int) {
+	if s.conn == nil {
+		return
+	}
+	if err := s.conn.write(observed{Type: MsgObserved, Step: step}); err != nil {
+		s.emit(telemetry.EventWarning, fmt.Sprintf("observed of step %d not sent: %v", step, err), nil)
+	}
 }
 
 // sample keeps a sample trajectory for the console.
