@@ -37,6 +37,7 @@ def parse_args():
     ap.add_argument("--apply-every", type=int, default=1, help="apply a stage only at steps 1, K+1, 2K+1, …")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--send", help="a JSON list of extra metrics messages {step, metrics} to send after hello")
+    ap.add_argument("--send-raw", help="a JSON list of lines to send as they are after hello")
     ap.add_argument("--bounds", help="a JSON object of declared bounds {name: [low, high]}")
     ap.add_argument("--fail-at", type=int, help="exit 3 at this step")
     ap.add_argument("--components", default="final,cost")
@@ -160,8 +161,10 @@ def main():
         ch.send_raw(b"[1, 2, 3]\n")
         ch.send_raw(b'{"type": "nonsense"}\n')
         ch.send_raw(b'{"type": "metrics", "step": 0, "metrics": {"x": ' + b"1" * ((1 << 20) + 10) + b"}}\n")
-    for m in json.loads(a.send or "[]"):
+    for m in json.loads(a.send or "[]") or []:
         ch.send(type="metrics", **m)
+    for line in json.loads(a.send_raw or "[]"):
+        ch.send_raw(line.encode() + b"\n")
     os.makedirs(a.ckpt_dir, exist_ok=True)
     rng = random.Random(a.seed * 100003 + step)
     paused = False
