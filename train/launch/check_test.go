@@ -131,3 +131,37 @@ func points(dir string) []telemetry.Point {
 	}
 	return out
 }
+
+// The files keep the names the trainer logged; the mapping's names are
+// aliases the points carry for the console and the curriculum, and a
+// trainer's SFT loss and its RL loss, both logged as train/loss, are two
+// series there.
+func TestLoggedNamesAreKept(t *testing.T) {
+	dir := t.TempDir()
+	l := launchChild(t, dir, launch.Spec{}, "--steps", "6", "--sft-steps", "3", "--step-time", "0")
+	if err := l.wait(t); err != nil {
+		t.Fatal(err)
+	}
+	series := map[string][]int{}
+	for _, p := range points(dir) {
+		if _, ok := p.Metrics["train/loss"]; !ok {
+			t.Errorf("step %d: train/loss not under its own name: %v", p.Step, p.Metrics)
+		}
+		for k := range p.Metrics {
+			if strings.HasPrefix(k, "policy/") || strings.HasPrefix(k, "sft/") {
+				t.Errorf("step %d: %s written under pixelis's name", p.Step, k)
+			}
+		}
+		for k := range p.Named() {
+			if k == "sft/loss" || k == "policy/loss" {
+				series[k] = append(series[k], p.Step)
+			}
+		}
+	}
+	if got := series["sft/loss"]; len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Errorf("sft/loss at steps %v, want 1..3 (the SFT phase)", got)
+	}
+	if got := series["policy/loss"]; len(got) != 3 || got[0] != 4 || got[2] != 6 {
+		t.Errorf("policy/loss at steps %v, want 4..6 (the RL phase)", got)
+	}
+}

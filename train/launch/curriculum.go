@@ -159,12 +159,13 @@ func (c *steering) save(runDir string, step int) error {
 	return c.s.SaveState(runDir, step)
 }
 
-// observe feeds a step to the curriculum: its KPIs join the step's
-// metrics, its decisions become events, and a new stage goes to the
-// trainer, to apply from the next step on.
-func (s *session) observe(step int, named map[string]float64) {
+// observe feeds a step, under pixelis's names, to the curriculum: its
+// decisions become events, a new stage goes to the trainer, to apply from
+// the next step on, and the curriculum's metrics of the step (its KPIs, its
+// stage and weights) are returned.
+func (s *session) observe(step int, named map[string]float64) map[string]float64 {
 	if s.steer.s == nil {
-		return
+		return nil
 	}
 	u, err := s.steer.s.Observe(step, named)
 	for _, w := range u.Warnings {
@@ -173,7 +174,6 @@ func (s *session) observe(step int, named map[string]float64) {
 	if err != nil {
 		s.emit(telemetry.EventWarning, err.Error(), nil)
 	}
-	maps.Copy(named, u.Metrics)
 	for _, e := range u.Events {
 		e.Phase, e.PhaseStep = telemetry.PhaseSteps, e.Step
 		s.w.Sink.Emit(e)
@@ -181,4 +181,5 @@ func (s *session) observe(step int, named map[string]float64) {
 	if u.Stage != nil {
 		s.sendFrom(KindStage, map[string]any{"index": u.Stage.Index, "name": u.Stage.Name, "weights": u.Stage.Weights}, step+1)
 	}
+	return u.Metrics
 }

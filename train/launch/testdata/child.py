@@ -37,6 +37,7 @@ def parse_args():
     ap.add_argument("--apply-every", type=int, default=1, help="apply a stage only at steps 1, K+1, 2K+1, …")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--send", help="a JSON list of extra metrics messages {step, metrics} to send after hello")
+    ap.add_argument("--sft-steps", type=int, default=0, help="steps 1..N are phase sft (a loss and accuracy only), then rft")
     ap.add_argument("--send-raw", help="a JSON list of lines to send as they are after hello")
     ap.add_argument("--bounds", help="a JSON object of declared bounds {name: [low, high]}")
     ap.add_argument("--fail-at", type=int, help="exit 3 at this step")
@@ -177,7 +178,7 @@ def main():
             json.dump({"step": step, "weights": stages.weights}, f)
         ch.send(type="checkpoint", step=step, path=p)
 
-    ch.send(type="phase", name="rft", step=step)
+    ch.send(type="phase", name="sft" if step < a.sft_steps else "rft", step=step)
     while step < a.steps:
         now = time.time()
         if now - last_beat >= a.heartbeat:
@@ -225,7 +226,12 @@ def main():
             print("Traceback (most recent call last):", file=sys.stderr)
             print("RuntimeError: the child failed at step %d" % step, file=sys.stderr, flush=True)
             sys.exit(3)
-        msg = dict(type="metrics", step=step, metrics=step_metrics(step, rng, stages.weights, components))
+        if step == a.sft_steps + 1 and a.sft_steps:
+            ch.send(type="phase", name="rft", step=step)
+        if step <= a.sft_steps:
+            msg = dict(type="metrics", step=step, metrics={"train/loss": 2.0 / step, "train/accuracy": step / (step + 1.0)})
+        else:
+            msg = dict(type="metrics", step=step, metrics=step_metrics(step, rng, stages.weights, components))
         if a.version >= 2:
             msg["weights"] = stages.weights
         ch.send(**msg)
