@@ -47,3 +47,57 @@ func TestLaunchSameSeedConsoleAndHeadless(t *testing.T) {
 		t.Errorf("%d stage changes, want 2: the runs did not go through the curriculum", stages)
 	}
 }
+
+// The PyTorch example, the same seed, console (tmux) and headless: its
+// stage lands at the same step and every step's metrics are the same.
+func TestLaunchTorchExampleSameSeedConsoleAndHeadless(t *testing.T) {
+	py := torchPython(t)
+	bin := buildBinary(t)
+	url, token := startServe(t, bin)
+	env := exampleEnv(t, token)
+	cur := exampleCurriculum(t)
+	example := exampleCommand(t, py, url)
+	for i, a := range example {
+		if a == "--grpo-steps" {
+			example[i+1] = "90"
+		}
+	}
+	launchArgs := func(dir string, flags ...string) []string {
+		args := append([]string{"launch", "--run-dir", dir, "--config", cur}, flags...)
+		return append(append(args, "--"), example...)
+	}
+
+	headless := filepath.Join(t.TempDir(), "headless")
+	logChildErrOnFailure(t, headless)
+	if p := startProcess(t, bin, env, launchArgs(headless, "--no-tui")...); p.exit(t) != 0 {
+		t.Fatalf("headless: %s\n%s", p.out, p.errOut)
+	}
+
+	console := filepath.Join(t.TempDir(), "console")
+	logChildErrOnFailure(t, console)
+	exit := filepath.Join(t.TempDir(), "exit")
+	cmd := killOnCleanup(t, append(append([]string{"env"}, env...), append([]string{bin}, launchArgs(console)...)...))
+	s := newTmux(t, cmd+"; echo $? $(date +%s.%N) > "+exit+"; sleep 600")
+	if !waitFor(5*time.Minute, func() bool { return fileContains(filepath.Join(console, "status.json"), `"state":"done"`) }) {
+		t.Fatalf("the console's run did not finish:\n%s", s.screen())
+	}
+	s.keys("q")
+	if code, _ := exited(t, s, exit); code != 0 {
+		t.Fatalf("console: exit %d:\n%s", code, s.screen())
+	}
+
+	h, c := launchedMetrics(t, headless), launchedMetrics(t, console)
+	if len(h) != len(c) || lastLaunchedStep(t, headless) != exampleSFTSteps+90 {
+		t.Fatalf("%d steps headless, %d in the console, the last %d", len(h), len(c), lastLaunchedStep(t, headless))
+	}
+	advanced := false
+	for step, m := range h {
+		if !reflect.DeepEqual(m, c[step]) {
+			t.Fatalf("step %d differs:\nheadless %v\nconsole  %v", step, m, c[step])
+		}
+		advanced = advanced || m["curriculum/stage"] == 1.0
+	}
+	if !advanced {
+		t.Error("the curriculum never advanced: the runs did not test a stage change")
+	}
+}
