@@ -238,7 +238,7 @@ class Run:
         self._stop_given = False   # a stop was handed to the trainer
         self._sigterm_guard = None  # the SIGTERM disposition connect() replaced
         self._closed = False
-        self._held = []  # (step, Stage): stages acknowledged for a later step than the next
+        self._held = []  # stage commands whose from_step is later than the next step: carried out at the boundary before it
         path = channel if channel is not None else os.environ.get(CHANNEL_ENV)
         if path and self.rank == channel_rank:
             hello = {"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(), "rank": self.rank,
