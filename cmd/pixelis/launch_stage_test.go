@@ -96,6 +96,18 @@ func TestLaunchTorchExampleSameSeedConsoleAndHeadless(t *testing.T) {
 			t.Fatalf("step %d differs:\nheadless %v\nconsole  %v", step, m, c[step])
 		}
 		advanced = advanced || m["curriculum/stage"] == 1.0
+		if _, grpo := m["reward/total"]; grpo && step > exampleSFTSteps {
+			// the recorded weights are the ones the step's total was computed with
+			w := map[string]float64{}
+			for _, c := range []string{"final", "coherence", "curiosity"} {
+				v, ok := m["curriculum/weight/"+c].(float64)
+				if !ok {
+					t.Fatalf("step %d records no weight of %s: %v", step, c, m)
+				}
+				w[c] = v
+			}
+			checkWeights(t, h, step, "recorded", w)
+		}
 	}
 	if !advanced {
 		t.Error("the curriculum never advanced: the runs did not test a stage change")

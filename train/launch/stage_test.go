@@ -159,3 +159,20 @@ func hasEvent(dir, kind, msg string) bool {
 	}
 	return false
 }
+
+// A version-2 ack of a stage without from_step is taken as naming the
+// earliest step, and said.
+func TestStageAckWithoutStepIsSaid(t *testing.T) {
+	dir, m := curriculumRun(t, "--step-time", "0", "--ack-without-step")
+	adv := stageEvents(t, dir)
+	if len(adv) == 0 {
+		t.Fatal("no stage advance")
+	}
+	want := fmt.Sprintf("without from_step: taken as step %d", adv[0]+1)
+	if !hasEvent(dir, telemetry.EventWarning, want) {
+		t.Errorf("no warning %q", want)
+	}
+	if first := stageSteps(m)[1]; first != adv[0]+1 {
+		t.Errorf("stage 2 recorded from step %d, want %d", first, adv[0]+1)
+	}
+}

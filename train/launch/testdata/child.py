@@ -37,6 +37,7 @@ def parse_args():
     ap.add_argument("--apply-every", type=int, default=1, help="apply a stage only at steps 1, K+1, 2K+1, …")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--send", help="a JSON list of extra metrics messages {step, metrics} to send after hello")
+    ap.add_argument("--ack-without-step", action="store_true", help="acknowledge a stage without from_step")
     ap.add_argument("--sft-steps", type=int, default=0, help="steps 1..N are phase sft (a loss and accuracy only), then rft")
     ap.add_argument("--send-raw", help="a JSON list of lines to send as they are after hello")
     ap.add_argument("--bounds", help="a JSON object of declared bounds {name: [low, high]}")
@@ -202,7 +203,7 @@ def main():
                 paused = False
             elif kind == "stage":
                 at = stages.take(step + 1, c)
-                if at is not None:
+                if at is not None and not a.ack_without_step:
                     ack["from_step"] = at
             elif kind == "stop":
                 if c["args"].get("checkpoint"):
