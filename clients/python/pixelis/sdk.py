@@ -117,9 +117,10 @@ class Command:
     """A command from pixelis: kind (one of KINDS), args, id. ack() answers it;
     the rank holding the channel sends the answer, other ranks do nothing. An
     answer is sent once: a second ack() is ignored. from_step is the earliest
-    step a stage applies from (None for other kinds); applies_from the step it
-    does apply from, which the ack names: the step after the boundary that
-    took it, unless the trainer sets a later one before acknowledging."""
+    step a command that changes how steps run (a stage) applies from, None for
+    others; applies_from the step it does apply from, which the ack names: the
+    step after the boundary that took it (a stage always has one), unless the
+    trainer sets a later one before acknowledging."""
 
     __slots__ = ("id", "kind", "args", "acked", "from_step", "applies_from", "_run")
 
@@ -238,7 +239,7 @@ class Run:
         self._stop_given = False   # a stop was handed to the trainer
         self._sigterm_guard = None  # the SIGTERM disposition connect() replaced
         self._closed = False
-        self._held = []  # stage commands whose from_step is later than the next step: carried out at the boundary before it
+        self._held = []  # commands whose from_step is later than the next step: carried out at the boundary before it
         path = channel if channel is not None else os.environ.get(CHANNEL_ENV)
         if path and self.rank == channel_rank:
             hello = {"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(), "rank": self.rank,
@@ -521,7 +522,7 @@ class Run:
                 log.warning("pixelis command %s refused: %s", c, verdict)
                 c.ack(False, verdict)
                 continue
-            if kind == "stage" and from_step is not None and from_step > step + 1:
+            if from_step is not None and from_step > step + 1:
                 self._held.append(c)  # carried out at the boundary before its step
                 continue
             out.extend(self._carry_out(c, step))
@@ -533,6 +534,8 @@ class Run:
     def _carry_out(self, c, step):
         """Carry out one command at the boundary after step: [c] when it is the trainer's to carry out."""
         kind, args = c.kind, c.args
+        if c.from_step is not None:  # a command that changes how steps run: from the next step on, or its own later one
+            c.applies_from = max(step + 1, c.from_step)
         if kind == "pause":
             self.paused = True
             c.ack()
@@ -541,7 +544,8 @@ class Run:
             c.ack()
         elif kind == "stage":
             before, self.stage = self.stage, self._stage_of(args)
-            c.applies_from = max(step + 1, c.from_step if c.from_step is not None else step + 1)
+            if c.applies_from is None:
+                c.applies_from = step + 1
             if kind not in self._callbacks:
                 c.ack()
         elif kind == "stop":
