@@ -16,7 +16,9 @@ Every run-wide step (SFT steps 1..S, GRPO steps S+1..S+G) ends at `run.step_boun
 console's commands arrive (checkpoint, evaluate, stop, stage; pause blocks inside it). A checkpoint holds
 the weights, the optimiser, every random generator of every rank and the step, so `--resume PATH`
 continues exactly where the run was: rewards are scored by the stateless POST /v1/score (raw
-components, weighted here), so no state lives on the server.
+components, weighted here), so no state lives on the server. A stage pixelis decides on step N's
+metrics takes effect at step N+1 (the SDK waits at each boundary for pixelis to have taken the step),
+and each GRPO step's metrics carry the weights its rewards were computed with.
 """
 
 import argparse
@@ -438,7 +440,7 @@ def handle(cmds, st, run, run_dir, client, args, ranks):
             checkpoint(st, run, run_dir)
         elif c.kind == "evaluate":
             greedy, _ = evaluate(client, st.net, ranks, val_tasks(args), 0, st.device, args.seed, args.eval_envs)
-            run.log(st.step, {"eval/val/greedy": float(greedy.mean())})
+            run.log(st.step, {"eval/val/greedy": float(greedy.mean())}, weights={})
         elif c.kind == "stop":
             if (c.args or {}).get("checkpoint"):
                 checkpoint(st, run, run_dir)
@@ -529,7 +531,7 @@ def _sft_phase(st, run, client, args, ranks, run_dir):
             st.results["sft_val_greedy"] = m["eval/val/greedy"]
             log_line(st, "validation greedy %.3f on %d tasks" % (greedy.mean(), len(greedy)))
         if st.step % args.log_every == 0 or "eval/val/greedy" in m:
-            run.log(st.step, m)
+            run.log(st.step, m, weights={})  # no reward weighed an SFT step
             log_line(st, "loss %.4f accuracy %.3f" % (m["train/loss"], m["train/accuracy"]))
         if boundary(st, run, run_dir, client, args, ranks):
             return False
@@ -546,7 +548,7 @@ def grpo_phase(st, run, client, args, ranks, run_dir):
         if st.grpo_step:
             sys.exit("pixel_grpo: the checkpoint's test before GRPO was on %d tasks × %s samples, not %d × %d" %
                      (len(before["greedy"]), before.get("samples"), args.test_tasks, args.test_samples))
-        run.log(st.step, test_eval(st, client, args, ranks, "before"))
+        run.log(st.step, test_eval(st, client, args, ranks, "before"), weights={})
     with timed(st, "grpo"):
         return _grpo_loop(st, run, client, args, ranks, run_dir)
 
@@ -557,7 +559,7 @@ def _grpo_loop(st, run, client, args, ranks, run_dir):
         m, sample = grpo_step(st, client, args, ranks, weights)
         st.grpo_step += 1
         st.step += 1
-        run.log(st.step, m)
+        run.log(st.step, m, weights=weights)  # the weights this step's rewards were computed with
         if st.step % args.log_every == 0:
             sample["actions"] = [st.action_names[k] for k in sample["actions"]]
             run.sample(st.step, sample)
@@ -645,7 +647,7 @@ def train(st, run, client, args, ranks, run_dir, t0, cpu0, first):
     if not finished:
         return
     run.phase("eval")
-    run.log(st.step, test_eval(st, client, args, ranks, "after"))
+    run.log(st.step, test_eval(st, client, args, ranks, "after"), weights={})
     path = checkpoint(st, run, run_dir)
     if ranks.rank == 0:
         res = summary(st, args, t0, cpu0, st.step - first)

@@ -388,7 +388,7 @@ func (c *Compare) fold(i int, u telemetry.Update) {
 		r.metrics.keep = compareNames
 	}
 	for _, p := range u.Points {
-		r.metrics.addAll(p.Metrics, p.Step, p.Phase)
+		r.metrics.addAll(p.Named(), p.Step, p.Phase)
 	}
 	if s := u.Snapshot; s != nil {
 		snap := *s

@@ -386,7 +386,7 @@ func (m *Model) fold(u telemetry.Update) tea.Cmd {
 		m.events = newEventLog(eventsCap)
 	}
 	for _, p := range u.Points {
-		m.metrics.addAll(p.Metrics, p.Step, p.Phase)
+		m.metrics.addAll(p.Named(), p.Step, p.Phase)
 	}
 	m.events.add(u.Events, u.Dropped)
 	if s := u.Snapshot; s != nil {

@@ -105,7 +105,7 @@ func printUpdate(p *plainSink, u telemetry.Update, meta telemetry.Snapshot) {
 			events = events[1:]
 		}
 		s := meta
-		s.Step, s.Metrics, s.Phase, s.State = pt.Step, pt.Metrics, pt.Phase, telemetry.StateRunning
+		s.Step, s.Metrics, s.Phase, s.State = pt.Step, pt.Named(), pt.Phase, telemetry.StateRunning
 		s.StepsPerS = 0
 		p.write(plainLine(s))
 	}

@@ -130,6 +130,9 @@ func readRun(ctx context.Context, dir string) (*runData, error) {
 		if p.Phase == "" || p.Metrics == nil {
 			return errNotPoint
 		}
+		// A launched trainer's metrics are stored as it logged them; the
+		// analysis reads them under the aliases the console reads.
+		p.Metrics, p.Alias = p.Named(), nil
 		d.points = append(d.points, p)
 		return nil
 	})

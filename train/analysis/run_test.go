@@ -305,3 +305,20 @@ func TestComparePanelsShareSteps(t *testing.T) {
 		}
 	}
 }
+
+// A launched trainer's metrics.jsonl keeps the names it logged and carries
+// their aliases: the analysis reads them under the aliases.
+func TestReadRunTakesAliases(t *testing.T) {
+	dir := t.TempDir()
+	line := `{"step":3,"phase":"rft","time":"2026-01-01T00:00:00Z","m":{"train/loss":0.5,"custom":1},"alias":{"train/loss":"policy/loss"}}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := readRun(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.points) != 1 || d.points[0].Metrics["policy/loss"] != 0.5 || d.points[0].Metrics["custom"] != 1 {
+		t.Fatalf("points %+v, want train/loss read as policy/loss", d.points)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"time"
@@ -196,19 +197,25 @@ func (s *session) handle(c *conn, m inMessage) {
 
 // helloFrom answers a hello: welcome, or refused.
 func (s *session) helloFrom(c *conn, m inMessage) {
-	if m.Version != Version {
-		s.refuse(c, fmt.Sprintf("protocol version %d: this pixelis speaks version %d", m.Version, Version))
+	if m.Version < OldestVersion || m.Version > Version {
+		s.refuse(c, fmt.Sprintf("protocol version %d: this pixelis speaks versions %d to %d", m.Version, OldestVersion, Version))
 		return
 	}
-	if err := s.steer.hello(m); err != nil {
+	bounds, err := checkBounds(m.Bounds)
+	if err == nil {
+		err = s.steer.hello(m)
+	}
+	if err != nil {
 		s.refuse(c, err.Error())
 		return
 	}
-	s.hello = &m
+	s.hello, s.version, s.bounds = &m, m.Version, bounds
 	s.view.hello(m)
 	s.writeHello(m)
-	w := welcome{Type: MsgWelcome, Version: Version, RunDir: s.spec.RunDir, HeartbeatEvery: HeartbeatEvery}
-	w.Stage = s.steer.stage()
+	w := welcome{Type: MsgWelcome, Version: m.Version, RunDir: s.spec.RunDir, HeartbeatEvery: HeartbeatEvery}
+	w.Stage = s.steer.stage(s.nextStep())
+	s.lockstep = m.Version >= 2 && w.Stage != nil
+	w.Lockstep = s.lockstep
 	if s.spec.ResumeStep >= 0 && s.spec.Resumed != "" {
 		w.Resume = &resume{Step: s.spec.ResumeStep, Checkpoint: s.spec.Resumed}
 	}
@@ -244,7 +251,7 @@ func (s *session) heartbeat(m inMessage) {
 func (s *session) writeHello(m inMessage) {
 	b, err := json.MarshalIndent(map[string]any{
 		"pid": m.PID, "rank": m.Rank, "world_size": m.WorldSize, "components": m.Components,
-		"reports": m.Reports, "config": m.Config, "total_steps": m.TotalSteps,
+		"reports": m.Reports, "config": m.Config, "total_steps": m.TotalSteps, "version": m.Version, "bounds": m.Bounds,
 	}, "", "  ")
 	if err == nil {
 		err = os.WriteFile(s.spec.RunDir+"/"+TrainerFile, append(b, '\n'), 0o644)
@@ -258,8 +265,21 @@ func (s *session) writeHello(m inMessage) {
 // reports and its own config.
 const TrainerFile = "trainer.json"
 
+// nextStep is the step the trainer runs next, as far as pixelis knows:
+// the one after the newest written (any step before the first).
+func (s *session) nextStep() int {
+	if s.written == math.MinInt {
+		return math.MinInt
+	}
+	return s.written + 1
+}
+
 // send sends a command to the trainer and waits for its acknowledgement.
-func (s *session) send(kind string, args map[string]any) {
+func (s *session) send(kind string, args map[string]any) { s.sendFrom(kind, args, -1) }
+
+// sendFrom sends a command that applies from step from on (the earliest
+// step; -1 none), said on the wire to a trainer of version 2.
+func (s *session) sendFrom(kind string, args map[string]any, from int) {
 	if s.conn == nil || s.hello == nil {
 		s.emit(telemetry.EventWarning, kind+" not sent: no trainer on the channel", map[string]any{"command": wireToCommand(kind), "refused": "not connected"})
 		return
@@ -267,8 +287,12 @@ func (s *session) send(kind string, args map[string]any) {
 	if args == nil {
 		args = map[string]any{}
 	}
-	id := s.cmds.add(kind, args, time.Now())
-	if err := s.conn.write(outCommand{Type: MsgCommand, ID: id, Kind: kind, Args: args}); err != nil {
+	id := s.cmds.add(kind, args, from, time.Now())
+	out := outCommand{Type: MsgCommand, ID: id, Kind: kind, Args: args}
+	if from >= 0 && s.version >= 2 {
+		out.FromStep = &from
+	}
+	if err := s.conn.write(out); err != nil {
 		s.cmds.drop(id)
 		s.emit(telemetry.EventWarning, fmt.Sprintf("%s not sent: %v", kind, err), map[string]any{"command": wireToCommand(kind), "refused": err.Error()})
 		return

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pixelis/pixelis/train/steer"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -11,8 +12,9 @@ import (
 type pending struct {
 	id      int
 	kind    string
+	args    map[string]any
+	from    int // the earliest step it applies from; -1 none
 	sent    time.Time
-	stage   int  // a stage command's stage (1-based, as people count)
 	overdue bool // said unacknowledged
 }
 
@@ -28,14 +30,10 @@ type commands struct {
 
 func newCommands() commands { return commands{next: 1, pending: map[int]*pending{}} }
 
-func (c *commands) add(kind string, args map[string]any, now time.Time) int {
+func (c *commands) add(kind string, args map[string]any, from int, now time.Time) int {
 	id := c.next
 	c.next++
-	p := &pending{id: id, kind: kind, sent: now}
-	if i, ok := args["index"].(int); ok {
-		p.stage = i + 1
-	}
-	c.pending[id] = p
+	c.pending[id] = &pending{id: id, kind: kind, args: args, from: from, sent: now}
 	return id
 }
 
@@ -76,12 +74,33 @@ func (s *session) ack(m inMessage) {
 		s.emit(telemetry.EventWarning, fmt.Sprintf("the trainer refused %s: %s%s", p.kind, reason, late), data)
 		return
 	}
-	s.emit(telemetry.EventCommand, s.acked(p)+late, data)
+	from, ok := s.appliesFrom(p, m)
+	if ok {
+		data["from_step"] = from
+	}
+	s.emit(telemetry.EventCommand, s.acked(p, from, ok)+late, data)
 	s.publish()
 }
 
-// acked applies an acknowledged command to pixelis's view and says what it did.
-func (s *session) acked(p *pending) string {
+// appliesFrom is the step an acknowledged command applies from, as the
+// trainer's ack names it (version 2), for a command sent with one.
+func (s *session) appliesFrom(p *pending, m inMessage) (int, bool) {
+	if p.from < 0 || s.version < 2 {
+		return 0, false
+	}
+	switch {
+	case m.FromStep == nil:
+		s.emit(telemetry.EventWarning, fmt.Sprintf("the trainer acknowledged %s (command %d) without from_step: taken as step %d, the earliest it was sent for", p.kind, p.id, p.from), nil)
+		return p.from, true
+	case *m.FromStep < p.from:
+		s.emit(telemetry.EventWarning, fmt.Sprintf("the trainer applies %s (command %d) from step %d, before step %d, the earliest it was sent for", p.kind, p.id, *m.FromStep, p.from), nil)
+	}
+	return *m.FromStep, true
+}
+
+// acked applies an acknowledged command to pixelis's view and says what
+// it did; from is the step it applies from when known.
+func (s *session) acked(p *pending, from int, known bool) string {
 	switch p.kind {
 	case KindPause:
 		s.view.state = telemetry.StatePaused
@@ -96,7 +115,21 @@ func (s *session) acked(p *pending) string {
 	case KindStop:
 		return "the trainer is stopping"
 	case KindStage:
-		return fmt.Sprintf("the trainer took stage %d (command %d)", p.stage, p.id)
+		return s.tookStage(p, from, known)
 	}
 	return p.kind + " acknowledged"
+}
+
+// tookStage records the stage the trainer acknowledged as in use from the
+// step it named (a version-1 trainer: from its next metrics) and says so.
+func (s *session) tookStage(p *pending, from int, known bool) string {
+	st := steer.Stage{Name: fmt.Sprint(p.args["name"])}
+	st.Index, _ = p.args["index"].(int)
+	st.Weights, _ = p.args["weights"].(map[string]float64)
+	if !known {
+		s.steer.afterAck = &st
+		return fmt.Sprintf("the trainer took stage %d (command %d)", st.Index+1, p.id)
+	}
+	s.steer.took(from, st)
+	return fmt.Sprintf("the trainer took stage %d from step %d (command %d)", st.Index+1, from, p.id)
 }

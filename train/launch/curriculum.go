@@ -19,6 +19,64 @@ type steering struct {
 	s          *steer.Steerer
 	decl       steer.Declaration
 	notes      []telemetry.Event // what the restore said, for the events
+	// inUse is the stage the trainer runs with, from which step on, as its
+	// welcome and acknowledgements say: what a step's metrics record when
+	// the trainer does not send the weights it used.
+	inUse []stageFrom
+	// afterAck is a stage a version-1 trainer acknowledged without a step:
+	// it counts from the first step whose metrics arrive after the ack.
+	afterAck *steer.Stage
+}
+
+// stageFrom is a stage the trainer runs with from step from on.
+type stageFrom struct {
+	from  int
+	stage steer.Stage
+}
+
+// took notes that the trainer runs with st from step from on: a later
+// stage's start cuts the earlier ones back.
+func (c *steering) took(from int, st steer.Stage) {
+	for len(c.inUse) > 0 && c.inUse[len(c.inUse)-1].from >= from {
+		c.inUse = c.inUse[:len(c.inUse)-1]
+	}
+	c.inUse = append(c.inUse, stageFrom{from, st})
+}
+
+// at is the stage the trainer ran step with, as far as pixelis knows.
+func (c *steering) at(step int) (steer.Stage, bool) {
+	for i := len(c.inUse) - 1; i >= 0; i-- {
+		if c.inUse[i].from <= step {
+			return c.inUse[i].stage, true
+		}
+	}
+	return steer.Stage{}, false
+}
+
+// used is the record of the stage and weights step ran with: the weights
+// the trainer sent with it (version 2), else, on a step the curriculum
+// counted (counted), those of the stage the trainer's acknowledgements put
+// in force at that step. nil when there is nothing to record.
+func (c *steering) used(step int, weights map[string]float64, counted bool) map[string]float64 {
+	if c.afterAck != nil {
+		c.took(step, *c.afterAck)
+		c.afterAck = nil
+	}
+	st, known := c.at(step)
+	if weights == nil && (!counted || !known) {
+		return nil
+	}
+	out := map[string]float64{}
+	if known && c.s != nil {
+		out["curriculum/stage"] = float64(st.Index)
+	}
+	if weights == nil {
+		weights = st.Weights
+	}
+	for comp, w := range weights {
+		out["curriculum/weight/"+comp] = w
+	}
+	return out
 }
 
 // hello builds the curriculum for what the trainer declared, or checks that
@@ -58,12 +116,14 @@ func (c *steering) restored() []telemetry.Event {
 	return n
 }
 
-// stage is the stage for welcome: nil without a curriculum.
-func (c *steering) stage() *steer.Stage {
+// stage is the stage for welcome, which the trainer runs with from step
+// from on: nil without a curriculum.
+func (c *steering) stage(from int) *steer.Stage {
 	if c.s == nil {
 		return nil
 	}
 	st := c.s.Current()
+	c.took(from, st)
 	return &st
 }
 
@@ -99,11 +159,13 @@ func (c *steering) save(runDir string, step int) error {
 	return c.s.SaveState(runDir, step)
 }
 
-// observe feeds a step to the curriculum: its KPIs join the step's
-// metrics, its decisions become events, and a new stage goes to the trainer.
-func (s *session) observe(step int, named map[string]float64) {
+// observe feeds a step, under pixelis's names, to the curriculum: its
+// decisions become events, a new stage goes to the trainer, to apply from
+// the next step on, and the curriculum's metrics of the step (its KPIs, its
+// stage and weights) are returned.
+func (s *session) observe(step int, named map[string]float64) map[string]float64 {
 	if s.steer.s == nil {
-		return
+		return nil
 	}
 	u, err := s.steer.s.Observe(step, named)
 	for _, w := range u.Warnings {
@@ -112,12 +174,12 @@ func (s *session) observe(step int, named map[string]float64) {
 	if err != nil {
 		s.emit(telemetry.EventWarning, err.Error(), nil)
 	}
-	maps.Copy(named, u.Metrics)
 	for _, e := range u.Events {
 		e.Phase, e.PhaseStep = telemetry.PhaseSteps, e.Step
 		s.w.Sink.Emit(e)
 	}
 	if u.Stage != nil {
-		s.send(KindStage, map[string]any{"index": u.Stage.Index, "name": u.Stage.Name, "weights": u.Stage.Weights})
+		s.sendFrom(KindStage, map[string]any{"index": u.Stage.Index, "name": u.Stage.Name, "weights": u.Stage.Weights}, step+1)
 	}
+	return u.Metrics
 }

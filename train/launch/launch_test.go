@@ -208,13 +208,13 @@ func TestLaunchedTrainerIsCommanded(t *testing.T) {
 		t.Errorf("status.json's process %+v, want the trainer's (pid %v)", p, hello.Data["pid"])
 	}
 	m := metrics(dir)[3]
-	if _, ok := m["policy/loss"]; !ok || m["episodes"] != 8 || m["custom/thing"] != 6 {
-		t.Errorf("step 3's metrics %v: want train/loss as policy/loss, episodes and custom/thing as sent", m)
+	if _, ok := m["train/loss"]; !ok || m["episodes"] != 8 || m["custom/thing"] != 6 {
+		t.Errorf("step 3's metrics %v: want train/loss, episodes and custom/thing as sent", m)
 	}
-	if _, ok := m["train/loss"]; ok {
-		t.Errorf("train/loss kept its TRL name: %v", m)
+	if _, ok := m["policy/loss"]; ok {
+		t.Errorf("train/loss was written under pixelis's name: %v", m)
 	}
-	if _, ok := m["policy/kl"]; ok {
+	if _, ok := m["train/kl"]; ok {
 		t.Errorf("a null value was recorded: %v", m)
 	}
 
@@ -356,10 +356,10 @@ func TestBadLinesAreCounted(t *testing.T) {
 // RefusedError naming it.
 func TestOtherVersionIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	l := launchChild(t, dir, launch.Spec{}, "--version", "2")
+	l := launchChild(t, dir, launch.Spec{}, "--version", "3")
 	err := l.wait(t)
 	var r *launch.RefusedError
-	if !errors.As(err, &r) || !strings.Contains(r.Reason, "protocol version 2") {
+	if !errors.As(err, &r) || !strings.Contains(r.Reason, "protocol version 3") {
 		t.Fatalf("Run = %v", err)
 	}
 }

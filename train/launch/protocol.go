@@ -14,8 +14,15 @@ import (
 // The channel's wire format (docs/launch-protocol.md): JSON objects, one a
 // line, both ways.
 
-// Version is the protocol version pixelis speaks.
-const Version = 1
+// Version is the protocol version pixelis speaks; it also takes a trainer
+// speaking any version from OldestVersion on, and answers it in its own.
+const Version = 2
+
+// OldestVersion is the oldest protocol version pixelis takes. A version-1
+// trainer sends no weights with its metrics and no step with its acks:
+// pixelis records a stage's weights from the first step whose metrics
+// arrive after the trainer acknowledged it.
+const OldestVersion = 1
 
 // MaxLine is the longest line read from a trainer; a longer one is skipped,
 // warned about and counted.
@@ -41,6 +48,9 @@ const (
 	MsgWelcome = "welcome"
 	MsgRefused = "refused"
 	MsgCommand = "command"
+	// MsgObserved says pixelis has taken a step's metrics and sent every
+	// command that step decided (version 2, under lockstep).
+	MsgObserved = "observed"
 )
 
 // inMessage is any line a trainer sends; each type uses some of the fields.
@@ -55,14 +65,20 @@ type inMessage struct {
 	Reports    []string        `json:"reports"`
 	Config     json.RawMessage `json:"config"`
 	TotalSteps int             `json:"total_steps"`
+	// Bounds are the trainer's declared ranges of its metrics, by the
+	// names it logs them under: a value outside is refused (version 2).
+	Bounds map[string][]float64 `json:"bounds"`
 	// heartbeat
 	Dropped int `json:"dropped"`
 	// phase
 	Name string `json:"name"`
 	// phase, metrics, sample, checkpoint
 	Step *int `json:"step"`
-	// metrics: a null value is a missing one
-	Metrics map[string]*float64 `json:"metrics"`
+	// metrics: a null value is a missing one; each value is read by
+	// check.go, so that one that is not a number refuses it alone
+	Metrics map[string]json.RawMessage `json:"metrics"`
+	// metrics: the reward weights the step used, by component (version 2)
+	Weights map[string]json.RawMessage `json:"weights"`
 	// sample
 	Sample *inSample `json:"sample"`
 	// checkpoint
@@ -71,6 +87,8 @@ type inMessage struct {
 	ID     int    `json:"id"`
 	OK     *bool  `json:"ok"`
 	Reason string `json:"reason"`
+	// ack: the first step the command applies to (version 2)
+	FromStep *int `json:"from_step"`
 }
 
 // inSample is a sample trajectory as a trainer sends it.
@@ -93,6 +111,18 @@ type welcome struct {
 	HeartbeatEvery int          `json:"heartbeat_every_s"`
 	Stage          *steer.Stage `json:"stage"`
 	Resume         *resume      `json:"resume,omitempty"`
+	// Lockstep (version 2): pixelis decides on each step's metrics (it runs
+	// a reward curriculum) and answers each metrics message with observed
+	// once it has sent what that step decided; the trainer waits for it
+	// before its next step, so a decision lands at the same step in every
+	// run, whatever either side's speed.
+	Lockstep bool `json:"lockstep,omitempty"`
+}
+
+// observed answers a metrics message under lockstep.
+type observed struct {
+	Type string `json:"type"`
+	Step int    `json:"step"`
 }
 
 // resume tells a resumed trainer where pixelis's side of the run stands.
@@ -106,12 +136,16 @@ type refused struct {
 	Reason string `json:"reason"`
 }
 
-// outCommand is a command to the trainer.
+// outCommand is a command to the trainer. FromStep (version 2) is the
+// earliest step it may apply to, for a command that changes how steps run
+// (a stage): the trainer applies it from the first step it can at or after
+// that one, and its ack names the step.
 type outCommand struct {
-	Type string         `json:"type"`
-	ID   int            `json:"id"`
-	Kind string         `json:"kind"`
-	Args map[string]any `json:"args"`
+	Type     string         `json:"type"`
+	ID       int            `json:"id"`
+	Kind     string         `json:"kind"`
+	FromStep *int           `json:"from_step,omitempty"`
+	Args     map[string]any `json:"args"`
 }
 
 // Command kinds on the wire (telemetry's "eval" is "evaluate" here).

@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,14 +34,21 @@ type session struct {
 	conn  *conn // the trainer's connection, nil before hello and after a drop
 	hello *inMessage
 	ever  bool // a trainer has said hello
-	view  view
-	steer *steering
-	cmds  commands
-	stop  stopping
-	quiet quiet
-	bad   int  // malformed, oversized or unknown lines so far
-	done  bool // the trainer said done
-	gone  bool // the child has exited
+	// version is the protocol version of the trainer's hello; lockstep
+	// whether its welcome asked it to wait for each step's observed.
+	version  int
+	lockstep bool
+	bounds   map[string]bound // the trainer's declared ranges of its metrics
+	written  int              // the newest step written (math.MinInt before any)
+	refused  refusals
+	view     view
+	steer    *steering
+	cmds     commands
+	stop     stopping
+	quiet    quiet
+	bad      int  // malformed, oversized or unknown lines so far
+	done     bool // the trainer said done
+	gone     bool // the child has exited
 }
 
 // stopping is where a stop of the child stands.
@@ -69,6 +77,10 @@ func start(spec Spec, w owner.Wiring) (*session, error) {
 	s.view = newView(spec, watch.DefaultMapping().Namer(watch.NamerOptions{}), s.steer)
 	s.cmds = newCommands()
 	s.quiet.heard = s.started
+	s.written, s.refused = math.MinInt, refusals{}
+	if spec.ResumeStep >= 0 {
+		s.written = spec.ResumeStep
+	}
 	var err error
 	if s.sock, err = telemetry.ListenPrivate(spec.RunDir, ChannelFile); err != nil {
 		return nil, fmt.Errorf("the trainer's channel: %w", err)
@@ -272,6 +284,9 @@ func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 	}
 	if s.bad > 0 {
 		s.emit(telemetry.EventWarning, fmt.Sprintf("%d lines from the trainer were ignored (malformed, oversized or of an unknown type)", s.bad), map[string]any{"bad_lines": s.bad})
+	}
+	if said := s.refused.said(); said != "" {
+		s.emit(telemetry.EventWarning, "values the trainer sent were refused, left out of its steps: "+said, map[string]any{"refused": map[string]int(s.refused)})
 	}
 	var err error
 	switch {

@@ -2,8 +2,9 @@
 // owner (train/owner), with a channel to it: JSON lines over a unix socket
 // whose path the child finds in PIXELIS_CHANNEL (docs/launch-protocol.md).
 // The child's metrics, samples, checkpoints and phases become the same
-// telemetry pixelis's own trainer reports — metric names through the mapping
-// `pixelis watch` uses — and the owner's requests (checkpoint, pause, resume,
+// telemetry pixelis's own trainer reports — stored under the names the
+// child logged, with the names of the mapping `pixelis watch` uses as
+// aliases for the console and the curriculum — and the owner's requests (checkpoint, pause, resume,
 // evaluate, stop) become commands to it, each acknowledged or shown
 // unacknowledged after a timeout. A Trainer is one more owner.Trainer: the
 // run's files, console, control socket and signals are the owner's.

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"maps"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pixelis/pixelis/train/owner"
@@ -105,27 +106,111 @@ func (r *rate) perSecond() float64 {
 	return float64(r.steps[n-1]-r.steps[0]) / dt
 }
 
-// metrics records one step of the trainer's metrics under pixelis's names.
+// metrics records one step of the trainer's metrics, after the checks of
+// check.go; under lockstep it answers with observed whatever became of them.
 func (s *session) metrics(m inMessage) {
 	if m.Step == nil {
 		s.badLine(`metrics without "step"`)
 		return
 	}
-	raw := make(map[string]float64, len(m.Metrics))
-	for k, v := range m.Metrics {
-		if v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) {
-			raw[k] = *v
-		}
-	}
 	step := *m.Step
-	named := s.view.namer.Map(raw)
+	if s.lockstep {
+		defer s.observed(step)
+	}
+	if step < s.written {
+		s.refuseValue(step, refusal{refuseStepBack, fmt.Sprintf("step %d after step %d", step, s.written)})
+		return
+	}
+	raw, refused := checkMetrics(m.Metrics, s.bounds)
+	weights, badWeights := checkWeights(m.Weights)
+	if s.view.phaseName == "sft" {
+		weights = nil // no reward was computed with them
+	}
+	for _, r := range append(refused, badWeights...) {
+		s.refuseValue(step, r)
+	}
+	s.written = step
+	named, alias := s.view.names(raw)
 	s.view.step = max(s.view.step, step)
-	s.observe(step, named)
+	ours := s.observe(step, named)
+	ours = s.recordUsed(step, ours, weights)
+	maps.Copy(named, ours)
+	record := maps.Clone(raw)
+	maps.Copy(record, ours)
 	now := time.Now()
 	s.view.metrics = named
 	s.view.rate.add(now, step)
-	s.w.Sink.Record(telemetry.Point{Step: step, Phase: s.view.phase(), Time: now.Format(time.RFC3339Nano), Metrics: named})
+	s.w.Sink.Record(telemetry.Point{Step: step, Phase: s.view.phase(), Time: now.Format(time.RFC3339Nano), Metrics: record, Alias: alias})
 	s.publish()
+}
+
+// recordUsed is the curriculum's metrics of step (ours) with the stage and
+// weights the step ran with in place of the curriculum's current ones: a
+// stage decided at a step applies from a later one.
+func (s *session) recordUsed(step int, ours, weights map[string]float64) map[string]float64 {
+	_, counted := ours["curriculum/stage"]
+	used := s.steer.used(step, weights, counted)
+	if used == nil {
+		return ours
+	}
+	out := map[string]float64{}
+	for k, v := range ours {
+		if !strings.HasPrefix(k, "curriculum/weight/") {
+			out[k] = v
+		}
+	}
+	maps.Copy(out, used)
+	return out
+}
+
+// sftNames are the pixelis names a name the mapping gives takes in the
+// trainer's SFT phase: its loss and accuracy are SFT's series, apart from
+// the policy's of its RL phase.
+var sftNames = map[string]string{"policy/loss": "sft/loss", "policy/accuracy": "sft/accuracy"}
+
+// names maps a step's metrics as the trainer logged them to pixelis's names
+// (the mapping `pixelis watch` uses, phase by phase): named, what the
+// console and the curriculum read, and alias, the pixelis name of each
+// logged name that has another, which the recorded point carries beside the
+// logged names. A name logged in other units than pixelis's (a scale in the
+// mapping) is in named scaled and has no alias: the files keep its own.
+func (v *view) names(raw map[string]float64) (named map[string]float64, alias map[string]string) {
+	named = v.namer.Map(raw)
+	if v.phaseName == "sft" {
+		for from, to := range sftNames {
+			if x, ok := named[from]; ok {
+				delete(named, from)
+				named[to] = x
+			}
+		}
+	}
+	for k := range raw {
+		to, keep := v.namer.Name(k)
+		if !keep || v.namer.Scale(k) != 1 {
+			continue
+		}
+		if sft, ok := sftNames[to]; ok && v.phaseName == "sft" {
+			to = sft
+		}
+		if to != k {
+			if alias == nil {
+				alias = map[string]string{}
+			}
+			alias[k] = to
+		}
+	}
+	return named, alias
+}
+
+// observed tells a trainer under lockstep that step's metrics were taken
+// and every command it decided was sent.
+func (s *session) observed(step int) {
+	if s.conn == nil {
+		return
+	}
+	if err := s.conn.write(observed{Type: MsgObserved, Step: step}); err != nil {
+		s.emit(telemetry.EventWarning, fmt.Sprintf("observed of step %d not sent: %v", step, err), nil)
+	}
 }
 
 // sample keeps a sample trajectory for the console.

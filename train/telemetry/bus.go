@@ -72,7 +72,7 @@ func NewBus(opts BusOptions) *Bus {
 
 // Record queues a point for the viewer.
 func (b *Bus) Record(p Point) {
-	p.Metrics = maps.Clone(p.Metrics)
+	p.Metrics, p.Alias = maps.Clone(p.Metrics), maps.Clone(p.Alias)
 	b.mu.Lock()
 	b.points = appendBounded(b.points, p, b.maxPoints, &b.dropped)
 	b.mu.Unlock()

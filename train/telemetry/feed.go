@@ -8,6 +8,26 @@ type Point struct {
 	Phase   Phase              `json:"phase"`
 	Time    string             `json:"time"` // RFC3339Nano
 	Metrics map[string]float64 `json:"m"`
+	// Alias names the pixelis name a metric is shown and steered under when
+	// it was logged under another (a launched trainer's "train/loss" is
+	// "policy/loss" in the panes): the files keep the logged name.
+	Alias map[string]string `json:"alias,omitempty"`
+}
+
+// Named is the point's metrics under the names the console reads: each
+// under its alias where it has one.
+func (p Point) Named() map[string]float64 {
+	if len(p.Alias) == 0 {
+		return p.Metrics
+	}
+	out := make(map[string]float64, len(p.Metrics))
+	for k, v := range p.Metrics {
+		if a, ok := p.Alias[k]; ok {
+			k = a
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // Sink is where a run sends its telemetry. The trainer calls Record after every

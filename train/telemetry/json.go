@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -153,6 +154,18 @@ func appendPoint(b []byte, p Point) []byte {
 	b = appendString(b, p.Time)
 	b = append(b, `,"m":`...)
 	b = appendFloatMap(b, p.Metrics)
+	if len(p.Alias) > 0 {
+		b = append(b, `,"alias":{`...)
+		for i, k := range slices.Sorted(maps.Keys(p.Alias)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, p.Alias[k])
+		}
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 

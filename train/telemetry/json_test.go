@@ -140,3 +140,27 @@ func TestLineStep(t *testing.T) {
 		}
 	}
 }
+
+// A point's aliases survive metrics.jsonl, and Named gives its metrics
+// under them; the logged names stay in Metrics.
+func TestPointAliasRoundTrip(t *testing.T) {
+	p := Point{Step: 4, Phase: PhaseSFT, Time: "t", Metrics: map[string]float64{"train/loss": 0.5, "custom": 1},
+		Alias: map[string]string{"train/loss": "sft/loss"}}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q Point
+	if err := json.Unmarshal(b, &q); err != nil {
+		t.Fatal(err)
+	}
+	if q.Metrics["train/loss"] != 0.5 || q.Alias["train/loss"] != "sft/loss" {
+		t.Fatalf("round trip of %s: %+v", b, q)
+	}
+	if n := q.Named(); n["sft/loss"] != 0.5 || n["custom"] != 1 || len(n) != 2 {
+		t.Errorf("Named() = %v", n)
+	}
+	if b2, _ := json.Marshal(Point{Step: 1, Metrics: map[string]float64{"a": 1}}); strings.Contains(string(b2), "alias") {
+		t.Errorf("a point without aliases writes them: %s", b2)
+	}
+}

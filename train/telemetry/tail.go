@@ -242,7 +242,7 @@ func (f *RunFeed) poll() error {
 			Run:     filepath.Base(f.dir),
 			Phase:   lp.Phase,
 			Step:    lp.Step,
-			Metrics: lp.Metrics,
+			Metrics: lp.Named(),
 			Samples: f.batch,
 		}
 		if t, err := time.Parse(time.RFC3339Nano, lp.Time); err == nil {

@@ -2,10 +2,11 @@
 
 `pixelis launch -- CMD ...` starts the trainer with PIXELIS_CHANNEL, the path
 of a unix socket, in its environment. Through it (JSON lines, protocol
-version 1, docs/launch-protocol.md) the trainer sends its steps' metrics,
-samples, phases and saved checkpoints, and pixelis sends commands: checkpoint
-now, pause / resume, evaluate, stop, and the curriculum's stage with its
-reward weights. Outside `pixelis launch` connect() returns a Run that does
+version 2, docs/launch-protocol.md) the trainer sends its steps' metrics,
+each with the reward weights it ran with, samples, phases and saved
+checkpoints, and pixelis sends commands: checkpoint now, pause / resume,
+evaluate, stop, and the curriculum's stage with its reward weights and the
+earliest step it applies from. Outside `pixelis launch` connect() returns a Run that does
 nothing, so the same script runs standalone.
 
     from pixelis import sdk
@@ -20,6 +21,16 @@ nothing, so the same script runs standalone.
                     run.checkpoint_saved(save(step), step); c.ack()
                 elif c.kind == "stop":
                     ...; c.ack(); break
+
+A stage lands at a step the run decides: pixelis sends it to apply from the
+step after the one whose metrics decided it, and when it runs a curriculum
+(the welcome's lockstep) step_boundary() waits for pixelis's word that it has
+taken the step just logged (its observed) before it looks for commands, so
+the stage is there before that step begins, however fast either side runs.
+run.stage changes at the boundary before the step it applies from, and the
+ack names that step; a trainer that can change its weights only later (TRL's
+generation batches) sets Command.applies_from before acknowledging, and
+passes the weights a step really used to log().
 
 What never blocks the training loop: log() and sample() put the message on a
 bounded queue a background thread writes to the socket; when the queue is
@@ -60,7 +71,7 @@ import tempfile
 import threading
 import time
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 CHANNEL_ENV = "PIXELIS_CHANNEL"
 RUN_DIR_ENV = "PIXELIS_RUN_DIR"
 MAX_LINE = 1 << 20          # the protocol's longest line, bytes (without its newline)
@@ -70,6 +81,7 @@ PAUSE_POLL_S = 1.0          # while paused, the holder waits this long for a com
 FLUSH_TIMEOUT_S = 5.0       # close() waits this long for queued messages to be written
 CONNECT_TIMEOUT_S = 10.0    # the handshake's limit
 SAME_STOP_S = 5.0           # a SIGTERM this soon after a stop began is that stop (a scheduler's, beside pixelis's)
+OBSERVED_TIMEOUT_S = 10.0   # under lockstep, step_boundary waits this long for pixelis to observe the step logged
 
 KINDS = ("checkpoint", "pause", "resume", "evaluate", "stop", "stage")
 
@@ -104,12 +116,18 @@ class Stage:
 class Command:
     """A command from pixelis: kind (one of KINDS), args, id. ack() answers it;
     the rank holding the channel sends the answer, other ranks do nothing. An
-    answer is sent once: a second ack() is ignored."""
+    answer is sent once: a second ack() is ignored. from_step is the earliest
+    step a command that changes how steps run (a stage) applies from, None for
+    others; applies_from the step it does apply from, which the ack names: the
+    step after the boundary that took it (a stage always has one), unless the
+    trainer sets a later one before acknowledging."""
 
-    __slots__ = ("id", "kind", "args", "acked", "_run")
+    __slots__ = ("id", "kind", "args", "acked", "from_step", "applies_from", "_run")
 
-    def __init__(self, run, id, kind, args):
+    def __init__(self, run, id, kind, args, from_step=None):
         self._run, self.id, self.kind, self.args, self.acked = run, id, kind, args, False
+        self.from_step = from_step
+        self.applies_from = None
 
     def ack(self, ok=True, reason=""):
         if self.acked:
@@ -118,6 +136,8 @@ class Command:
         if self.id is None:  # a stage from a reconnect's welcome: nothing to answer
             return
         msg = {"type": "ack", "id": self.id, "ok": bool(ok)}
+        if ok and self.applies_from is not None:
+            msg["from_step"] = int(self.applies_from)
         if not ok or reason:
             msg["reason"] = str(reason) or "refused"
         self._run._send_control(msg)
@@ -168,7 +188,7 @@ def _rank_and_size():
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def connect(components=(), reports=(), config=None, default_weights=None, *, total_steps=None, channel=None,
+def connect(components=(), reports=(), config=None, default_weights=None, *, total_steps=None, bounds=None, channel=None,
             channel_rank=0, boundary_every=1, queue_size=QUEUE_SIZE, timeout=CONNECT_TIMEOUT_S):
     """The run's channel to pixelis, or a Run that does nothing outside
     `pixelis launch` (no PIXELIS_CHANNEL).
@@ -178,7 +198,9 @@ def connect(components=(), reports=(), config=None, default_weights=None, *, tot
     "successes"); config: the trainer's own run config (JSON-able; shown in
     the console's `i` view); default_weights: the stage's weights when not
     under launch (or when pixelis runs no curriculum); total_steps: the step
-    budget the console's header shows. Only the rank channel_rank
+    budget the console's header shows; bounds: {metric name: (low, high)},
+    the range each named metric can take (pixelis refuses a value outside
+    it). Only the rank channel_rank
     connects; under torch.distributed, connect() is a collective (all ranks
     start from the holder's stage). boundary_every=k makes only every k-th
     step_boundary() call look for commands (the others return [] at
@@ -186,7 +208,7 @@ def connect(components=(), reports=(), config=None, default_weights=None, *, tot
     whose boundaries are collectives). Raises Refused when pixelis refuses the
     handshake, OSError when the socket cannot be reached.
     """
-    return Run(components, reports, config, default_weights, total_steps=total_steps, channel=channel,
+    return Run(components, reports, config, default_weights, total_steps=total_steps, bounds=bounds, channel=channel,
                channel_rank=channel_rank, boundary_every=boundary_every, queue_size=queue_size, timeout=timeout)
 
 
@@ -194,7 +216,7 @@ class Run:
     """A run under `pixelis launch` (active), or the same calls doing nothing
     outside it. Made by connect()."""
 
-    def __init__(self, components, reports, config, default_weights, *, total_steps, channel, channel_rank,
+    def __init__(self, components, reports, config, default_weights, *, total_steps, bounds=None, channel, channel_rank,
                  boundary_every, queue_size, timeout):
         self.components = [str(c) for c in components]
         self.reports = [str(r) for r in reports]
@@ -217,6 +239,7 @@ class Run:
         self._stop_given = False   # a stop was handed to the trainer
         self._sigterm_guard = None  # the SIGTERM disposition connect() replaced
         self._closed = False
+        self._held = []  # commands whose from_step is later than the next step: carried out at the boundary before it
         path = channel if channel is not None else os.environ.get(CHANNEL_ENV)
         if path and self.rank == channel_rank:
             hello = {"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(), "rank": self.rank,
@@ -224,6 +247,8 @@ class Run:
                      "config": config or {}}
             if total_steps is not None:
                 hello["total_steps"] = int(total_steps)
+            if bounds:
+                hello["bounds"] = {str(k): [float(lo), float(hi)] for k, (lo, hi) in bounds.items()}
             self._channel = _Channel(path, hello, queue_size, timeout)
             welcome = self._channel.welcome
             self.run_dir = welcome.get("run_dir") or self.run_dir
@@ -256,13 +281,18 @@ class Run:
         """Messages dropped so far: the queue was full, or a line was over 1 MiB."""
         return self._channel.dropped if self._channel else 0
 
-    def log(self, step, metrics):
-        """A step's metrics {name: number or None}. Never blocks; a no-op on
-        ranks that do not hold the channel (log the reduced values on one)."""
+    def log(self, step, metrics, weights=None):
+        """A step's metrics {name: number or None}, sent with the reward
+        weights the step ran with: weights, else run.stage's. Never blocks; a
+        no-op on ranks that do not hold the channel (log the reduced values on one)."""
         if self._channel is None:
             return
         snap = {str(k): _number(k, v) for k, v in metrics.items()}
-        self._channel.put(_encode({"type": "metrics", "step": int(step), "metrics": snap}))
+        used = self.stage.weights if weights is None else weights
+        msg = {"type": "metrics", "step": int(step), "metrics": snap}
+        if used:
+            msg["weights"] = {str(k): _number(k, v) for k, v in used.items()}
+        self._channel.put(_encode(msg), step=int(step))
 
     def sample(self, step, sample):
         """A sample trajectory {question, actions, answer, correct, reward, ...}. Never blocks."""
@@ -380,14 +410,34 @@ class Run:
         if not self.active:
             return []
         self._boundaries += 1
+        out = self._due(step)
         if (self._boundaries - 1) % self.boundary_every and not self.paused:
-            return []
-        out = []
+            return out
+        self._await_observed()
         while True:
             for payload in self._exchange(self._take_commands(wait=self.paused)):
-                out.extend(self._apply(payload))
+                out.extend(self._apply(payload, step))
             if not self.paused:
                 return out
+
+    def _await_observed(self):
+        """Under lockstep, wait (OBSERVED_TIMEOUT_S at most) until pixelis has
+        taken the newest step logged: the commands that step decided are then
+        in the inbox."""
+        ch = self._channel
+        if ch is not None and not ch.await_observed(OBSERVED_TIMEOUT_S):
+            log.warning("pixelis did not observe step %s within %.0f s: going on without its word", ch.logged, OBSERVED_TIMEOUT_S)
+
+    def _due(self, step):
+        """The held stages that apply from the next step, carried out now."""
+        due = [c for c in self._held if c.from_step <= step + 1]
+        if not due:
+            return []
+        self._held = [c for c in self._held if c.from_step > step + 1]
+        out = []
+        for c in due:
+            out.extend(self._carry_out(c, step))
+        return out
 
     def _take_commands(self, wait):
         """The holder's payload for this boundary: the commands that arrived
@@ -401,8 +451,8 @@ class Run:
         else:
             payload = self._payload(ch.take_commands(PAUSE_POLL_S if wait else 0), ch.connected, ch.take_stage())
         cmds = payload["commands"]
-        if self._sigterm_stop and not any(k == "stop" for _, k, _, _ in cmds):
-            cmds.append((None, "stop", {"checkpoint": True}, None))  # SIGTERM's stop, on every rank at once
+        if self._sigterm_stop and not any(k == "stop" for _, k, _, _, _ in cmds):
+            cmds.append((None, "stop", {"checkpoint": True}, None, None))  # SIGTERM's stop, on every rank at once
         self._sigterm_stop = False
         return payload
 
@@ -418,7 +468,8 @@ class Run:
             elif kind == "stage":
                 st = self._stage_of(args)
                 verdict = st if isinstance(st, str) else None
-            cmds.append((m.get("id"), kind, args, verdict))
+            from_step = m.get("from_step")
+            cmds.append((m.get("id"), kind, args, verdict, from_step if isinstance(from_step, int) else None))
         return {"commands": cmds, "connected": connected, "stage": stage}
 
     def _post_news(self, raw, stage, connected):
@@ -453,7 +504,7 @@ class Run:
         td.broadcast_object_list(box, src=self.channel_rank, **({"device": device} if device is not None else {}))
         return [box[0]]
 
-    def _apply(self, payload):
+    def _apply(self, payload, step):
         """Carry out a boundary's payload on this rank; the commands for the trainer."""
         if payload is None:  # no channel anywhere
             self.paused = False
@@ -465,39 +516,51 @@ class Run:
                 if "stage" in self._callbacks and not self._call(Command(self, None, "stage", st._wire())):
                     self.stage = before
         out = []
-        for id, kind, args, verdict in payload["commands"]:
-            c = Command(self, id, kind, args)
+        for id, kind, args, verdict, from_step in payload["commands"]:
+            c = Command(self, id, kind, args, from_step)
             if verdict is not None:
                 log.warning("pixelis command %s refused: %s", c, verdict)
                 c.ack(False, verdict)
                 continue
-            if kind == "pause":
-                self.paused = True
-                c.ack()
-            elif kind == "resume":
-                self.paused = False
-                c.ack()
-            elif kind == "stage":
-                before, self.stage = self.stage, self._stage_of(args)
-                if kind not in self._callbacks:
-                    c.ack()
-            elif kind == "stop":
-                self.paused = False
-                if self._stop_given:  # SIGTERM's and pixelis's: one stop
-                    c.ack(True, "already stopping")
-                    continue
-                self._stop_given = True
-                if self._stop_began is None:
-                    self._stop_began = time.monotonic()
-            if kind in self._callbacks and kind not in ("pause", "resume"):
-                if not self._call(c) and kind == "stage":
-                    self.stage = before  # the trainer could not take it
+            if from_step is not None and from_step > step + 1:
+                self._held.append(c)  # carried out at the boundary before its step
                 continue
-            out.append(c)
+            out.extend(self._carry_out(c, step))
         if not payload["connected"] and self.paused:
             log.warning("the channel to pixelis is lost while paused: training goes on")
             self.paused = False
         return out
+
+    def _carry_out(self, c, step):
+        """Carry out one command at the boundary after step: [c] when it is the trainer's to carry out."""
+        kind, args = c.kind, c.args
+        if c.from_step is not None:  # a command that changes how steps run: from the next step on, or its own later one
+            c.applies_from = max(step + 1, c.from_step)
+        if kind == "pause":
+            self.paused = True
+            c.ack()
+        elif kind == "resume":
+            self.paused = False
+            c.ack()
+        elif kind == "stage":
+            before, self.stage = self.stage, self._stage_of(args)
+            if c.applies_from is None:
+                c.applies_from = step + 1
+            if kind not in self._callbacks:
+                c.ack()
+        elif kind == "stop":
+            self.paused = False
+            if self._stop_given:  # SIGTERM's and pixelis's: one stop
+                c.ack(True, "already stopping")
+                return []
+            self._stop_given = True
+            if self._stop_began is None:
+                self._stop_began = time.monotonic()
+        if kind in self._callbacks and kind not in ("pause", "resume"):
+            if not self._call(c) and kind == "stage":
+                self.stage = before  # the trainer could not take it
+            return []
+        return [c]
 
     def _call(self, c):
         """Run c's callback and acknowledge c by its result; whether it took c."""
@@ -679,7 +742,7 @@ class _Board:
         else:
             at = 1 + max(struct.unpack_from("<%dq" % self.world, head, self.HEAD.size))
             at += -(at - 1) % every  # a boundary every rank looks at (boundary_every)
-        for _, kind, _, verdict in payload["commands"]:
+        for _, kind, _, verdict, _ in payload["commands"]:
             if verdict is None and kind == "pause":
                 self.hold_at = at
             elif verdict is None and kind in ("resume", "stop"):
@@ -759,6 +822,9 @@ class _Channel:
         self._stage = None  # a reconnect's welcome stage, for the next boundary
         self._forward = None  # when set: fn(commands, stage, connected) takes news as it arrives (the board)
         self.heartbeat_every = HEARTBEAT_EVERY_S
+        self.lockstep = False  # the welcome's: pixelis answers each metrics message with observed
+        self.logged = None     # the newest step of a metrics line queued
+        self.observed = None   # the newest step pixelis said it observed
         self._sock = None
         self.welcome = self._handshake()
         self._flusher = threading.Thread(target=self._flush_loop, name="pixelis-channel", daemon=True)
@@ -790,6 +856,7 @@ class _Channel:
             every = msg.get("heartbeat_every_s")
             if isinstance(every, (int, float)) and 0 < every <= HEARTBEAT_EVERY_S:
                 self.heartbeat_every = float(every)
+            self.lockstep = bool(msg.get("lockstep"))
         except BaseException:
             sock.close()
             raise
@@ -797,6 +864,7 @@ class _Channel:
         with self._cv:
             self._sock = sock
             self.connected = True
+            self.observed = self.logged  # what the lost connection carried is not waited for
         threading.Thread(target=self._read_loop, args=(sock, rf), name="pixelis-channel-reader", daemon=True).start()
         return msg
 
@@ -818,6 +886,11 @@ class _Channel:
                     continue
                 if not isinstance(msg, dict):
                     log.warning("pixelis sent a line that is not a JSON object: %r", line[:200])
+                elif msg.get("type") == "observed":
+                    with self._cv:
+                        if isinstance(msg.get("step"), int):
+                            self.observed = max(self.observed if self.observed is not None else msg["step"], msg["step"])
+                        self._cv.notify_all()
                 elif msg.get("type") == "command":
                     if msg.get("kind") == "stop" and self.stop_arrived is None:
                         self.stop_arrived = time.monotonic()
@@ -858,6 +931,20 @@ class _Channel:
             self._inbox.clear()
         return out
 
+    def await_observed(self, timeout):
+        """Under lockstep, wait until pixelis observed the newest step logged
+        (or the channel is down); False when timeout passed first."""
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while self.lockstep and self.connected and not self._closing and self.logged is not None and (
+                    self.observed is None or self.observed < self.logged):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.observed = self.logged  # not waited for again
+                    return False
+                self._cv.wait(left)
+        return True
+
     def take_stage(self):
         with self._cv:
             st, self._stage = self._stage, None
@@ -865,11 +952,11 @@ class _Channel:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def put(self, item, control=False):
+    def put(self, item, control=False, step=None):
         """Write a message (control: a dict, never dropped) or a data line
-        (bytes, encoded by the caller). A data line is dropped and counted
-        when the queue is full, the channel is down or the line is over
-        MAX_LINE. Never blocks on the socket."""
+        (bytes, encoded by the caller; step: a metrics line's step). A data
+        line is dropped and counted when the queue is full, the channel is
+        down or the line is over MAX_LINE. Never blocks on the socket."""
         line = _encode(item) if control else item
         with self._cv:
             if self._closing:
@@ -881,6 +968,8 @@ class _Channel:
                         log.warning("pixelis: a message of %d bytes is over the channel's %d: dropped", len(line), MAX_LINE)
                     return
                 self._ndata += 1
+                if step is not None:
+                    self.logged = step if self.logged is None else max(self.logged, step)
             self._lines.append((line, control))
             if self.connected and not self._backlog:
                 self._flush_locked()

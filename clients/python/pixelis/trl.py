@@ -28,7 +28,11 @@ config. Then:
   the weight it had when the callback was built. GRPOTrainer reads
   reward_weights at every scoring, so a new stage takes effect at the next
   generation batch (with steps_per_generation > 1, up to that many optimizer
-  steps later), not at the step that is running.
+  steps later), not at the step that is running. The stage's ack names that
+  step (the first step at or after the stage's from_step that begins a
+  generation batch: steps 1, k+1, 2k+1, … for a batch every k optimizer
+  steps, k = steps_per_generation × num_iterations / gradient_accumulation_steps),
+  and each step's metrics carry the weights it was scored with.
 - a stage weight naming a function the trainer lacks is refused: when
   building the callback (the default weights or pixelis's first stage:
   ValueError, or pixelis.sdk.Refused from the handshake) and later (the
@@ -109,12 +113,14 @@ class PixelisCallback(_TrainerCallback):
         self._saves = []     # commands answered by the next on_save
         self._evals = []     # commands answered by the next on_evaluate
         self._stopped = False
+        self._step = 0       # the newest step that ended
         self.run.on("stage", self._take_stage)
         if self.run.active or default_weights:
             ok = self._apply(self.run.stage.weights)
             if ok is not True:
                 self.run.close()
                 raise ValueError(ok[1])
+        self._weights = [(0, self._in_use())]  # (step, {function: weight}): what scoring uses from that step on
 
     def _lacking(self, weights, what):
         missing = [k for k in weights if k not in self.names]
@@ -137,7 +143,39 @@ class PixelisCallback(_TrainerCallback):
         return True
 
     def _take_stage(self, c):
-        return self._apply(self.run.stage.weights)
+        every = self._generation_every()
+        at = c.applies_from if c.applies_from is not None else self._step + 1
+        while (at - 1) % every:
+            at += 1
+        ok = self._apply(self.run.stage.weights)
+        if ok is True:
+            c.applies_from = at
+            self._weights.append((at, self._in_use()))
+        return ok
+
+    def _in_use(self):
+        """The trainer's reward weights by function name."""
+        rw = getattr(self.trainer, "reward_weights", None)
+        values = [float(w) for w in rw.tolist()] if rw is not None else self._initial
+        return dict(zip(self.names, values))
+
+    def _generation_every(self):
+        """Optimizer steps from one generation batch to the next (GRPOTrainer
+        generates once per steps_per_generation × num_iterations micro-batches)."""
+        args = getattr(self.trainer, "args", None)
+        acc = max(1, int(getattr(args, "gradient_accumulation_steps", 1) or 1))
+        per = int(getattr(args, "steps_per_generation", None) or acc)
+        iterations = max(1, int(getattr(args, "num_iterations", 1) or 1))
+        return max(1, -(-per * iterations // acc))
+
+    def _used(self, step):
+        """The weights step was scored with, as far as the callback set them."""
+        used = self._weights[0][1]
+        for at, w in self._weights:
+            if at > step:
+                break
+            used = w
+        return used
 
     # --- the Trainer's events ---------------------------------------------------------------
 
@@ -153,9 +191,10 @@ class PixelisCallback(_TrainerCallback):
                 if key in logs and _number_or_none(logs[key]):
                     metrics["reward/%s/raw" % name] = logs[key]
                     break
-        self.run.log(state.global_step, metrics)
+        self.run.log(state.global_step, metrics, weights=self._used(state.global_step))
 
     def on_step_end(self, args, state, control, **kwargs):
+        self._step = state.global_step
         for c in self.run.step_boundary(state.global_step):  # blocks while paused
             if c.kind == "checkpoint":
                 control.should_save = True

@@ -1,4 +1,4 @@
-"""A test peer: the pixelis side of the launch channel (protocol version 1,
+"""A test peer: the pixelis side of the launch channel (protocol version 2,
 docs/launch-protocol.md), written from the protocol's text so the SDK's tests
 speak to a real socket peer that does what `pixelis launch` does on the wire.
 It is not `pixelis launch`: no run directory, no console, no curriculum; it
@@ -28,11 +28,14 @@ class ProtocolPeer:
 
     WARMUP = {"index": 0, "name": "warmup", "weights": {"final": 1.0}}
 
-    def __init__(self, stage=WARMUP, heartbeat_every_s=5, refuse=None, path=None, resume=None):
+    def __init__(self, stage=WARMUP, heartbeat_every_s=5, refuse=None, path=None, resume=None, lockstep=False):
         self.stage = stage              # None: pixelis runs no curriculum (the welcome's stage is null)
         self.resume = resume            # the welcome's resume {step, checkpoint}, when given
         self.heartbeat_every_s = heartbeat_every_s
         self.refuse = refuse            # a reason to refuse every hello with
+        self.lockstep = lockstep        # answer each metrics message with observed (the welcome says so)
+        self.observing = threading.Event()  # cleared: observed is held back (the trainer waits)
+        self.observing.set()
         self._dir = None
         if path is None:
             self._dir = tempfile.mkdtemp(prefix="pxl-")
@@ -95,17 +98,17 @@ class ProtocolPeer:
         if hello is None or hello.get("type") != "hello":
             conn.close()
             return
-        if hello.get("version") != 1 or self.refuse:
+        if hello.get("version") != 2 or self.refuse:
             self._record(0, hello)
-            self._refuse(conn, self.refuse or "protocol version %r, pixelis speaks 1" % hello.get("version"))
+            self._refuse(conn, self.refuse or "protocol version %r, pixelis speaks 2" % hello.get("version"))
             return
         with self._cv:
             self._conn = conn
             self.connections += 1
             n = self.connections
         self._record(n, hello)
-        welcome = {"type": "welcome", "version": 1, "run_dir": "/nonexistent/run", "heartbeat_every_s": self.heartbeat_every_s,
-                   "stage": self.stage}
+        welcome = {"type": "welcome", "version": 2, "run_dir": "/nonexistent/run", "heartbeat_every_s": self.heartbeat_every_s,
+                   "stage": self.stage, "lockstep": self.lockstep}
         if self.resume is not None:
             welcome["resume"] = self.resume
         conn.sendall(json.dumps(welcome).encode() + b"\n")
@@ -117,6 +120,9 @@ class ProtocolPeer:
                     break
                 if msg is not False:
                     self._record(n, msg)
+                    if self.lockstep and msg.get("type") == "metrics":
+                        self.observing.wait()
+                        self._send(conn, {"type": "observed", "step": msg.get("step")})
         except OSError:
             pass
         finally:
@@ -154,8 +160,13 @@ class ProtocolPeer:
 
     # --- what tests do ---------------------------------------------------------------------
 
-    def command(self, kind, args=None):
-        """Send a command; its id."""
+    def _send(self, conn, msg):
+        with self._cv:
+            if self._conn is conn:
+                conn.sendall(json.dumps(msg).encode() + b"\n")
+
+    def command(self, kind, args=None, from_step=None):
+        """Send a command (a stage with the earliest step it applies from); its id."""
         with self._cv:
             while self._conn is None and not self._closed:
                 if not self._cv.wait(WAIT_S):
@@ -163,7 +174,10 @@ class ProtocolPeer:
             cid = self._next_id
             self._next_id += 1
             conn = self._conn
-        conn.sendall(json.dumps({"type": "command", "id": cid, "kind": kind, "args": args or {}}).encode() + b"\n")
+            msg = {"type": "command", "id": cid, "kind": kind, "args": args or {}}
+            if from_step is not None:
+                msg["from_step"] = from_step
+            conn.sendall(json.dumps(msg).encode() + b"\n")
         return cid
 
     def send_raw(self, data):

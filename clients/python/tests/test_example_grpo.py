@@ -51,12 +51,14 @@ class ScriptedRun:
         self.commands, self.active, self.rank = commands, True, 0
         self.stage = type("Stage", (), {"index": 0, "name": "Phase1_Learn_Goal", "weights": weights})()
         self.saved, self.logged, self.samples, self.finished = [], [], [], False
+        self.weights_logged = []  # (step, the weights the step said its rewards used)
 
     def phase(self, name):
         pass
 
-    def log(self, step, metrics):
+    def log(self, step, metrics, weights=None):
         self.logged.append((step, dict(metrics)))
+        self.weights_logged.append((step, weights))
 
     def sample(self, step, sample):
         self.samples.append((step, sample))
@@ -151,6 +153,13 @@ class ExampleGRPOTest(unittest.TestCase):
         # every GRPO step reported its episodes, successes and each component's raw mean
         grpo = [m for s, m in run.logged if s > SFT_STEPS and "episodes" in m]
         self.assertEqual(len(grpo), 2)
+        used = dict(run.weights_logged)
+        self.assertTrue(all(w == {} for s, w in run.weights_logged if s <= SFT_STEPS), "an SFT step weighed no reward")
+        for (s, m) in [(s, m) for s, m in run.logged if s > SFT_STEPS and "episodes" in m]:
+            # the step's total is its raw components under the weights it logged (penalty and cost as they are)
+            w = used[s]
+            want = m["reward/penalty/raw"] + m["reward/cost/raw"] + sum(w.get(c, 0.0) * m["reward/%s/raw" % c] for c in self.ex.WEIGHTED)
+            self.assertAlmostEqual(m["reward/total"], want, places=9)
         for m in grpo:
             self.assertEqual(m["episodes"], 16)
             for c in self.ex.COMPONENTS:

@@ -110,7 +110,7 @@ class Channel(unittest.TestCase):
     def test_handshake_declares_the_trainer_and_takes_the_welcome_stage(self):
         run = self.connect(config={"lr": 1e-4, "dir": os.path})  # a value JSON cannot hold goes as text
         hello = self.peer.wait_type("hello")[0]
-        self.assertEqual(hello["version"], 1)
+        self.assertEqual(hello["version"], 2)
         self.assertEqual(hello["pid"], os.getpid())
         self.assertEqual((hello["rank"], hello["world_size"]), (0, 1))
         self.assertEqual(hello["components"], COMPONENTS)
@@ -189,6 +189,48 @@ class Channel(unittest.TestCase):
         t.join(WAIT_S)
         self.assertEqual(seen["stage"], sdk.Stage(2, "explore", st["weights"]))
         self.assertEqual(run.stage, sdk.Stage(2, "explore", st["weights"]))  # the refused one changed nothing
+
+    def test_metrics_carry_the_weights_the_step_ran_with(self):
+        run = self.connect()
+        run.log(1, {"episodes": 4})
+        run.log(2, {"episodes": 4}, weights={"final": 2.0})  # a trainer whose step used other weights says so
+        ms = self.peer.wait_type("metrics", 2)
+        self.assertEqual(ms[0]["weights"], {"final": 1.0, "coherence": 0.5})
+        self.assertEqual(ms[1]["weights"], {"final": 2.0})
+
+    def test_a_stage_applies_from_its_step_and_the_ack_names_it(self):
+        run = self.connect()
+        st = {"index": 2, "name": "explore", "weights": {"final": 1.0, "coherence": 0.2}}
+        cid = self.peer.command("stage", st, from_step=5)
+        with run._channel._inbox_cv:  # arrived: the first boundary takes it
+            run._channel._inbox_cv.wait_for(lambda: run._channel._inbox, WAIT_S)
+        stages = {}
+        for step in range(1, 6):
+            run.log(step, {"episodes": 4})
+            run.step_boundary(step)
+            stages[step + 1] = run.stage.name
+        self.assertEqual(stages, {2: "shaping", 3: "shaping", 4: "shaping", 5: "explore", 6: "explore"})
+        self.assertEqual(self.peer.wait_ack(cid)["from_step"], 5)
+        ms = self.peer.wait_type("metrics", 5)
+        self.assertEqual([m["weights"].get("coherence") for m in ms], [0.5, 0.5, 0.5, 0.5, 0.2])  # step 5 ran with it
+
+    def test_under_lockstep_the_boundary_waits_for_the_step_to_be_observed(self):
+        peer = ProtocolPeer(stage=ProtocolPeer.WARMUP, lockstep=True)
+        self.addCleanup(peer.close)
+        run = sdk.connect(components=COMPONENTS, channel=peer.path)
+        self.addCleanup(run.close, 1.0)
+        peer.observing.clear()  # pixelis is still deciding on step 1
+        run.log(1, {"episodes": 4})
+        peer.wait_type("metrics")
+        returned = []
+        t = threading.Thread(target=lambda: returned.append(run.step_boundary(1)), daemon=True)
+        t.start()
+        cid = peer.command("stage", {"index": 1, "name": "next", "weights": {"final": 0.5}}, from_step=2)
+        peer.observing.set()  # step 1 observed, after the stage it decided
+        t.join(WAIT_S)
+        self.assertEqual([c.kind for c in returned[0]], ["stage"])
+        self.assertEqual(run.stage, sdk.Stage(1, "next", {"final": 0.5}))  # before step 2 began
+        self.assertEqual(peer.wait_ack(cid)["from_step"], 2)
 
     def test_pause_blocks_step_boundary_while_heartbeats_go_on(self):
         run = self.connect()
@@ -431,7 +473,7 @@ class CommandBoard(unittest.TestCase):
             self.addCleanup(os.close, b.fd)
 
     def news(self, *kinds):
-        return {"commands": [[k + "-id", k, {}, None] for k in kinds], "connected": True, "stage": None}
+        return {"commands": [[k + "-id", k, {}, None, None] for k in kinds], "connected": True, "stage": None}
 
     def boundary(self, board, n, paused=False):
         return board.exchange(n, sdk._NO_NEWS if board is self.holder else None, paused, 1)

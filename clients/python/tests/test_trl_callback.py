@@ -158,6 +158,26 @@ class Callback(unittest.TestCase):
         last = tr.weights_used[max(tr.weights_used)]
         self.assertEqual(last.tolist(), [3.0, 0.25, 0.5])
 
+    def test_a_stage_applies_from_the_next_generation_batch_and_steps_log_their_weights(self):
+        p = self.peer(weights={"accuracy": 2.0})
+        args = trainer_standin.TrainingArguments(self.out, max_steps=10 ** 6, reward_weights=[1.0, 1.0, 0.5],
+                                                 steps_per_generation=6, gradient_accumulation_steps=2)
+        tr = trainer_standin.GRPOTrainer([accuracy, fmt, length], args)  # a generation batch every 3 steps
+        cb = PixelisCallback(tr, channel=p.path)
+        tr.add_callback(cb)
+        th = self.start(tr)
+        p.wait_type("metrics", 4)
+        cid = p.command("stage", {"index": 1, "name": "format", "weights": {"fmt": 0.25}})
+        at = p.wait_ack(cid)["from_step"]
+        self.assertEqual((at - 1) % 3, 0, "the stage applies from step %d, not the first of a generation batch" % at)
+        p.wait_for(lambda ms: any(m.get("type") == "metrics" and m["step"] >= at + 3 for m in ms), "steps after the stage")
+        p.wait_ack(p.command("stop"))
+        th.join(WAIT_S)
+        for m in p.of("metrics"):
+            used = dict(zip(["accuracy", "fmt", "length"], tr.weights_used[m["step"] - 1].tolist()))
+            self.assertEqual(m["weights"], used, "step %d" % m["step"])
+            self.assertEqual(m["weights"]["fmt"], 0.25 if m["step"] >= at else 1.0, "step %d" % m["step"])
+
     def test_after_a_reconnect_the_welcomes_stage_sets_reward_weights(self):
         p = self.peer(weights={"accuracy": 2.0})
         tr = self.trainer()

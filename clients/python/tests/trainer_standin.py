@@ -60,9 +60,12 @@ class TrainerState:
 
 
 class TrainingArguments:
-    def __init__(self, output_dir, max_steps=10, logging_steps=1, reward_weights=None, learning_rate=1e-6):
+    def __init__(self, output_dir, max_steps=10, logging_steps=1, reward_weights=None, learning_rate=1e-6,
+                 steps_per_generation=None, gradient_accumulation_steps=1, num_iterations=1):
         self.output_dir, self.max_steps, self.logging_steps = output_dir, max_steps, logging_steps
         self.reward_weights, self.learning_rate = reward_weights, learning_rate
+        self.steps_per_generation, self.gradient_accumulation_steps = steps_per_generation, gradient_accumulation_steps
+        self.num_iterations = num_iterations
 
     def to_dict(self):
         return dict(vars(self))
@@ -84,7 +87,10 @@ def install():
 
 class GRPOTrainer:
     """Scores a group of G completions per step with every reward function,
-    weighted by reward_weights; records the weights each step used."""
+    weighted by reward_weights as they were at the step's generation batch
+    (one every steps_per_generation × num_iterations / gradient_accumulation_steps
+    optimizer steps, as GRPOTrainer buffers its generations); records the
+    weights each step used."""
 
     def __init__(self, reward_funcs, args, group=4, jit_checkpoint=True):
         self.reward_funcs, self.args, self.group = reward_funcs, args, group
@@ -93,6 +99,7 @@ class GRPOTrainer:
         self.reward_weights = torch.tensor(w, dtype=torch.float32)
         self.callbacks = []
         self.weights_used = {}   # step -> reward_weights at that step's scoring
+        self._batch_weights = None  # reward_weights as the current generation batch read them
         self.saved = []          # checkpoint directories written
         self.evaluated = []      # steps at which evaluate ran
         self.state = TrainerState(args.max_steps)
@@ -112,8 +119,12 @@ class GRPOTrainer:
 
     def _score(self):
         rewards_per_func = torch.tensor([[f(i) for f in self.reward_funcs] for i in range(self.group)], dtype=torch.float32)
-        self.weights_used[self.state.global_step] = self.reward_weights.clone()
-        rewards = (rewards_per_func * self.reward_weights.unsqueeze(0)).nansum(dim=1)
+        a = self.args
+        every = -(-(a.steps_per_generation or a.gradient_accumulation_steps) * a.num_iterations // a.gradient_accumulation_steps)
+        if self.state.global_step % every == 0:
+            self._batch_weights = self.reward_weights.clone()
+        self.weights_used[self.state.global_step] = self._batch_weights.clone()
+        rewards = (rewards_per_func * self._batch_weights.unsqueeze(0)).nansum(dim=1)
         logs = {"loss": float(-rewards.mean()), "kl": None, "reward": float(rewards.mean())}
         for k, name in enumerate(self.reward_func_names):
             logs["rewards/%s/mean" % name] = float(rewards_per_func[:, k].mean())

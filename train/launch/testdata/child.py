@@ -4,8 +4,16 @@ the standard library alone: the launched child of the launch tests.
 
 It "trains" by counting steps, logs metrics under TRL's names and pixelis's,
 saves checkpoints as small JSON files when asked, and honours pause, resume,
-evaluate, stop and stage commands. Flags make it misbehave the ways the tests
-need: never read its commands, send garbage, speak another version, die.
+evaluate, stop and stage commands. Its success rate and rewards depend on
+its reward weights and its seed only, so two runs with the same stages at the
+same steps log the same numbers. Version 2 (the default): it applies a stage
+from the first step at or after the command's from_step that it can (every
+step, or with --apply-every K only at steps 1, K+1, 2K+1, …, as a trainer that
+changes weights only at a generation batch), names that step in its ack, sends
+each step's weights with its metrics and, under lockstep, waits for pixelis's
+observed of each step before the next. --version 1 speaks version 1: a stage
+applies when it is read. Flags make it misbehave the ways the tests need:
+never read its commands, send garbage, speak another version, die.
 """
 import argparse
 import json
@@ -25,7 +33,14 @@ def parse_args():
     ap.add_argument("--resume", help="checkpoint file to resume from")
     ap.add_argument("--deaf", action="store_true", help="never read commands")
     ap.add_argument("--garbage", action="store_true", help="send bad lines after hello")
-    ap.add_argument("--version", type=int, default=1)
+    ap.add_argument("--version", type=int, default=2)
+    ap.add_argument("--apply-every", type=int, default=1, help="apply a stage only at steps 1, K+1, 2K+1, …")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--send", help="a JSON list of extra metrics messages {step, metrics} to send after hello")
+    ap.add_argument("--ack-without-step", action="store_true", help="acknowledge a stage without from_step")
+    ap.add_argument("--sft-steps", type=int, default=0, help="steps 1..N are phase sft (a loss and accuracy only), then rft")
+    ap.add_argument("--send-raw", help="a JSON list of lines to send as they are after hello")
+    ap.add_argument("--bounds", help="a JSON object of declared bounds {name: [low, high]}")
     ap.add_argument("--fail-at", type=int, help="exit 3 at this step")
     ap.add_argument("--components", default="final,cost")
     ap.add_argument("--heartbeat", type=float, default=1.0)
@@ -65,9 +80,12 @@ class Channel:
 def connect(path, a, components):
     """Connect, say hello, and return the channel and pixelis's answer."""
     ch = Channel(path)
-    ch.send(type="hello", version=a.version, pid=os.getpid(), rank=0, world_size=1,
-            components=components, reports=["episodes", "successes"],
-            config={"lr": 0.001, "steps": a.steps}, total_steps=a.steps if a.steps < 10**9 else 0)
+    hello = dict(type="hello", version=a.version, pid=os.getpid(), rank=0, world_size=1,
+                 components=components, reports=["episodes", "successes"],
+                 config={"lr": 0.001, "steps": a.steps}, total_steps=a.steps if a.steps < 10**9 else 0)
+    if a.bounds:
+        hello["bounds"] = json.loads(a.bounds)
+    ch.send(**hello)
     welcome = None
     deadline = time.time() + 30
     while welcome is None and time.time() < deadline:
@@ -78,6 +96,53 @@ def connect(path, a, components):
         print("refused: %s" % (welcome or {}).get("reason"), file=sys.stderr, flush=True)
         sys.exit(2)
     return ch, welcome
+
+
+class Stages:
+    """The weights in use and the stages waiting for their step (version 2)."""
+
+    def __init__(self, weights, a):
+        self.weights, self.a, self.waiting = dict(weights), a, []
+
+    def applies_from(self, next_step, from_step):
+        """The first step at or after from_step (and next_step) this trainer can change weights at."""
+        s = max(next_step, from_step if from_step is not None else next_step)
+        while (s - 1) % self.a.apply_every:
+            s += 1
+        return s
+
+    def take(self, next_step, c):
+        """A stage command read before next_step: its weights now (version 1) or from their step."""
+        if self.a.version < 2:
+            self.weights = dict(c["args"]["weights"])
+            return None
+        at = self.applies_from(next_step, c.get("from_step"))
+        self.waiting.append((at, dict(c["args"]["weights"])))
+        return at
+
+    def before(self, step):
+        """Put in force what applies from step on."""
+        for at, w in list(self.waiting):
+            if at <= step:
+                self.weights = w
+                self.waiting.remove((at, w))
+
+
+def step_metrics(step, rng, weights, components):
+    """One step's metrics: the success rate and raw rewards drawn from rng, moved by the weights;
+    reward/total the weighted sum of the raw means."""
+    episodes = 8
+    p = min(0.9, 0.2 + step / 200 + 0.3 * weights.get("coherence", 0.0))
+    successes = sum(rng.random() < p for _ in range(episodes))
+    raw = {"final": successes / episodes, "coherence": rng.random() * (1 + weights.get("coherence", 0.0)),
+           "curiosity": rng.random() * weights.get("curiosity", 0.0), "cost": -0.01 * (step % 10)}
+    m = {"episodes": episodes, "successes": successes, "train/loss": 1.0 / step, "train/kl": None, "custom/thing": step * 2}
+    total = 0.0
+    for c in components:
+        m["reward/%s/raw" % c] = raw.get(c, 0.0)
+        total += weights.get(c, 1.0) * raw.get(c, 0.0)
+    m["reward/total"] = total
+    return m
 
 
 def main():
@@ -91,34 +156,45 @@ def main():
             step = json.load(f)["step"]
         print("resuming from %s at step %d" % (a.resume, step), file=sys.stderr, flush=True)
     ch, welcome = connect(path, a, components)
-    weights = (welcome.get("stage") or {}).get("weights") or {c: 1.0 for c in components}
+    stages = Stages((welcome.get("stage") or {}).get("weights") or {c: 1.0 for c in components}, a)
+    lockstep = bool(welcome.get("lockstep"))
     if a.garbage:
         ch.send_raw(b"this is not json\n")
         ch.send_raw(b"[1, 2, 3]\n")
         ch.send_raw(b'{"type": "nonsense"}\n')
         ch.send_raw(b'{"type": "metrics", "step": 0, "metrics": {"x": ' + b"1" * ((1 << 20) + 10) + b"}}\n")
+    for m in json.loads(a.send or "[]") or []:
+        ch.send(type="metrics", **m)
+    for line in json.loads(a.send_raw or "[]"):
+        ch.send_raw(line.encode() + b"\n")
     os.makedirs(a.ckpt_dir, exist_ok=True)
-    rng = random.Random(step)
+    rng = random.Random(a.seed * 100003 + step)
     paused = False
     last_beat = 0.0
+    seen = step  # the newest step pixelis said it observed (lockstep)
 
     def save():
         p = os.path.join(a.ckpt_dir, "step_%06d.json" % step)
         with open(p, "w") as f:
-            json.dump({"step": step, "weights": weights}, f)
+            json.dump({"step": step, "weights": stages.weights}, f)
         ch.send(type="checkpoint", step=step, path=p)
 
-    ch.send(type="phase", name="rft", step=step)
+    ch.send(type="phase", name="sft" if step < a.sft_steps else "rft", step=step)
     while step < a.steps:
         now = time.time()
         if now - last_beat >= a.heartbeat:
             ch.send(type="heartbeat", dropped=0)
             last_beat = now
-        cmds = [] if a.deaf else ch.lines(0.5 if paused else 0)
+        wait = 0.5 if paused or (lockstep and seen < step) else 0
+        cmds = [] if a.deaf else ch.lines(wait)
         for c in cmds:
+            if c["type"] == "observed":
+                seen = max(seen, c["step"])
+                continue
             if c["type"] != "command":
                 continue
             kind = c["kind"]
+            ack = dict(type="ack", id=c["id"], ok=True)
             if kind == "checkpoint":
                 save()
             elif kind == "pause":
@@ -126,34 +202,40 @@ def main():
             elif kind == "resume":
                 paused = False
             elif kind == "stage":
-                weights = c["args"]["weights"]
+                at = stages.take(step + 1, c)
+                if at is not None and not a.ack_without_step:
+                    ack["from_step"] = at
             elif kind == "stop":
                 if c["args"].get("checkpoint"):
                     save()
-                ch.send(type="ack", id=c["id"], ok=True)
+                ch.send(**ack)
                 print("stopping on request at step %d" % step, file=sys.stderr, flush=True)
                 return
-            ch.send(type="ack", id=c["id"], ok=True)
-        if paused:
+            ch.send(**ack)
+        if paused or (lockstep and seen < step and not a.deaf):
             continue
         step += 1
+        stages.before(step)
         if a.hang_at is not None and step >= a.hang_at:
             print("hanging at step %d" % step, file=sys.stderr, flush=True)
             time.sleep(3600)
         if a.reconnect_at is not None and step == a.reconnect_at:
             ch.sock.close()
             ch, _ = connect(path, a, components)
+            seen = step - 1
         if a.fail_at is not None and step >= a.fail_at:
             print("Traceback (most recent call last):", file=sys.stderr)
             print("RuntimeError: the child failed at step %d" % step, file=sys.stderr, flush=True)
             sys.exit(3)
-        episodes = 8
-        successes = sum(rng.random() < min(0.9, 0.2 + step / 200) for _ in range(episodes))
-        ch.send(type="metrics", step=step, metrics={
-            "episodes": episodes, "successes": successes,
-            "reward/final/raw": successes / episodes, "reward/cost/raw": -0.01 * (step % 10),
-            "train/loss": 1.0 / step, "train/kl": None, "custom/thing": step * 2,
-        })
+        if step == a.sft_steps + 1 and a.sft_steps:
+            ch.send(type="phase", name="rft", step=step)
+        if step <= a.sft_steps:
+            msg = dict(type="metrics", step=step, metrics={"train/loss": 2.0 / step, "train/accuracy": step / (step + 1.0)})
+        else:
+            msg = dict(type="metrics", step=step, metrics=step_metrics(step, rng, stages.weights, components))
+        if a.version >= 2:
+            msg["weights"] = stages.weights
+        ch.send(**msg)
         if step % 5 == 0:
             ch.send(type="sample", step=step, sample={
                 "question": "how many red squares?", "actions": ["ZOOM_IN(1, 2)", {"op": "ANSWER", "args": {"value": 3}}],
