@@ -207,6 +207,7 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 	s.hello = &m
 	s.view.hello(m)
 	s.writeHello(m)
+	s.recordProcess(m.PID, "hello")
 	w := welcome{Type: MsgWelcome, Version: Version, RunDir: s.spec.RunDir, HeartbeatEvery: HeartbeatEvery}
 	w.Stage = s.steer.stage()
 	if s.spec.ResumeStep >= 0 && s.spec.Resumed != "" {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -41,17 +42,21 @@ type session struct {
 	bad   int  // malformed, oversized or unknown lines so far
 	done  bool // the trainer said done
 	gone  bool // the child has exited
+	// endedEarly: the child exited 0 without saying done, unasked.
+	endedEarly bool
+	procs      []Process // the trainer's processes, as ProcessesFile records them
 }
 
 // stopping is where a stop of the child stands.
 type stopping struct {
-	asked      bool      // the owner asked for a stop
-	atOnce     bool      // the owner's context ended: a stop at once
-	sentStop   bool      // the stop command reached the channel
-	termAt     time.Time // when SIGTERM goes to the process group (zero: not planned)
-	killAt     time.Time // when SIGKILL does
-	signalled  bool      // a signal was sent
-	refusedErr *RefusedError
+	asked        bool      // the owner asked for a stop
+	atOnce       bool      // the owner's context ended: a stop at once
+	sentStop     bool      // the stop command reached the channel
+	termAt       time.Time // when SIGTERM goes to the process group (zero: not planned)
+	killAt       time.Time // when SIGKILL does
+	signalled    bool      // a signal was sent
+	refusedErr   *RefusedError
+	notConnected bool // ended for not connecting within Spec.ConnectTimeout
 }
 
 // quiet is what pixelis last heard of the trainer, for "no heartbeat".
@@ -103,21 +108,41 @@ func (s *session) startChild() error {
 	c := exec.Command(s.spec.Path, s.spec.Args...)
 	c.Args[0] = s.spec.Cmd
 	c.Dir = s.spec.Dir
-	c.Env = append(append(os.Environ(), EnvChannel+"="+s.sock.Path, EnvRunDir+"="+runDir), s.spec.Env...)
+	c.Env = append(os.Environ(), EnvChannel+"="+s.sock.Path, EnvRunDir+"="+runDir,
+		fmt.Sprintf("%s=%d", EnvOwner, os.Getpid()), fmt.Sprintf("%s=%g", EnvStopGrace, s.spec.Grace.Seconds()))
+	c.Env = append(c.Env, s.spec.Env...)
 	c.Stdout, c.Stderr = wout, werr // files: Wait does not wait on their readers
 	ownGroup(c)
-	if err := c.Start(); err != nil {
+	if err := s.fork(c); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrNotFound, s.spec.Cmd, err)
 	}
 	s.cmd = c
 	s.view.meter.PID = c.Process.Pid // the header's and i's process is the trainer's
-	go func() {
-		c.Wait()
-		s.exited <- c.ProcessState
-	}()
+	s.recordProcess(c.Process.Pid, "child")
 	s.emit(telemetry.EventPhase, fmt.Sprintf("launched %s (pid %d)", commandLine(s.spec.Cmd, s.spec.Args), c.Process.Pid),
 		map[string]any{"pid": c.Process.Pid})
 	return nil
+}
+
+// fork starts c from a goroutine locked to its OS thread, which then waits
+// for c and reports its end on s.exited. The kernel's parent-death signal
+// (dieWithParent) follows the thread that forked the child, not the process:
+// a Go runtime thread can end while pixelis lives (one a goroutine locked and
+// left), and would take the child with it. This thread is the locked
+// goroutine's alone until the child is reaped.
+func (s *session) fork(c *exec.Cmd) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine, after the child
+		if err := c.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		c.Wait()
+		s.exited <- c.ProcessState
+	}()
+	return <-started
 }
 
 func (s *session) close() {
@@ -183,7 +208,21 @@ func (s *session) tick(now time.Time) {
 		}
 		s.emit(telemetry.EventWarning, msg, nil)
 	}
+	s.connectClock(now)
 	s.stopClock(now)
+}
+
+// connectClock ends a trainer that has not said hello within
+// Spec.ConnectTimeout: it cannot be steered or stopped over its channel,
+// and a run waiting on it without a bound holds its GPU for nothing.
+func (s *session) connectClock(now time.Time) {
+	if s.ever || s.spec.ConnectTimeout <= 0 || s.stop.notConnected || s.stop.asked || now.Sub(s.started) < s.spec.ConnectTimeout {
+		return
+	}
+	s.stop.notConnected, s.stop.asked = true, true
+	s.emit(telemetry.EventError, (&NotConnectedError{After: s.spec.ConnectTimeout}).Error(), nil)
+	s.signal(syscall.SIGTERM, "the trainer never connected to its channel")
+	s.stop.killAt = now.Add(s.spec.KillAfter)
 }
 
 // stopClock sends the signals a stop has planned once their time comes.
@@ -277,6 +316,8 @@ func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 	switch {
 	case s.stop.refusedErr != nil:
 		err = s.stop.refusedErr
+	case s.stop.notConnected:
+		err = &NotConnectedError{After: s.spec.ConnectTimeout}
 	case s.stop.atOnce:
 		err = ctx.Err()
 	case ok && s.done:
@@ -289,6 +330,7 @@ func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 		err = owner.ErrStopped
 	case ok:
 		s.emit(telemetry.EventWarning, "the trainer exited 0 without saying done: the run stopped early", nil)
+		s.endedEarly = true
 		err = owner.ErrStopped
 	case s.stop.asked && s.stop.signalled:
 		s.emit(telemetry.EventWarning, "the trainer was ended by a signal after the stop request: "+status, nil)
