@@ -26,8 +26,9 @@ def main():
     start = 0
     if a.resume:
         with open(a.resume) as f:
-            start = json.load(f)["step"] + 1  # the checkpoint is of a finished step
-        print("resuming from %s at step %d" % (a.resume, start), file=sys.stderr, flush=True)
+            saved = json.load(f)["step"]
+        print("resuming from %s at step %d" % (a.resume, saved), file=sys.stderr, flush=True)
+        start = saved + 1  # the checkpoint is of a finished step
     os.makedirs(a.ckpt_dir, exist_ok=True)
 
     def train_step(step, stage):
