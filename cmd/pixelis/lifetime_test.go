@@ -80,7 +80,9 @@ func TestLaunchKilledOwnerEndsItsTrainer(t *testing.T) {
 	}{
 		{"before hello", nil,
 			func(dir, held string) []string { return []string{"--hold", "hello", "--hold-dir", held} },
-			func(t *testing.T, p *process, dir, held string) { waitFile(t, "the child's hold", filepath.Join(held, "hello.reached"), "") }},
+			func(t *testing.T, p *process, dir, held string) {
+				waitFile(t, "the child's hold", filepath.Join(held, "hello.reached"), "")
+			}},
 		{"while training", nil,
 			func(dir, held string) []string { return []string{"--step-time", "0.01"} },
 			func(t *testing.T, p *process, dir, held string) { waitLaunchedStep(t, dir, 20, "training") }},
