@@ -111,6 +111,23 @@ func TestLaunchKilledOwnerEndsItsTrainer(t *testing.T) {
 		p.killNine(t)
 		waitGone(t, pid, "sleep")
 	})
+	// The parent-death signal reaches only the child; the guard ends the
+	// rest of its process group once the grace has passed.
+	t.Run("a shell script's own child", func(t *testing.T) {
+		dir, pidFile := filepath.Join(t.TempDir(), "run"), filepath.Join(t.TempDir(), "sleep.pid")
+		p := startProcess(t, bin, nil, "launch", "--no-tui", "--no-curriculum", "--connect-timeout", "0", "--grace", "1s", "--run-dir", dir,
+			"--", "sh", "-c", `sleep 600 & echo $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`, "script", pidFile)
+		waitFile(t, "the script's child", pidFile, "\n")
+		b, _ := os.ReadFile(pidFile)
+		grandchild, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shell := launchedChildPID(t, dir)
+		p.killNine(t)
+		waitGone(t, shell, "the script")
+		waitGone(t, grandchild, "the script's sleep")
+	})
 }
 
 // kill -9 of pixelis while an SDK trainer trains: the trainer stops at its

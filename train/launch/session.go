@@ -45,6 +45,7 @@ type session struct {
 	// endedEarly: the child exited 0 without saying done, unasked.
 	endedEarly bool
 	procs      []Process // the trainer's processes, as ProcessesFile records them
+	guard      *guard    // ends the child's process group should pixelis die
 }
 
 // stopping is where a stop of the child stands.
@@ -119,6 +120,9 @@ func (s *session) startChild() error {
 	s.cmd = c
 	s.view.meter.PID = c.Process.Pid // the header's and i's process is the trainer's
 	s.recordProcess(c.Process.Pid, "child")
+	if s.guard, err = startGuard(c.Process.Pid, s.spec.Grace, s.spec.KillAfter); err != nil {
+		s.emit(telemetry.EventWarning, "no guard for the trainer's process group: should pixelis die, only the trainer itself is signalled: "+err.Error(), nil)
+	}
 	s.emit(telemetry.EventPhase, fmt.Sprintf("launched %s (pid %d)", commandLine(s.spec.Cmd, s.spec.Args), c.Process.Pid),
 		map[string]any{"pid": c.Process.Pid})
 	return nil
@@ -146,6 +150,7 @@ func (s *session) fork(c *exec.Cmd) error {
 }
 
 func (s *session) close() {
+	s.guard.ended()
 	close(s.quit)
 	s.sock.Close()
 	if s.conn != nil {
@@ -298,6 +303,7 @@ func (s *session) refuse(c *conn, reason string) {
 // end is Train's result once the child has exited.
 func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 	s.gone = true
+	s.guard.ended()
 	s.drain()
 	s.readOutput(true)
 	status, ok := exitStatus(ps)

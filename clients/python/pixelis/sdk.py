@@ -27,6 +27,13 @@ full the message is dropped and counted (run.dropped, sent in every
 heartbeat). Heartbeats go every 5 s from that thread, also while paused.
 Acknowledgements, phases, checkpoints and done are never dropped.
 
+When pixelis dies: after a drop the SDK reconnects while the run's owner
+(PIXELIS_OWNER_PID, pixelis's pid) lives; once it is gone the trainer gets
+a stop with a checkpoint at its next step boundary, as from pixelis, and
+checkpoint_saved() records the checkpoint in the run directory
+(UNREPORTED_FILE) for `pixelis resume`. A trainer still running pixelis's
+grace later gets SIGTERM, then SIGKILL, as pixelis would send them.
+
 Several ranks: one rank (channel_rank, 0 by default) holds the channel. When
 torch.distributed is initialised, every rank gets the same commands at the
 same step boundary (checkpoint saves and stops are collective, so they must).
