@@ -216,3 +216,35 @@ func TestLaunchConnectTimeout(t *testing.T) {
 		t.Errorf("--connect-timeout -1s: exit %d, %q", code, stderr)
 	}
 }
+
+// The owner under torchrun: the child pixelis starts is torchrun's agent,
+// and the ranks, in sessions of their own, are its children. kill -9 of
+// pixelis while the example trains under torchrun: every rank and the
+// agent are gone, and the checkpoint of both ranks the SDK's stop saved is
+// recorded for resume.
+func TestLaunchTorchrunKilledOwnerStopsEveryRank(t *testing.T) {
+	py := torchPython(t)
+	bin := buildPixelis(t)
+	url, token := startServe(t, bin)
+	dir := filepath.Join(t.TempDir(), "run")
+	torchrun := []string{py, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+		"--master_port", strconv.Itoa(freePort(t)), "--redirects", "1:1", "--tee", "0:1"}
+	args := append([]string{"launch", "--no-tui", "--no-curriculum", "--run-dir", dir, "--resume-args", "--resume {checkpoint}", "--"}, torchrun...)
+	args = append(args, exampleCommand(t, py, url)[2:]...)
+	logChildErrOnFailure(t, dir)
+	p := startProcess(t, bin, exampleEnv(t, token), args...)
+	agent := launchedChildPID(t, dir)
+	rank0 := trainerPID(t, dir)
+	waitLaunchedStep(t, dir, exampleSFTSteps+2, "GRPO under torchrun")
+	p.killNine(t)
+	waitGone(t, agent, "torchrun's agent")
+	waitGone(t, rank0, "rank 0")
+	if !waitFor(2*time.Minute, func() bool { return len(processesOf(py, url)) == 0 }) {
+		t.Fatalf("ranks left running after pixelis died: %q", processesOf(py, url))
+	}
+	saved, err := launch.ReadUnreported(dir)
+	if err != nil || len(saved) != 1 {
+		t.Fatalf("%s: %v, %v; want the checkpoint of the stop", launch.UnreportedFile, saved, err)
+	}
+	bothRanksSaved(t, py, saved[0].Path, saved[0].Step)
+}
