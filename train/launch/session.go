@@ -50,14 +50,14 @@ type session struct {
 
 // stopping is where a stop of the child stands.
 type stopping struct {
-	asked        bool      // the owner asked for a stop
-	atOnce       bool      // the owner's context ended: a stop at once
-	sentStop     bool      // the stop command reached the channel
-	termAt       time.Time // when SIGTERM goes to the process group (zero: not planned)
-	killAt       time.Time // when SIGKILL does
-	signalled    bool      // a signal was sent
-	refusedErr   *RefusedError
-	notConnected bool // ended for not connecting within Spec.ConnectTimeout
+	asked      bool      // the owner asked for a stop
+	atOnce     bool      // the owner's context ended: a stop at once
+	sentStop   bool      // the stop command reached the channel
+	termAt     time.Time // when SIGTERM goes to the process group (zero: not planned)
+	killAt     time.Time // when SIGKILL does
+	signalled  bool      // a signal was sent
+	refusedErr *RefusedError
+	noHello    bool // ended for not saying hello within Spec.ConnectTimeout
 }
 
 // quiet is what pixelis last heard of the trainer, for "no heartbeat".
@@ -221,10 +221,10 @@ func (s *session) tick(now time.Time) {
 // Spec.ConnectTimeout: it cannot be steered or stopped over its channel,
 // and a run waiting on it without a bound holds its GPU for nothing.
 func (s *session) connectClock(now time.Time) {
-	if s.ever || s.spec.ConnectTimeout <= 0 || s.stop.notConnected || s.stop.asked || now.Sub(s.started) < s.spec.ConnectTimeout {
+	if s.ever || s.spec.ConnectTimeout <= 0 || s.stop.noHello || s.stop.asked || now.Sub(s.started) < s.spec.ConnectTimeout {
 		return
 	}
-	s.stop.notConnected, s.stop.asked = true, true
+	s.stop.noHello, s.stop.asked = true, true
 	s.emit(telemetry.EventError, (&NotConnectedError{After: s.spec.ConnectTimeout}).Error(), nil)
 	s.signal(syscall.SIGTERM, "the trainer never connected to its channel")
 	s.stop.killAt = now.Add(s.spec.KillAfter)
@@ -322,7 +322,7 @@ func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 	switch {
 	case s.stop.refusedErr != nil:
 		err = s.stop.refusedErr
-	case s.stop.notConnected:
+	case s.stop.noHello:
 		err = &NotConnectedError{After: s.spec.ConnectTimeout}
 	case s.stop.atOnce:
 		err = ctx.Err()
