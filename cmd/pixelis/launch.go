@@ -257,7 +257,7 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 	}
 	ck, step := c.path, c.step
 	if ck == "" {
-		if err := telemetry.Truncate(runDir, -1); err != nil {
+		if err := truncateLaunched(runDir, -1); err != nil {
 			return err
 		}
 		os.Remove(filepath.Join(runDir, "curriculum_state.json"))
@@ -271,7 +271,7 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 	if err != nil {
 		return usageError{err}
 	}
-	if err := telemetry.Truncate(runDir, step); err != nil {
+	if err := truncateLaunched(runDir, step); err != nil {
 		return err
 	}
 	spec := launchSpec(runDir, rec, append(slices.Clone(rec.Args), extra...), o, cfg)
@@ -281,6 +281,19 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 		saved = ", saved by the trainer after its pixelis was gone (" + launch.UnreportedFile + ")"
 	}
 	return executeLaunch(ctx, std, cfg, spec, noTUI, fmt.Sprintf("resuming from %s (step %d%s): %s", ck, step, saved, strings.Join(extra, " ")))
+}
+
+// truncateLaunched cuts a launched run's files back to step (-1: all of
+// them) for a resume from its checkpoint of that step: the run's metrics,
+// events and samples, and the checkpoints its trainer recorded itself.
+func truncateLaunched(runDir string, step int) error {
+	if err := telemetry.Truncate(runDir, step); err != nil {
+		return err
+	}
+	if err := launch.TruncateUnreported(runDir, step); err != nil {
+		return fmt.Errorf("truncate %s: %w", launch.UnreportedFile, err)
+	}
+	return nil
 }
 
 // launchCheckpoint is the checkpoint a launched run resumes from: the

@@ -120,3 +120,45 @@ func TestTrainerProcessesAreRecorded(t *testing.T) {
 		t.Errorf("%s: %v (it stays, for a later pixelis to read)", launch.ProcessesFile, err)
 	}
 }
+
+// The checkpoints a trainer recorded itself are read in order, a torn last
+// line skipped; a resume to step 20 forgets those after it, one that starts
+// over forgets them all.
+func TestUnreportedCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	text := `{"step":10,"path":"/c/10","time":"2026-11-28T08:00:00.000001Z","reason":"pixelis (pid 7) was gone"}
+{"step":20,"path":"/c/20","time":"2026-11-28T08:00:01.000001Z","reason":"pixelis (pid 7) was gone"}
+{"step":30,"path":"/c/30","time":"2026-11-28T08:00:02.000001Z","reason":"pixelis (pid 9) was gone"}
+{"step":40,"path":"/c/4`
+	if err := os.WriteFile(filepath.Join(dir, launch.UnreportedFile), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steps := func() (out []int) {
+		all, err := launch.ReadUnreported(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range all {
+			out = append(out, u.Step)
+		}
+		return out
+	}
+	if got := steps(); !slices.Equal(got, []int{10, 20, 30}) {
+		t.Fatalf("read steps %v, want 10, 20, 30", got)
+	}
+	if err := launch.TruncateUnreported(dir, 20); err != nil {
+		t.Fatal(err)
+	}
+	if got := steps(); !slices.Equal(got, []int{10, 20}) {
+		t.Errorf("after a resume to step 20: %v", got)
+	}
+	if err := launch.TruncateUnreported(dir, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, launch.UnreportedFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after a start over: %v", err)
+	}
+	if err := launch.TruncateUnreported(dir, 5); err != nil {
+		t.Errorf("without the file: %v", err)
+	}
+}

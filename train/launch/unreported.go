@@ -42,3 +42,30 @@ func ReadUnreported(runDir string) ([]Unreported, error) {
 	}
 	return out, nil
 }
+
+// TruncateUnreported forgets the unreported checkpoints after step, as
+// telemetry.Truncate cuts the run's files when `pixelis resume` goes back to
+// a checkpoint of that step: a later resume must not jump ahead to a
+// checkpoint of the abandoned continuation. step -1 forgets them all.
+func TruncateUnreported(runDir string, step int) error {
+	all, err := ReadUnreported(runDir)
+	if err != nil || len(all) == 0 {
+		return err
+	}
+	var b bytes.Buffer
+	for _, u := range all {
+		if u.Step <= step {
+			line, _ := json.Marshal(u)
+			b.Write(append(line, '\n'))
+		}
+	}
+	path := filepath.Join(runDir, UnreportedFile)
+	if b.Len() == 0 {
+		return os.Remove(path)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
