@@ -74,19 +74,18 @@ func TestLaunchKilledOwnerEndsItsTrainer(t *testing.T) {
 	bin := buildPixelis(t)
 	for _, c := range []struct {
 		name  string
-		flags []string
 		child func(dir, held string) []string
 		reach func(t *testing.T, p *process, dir, held string)
 	}{
-		{"before hello", nil,
+		{"before hello",
 			func(dir, held string) []string { return []string{"--hold", "hello", "--hold-dir", held} },
 			func(t *testing.T, p *process, dir, held string) {
 				waitFile(t, "the child's hold", filepath.Join(held, "hello.reached"), "")
 			}},
-		{"while training", nil,
+		{"while training",
 			func(dir, held string) []string { return []string{"--step-time", "0.01"} },
 			func(t *testing.T, p *process, dir, held string) { waitLaunchedStep(t, dir, 20, "training") }},
-		{"during a save", nil,
+		{"during a save",
 			func(dir, held string) []string { return []string{"--hold", "save", "--hold-dir", held} },
 			func(t *testing.T, p *process, dir, held string) {
 				waitLaunchedStep(t, dir, 5, "training")
@@ -96,8 +95,7 @@ func TestLaunchKilledOwnerEndsItsTrainer(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, held := filepath.Join(t.TempDir(), "run"), t.TempDir()
-			flags := append([]string{"--no-tui", "--no-curriculum"}, c.flags...)
-			p := startProcess(t, bin, nil, launchArgs(t, dir, flags, c.child(dir, held)...)...)
+			p := startProcess(t, bin, nil, launchArgs(t, dir, []string{"--no-tui", "--no-curriculum"}, c.child(dir, held)...)...)
 			pid := launchedChildPID(t, dir)
 			c.reach(t, p, dir, held)
 			p.killNine(t)
