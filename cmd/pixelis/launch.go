@@ -24,15 +24,17 @@ import (
 // launchFlags are pixelis launch's own flags.
 type launchFlags struct {
 	configFlags
-	ackTimeout   time.Duration
-	grace        time.Duration
-	resumeArgs   string
-	noCurriculum bool
+	ackTimeout     time.Duration
+	grace          time.Duration
+	connectTimeout time.Duration
+	resumeArgs     string
+	noCurriculum   bool
 }
 
 func (f *launchFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.ackTimeout, "ack-timeout", launch.DefaultAckTimeout, "how long a command may go unacknowledged by the trainer before the console says so")
 	fs.DurationVar(&f.grace, "grace", launch.DefaultGrace, "how long a stop waits for the trainer to exit before SIGTERM to its process group (SIGKILL 10 s later)")
+	fs.DurationVar(&f.connectTimeout, "connect-timeout", launch.DefaultConnectTimeout, "how long the trainer may take to connect to its channel before it is ended and the run fails; 0 waits without a bound (a trainer that does not use the channel)")
 	fs.StringVar(&f.resumeArgs, "resume-args", "", "`ARGS` that `pixelis resume` appends to the command, {checkpoint} standing for the newest checkpoint the trainer reported")
 	fs.BoolVar(&f.noCurriculum, "no-curriculum", false, "run the trainer without pixelis's reward curriculum ([curriculum] of the config)")
 }
@@ -76,6 +78,9 @@ func cmdLaunch(ctx context.Context, args []string, std stdio) error {
 	if lf.ackTimeout <= 0 || lf.grace <= 0 {
 		return usagef("--ack-timeout and --grace must be positive durations, such as 10s")
 	}
+	if lf.connectTimeout < 0 {
+		return usagef("--connect-timeout must be a duration of 0 (no bound) or more, such as 10m")
+	}
 	cfg, err := lf.load()
 	if err != nil {
 		return err
@@ -96,6 +101,9 @@ func cmdLaunch(ctx context.Context, args []string, std stdio) error {
 		return err
 	}
 	defer lock.Release()
+	if err := refuseLiveTrainer(runDir); err != nil {
+		return err
+	}
 	if err := refuseUsedRunDir(runDir); err != nil {
 		return err
 	}
@@ -108,19 +116,40 @@ func cmdLaunch(ctx context.Context, args []string, std stdio) error {
 	return executeLaunch(ctx, std, cfg, spec, lf.noTUI, "")
 }
 
+// errEndedEarly is a launched run whose trainer exited 0 without saying
+// done, unasked (exit code exitEndedEarly).
+var errEndedEarly = errors.New("the trainer exited 0 without saying done: the run ended before it finished")
+
 // launchOptions are what launch.json keeps of the flags, for a resume.
 type launchOptions struct {
-	AckTimeout   string `json:"ack_timeout"`
-	Grace        string `json:"grace"`
-	NoCurriculum bool   `json:"no_curriculum"`
+	AckTimeout     string `json:"ack_timeout"`
+	Grace          string `json:"grace"`
+	ConnectTimeout string `json:"connect_timeout,omitempty"` // absent in runs launched before it: the default
+	NoCurriculum   bool   `json:"no_curriculum"`
 }
 
 func (f *launchFlags) launchOptions() launchOptions {
-	return launchOptions{AckTimeout: f.ackTimeout.String(), Grace: f.grace.String(), NoCurriculum: f.noCurriculum}
+	return launchOptions{AckTimeout: f.ackTimeout.String(), Grace: f.grace.String(), ConnectTimeout: f.connectTimeout.String(), NoCurriculum: f.noCurriculum}
 }
 
 // launchOptionsFile keeps the launch's own flags beside launch.json.
 const launchOptionsFile = "launch_options.json"
+
+// refuseLiveTrainer refuses a run directory whose trainer still runs though
+// no pixelis holds the run (its lock is taken by now): one whose pixelis
+// died, still stopping or never told. Two trainers on one run directory
+// would write into one run's checkpoints, and share its GPU.
+func refuseLiveTrainer(runDir string) error {
+	live := launch.LiveTrainers(runDir)
+	if len(live) == 0 {
+		return nil
+	}
+	p := live[0]
+	what := map[string]string{"child": "the command pixelis launched", "hello": "the process on its channel"}[p.Role]
+	return usagef("%s: a trainer of this run is still running, pid %d (%s, recorded in %s), though no pixelis holds the run; "+
+		"a trainer using the SDK stops with a checkpoint once its pixelis is gone: wait for it to exit, or end it with kill %d",
+		runDir, p.PID, what, launch.ProcessesFile, p.PID)
+}
 
 // refuseUsedRunDir refuses a run directory that holds a run already.
 func refuseUsedRunDir(runDir string) error {
@@ -155,6 +184,10 @@ func launchSpec(runDir string, rec launch.Record, args []string, o launchOptions
 	spec := launch.Spec{RunDir: runDir, Cmd: rec.Cmd, Path: rec.Path, Args: args, Dir: rec.Cwd, ResumeStep: -1}
 	spec.AckTimeout, _ = time.ParseDuration(o.AckTimeout)
 	spec.Grace, _ = time.ParseDuration(o.Grace)
+	spec.ConnectTimeout = launch.DefaultConnectTimeout
+	if o.ConnectTimeout != "" {
+		spec.ConnectTimeout, _ = time.ParseDuration(o.ConnectTimeout)
+	}
 	if !o.NoCurriculum {
 		spec.Curriculum = cfg
 	}
@@ -179,6 +212,9 @@ func executeLaunch(ctx context.Context, std stdio, cfg *configs.Config, spec lau
 		o.Console = terminalConsole{cfg: cfg, runDir: spec.RunDir, resumeStep: spec.ResumeStep, launched: true}
 	}
 	err = owner.Run(ctx, t, o)
+	if err == nil && t.EndedEarly() {
+		return errEndedEarly
+	}
 	var refused *launch.RefusedError
 	if errors.As(err, &refused) {
 		return usageError{err}
@@ -197,6 +233,9 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 		return err
 	}
 	defer lock.Release()
+	if err := refuseLiveTrainer(runDir); err != nil {
+		return err
+	}
 	rec, err := launch.ReadRecord(runDir)
 	if err != nil {
 		return usageError{err}
@@ -212,12 +251,13 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 	if b, err := os.ReadFile(filepath.Join(runDir, launchOptionsFile)); err == nil {
 		json.Unmarshal(b, &o)
 	}
-	ck, step, err := launchCheckpoint(runDir, from)
+	c, err := launchCheckpoint(runDir, from)
 	if err != nil {
 		return err
 	}
+	ck, step := c.path, c.step
 	if ck == "" {
-		if err := telemetry.Truncate(runDir, -1); err != nil {
+		if err := truncateLaunched(runDir, -1); err != nil {
 			return err
 		}
 		os.Remove(filepath.Join(runDir, "curriculum_state.json"))
@@ -231,42 +271,96 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 	if err != nil {
 		return usageError{err}
 	}
-	if err := telemetry.Truncate(runDir, step); err != nil {
+	if err := truncateLaunched(runDir, step); err != nil {
 		return err
 	}
 	spec := launchSpec(runDir, rec, append(slices.Clone(rec.Args), extra...), o, cfg)
 	spec.ResumeStep, spec.Resumed = step, ck
-	return executeLaunch(ctx, std, cfg, spec, noTUI, fmt.Sprintf("resuming from %s (step %d): %s", ck, step, strings.Join(extra, " ")))
+	saved := ""
+	if c.unreported {
+		saved = ", saved by the trainer after its pixelis was gone (" + launch.UnreportedFile + ")"
+	}
+	return executeLaunch(ctx, std, cfg, spec, noTUI, fmt.Sprintf("resuming from %s (step %d%s): %s", ck, step, saved, strings.Join(extra, " ")))
+}
+
+// truncateLaunched cuts a launched run's files back to step (-1: all of
+// them) for a resume from its checkpoint of that step: the run's metrics,
+// events and samples, and the checkpoints its trainer recorded itself.
+func truncateLaunched(runDir string, step int) error {
+	if err := telemetry.Truncate(runDir, step); err != nil {
+		return err
+	}
+	if err := launch.TruncateUnreported(runDir, step); err != nil {
+		return fmt.Errorf("truncate %s: %w", launch.UnreportedFile, err)
+	}
+	return nil
 }
 
 // launchCheckpoint is the checkpoint a launched run resumes from: the
-// newest the trainer reported that is still there, or from when given (one
-// it reported); "" when there is none.
-func launchCheckpoint(runDir, from string) (path string, step int, err error) {
+// newest the trainer saved that is still there — reported to pixelis (the
+// checkpoint events of events.jsonl) or, its pixelis gone, recorded by the
+// trainer itself (launch.UnreportedFile) — or from when given (one of
+// them); the zero checkpoint when there is none.
+func launchCheckpoint(runDir, from string) (launchedCheckpoint, error) {
 	if from != "" {
+		var err error
 		if from, err = filepath.Abs(from); err != nil {
-			return "", 0, err
+			return launchedCheckpoint{}, err
 		}
 	}
+	all, err := launchedCheckpoints(runDir)
+	if err != nil {
+		return launchedCheckpoint{}, err
+	}
+	var newest launchedCheckpoint
+	for _, c := range all {
+		if _, serr := os.Stat(c.path); serr != nil || from != "" && c.path != from {
+			continue
+		}
+		if newest.path == "" || !c.time.Before(newest.time) {
+			newest = c
+		}
+	}
+	if from != "" && newest.path == "" {
+		return newest, usagef("--from %s: not a checkpoint the trainer of %s saved (its checkpoints are the checkpoint events of its events.jsonl and the lines of %s)", from, runDir, launch.UnreportedFile)
+	}
+	return newest, nil
+}
+
+// launchedCheckpoint is a checkpoint a launched trainer saved.
+type launchedCheckpoint struct {
+	path       string
+	step       int
+	time       time.Time
+	unreported bool // recorded by the trainer after its pixelis was gone
+}
+
+// launchedCheckpoints are the checkpoints the trainer of runDir saved, in
+// the order of its files: those it reported, then those it recorded itself.
+func launchedCheckpoints(runDir string) ([]launchedCheckpoint, error) {
 	b, err := os.ReadFile(filepath.Join(runDir, telemetry.EventsFile))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", 0, err
+		return nil, err
 	}
+	var out []launchedCheckpoint
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		var e telemetry.Event
 		if json.Unmarshal(line, &e) != nil || e.Kind != telemetry.EventCheckpoint {
 			continue
 		}
-		p, _ := e.Data["path"].(string)
-		if _, serr := os.Stat(p); p == "" || serr != nil || from != "" && p != from {
-			continue
+		if p, _ := e.Data["path"].(string); p != "" {
+			out = append(out, launchedCheckpoint{path: p, step: e.Step, time: e.Time})
 		}
-		path, step = p, e.Step
 	}
-	if from != "" && path == "" {
-		return "", 0, usagef("--from %s: not a checkpoint the trainer of %s reported (its checkpoints are the checkpoint events of its events.jsonl)", from, runDir)
+	unreported, err := launch.ReadUnreported(runDir)
+	if err != nil {
+		return nil, err
 	}
-	return path, step, nil
+	for _, u := range unreported {
+		at, _ := time.Parse(time.RFC3339Nano, u.Time)
+		out = append(out, launchedCheckpoint{path: u.Path, step: u.Step, time: at, unreported: true})
+	}
+	return out, nil
 }
 
 // launchedSettings is what the console's i shows of a launched trainer: its

@@ -26,6 +26,10 @@ const (
 	exitOK       = 0
 	exitFailed   = 1 // training or the command itself failed
 	exitBadUsage = 2 // bad flags, arguments or config
+	// exitEndedEarly: a launched trainer exited 0 without saying done and
+	// without being asked to stop; the run did not finish, and a script
+	// must not take it for one that did.
+	exitEndedEarly = 3
 )
 
 // stdio is the command's view of the terminal, replaceable in tests.
@@ -172,6 +176,10 @@ func reportPanic(w io.Writer, args []string, v any) int {
 func report(w io.Writer, name string, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the flag set printed the usage
 		return exitOK
+	}
+	if errors.Is(err, errEndedEarly) {
+		fmt.Fprintf(w, "pixelis %s: %v\n", name, err)
+		return exitEndedEarly
 	}
 	if errors.Is(err, owner.ErrRequeue) {
 		fmt.Fprintf(w, "pixelis %s: %v\n", name, err)

@@ -36,7 +36,7 @@ var usages = map[string]usageText{
 		"Open the console on a run from another terminal, live or finished: its keys reach the run over\n" +
 			"RUN_DIR/control.sock, and leaving the console never stops the run. With several run directories, or an\n" +
 			"experiment's directory, the runs are shown side by side: overlaid charts, a run list and a results table."},
-	"launch": {"pixelis launch [--config FILE] [--run-dir DIR] [--no-tui] [--ack-timeout 10s] [--grace 30s] [--resume-args ARGS] [--no-curriculum] [--scheduler slurm [--sbatch FLAG…]] -- CMD ARGS…",
+	"launch": {"pixelis launch [--config FILE] [--run-dir DIR] [--no-tui] [--ack-timeout 10s] [--grace 30s] [--connect-timeout 10m] [--resume-args ARGS] [--no-curriculum] [--scheduler slurm [--sbatch FLAG…]] -- CMD ARGS…",
 		"Run CMD (another program's trainer, e.g. a PyTorch loop) as pixelis's child with a channel to it (a unix socket\n" +
 			"named by PIXELIS_CHANNEL; docs/launch-protocol.md): its metrics, samples and checkpoints reach the run's files\n" +
 			"and the console, the console's keys reach it as commands, pixelis's reward curriculum runs on its metrics, and\n" +

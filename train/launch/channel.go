@@ -212,6 +212,7 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 	s.hello, s.version, s.bounds = &m, m.Version, bounds
 	s.view.hello(m)
 	s.writeHello(m)
+	s.recordProcess(m.PID, "hello")
 	w := welcome{Type: MsgWelcome, Version: m.Version, RunDir: s.spec.RunDir, HeartbeatEvery: HeartbeatEvery}
 	w.Stage = s.steer.stage(s.nextStep())
 	s.lockstep = m.Version >= 2 && w.Stage != nil

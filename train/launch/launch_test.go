@@ -64,6 +64,7 @@ func (p plain) Emit(e telemetry.Event)     { fmt.Fprintf(p.w, "%s: %s\n", e.Kind
 
 // launched is a launched run under way.
 type launched struct {
+	tr   *launch.Trainer
 	dir  string
 	out  *syncBuffer
 	done chan struct{} // closed when Run returned
@@ -86,7 +87,7 @@ func launchChild(t *testing.T, dir string, spec launch.Spec, args ...string) *la
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &launched{dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
+	l := &launched{tr: tr, dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
 	o := owner.Options{RunDir: dir, Stdout: l.out, Stderr: l.out, ResumeStep: spec.ResumeStep, Resumed: spec.Resumed,
 		Plain: func(w io.Writer) telemetry.Sink { return plain{w} }}
 	go func() {
@@ -273,6 +274,9 @@ func TestLaunchedTrainerFinishes(t *testing.T) {
 	if !strings.Contains(l.out.String(), "run finished at step 5") {
 		t.Errorf("output:\n%s", l.out.String())
 	}
+	if l.tr.EndedEarly() {
+		t.Error("EndedEarly() = true for a trainer that said done")
+	}
 }
 
 // A trainer that never reads its commands: the command is said
@@ -451,6 +455,9 @@ func TestExitWithoutDoneIsStoppedEarly(t *testing.T) {
 	l.waitEvent(t, telemetry.EventWarning, "exited 0 without saying done")
 	if st := status(t, dir); st.State != telemetry.StateStopped {
 		t.Errorf("status %s, want stopped", st.State)
+	}
+	if !l.tr.EndedEarly() {
+		t.Error("EndedEarly() = false after an exit 0 without done")
 	}
 }
 

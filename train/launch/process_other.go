@@ -19,3 +19,5 @@ func exitStatus(ps *os.ProcessState) (string, bool) {
 }
 
 func killedBy(*os.ProcessState, syscall.Signal) bool { return false }
+
+func signalZero(int) bool { return false }

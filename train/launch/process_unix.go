@@ -3,6 +3,7 @@
 package launch
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +13,12 @@ import (
 // ownGroup starts the child in a process group of its own: the terminal's
 // ctrl+c does not reach it (pixelis turns it into a stop), and pixelis's
 // signals reach the whole group (torchrun's agent forwards to its workers).
-func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+// Where the kernel can, the child is also signalled when pixelis dies
+// (dieWithParent).
+func ownGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
+}
 
 // signalGroup sends sig to the child's process group.
 func signalGroup(p *os.Process, sig syscall.Signal) error {
@@ -32,4 +38,11 @@ func exitStatus(ps *os.ProcessState) (status string, ok bool) {
 func killedBy(ps *os.ProcessState, sig syscall.Signal) bool {
 	ws, ok := ps.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == sig
+}
+
+// signalZero reports whether a process of that pid exists (one of another
+// user's included).
+func signalZero(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

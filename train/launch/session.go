@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +50,10 @@ type session struct {
 	bad      int  // malformed, oversized or unknown lines so far
 	done     bool // the trainer said done
 	gone     bool // the child has exited
+	// endedEarly: the child exited 0 without saying done, unasked.
+	endedEarly bool
+	procs      []Process // the trainer's processes, as ProcessesFile records them
+	guard      *guard    // ends the child's process group should pixelis die
 }
 
 // stopping is where a stop of the child stands.
@@ -60,6 +65,7 @@ type stopping struct {
 	killAt     time.Time // when SIGKILL does
 	signalled  bool      // a signal was sent
 	refusedErr *RefusedError
+	noHello    bool // ended for not saying hello within Spec.ConnectTimeout
 }
 
 // quiet is what pixelis last heard of the trainer, for "no heartbeat".
@@ -115,24 +121,48 @@ func (s *session) startChild() error {
 	c := exec.Command(s.spec.Path, s.spec.Args...)
 	c.Args[0] = s.spec.Cmd
 	c.Dir = s.spec.Dir
-	c.Env = append(append(os.Environ(), EnvChannel+"="+s.sock.Path, EnvRunDir+"="+runDir), s.spec.Env...)
+	c.Env = append(os.Environ(), EnvChannel+"="+s.sock.Path, EnvRunDir+"="+runDir,
+		fmt.Sprintf("%s=%d", EnvOwner, os.Getpid()), fmt.Sprintf("%s=%g", EnvStopGrace, s.spec.Grace.Seconds()))
+	c.Env = append(c.Env, s.spec.Env...)
 	c.Stdout, c.Stderr = wout, werr // files: Wait does not wait on their readers
 	ownGroup(c)
-	if err := c.Start(); err != nil {
+	if err := s.fork(c); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrNotFound, s.spec.Cmd, err)
 	}
 	s.cmd = c
 	s.view.meter.PID = c.Process.Pid // the header's and i's process is the trainer's
-	go func() {
-		c.Wait()
-		s.exited <- c.ProcessState
-	}()
+	s.recordProcess(c.Process.Pid, "child")
+	if s.guard, err = startGuard(c.Process.Pid, s.spec.Grace, s.spec.KillAfter); err != nil {
+		s.emit(telemetry.EventWarning, "no guard for the trainer's process group: should pixelis die, only the trainer itself is signalled: "+err.Error(), nil)
+	}
 	s.emit(telemetry.EventPhase, fmt.Sprintf("launched %s (pid %d)", commandLine(s.spec.Cmd, s.spec.Args), c.Process.Pid),
 		map[string]any{"pid": c.Process.Pid})
 	return nil
 }
 
+// fork starts c from a goroutine locked to its OS thread, which then waits
+// for c and reports its end on s.exited. The kernel's parent-death signal
+// (dieWithParent) follows the thread that forked the child, not the process:
+// a Go runtime thread can end while pixelis lives (one a goroutine locked and
+// left), and would take the child with it. This thread is the locked
+// goroutine's alone until the child is reaped.
+func (s *session) fork(c *exec.Cmd) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine, after the child
+		if err := c.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		c.Wait()
+		s.exited <- c.ProcessState
+	}()
+	return <-started
+}
+
 func (s *session) close() {
+	s.guard.ended()
 	close(s.quit)
 	s.sock.Close()
 	if s.conn != nil {
@@ -195,7 +225,21 @@ func (s *session) tick(now time.Time) {
 		}
 		s.emit(telemetry.EventWarning, msg, nil)
 	}
+	s.connectClock(now)
 	s.stopClock(now)
+}
+
+// connectClock ends a trainer that has not said hello within
+// Spec.ConnectTimeout: it cannot be steered or stopped over its channel,
+// and a run waiting on it without a bound holds its GPU for nothing.
+func (s *session) connectClock(now time.Time) {
+	if s.ever || s.spec.ConnectTimeout <= 0 || s.stop.noHello || s.stop.asked || now.Sub(s.started) < s.spec.ConnectTimeout {
+		return
+	}
+	s.stop.noHello, s.stop.asked = true, true
+	s.emit(telemetry.EventError, (&NotConnectedError{After: s.spec.ConnectTimeout}).Error(), nil)
+	s.signal(syscall.SIGTERM, "the trainer never connected to its channel")
+	s.stop.killAt = now.Add(s.spec.KillAfter)
 }
 
 // stopClock sends the signals a stop has planned once their time comes.
@@ -271,6 +315,7 @@ func (s *session) refuse(c *conn, reason string) {
 // end is Train's result once the child has exited.
 func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 	s.gone = true
+	s.guard.ended()
 	s.drain()
 	s.readOutput(true)
 	status, ok := exitStatus(ps)
@@ -292,6 +337,8 @@ func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 	switch {
 	case s.stop.refusedErr != nil:
 		err = s.stop.refusedErr
+	case s.stop.noHello:
+		err = &NotConnectedError{After: s.spec.ConnectTimeout}
 	case s.stop.atOnce:
 		err = ctx.Err()
 	case ok && s.done:
@@ -304,6 +351,7 @@ func (s *session) end(ctx context.Context, ps *os.ProcessState) error {
 		err = owner.ErrStopped
 	case ok:
 		s.emit(telemetry.EventWarning, "the trainer exited 0 without saying done: the run stopped early", nil)
+		s.endedEarly = true
 		err = owner.ErrStopped
 	case s.stop.asked && s.stop.signalled:
 		s.emit(telemetry.EventWarning, "the trainer was ended by a signal after the stop request: "+status, nil)

@@ -28,6 +28,14 @@ import (
 const (
 	EnvChannel = "PIXELIS_CHANNEL" // the channel's socket path
 	EnvRunDir  = "PIXELIS_RUN_DIR" // the run directory
+	// EnvOwner is pixelis's pid: the trainer's owner, whose death the SDK
+	// watches for when its channel drops (under torchrun the SDK's process
+	// is a worker, whose parent is torchrun's agent, not pixelis).
+	EnvOwner = "PIXELIS_OWNER_PID"
+	// EnvStopGrace is Spec.Grace in seconds: how long the SDK gives its
+	// trainer to stop after its owner died before it ends it as pixelis's
+	// own stop would.
+	EnvStopGrace = "PIXELIS_STOP_GRACE_S"
 )
 
 // ChannelFile is the run directory's link to the channel's socket.
@@ -39,6 +47,13 @@ const (
 	DefaultGrace      = 30 * time.Second // torchrun's, between its SIGTERM and SIGKILL
 	DefaultKillAfter  = 10 * time.Second
 	DefaultSilence    = 30 * time.Second
+	// DefaultConnectTimeout bounds the wait for a trainer's hello. Loading
+	// a large model from network storage, importing torch and compiling
+	// kernels before the SDK connects take minutes on a busy node; ten
+	// minutes lets a slow start through and still frees a GPU held by a
+	// trainer that will never connect (one not using the channel, or hung
+	// before it).
+	DefaultConnectTimeout = 10 * time.Minute
 )
 
 // Spec says what to launch and how to treat it.
@@ -59,6 +74,10 @@ type Spec struct {
 	// Silence is how long without a line from the trainer makes the console
 	// say "no heartbeat for 30 s".
 	Silence time.Duration
+	// ConnectTimeout is how long the child may go without saying hello
+	// before it is ended and the run fails (NotConnectedError); 0 waits
+	// without a bound (a trainer that does not use the channel).
+	ConnectTimeout time.Duration
 	// ResumeStep is the run-wide step a resumed run starts from (-1 a fresh
 	// run), Resumed the checkpoint it resumes from.
 	ResumeStep int
@@ -88,6 +107,14 @@ type RefusedError struct{ Reason string }
 
 func (e *RefusedError) Error() string { return "the trainer was refused: " + e.Reason }
 
+// NotConnectedError is a trainer ended because it did not connect to its
+// channel within Spec.ConnectTimeout.
+type NotConnectedError struct{ After time.Duration }
+
+func (e *NotConnectedError) Error() string {
+	return fmt.Sprintf("the trainer did not connect to its channel within %s (is it using %s?): it was ended", seconds(e.After), EnvChannel)
+}
+
 // DiedError is a trainer that exited with an error or was killed without
 // being asked to stop.
 type DiedError struct {
@@ -109,7 +136,10 @@ func (e *DiedError) Error() string {
 }
 
 // Trainer is a launched child as the run's owner runs it.
-type Trainer struct{ spec Spec }
+type Trainer struct {
+	spec       Spec
+	endedEarly bool
+}
 
 // New checks spec and returns its Trainer.
 func New(spec Spec) (*Trainer, error) {
@@ -140,7 +170,8 @@ var _ owner.Trainer = (*Trainer)(nil)
 // Train starts the child and serves its channel until it exits: nil when it
 // said done and exited 0, an error wrapping owner.ErrStopped when it stopped
 // on request or exited 0 without done, ctx's error after a stop at once,
-// *DiedError when it failed, *RefusedError when its handshake was refused.
+// *DiedError when it failed, *RefusedError when its handshake was refused,
+// *NotConnectedError when it never connected within Spec.ConnectTimeout.
 func (t *Trainer) Train(ctx context.Context, w owner.Wiring) error {
 	s, err := start(t.spec, w)
 	if err != nil {
@@ -148,8 +179,15 @@ func (t *Trainer) Train(ctx context.Context, w owner.Wiring) error {
 		return err
 	}
 	defer s.close()
-	return s.loop(ctx)
+	err = s.loop(ctx)
+	t.endedEarly = s.endedEarly
+	return err
 }
+
+// EndedEarly reports whether the child, after Train, exited 0 without
+// saying done and without being asked to stop: Train's error is then a
+// stop's (owner.ErrStopped), but the run did not finish.
+func (t *Trainer) EndedEarly() bool { return t.endedEarly }
 
 // absDir is dir made absolute against base.
 func absDir(base, p string) string {

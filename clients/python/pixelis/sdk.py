@@ -38,6 +38,13 @@ full the message is dropped and counted (run.dropped, sent in every
 heartbeat). Heartbeats go every 5 s from that thread, also while paused.
 Acknowledgements, phases, checkpoints and done are never dropped.
 
+When pixelis dies: after a drop the SDK reconnects while the run's owner
+(PIXELIS_OWNER_PID, pixelis's pid) lives; once it is gone the trainer gets
+a stop with a checkpoint at its next step boundary, as from pixelis, and
+checkpoint_saved() records the checkpoint in the run directory
+(UNREPORTED_FILE) for `pixelis resume`. A trainer still running pixelis's
+grace later gets SIGTERM, then SIGKILL, as pixelis would send them.
+
 Several ranks: one rank (channel_rank, 0 by default) holds the channel. When
 torch.distributed is initialised, every rank gets the same commands at the
 same step boundary (checkpoint saves and stops are collective, so they must).
@@ -74,6 +81,9 @@ import time
 PROTOCOL_VERSION = 2
 CHANNEL_ENV = "PIXELIS_CHANNEL"
 RUN_DIR_ENV = "PIXELIS_RUN_DIR"
+OWNER_ENV = "PIXELIS_OWNER_PID"        # pixelis's pid: the run's owner (under torchrun not this process's parent)
+STOP_GRACE_ENV = "PIXELIS_STOP_GRACE_S"  # pixelis's --grace, in seconds
+UNREPORTED_FILE = "unreported_checkpoints.jsonl"  # in the run directory: checkpoints saved with no pixelis to report them to
 MAX_LINE = 1 << 20          # the protocol's longest line, bytes (without its newline)
 HEARTBEAT_EVERY_S = 5.0     # the protocol's longest time between heartbeats
 QUEUE_SIZE = 4096           # metrics and samples waiting to be written, at most
@@ -82,6 +92,8 @@ FLUSH_TIMEOUT_S = 5.0       # close() waits this long for queued messages to be 
 CONNECT_TIMEOUT_S = 10.0    # the handshake's limit
 SAME_STOP_S = 5.0           # a SIGTERM this soon after a stop began is that stop (a scheduler's, beside pixelis's)
 OBSERVED_TIMEOUT_S = 10.0   # under lockstep, step_boundary waits this long for pixelis to observe the step logged
+STOP_GRACE_S = 30.0         # pixelis's --grace when it does not say (PIXELIS_STOP_GRACE_S)
+KILL_AFTER_S = 10.0         # after the grace's SIGTERM, SIGKILL this much later, as pixelis does
 
 KINDS = ("checkpoint", "pause", "resume", "evaluate", "stop", "stage")
 
@@ -89,6 +101,58 @@ log = logging.getLogger(__name__)
 
 
 _NO_NEWS = {"commands": [], "connected": True, "stage": None}  # a step boundary without news
+
+
+_HAVE_PROC = os.path.exists("/proc/self/stat")
+
+
+def _proc_stat(pid):
+    """/proc/PID/stat's state letter and start time (clock ticks since boot).
+    The command name, in parentheses, may hold both: the fields after it
+    start after the last ')'. Raises OSError when there is no such process."""
+    with open("/proc/%d/stat" % pid, "rb") as f:
+        data = f.read()
+    fields = data[data.rindex(b")") + 1:].split()
+    return fields[0].decode(), int(fields[19])  # fields 3 (state) and 22 (starttime)
+
+
+class _Owner:
+    """The process whose death ends this run: pixelis (PIXELIS_OWNER_PID,
+    told apart from a later process given its pid by its start time), or,
+    without it, this process's parent at connect()."""
+
+    def __init__(self):
+        pid = os.environ.get(OWNER_ENV, "")
+        self.pid = int(pid) if pid.isdigit() and int(pid) > 0 else None
+        self.parent = os.getppid()
+        self.start = None
+        if self.pid is not None and _HAVE_PROC:
+            try:
+                self.start = _proc_stat(self.pid)[1]
+            except (OSError, ValueError, IndexError):
+                pass  # gone already: alive() says so
+
+    def alive(self):
+        if self.pid is None:
+            return os.getppid() == self.parent
+        if not _HAVE_PROC:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                pass
+            return True
+        try:
+            state, start = _proc_stat(self.pid)
+        except (OSError, ValueError, IndexError):
+            return False
+        return state not in ("Z", "X", "x") and (self.start is None or start == self.start)
+
+    def __str__(self):
+        if self.pid is None:
+            return "its parent process (pid %d)" % self.parent
+        return "pixelis (pid %d)" % self.pid
 
 
 class Refused(RuntimeError):
@@ -240,6 +304,10 @@ class Run:
         self._sigterm_guard = None  # the SIGTERM disposition connect() replaced
         self._closed = False
         self._held = []  # commands whose from_step is later than the next step: carried out at the boundary before it
+        self._closed_event = threading.Event()
+        self._owner = _Owner()
+        self._owner_stop = False  # the owner died: a stop with a checkpoint the next boundary brings
+        self._owner_stop_taken = False
         path = channel if channel is not None else os.environ.get(CHANNEL_ENV)
         if path and self.rank == channel_rank:
             hello = {"type": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(), "rank": self.rank,
@@ -249,7 +317,7 @@ class Run:
                 hello["total_steps"] = int(total_steps)
             if bounds:
                 hello["bounds"] = {str(k): [float(lo), float(hi)] for k, (lo, hi) in bounds.items()}
-            self._channel = _Channel(path, hello, queue_size, timeout)
+            self._channel = _Channel(path, hello, queue_size, timeout, self._owner, self._on_owner_gone)
             welcome = self._channel.welcome
             self.run_dir = welcome.get("run_dir") or self.run_dir
             self.resume = welcome.get("resume")
@@ -305,8 +373,37 @@ class Run:
         self._channel.put(line)
 
     def checkpoint_saved(self, path, step):
-        """The trainer saved a checkpoint at path (resume uses the acknowledged ones)."""
-        self._send_control({"type": "checkpoint", "step": int(step), "path": os.path.abspath(str(path))})
+        """The trainer saved a checkpoint at path (resume uses the acknowledged ones).
+        With its pixelis gone, the checkpoint is recorded in the run directory
+        (UNREPORTED_FILE), where `pixelis resume` finds it."""
+        path = os.path.abspath(str(path))
+        self._send_control({"type": "checkpoint", "step": int(step), "path": path})
+        if self._channel is not None and not self._owner.alive():
+            self._record_unreported(int(step), path)
+
+    def _record_unreported(self, step, path):
+        """Append the checkpoint to the run directory's UNREPORTED_FILE: one
+        line in one write to a file opened for appending, so a line is whole
+        or absent, and a reader skips a torn last one."""
+        run_dir = os.environ.get(RUN_DIR_ENV) or self.run_dir
+        if not run_dir:
+            log.warning("pixelis is gone and the run directory is unknown: checkpoint %s is recorded nowhere", path)
+            return
+        now = time.time()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%06dZ" % int(now % 1 * 1e6)
+        line = _encode({"type": "checkpoint", "step": step, "path": path, "time": stamp,
+                        "reason": "%s was gone" % self._owner})
+        try:
+            fd = os.open(os.path.join(run_dir, UNREPORTED_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            log.warning("checkpoint %s not recorded in %s: %s", path, run_dir, e)
+            return
+        log.warning("checkpoint %s (step %d) recorded in %s for `pixelis resume`", path, step, os.path.join(run_dir, UNREPORTED_FILE))
 
     def phase(self, name, step=None):
         """A phase starts: "sft", "rft", "eval", ... (free names)."""
@@ -328,6 +425,7 @@ class Run:
         """Write what is queued (waiting at most flush_timeout) and close the channel."""
         if self._channel is not None:
             self._channel.close(flush_timeout)
+        self._closed_event.set()
         if self._sigterm_guard is not None and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
             try:
                 signal.signal(signal.SIGTERM, self._sigterm_guard)
@@ -370,6 +468,31 @@ class Run:
         else:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
+
+    # --- the owner's death ---------------------------------------------------------------
+
+    def _on_owner_gone(self):
+        """The channel dropped and its owner is gone (the flusher thread): the
+        trainer stops at its next step boundary with a checkpoint, as on
+        pixelis's stop; not closed after pixelis's grace, it gets SIGTERM,
+        and SIGKILL KILL_AFTER_S later, as pixelis would send them."""
+        log.warning("%s, the run's owner, is gone: stopping at the next step boundary with a checkpoint", self._owner)
+        if self._stop_began is None:
+            self._stop_began = time.monotonic()
+        self._owner_stop = True
+        threading.Thread(target=self._end_after_grace, name="pixelis-owner-gone", daemon=True).start()
+
+    def _end_after_grace(self):
+        try:
+            grace = float(os.environ.get(STOP_GRACE_ENV, STOP_GRACE_S))
+        except ValueError:
+            grace = STOP_GRACE_S
+        if self._closed_event.wait(grace):
+            return
+        log.warning("the trainer has not stopped %.0f s after its owner died: SIGTERM", grace)
+        os.kill(os.getpid(), signal.SIGTERM)
+        if not self._closed_event.wait(KILL_AFTER_S):
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def __enter__(self):
         return self
@@ -451,9 +574,11 @@ class Run:
         else:
             payload = self._payload(ch.take_commands(PAUSE_POLL_S if wait else 0), ch.connected, ch.take_stage())
         cmds = payload["commands"]
-        if self._sigterm_stop and not any(k == "stop" for _, k, _, _, _ in cmds):
-            cmds.append((None, "stop", {"checkpoint": True}, None, None))  # SIGTERM's stop, on every rank at once
+        owner_stop = self._owner_stop and not self._owner_stop_taken
+        if (self._sigterm_stop or owner_stop) and not any(k == "stop" for _, k, _, _, _ in cmds):
+            cmds.append((None, "stop", {"checkpoint": True}, None, None))  # SIGTERM's or the owner's death's stop, on every rank at once
         self._sigterm_stop = False
+        self._owner_stop_taken |= owner_stop
         return payload
 
     def _payload(self, raw, connected, stage):
@@ -806,8 +931,9 @@ class _Channel:
     drop. A reader thread puts commands into an inbox. So in the common case
     a step costs one send and wakes no thread."""
 
-    def __init__(self, path, hello, queue_size, timeout):
+    def __init__(self, path, hello, queue_size, timeout, owner=None, on_owner_gone=None):
         self.path, self.hello, self.queue_size, self.timeout = path, hello, queue_size, timeout
+        self.owner, self.on_owner_gone = owner, on_owner_gone
         self.dropped = 0
         self.connected = False
         self._cv = threading.Condition()
@@ -1042,7 +1168,9 @@ class _Channel:
 
     def _reconnect(self):
         """After a drop: hello again, every 0.5 s at first, then less often
-        (at most every HEARTBEAT_EVERY_S), until welcome or closed. False when closing."""
+        (at most every HEARTBEAT_EVERY_S), until welcome or closed, while the
+        run's owner lives. False when closing or the owner is gone (then
+        on_owner_gone is called, once)."""
         delay = 0.5
         try:
             self._sock.close()
@@ -1063,6 +1191,12 @@ class _Channel:
                 self._lines = collections.deque(x for x in self._lines if x[1])
                 self._ndata = 0
                 self._backlog = False
+            if self.owner is not None and not self.owner.alive():
+                if self.on_owner_gone is not None:
+                    self.on_owner_gone()
+                with self._inbox_cv:
+                    self._inbox_cv.notify_all()
+                return False
             try:
                 welcome = self._handshake()
             except Refused as e:  # the same hello was welcome before: most likely the old connection is not gone yet there

@@ -7,6 +7,7 @@ training loop; the command board that gives several ranks of one node the
 same commands at the same step boundary. Every wait is for a state of the peer or of the Run."""
 
 import itertools
+import json
 import math
 import os
 import shutil
@@ -428,6 +429,66 @@ class Channel(unittest.TestCase):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         p = subprocess.run([sys.executable, "-c", code, self.peer.path], env=env, capture_output=True, timeout=WAIT_S)
         self.assertEqual(p.returncode, -signal.SIGTERM, p.stdout + p.stderr)
+
+    def owned_by(self, owner, run_dir, grace="600"):
+        """The environment `pixelis launch` gives: its pid as the owner, the run directory, its --grace."""
+        for k, v in ((sdk.OWNER_ENV, str(owner.pid)), (sdk.RUN_DIR_ENV, run_dir), (sdk.STOP_GRACE_ENV, grace)):
+            old = os.environ.get(k)
+            os.environ[k] = v
+            self.addCleanup(lambda k=k, old=old: os.environ.pop(k) if old is None else os.environ.__setitem__(k, old))
+
+    def test_the_owners_death_is_a_stop_with_a_checkpoint_recorded_in_the_run_directory(self):
+        owner = subprocess.Popen(["sleep", "600"])
+        self.addCleanup(owner.wait)
+        self.addCleanup(owner.kill)
+        run_dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, run_dir)
+        self.owned_by(owner, run_dir)
+        unreported = os.path.join(run_dir, sdk.UNREPORTED_FILE)
+        run = self.connect()
+        # A drop while the owner lives: the trainer reconnects and trains on.
+        self.peer.drop()
+        self.peer.wait_type("hello", 2)
+        self.assertEqual(run.step_boundary(0), [])
+        run.checkpoint_saved("/tmp/ck-1", 1)
+        self.assertFalse(os.path.exists(unreported), "a checkpoint recorded while its owner lives")
+        # The owner dies (a zombie: exited, not yet reaped) and its channel with it.
+        owner.kill()
+        self.peer.close()
+        deadline = time.monotonic() + WAIT_S
+        cmds = []
+        while not cmds:
+            self.assertLess(time.monotonic(), deadline, "no stop after the owner died")
+            cmds = run.step_boundary(1)
+            time.sleep(0.01)
+        self.assertEqual([(c.kind, c.args) for c in cmds], [("stop", {"checkpoint": True})])
+        run.checkpoint_saved("/tmp/ck-2", 2)
+        cmds[0].ack()
+        self.assertEqual(run.step_boundary(2), [], "the owner's death is one stop")
+        with open(unreported) as f:
+            lines = [json.loads(l) for l in f]
+        self.assertEqual([(l["step"], l["path"]) for l in lines], [(2, "/tmp/ck-2")])
+        self.assertEqual(lines[0]["reason"], "pixelis (pid %d) was gone" % owner.pid)
+        self.assertRegex(lines[0]["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+    def test_a_trainer_that_does_not_stop_after_its_owner_died_is_ended_after_the_grace(self):
+        # As pixelis's stop would: SIGTERM after its --grace (here 0.2 s).
+        owner = subprocess.Popen(["sleep", "600"])
+        self.addCleanup(owner.wait)
+        self.addCleanup(owner.kill)
+        code = ("import sys, time; from pixelis import sdk; sdk.SAME_STOP_S = 0.0\n"
+                "run = sdk.connect(channel=sys.argv[1])\n"
+                "print('connected', flush=True)\n"
+                "time.sleep(600)\n")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        env.update({sdk.OWNER_ENV: str(owner.pid), sdk.STOP_GRACE_ENV: "0.2"})
+        p = subprocess.Popen([sys.executable, "-c", code, self.peer.path], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(p.kill)
+        self.assertEqual(p.stdout.readline(), b"connected\n")
+        owner.kill()
+        self.peer.close()
+        _, err = p.communicate(timeout=WAIT_S)
+        self.assertEqual(p.returncode, -signal.SIGTERM, err)
 
     def test_training_loop_carries_out_commands(self):
         run = self.connect()

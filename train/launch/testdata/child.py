@@ -47,7 +47,20 @@ def parse_args():
     ap.add_argument("--hang-at", type=int, help="at this step, go silent until killed")
     ap.add_argument("--reconnect-at", type=int, help="at this step, drop the channel and connect again")
     ap.add_argument("--no-done", action="store_true", help="exit 0 at the end without saying done")
+    ap.add_argument("--hold", action="append", default=[], choices=["hello", "save"],
+                    help="hold at this point (before hello, inside a save) until --hold-dir/POINT.release exists")
+    ap.add_argument("--hold-dir", help="where --hold's POINT.reached and POINT.release files are")
     return ap.parse_args()
+
+
+def hold(a, point):
+    """At a held point: say so (POINT.reached) and wait to be released."""
+    if point not in a.hold:
+        return
+    open(os.path.join(a.hold_dir, point + ".reached"), "w").close()
+    print("held at %s" % point, file=sys.stderr, flush=True)
+    while not os.path.exists(os.path.join(a.hold_dir, point + ".release")):
+        time.sleep(0.02)
 
 
 class Channel:
@@ -155,6 +168,7 @@ def main():
         with open(a.resume) as f:
             step = json.load(f)["step"]
         print("resuming from %s at step %d" % (a.resume, step), file=sys.stderr, flush=True)
+    hold(a, "hello")
     ch, welcome = connect(path, a, components)
     stages = Stages((welcome.get("stage") or {}).get("weights") or {c: 1.0 for c in components}, a)
     lockstep = bool(welcome.get("lockstep"))
@@ -176,6 +190,7 @@ def main():
     def save():
         p = os.path.join(a.ckpt_dir, "step_%06d.json" % step)
         with open(p, "w") as f:
+            hold(a, "save")
             json.dump({"step": step, "weights": stages.weights}, f)
         ch.send(type="checkpoint", step=step, path=p)
 
