@@ -150,5 +150,7 @@ func Run(ctx context.Context, t Trainer, o Options) error {
 		r.say(o.Note)
 	}
 	err = r.drive(ctx, t)
-	return r.finish(err)
+	err = r.finish(err)
+	r.flushTerminal()
+	return err
 }
