@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -227,4 +229,31 @@ func TestHeadlessLaunchOutlivesHead(t *testing.T) {
 	if code != 0 || !strings.Contains(log, "run finished at step 60") || !strings.Contains(log, gone) || !strings.HasPrefix(log, first) {
 		t.Fatalf("exit %d, want 0, and console.log with every line and the note:\n%s", code, log)
 	}
+}
+
+// `pixelis run --no-tui` on a terminal that hangs up (tmux's server killed:
+// the pty closes, SIGHUP to the process group): the run stops printing at
+// its first failed write and goes on to its end.
+func TestHeadlessRunOutlivesItsTerminal(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	h := newHolds(t)
+	args := []string{bin, "run", "--no-tui", "--config", "smoke", "--run-dir", dir}
+	s := newTmux(t, fmt.Sprintf("sh -c 'echo $$ > %s; %sexec %s'; sleep 60", pidFile, strings.ReplaceAll(h.shell(faults.DataBuild), "'", `'\''`), strings.ReplaceAll(shellQuote(args), "'", `'\''`)))
+	h.reached(t, faults.DataBuild)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.run("kill-server")
+	h.release(t, faults.DataBuild)
+	if !waitFor(3*time.Minute, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		t.Fatal("the run did not end after its terminal hung up")
+	}
+	checkOutlived(t, dir, 0, "", "input/output error") // the exit code went with tmux: its files say how the run ended
 }
