@@ -76,7 +76,8 @@ var (
 type Options struct {
 	RunDir string
 	// Console draws the run on the terminal; nil runs headless, printing plain
-	// lines on Stdout.
+	// lines on Stdout through a queue that never blocks nor fails (a pipe or
+	// terminal that goes away or stops reading: terminal.go), SIGHUP ignored.
 	Console Console
 	// Plain is the printer of progress and events writing to w: Stdout and
 	// console.log headless, console.log alone under a console.
