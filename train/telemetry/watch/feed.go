@@ -381,7 +381,7 @@ func (f *Feed) stateLocked() telemetry.State {
 
 // unreader is a source that may find files it cannot read.
 type unreader interface {
-	unreadable() (err error, settling bool)
+	unreadable() (settling bool, err error)
 }
 
 // Unreadable reports the files the feed found but could not read, such as a
@@ -397,7 +397,7 @@ func (f *Feed) Unreadable(ctx context.Context) error {
 		settling := false
 		for _, s := range f.sources {
 			if u, ok := s.(unreader); ok {
-				err, more := u.unreadable()
+				more, err := u.unreadable()
 				errs, settling = append(errs, err), settling || more
 			}
 		}

@@ -69,16 +69,16 @@ type unreadFile struct {
 	settled bool      // it stayed so for stateSettle: not one being written
 }
 
-// unreadable reports the state files that do not parse, and whether one of
-// them may still be being written.
-func (s *trlSource) unreadable() (err error, settling bool) {
+// unreadable reports whether a state file that does not parse may still be
+// being written, and those that do not parse.
+func (s *trlSource) unreadable() (settling bool, err error) {
 	var errs []error
 	for _, path := range slices.Sorted(maps.Keys(s.unread)) {
 		u := s.unread[path]
 		errs = append(errs, u.err)
 		settling = settling || !u.settled
 	}
-	return errors.Join(errs...), settling
+	return settling, errors.Join(errs...)
 }
 
 type checkpoint struct {
