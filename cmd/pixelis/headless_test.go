@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -138,6 +139,12 @@ func TestHeadlessRunOutlivesHangupOfItsPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// tee must die of the SIGHUP: a SIGHUP this process ignores (started
+	// under nohup) would stay ignored in it; one this process catches is
+	// reset to its default by exec.
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, syscall.SIGHUP)
+	defer signal.Stop(caught)
 	tee := exec.Command("tee", teeLog)
 	tee.Stdin = pr
 	tee.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the pipeline's process group, as a shell makes it
@@ -152,7 +159,12 @@ func TestHeadlessRunOutlivesHangupOfItsPipeline(t *testing.T) {
 	if err := syscall.Kill(-tee.Process.Pid, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-teeDone; err == nil {
+	select {
+	case err := <-teeDone:
+		if err == nil {
+			t.Fatal("tee exited 0 on the hang-up")
+		}
+	case <-time.After(time.Minute): // a safety net, not a measure
 		t.Fatal("tee outlived the hang-up")
 	}
 	h.release(t, faults.DataBuild)

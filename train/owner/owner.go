@@ -77,7 +77,7 @@ type Options struct {
 	RunDir string
 	// Console draws the run on the terminal; nil runs headless, printing plain
 	// lines on Stdout through a queue that never blocks nor fails (a pipe or
-	// terminal that goes away or stops reading: terminal.go), SIGHUP ignored.
+	// terminal that goes away or stops reading: terminal.go), SIGHUP caught.
 	Console Console
 	// Plain is the printer of progress and events writing to w: Stdout and
 	// console.log headless, console.log alone under a console.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/pixelis/pixelis/ckpt"
@@ -109,9 +108,9 @@ func (r *run) listen(ctx context.Context) (*telemetry.ControlServer, error) {
 }
 
 // watchSignals turns the signals of o.Signals into requests until ctx ends or
-// the returned function is called. Headless, SIGHUP is ignored and SIGPIPE
-// kept from ending the process (terminal.go): the run goes on when its
-// terminal or its pipe goes.
+// the returned function is called. Headless, SIGHUP and SIGPIPE are kept
+// from ending the process (terminal.go): the run goes on when its terminal
+// or its pipe goes.
 func (r *run) watchSignals(ctx context.Context) (stop func()) {
 	sig := make(chan os.Signal, 2)
 	for s := range r.o.Signals {
@@ -119,8 +118,7 @@ func (r *run) watchSignals(ctx context.Context) (stop func()) {
 	}
 	signal.Notify(sig, RequeueSignal)
 	if r.o.Console == nil {
-		signal.Ignore(syscall.SIGHUP)
-		keepBrokenPipes()
+		outliveTerminal()
 	}
 	go func() {
 		for {
@@ -208,7 +206,7 @@ func (r *run) withConsole(ctx context.Context, ended <-chan error) error {
 			r.stop.ask("the console", false)
 		}
 	case errors.Is(err, ErrHangup):
-		signal.Ignore(syscall.SIGHUP)
+		outliveTerminal()
 		r.hungUp = true
 		r.say("terminal hung up: continuing headless")
 	case err != nil:

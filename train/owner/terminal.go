@@ -53,22 +53,24 @@ func (f fanOut) Write(p []byte) (int, error) {
 	return len(p), first
 }
 
-var pipeSignals struct {
+var outliving struct {
 	once sync.Once
 	ch   chan os.Signal
 }
 
-// keepBrokenPipes keeps a write to a standard output or error whose reader
-// has gone from ending the process: by Go's default a write to a broken pipe
-// on descriptor 1 or 2 raises SIGPIPE and the process dies of it; once the
-// signal is notified, the write fails with EPIPE instead, which the Outlet
-// takes as the end of the terminal. The signal is caught, not ignored, so
-// that the programs the run starts (a launched trainer) get its default
-// back on exec. It holds for the rest of the process: an Outlet's write may
-// still be under way as Run returns.
-func keepBrokenPipes() {
-	pipeSignals.once.Do(func() {
-		pipeSignals.ch = make(chan os.Signal, 1) // a full channel drops the signal: none is waited for
-		signal.Notify(pipeSignals.ch, syscall.SIGPIPE)
+// outliveTerminal keeps the process running when its terminal or its pipe
+// goes. SIGHUP (the terminal hung up, the SSH session dropped) would end it
+// by default; so would SIGPIPE, which Go raises on a write to a broken pipe
+// on descriptor 1 or 2 — once notified, that write fails with EPIPE instead,
+// which the Outlet takes as the end of the terminal. Both are caught into a
+// channel nobody reads (a full channel drops them), not ignored: an ignored
+// signal stays ignored in the programs the process starts (a launched
+// trainer, a test's tee), a caught one is reset to its default on exec. It
+// holds for the rest of the process: an Outlet's write may still be under
+// way as Run returns.
+func outliveTerminal() {
+	outliving.once.Do(func() {
+		outliving.ch = make(chan os.Signal, 1)
+		signal.Notify(outliving.ch, syscall.SIGHUP, syscall.SIGPIPE)
 	})
 }
