@@ -604,7 +604,7 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     ranks = Ranks()
     client = Client(args.serve, token=os.environ.get("PIXELIS_SERVE_TOKEN"))
-    spec = client.spec()
+    spec = reach(client, args.serve)
     layout = spec["observation"]["coarse"]["layout"]
     st = State(args, layout, spec["action_space"]["size"], ranks)
     st.action_names = action_names(spec)
@@ -620,6 +620,16 @@ def main(argv=None):
         client.close()
         if ranks.world > 1:
             close_distributed(st, together)
+
+
+def reach(client, url):
+    """serve's spec: the first request, where a server that is not there is said so in one line
+    (exit 1), not as a traceback."""
+    try:
+        return client.spec()
+    except OSError as e:  # refused, a name that does not resolve, a timeout
+        sys.exit("pixel_grpo.py: cannot reach pixelis serve at %s (%s): start it with `pixelis serve` "
+                 "(it listens on http://127.0.0.1:8765), or give its URL with --serve" % (url, e.strerror or e))
 
 
 def close_distributed(st, together):

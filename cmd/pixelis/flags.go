@@ -4,8 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/suggest"
@@ -77,6 +79,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if msg, ok := durationError(fs, err); ok {
+				return nil, usagef("%s (see '%s -h')", msg, fs.Name())
+			}
 			return nil, usagef("%v%s (see '%s -h')", err, flagHint(fs, err), fs.Name())
 		}
 		args = fs.Args()
@@ -101,6 +106,35 @@ func flagHint(fs *flag.FlagSet, err error) string {
 		return "; did you mean --" + near + "?"
 	}
 	return ""
+}
+
+// badValue is the flag package's error for a value its flag refuses.
+var badValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): `)
+
+// durationError says what a duration flag wants, for a value it refused
+// (the flag package says only "parse error"): "--grace "3": want a duration
+// with its unit, such as 3s or 3m".
+func durationError(fs *flag.FlagSet, err error) (string, bool) {
+	m := badValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "", false
+	}
+	f := fs.Lookup(m[2])
+	if f == nil {
+		return "", false
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return "", false
+	}
+	if _, ok := g.Get().(time.Duration); !ok {
+		return "", false
+	}
+	example := "30s, 2m or 1m30s"
+	if x, err := strconv.ParseFloat(m[1], 64); err == nil && x > 0 {
+		example = m[1] + "s or " + m[1] + "m"
+	}
+	return fmt.Sprintf("--%s %q: want a duration with its unit, such as %s", m[2], m[1], example), true
 }
 
 // wantArgs checks the number of positional arguments.

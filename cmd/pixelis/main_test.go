@@ -220,6 +220,24 @@ func TestUnknownFlagOnce(t *testing.T) {
 	}
 }
 
+// A duration flag given a bare number, or no duration at all, names the flag
+// and what it wants (it said only "parse error"), exit 2.
+func TestDurationFlagsSayWhatTheyWant(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"launch", "--grace", "3", "--", "python3"}, `pixelis launch: --grace "3": want a duration with its unit, such as 3s or 3m (see 'pixelis launch -h')`},
+		{[]string{"launch", "--ack-timeout=soon", "--", "python3"}, `--ack-timeout "soon": want a duration with its unit, such as 30s, 2m or 1m30s`},
+		{[]string{"launch", "--grace", "-3", "--", "python3"}, `--grace "-3": want a duration with its unit, such as 30s, 2m or 1m30s`},
+	} {
+		code, out, errOut := run(t, c.args...)
+		if code != exitBadUsage || !strings.Contains(errOut, c.want) || strings.Contains(out+errOut, "parse error") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
 // `ckpt verify` checks an adapter export too: a run's is ok, one holding a
 // NaN is refused with the tensor named.
 func TestVerifyAdapterExport(t *testing.T) {

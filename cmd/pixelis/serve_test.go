@@ -22,7 +22,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--max-episodes", "0"}, "--max-episodes 0: must be >= 1"},
 		{[]string{"serve", "--max-scorers", "-1"}, "--max-scorers -1: must be >= 1"},
 		{[]string{"serve", "--idle-timeout", "10ms"}, "--idle-timeout 10ms: must be at least 1s"},
-		{[]string{"serve", "--idle-timeout", "soon"}, "invalid value \"soon\" for flag -idle-timeout"},
+		{[]string{"serve", "--idle-timeout", "soon"}, `--idle-timeout "soon": want a duration with its unit, such as 30s`},
 		{[]string{"serve", "--set", "env.max_stepz=3"}, "unknown key env.max_stepz"},
 		{[]string{"serve", "--set", "env.max_steps=2"}, "env.max_steps: must be in [5, 64], got 2"},
 		{[]string{"serve", "extra"}, "want no arguments"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/pixelis/pixelis/train/telemetry/watch"
 	"github.com/pixelis/pixelis/tui"
@@ -47,7 +48,19 @@ func cmdWatch(ctx context.Context, args []string, std stdio) error {
 	}
 	defer feed.Close()
 	if *noTUI || !isTerminal(std.out) {
-		return tui.PlainWatch(ctx, feed, std.out, !*once)
+		if !*once {
+			return tui.PlainWatch(ctx, feed, std.out, true)
+		}
+		// What the files hold once those being written are whole; one that
+		// stays unreadable fails the command, after what could be read.
+		unread := feed.Unreadable(ctx)
+		if err := tui.PlainWatch(ctx, feed, std.out, false); err != nil {
+			return err
+		}
+		if unread != nil {
+			return fmt.Errorf("%w; what it holds is not shown", unread)
+		}
+		return nil
 	}
 	role := tui.RoleWatch
 	if f := feed.Format(); f == watch.FormatPixelis || f == watch.FormatPixelisTB {

@@ -42,3 +42,19 @@ func TestWatchErrors(t *testing.T) {
 		}
 	}
 }
+
+// watch --once on a trainer_state.json cut short says so, naming the file,
+// and exits 1 (it printed nothing and exited 0); one being written is waited
+// for (the watch package's TestUnreadableWaitsForAStateBeingWritten).
+func TestWatchOnceHalfWrittenState(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "trainer_state.json")
+	if err := os.WriteFile(path, []byte(`{"global_step": 10, "max_steps": 100, "log_history": [{"loss": 0.5, "step": 5}, {"loss": 0.4, "st`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "watch", "--no-tui", "--once", dir)
+	want := path + " does not parse (unexpected end of JSON input): it is cut short or not a trainer_state.json; what it holds is not shown"
+	if code != exitFailed || !strings.Contains(errOut, want) || !strings.Contains(out, "warning: "+path) {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q\nwant exit 1 and %q", code, out, errOut, want)
+	}
+}

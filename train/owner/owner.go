@@ -76,7 +76,8 @@ var (
 type Options struct {
 	RunDir string
 	// Console draws the run on the terminal; nil runs headless, printing plain
-	// lines on Stdout.
+	// lines on Stdout through a queue that never blocks nor fails (a pipe or
+	// terminal that goes away or stops reading: terminal.go), SIGHUP caught.
 	Console Console
 	// Plain is the printer of progress and events writing to w: Stdout and
 	// console.log headless, console.log alone under a console.
@@ -150,5 +151,7 @@ func Run(ctx context.Context, t Trainer, o Options) error {
 		r.say(o.Note)
 	}
 	err = r.drive(ctx, t)
-	return r.finish(err)
+	err = r.finish(err)
+	r.flushTerminal()
+	return err
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pixelis/pixelis/configs"
@@ -189,4 +191,71 @@ func TestConsoleLastKeyIsOneStop(t *testing.T) {
 	if want := "stopped at step 3 without a checkpoint of it; resume continues from step_000002 (step 2)"; !strings.HasPrefix(out.String(), want) {
 		t.Errorf("terminal %q, want %q", out.String(), want)
 	}
+}
+
+// failAfter is a stdout whose reader went away after n writes: a pipe whose
+// reader exited (EPIPE), a terminal that hung up (EIO).
+type failAfter struct {
+	n     int
+	wrote bytes.Buffer
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.n == 0 {
+		return 0, syscall.EPIPE
+	}
+	f.n--
+	return f.wrote.Write(p)
+}
+
+// blocked is a stdout whose reader never reads.
+type blocked struct{ forever chan struct{} }
+
+func (b blocked) Write(p []byte) (int, error) { <-b.forever; return len(p), nil }
+
+// Headless, a stdout that fails or never takes a line neither ends nor
+// stalls the run: it finishes, console.log holds every line, and says what
+// the terminal missed (lines after a failed write used to be missing from
+// console.log too; a stdout that blocked held the run in its first line).
+func TestHeadlessStdoutGoneOrStalled(t *testing.T) {
+	whole := t.TempDir()
+	if err := owner.Run(context.Background(), smokeRunner(t, whole), options(whole, io.Discard, nil)); err != nil {
+		t.Fatal(err)
+	}
+	want := readLines(t, whole)
+	for _, c := range []struct {
+		name   string
+		stdout io.Writer
+		note   string
+	}{
+		{"fails after its first line", &failAfter{n: 1}, "pixelis: standard output is gone (broken pipe)"},
+		{"never read", blocked{make(chan struct{})}, "pixelis: standard output was not read to the end"},
+	} {
+		dir := t.TempDir()
+		if err := owner.Run(context.Background(), smokeRunner(t, dir), options(dir, c.stdout, nil)); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got []string
+		var noted bool
+		for _, l := range readLines(t, dir) {
+			if strings.HasPrefix(l, "pixelis: ") {
+				noted = noted || strings.HasPrefix(l, c.note)
+				continue
+			}
+			l = strings.ReplaceAll(l, dir, whole) // the runs differ in their directory and its name only
+			got = append(got, strings.Replace(l, "run "+filepath.Base(dir)+" ", "run "+filepath.Base(whole)+" ", 1))
+		}
+		if !slices.Equal(got, want) || !noted {
+			t.Errorf("%s: console.log\n%s\nwant\n%s\nand a line %q", c.name, strings.Join(got, "\n"), strings.Join(want, "\n"), c.note)
+		}
+	}
+}
+
+func readLines(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "console.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }

@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/internal/crash"
+	"github.com/pixelis/pixelis/internal/outlet"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -22,6 +22,7 @@ type run struct {
 	bus         *telemetry.Bus
 	sink        telemetry.Sink         // every sink: recorder, tally, TensorBoard, printer, bus
 	out         io.Writer              // the printer's: Stdout and console.log headless, console.log under a console
+	term        *outlet.Outlet         // Stdout headless, never blocking nor failing; nil under a console
 	cmds        chan telemetry.Command // to the trainer
 	stop        *stopper
 	tally       *tally
@@ -36,7 +37,8 @@ func newRun(ctx context.Context, o Options, f *files) *run {
 	r.bus = telemetry.NewBus(telemetry.BusOptions{Commands: make(chan telemetry.Command, telemetry.DefaultCommands)})
 	r.out = f.consoleLog
 	if o.Console == nil {
-		r.out = io.MultiWriter(o.Stdout, f.consoleLog)
+		r.term = newTerminal(o.Stdout, f.consoleLog)
+		r.out = fanOut{f.consoleLog, r.term}
 	}
 	others := []telemetry.Sink{r.tally}
 	if f.tb != nil {
@@ -106,8 +108,9 @@ func (r *run) listen(ctx context.Context) (*telemetry.ControlServer, error) {
 }
 
 // watchSignals turns the signals of o.Signals into requests until ctx ends or
-// the returned function is called. Headless, SIGHUP is ignored: the run goes
-// on when its terminal goes.
+// the returned function is called. Headless, SIGHUP and SIGPIPE are kept
+// from ending the process (terminal.go): the run goes on when its terminal
+// or its pipe goes.
 func (r *run) watchSignals(ctx context.Context) (stop func()) {
 	sig := make(chan os.Signal, 2)
 	for s := range r.o.Signals {
@@ -115,7 +118,7 @@ func (r *run) watchSignals(ctx context.Context) (stop func()) {
 	}
 	signal.Notify(sig, RequeueSignal)
 	if r.o.Console == nil {
-		signal.Ignore(syscall.SIGHUP)
+		outliveTerminal()
 	}
 	go func() {
 		for {
@@ -203,7 +206,7 @@ func (r *run) withConsole(ctx context.Context, ended <-chan error) error {
 			r.stop.ask("the console", false)
 		}
 	case errors.Is(err, ErrHangup):
-		signal.Ignore(syscall.SIGHUP)
+		outliveTerminal()
 		r.hungUp = true
 		r.say("terminal hung up: continuing headless")
 	case err != nil:

@@ -202,6 +202,17 @@ class ExampleGRPOTest(unittest.TestCase):
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         self.assertEqual(p.returncode, 0, "torchrun: %s\n%s" % (p.stdout[-3000:], p.stderr[-3000:]))
 
+    def test_no_server_is_one_line_naming_it(self):
+        """Without a running serve: exit 1, one line naming the URL and how to start serve, no traceback."""
+        with socket.socket() as s:  # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            url = "http://127.0.0.1:%d" % s.getsockname()[1]
+        p = subprocess.run([sys.executable, os.path.join(REPO, "examples", "pixel_grpo.py"), "--serve", url],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("cannot reach pixelis serve at %s (Connection refused): start it with `pixelis serve`" % url, p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+
     def test_non_finite_gradient_never_reaches_the_weights(self):
         args = self.ex.parse_args(["--serve", self.server.url])
         spec_layout = self.layout()

@@ -70,6 +70,7 @@ type Feed struct {
 	sources []source
 
 	idleAfter time.Duration
+	interval  time.Duration
 	now       func() time.Time
 	ready     chan struct{}
 	cancel    context.CancelFunc
@@ -122,7 +123,7 @@ func open(ctx context.Context, path string, opts Options, now func() time.Time) 
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	f := &Feed{dir: path, format: format, idleAfter: opts.IdleAfter, now: now, ready: make(chan struct{}, 1), done: make(chan struct{})}
+	f := &Feed{dir: path, format: format, idleAfter: opts.IdleAfter, interval: opts.Interval, now: now, ready: make(chan struct{}, 1), done: make(chan struct{})}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		abs = path
@@ -376,6 +377,39 @@ func (f *Feed) stateLocked() telemetry.State {
 		return telemetry.StateStopped
 	}
 	return StateIdle
+}
+
+// unreader is a source that may find files it cannot read.
+type unreader interface {
+	unreadable() (settling bool, err error)
+}
+
+// Unreadable reports the files the feed found but could not read, such as a
+// trainer_state.json cut short; nil when it read them all. A file that may
+// be being written (rewritten in place, it is caught half-written) is
+// waited for first, until it is read or has stayed unreadable a while, or
+// until ctx ends: a view of the files as they stand (`watch --once`) reads
+// what they hold once written, and is told of what stays unreadable.
+func (f *Feed) Unreadable(ctx context.Context) error {
+	for {
+		f.mu.Lock()
+		var errs []error
+		settling := false
+		for _, s := range f.sources {
+			if u, ok := s.(unreader); ok {
+				more, err := u.unreadable()
+				errs, settling = append(errs, err), settling || more
+			}
+		}
+		f.mu.Unlock()
+		if !settling || ctx.Err() != nil {
+			return errors.Join(errs...)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(f.interval): // the feed polls at this interval
+		}
+	}
 }
 
 // Close stops following the directory.

@@ -388,6 +388,58 @@ func TestTRLPartialStateFile(t *testing.T) {
 	}
 }
 
+// Unreadable waits for a trainer_state.json caught half-written until it is
+// whole, then reports nothing: watch --once shows what it holds.
+func TestUnreadableWaitsForAStateBeingWritten(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint-2", trainerStateFile)
+	whole := trainerState(2, 6, trlHistory(2))
+	put(t, path, whole[:len(whole)/2])
+	f, err := Open(context.Background(), dir, Options{Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	put(t, path, whole)                                                   // after Open read the half
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not a measure
+	defer cancel()
+	if err := f.Unreadable(ctx); err != nil {
+		t.Fatalf("Unreadable = %v, want nil once the file is whole", err)
+	}
+	var h history
+	h.fold(f.Take())
+	if got := h.steps("reward/total"); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("steps %v", got)
+	}
+}
+
+// A trainer_state.json that stays cut short is reported by Unreadable, naming
+// it: at once when it has not changed for a while, after the wait for one
+// being written otherwise.
+func TestUnreadableReportsAStateCutShort(t *testing.T) {
+	for _, old := range []bool{true, false} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, trainerStateFile)
+		whole := trainerState(2, 6, trlHistory(2))
+		put(t, path, whole[:len(whole)/2])
+		if old {
+			past := time.Now().Add(-time.Minute)
+			os.Chtimes(path, past, past)
+		}
+		f, err := Open(context.Background(), dir, Options{Interval: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err = f.Unreadable(ctx)
+		cancel()
+		f.Close()
+		if err == nil || !strings.Contains(err.Error(), path+" does not parse (unexpected end of JSON input)") {
+			t.Fatalf("unchanged for a minute %v: Unreadable = %v", old, err)
+		}
+	}
+}
+
 // A bad record becomes a warning event naming the file and the offset.
 func TestCorruptRecordWarns(t *testing.T) {
 	dir := t.TempDir()

@@ -3,6 +3,7 @@ package watch
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -35,11 +36,12 @@ type trlSource struct {
 
 	state     os.FileInfo // the trainer_state.json read last
 	statePath string
-	top       *stateFile  // the output directory's own trainer_state.json, parsed
-	newest    *stateFile  // the newest checkpoint's, parsed
-	badState  os.FileInfo // one that failed to parse, reported once
-	seen      []logMark   // the log_history entries read, in order
-	endAt     int         // index in seen of the entry train() logs when it ends, -1 none
+	top       *stateFile            // the output directory's own trainer_state.json, parsed
+	newest    *stateFile            // the newest checkpoint's, parsed
+	badState  os.FileInfo           // one that failed to parse, reported once
+	unread    map[string]unreadFile // the state files that do not parse, by path
+	seen      []logMark             // the log_history entries read, in order
+	endAt     int                   // index in seen of the entry train() logs when it ends, -1 none
 	ckpts     map[int]bool
 	warned    map[string]bool // metrics whose odd values were warned about
 }
@@ -52,7 +54,31 @@ type logMark struct {
 }
 
 func newTRLSource(dir string) *trlSource {
-	return &trlSource{dir: dir, ckpts: map[int]bool{}, endAt: -1, warned: map[string]bool{}}
+	return &trlSource{dir: dir, ckpts: map[int]bool{}, endAt: -1, warned: map[string]bool{}, unread: map[string]unreadFile{}}
+}
+
+// stateSettle is how long a trainer_state.json that does not parse is taken
+// for one being written: the Trainer rewrites it in place, so a reader can
+// catch it half-written; one still cut short after this is reported.
+const stateSettle = 2 * time.Second
+
+// unreadFile is a state file that did not parse when last read.
+type unreadFile struct {
+	err     error
+	since   time.Time // when it was first found so
+	settled bool      // it stayed so for stateSettle: not one being written
+}
+
+// unreadable reports whether a state file that does not parse may still be
+// being written, and those that do not parse.
+func (s *trlSource) unreadable() (settling bool, err error) {
+	var errs []error
+	for _, path := range slices.Sorted(maps.Keys(s.unread)) {
+		u := s.unread[path]
+		errs = append(errs, u.err)
+		settling = settling || !u.settled
+	}
+	return settling, errors.Join(errs...)
 }
 
 type checkpoint struct {
@@ -86,6 +112,7 @@ func checkpoints(dir string) ([]checkpoint, error) {
 func (s *trlSource) rewind() {
 	s.state, s.statePath, s.badState, s.seen, s.endAt = nil, "", nil, nil, -1
 	s.top, s.newest = nil, nil
+	clear(s.unread)
 }
 
 func (s *trlSource) poll(c *core) error {
@@ -138,6 +165,7 @@ type stateFile struct {
 func (s *trlSource) readStateFile(c *core, path string, prev *stateFile) *stateFile {
 	fi, err := os.Stat(path)
 	if err != nil {
+		delete(s.unread, path)
 		return nil
 	}
 	if prev != nil && prev.path == path && sameFile(prev.fi, fi) {
@@ -152,12 +180,23 @@ func (s *trlSource) readStateFile(c *core, path string, prev *stateFile) *stateF
 	}
 	doc, err := parseState(b)
 	if err != nil {
-		if time.Since(fi.ModTime()) > 2*time.Second {
+		u, seen := s.unread[path]
+		if !seen {
+			u.since = time.Now()
+		}
+		// Unchanged for stateSettle, or unreadable for that long (a clock
+		// that puts its time ahead would hold the first forever).
+		u.settled = time.Since(fi.ModTime()) > stateSettle || time.Since(u.since) > stateSettle
+		u.err = fmt.Errorf("%s does not parse (%v): it is cut short or not a trainer_state.json", path, err)
+		s.unread[path] = u
+		settled := u.settled
+		if settled {
 			s.badState = fi
 			c.warn(0, fmt.Sprintf("%s: %v (keeping the history read before)", path, err))
 		}
 		return nil
 	}
+	delete(s.unread, path)
 	return &stateFile{path: path, fi: fi, doc: doc}
 }
 
