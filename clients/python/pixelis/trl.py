@@ -38,11 +38,15 @@ A SIGTERM handler the Trainer installed (transformers'
 enable_jit_checkpoint) stays in place: the SDK takes SIGTERM as a stop only
 where it has its default action.
 
-This adapter follows transformers' callback interface (TrainerCallback,
-TrainerControl, TrainerState, CallbackHandler's event calls) and TRL's
-GRPOTrainer attributes; it is tested against a stand-in of that interface
-(clients/python/tests/trainer_standin.py) and has never run under a real
-transformers or TRL.
+A Trainer without reward functions (transformers.Trainer, SFT) takes a
+stage with no weights, as pixelis's welcome carries when it runs no
+curriculum, and refuses one that names a weight.
+
+Tested under the real transformers.Trainer and TRL's GRPOTrainer at the
+versions of the pinned TRL stack (clients/python/locks/trl.txt;
+clients/python/tests/stack_trl: checkpoint, pause, evaluate, stop, a stage's
+weighted reward), and against a stand-in of the callback interface
+(clients/python/tests/trainer_standin.py) for the rest.
 """
 
 import os
@@ -129,6 +133,8 @@ class PixelisCallback(_TrainerCallback):
             return False, "weight %r names no reward function of the trainer (its functions: %s)" % (
                 missing[0], ", ".join(self.names) or "none")
         old = getattr(self.trainer, "reward_weights", None)
+        if old is None and not weights:
+            return True  # a Trainer without reward functions (SFT): nothing to weigh
         if old is None:
             return False, "the trainer has no reward_weights"
         import torch  # a Trainer runs on torch: it is imported already

@@ -1,0 +1,172 @@
+"""pixelis.trl.PixelisCallback under the real transformers.Trainer and TRL's
+GRPOTrainer (the pinned TRL stack, clients/python/locks/trl.txt), training a
+tiny randomly initialised causal LM (tiny.py) with a protocol peer
+(launch_peer.ProtocolPeer) on the other end of the channel: a checkpoint
+command makes the Trainer write checkpoint-N and the event names it; pause
+holds the optimizer steps while heartbeats go on; evaluate runs the Trainer's
+evaluation; stop ends training with a checkpoint; a stage changes the weighted
+reward GRPOTrainer computes, from the step after the one it was applied at.
+
+Run by `go test ./clients/python` (TestTRLStack) with the stack's interpreter;
+these tests need transformers and TRL, which Debian's interpreter lacks, so
+they live outside the directory its tests are discovered in."""
+
+import os
+import shutil
+import tempfile
+import threading
+import unittest
+
+import datasets
+import transformers
+import trl
+
+import pixelis
+import tiny
+from launch_peer import ProtocolPeer, WAIT_S
+from pixelis.trl import PixelisCallback
+
+transformers.logging.set_verbosity_error()
+
+
+def common_args():
+    return dict(report_to="none", use_cpu=True, logging_steps=1, save_strategy="no", disable_tqdm=True,
+                learning_rate=1e-3, seed=0)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.out = tempfile.mkdtemp(prefix="pxl-real-")
+        self.addCleanup(shutil.rmtree, self.out, True)
+        self.tok = tiny.tokenizer()
+
+    def peer(self, weights=None):
+        p = ProtocolPeer(stage={"index": 0, "name": "warmup", "weights": weights or {}}, heartbeat_every_s=0.2)
+        self.addCleanup(p.close)
+        return p
+
+    def start(self, trainer):
+        th = threading.Thread(target=trainer.train, daemon=True)
+        th.start()
+        self.addCleanup(th.join, WAIT_S)
+        return th
+
+    def stop(self, p, th, checkpoint=False):
+        self.assertTrue(p.wait_ack(p.command("stop", {"checkpoint": checkpoint}))["ok"])
+        th.join(WAIT_S)
+        self.assertFalse(th.is_alive(), "the Trainer did not stop")
+
+
+class Installed(unittest.TestCase):
+    def test_pixelis_is_the_installed_package_not_the_source_tree(self):
+        src = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "pixelis")
+        self.assertNotEqual(os.path.dirname(os.path.abspath(pixelis.__file__)), src)
+
+
+class SFT(Base):
+    """transformers.Trainer on next-token prediction."""
+
+    def trainer(self, max_steps=10 ** 6):
+        def encode(batch):
+            return self.tok(batch["text"], truncation=True, max_length=16)
+
+        data = datasets.Dataset.from_dict({"text": tiny.sentences(64)}).map(encode, batched=True, remove_columns=["text"])
+        held = datasets.Dataset.from_dict({"text": tiny.sentences(8, seed=1)}).map(encode, batched=True, remove_columns=["text"])
+        args = transformers.TrainingArguments(self.out, max_steps=max_steps, per_device_train_batch_size=4,
+                                              per_device_eval_batch_size=4, **common_args())
+        return transformers.Trainer(model=tiny.model(self.tok), args=args, train_dataset=data, eval_dataset=held,
+                                    data_collator=transformers.DataCollatorForLanguageModeling(self.tok, mlm=False))
+
+    def test_a_run_to_its_end_logs_every_step_and_says_done(self):
+        p = self.peer()
+        tr = self.trainer(max_steps=3)
+        tr.add_callback(PixelisCallback(tr, channel=p.path))
+        tr.train()
+        p.wait_type("done")
+        self.assertEqual(p.of("phase"), [{"type": "phase", "name": "sft", "step": 0}])
+        steps = [m["step"] for m in p.of("metrics") if "loss" in m["metrics"]]
+        self.assertEqual(steps, [1, 2, 3])
+
+    def test_checkpoint_evaluate_and_stop_are_carried_out_by_the_trainer(self):
+        p = self.peer()
+        tr = self.trainer()
+        tr.add_callback(PixelisCallback(tr, channel=p.path))
+        th = self.start(tr)
+        p.wait_type("metrics")
+        self.assertTrue(p.wait_ack(p.command("checkpoint"))["ok"])
+        ev = p.of("checkpoint")[0]
+        self.assertEqual(os.path.basename(ev["path"]), "checkpoint-%d" % ev["step"])
+        self.assertTrue(os.path.isfile(os.path.join(ev["path"], "trainer_state.json")), os.listdir(ev["path"]))
+        self.assertTrue(p.wait_ack(p.command("evaluate"))["ok"])
+        p.wait_for(lambda ms: any(m.get("type") == "metrics" and "eval_loss" in m["metrics"] for m in ms), "eval_loss")
+        self.stop(p, th, checkpoint=True)
+        last = p.of("checkpoint")[-1]
+        self.assertEqual(last["step"], tr.state.global_step)
+        self.assertTrue(os.path.isdir(last["path"]))
+        p.wait_disconnected()
+        self.assertEqual(p.of("done"), [])  # stopped early
+
+    def test_pause_holds_the_optimizer_steps_while_heartbeats_go_on(self):
+        p = self.peer()
+        tr = self.trainer()
+        cb = PixelisCallback(tr, channel=p.path)
+        tr.add_callback(cb)
+        th = self.start(tr)
+        p.wait_type("metrics")
+        p.wait_ack(p.command("pause"))
+        p.wait_for(lambda ms: cb.run.paused, "paused")
+        at = tr.state.global_step
+        beats = len(p.of("heartbeat"))
+        p.wait_type("heartbeat", beats + 3)
+        self.assertEqual(tr.state.global_step, at)
+        p.wait_ack(p.command("resume"))
+        p.wait_for(lambda ms: any(m.get("type") == "metrics" and m["step"] > at + 2 for m in ms), "steps after resume")
+        self.stop(p, th)
+
+
+def one(prompts, completions, **kwargs):
+    return [1.0] * len(completions)
+
+
+def half(prompts, completions, **kwargs):
+    return [0.5] * len(completions)
+
+
+class GRPO(Base):
+    """TRL's GRPOTrainer, two constant reward functions: the weighted reward it
+    logs is the weights' dot product with (1, 0.5), whatever the completions."""
+
+    def trainer(self, max_steps=10 ** 6):
+        args = trl.GRPOConfig(self.out, max_steps=max_steps, per_device_train_batch_size=4, num_generations=4,
+                              max_completion_length=4, **common_args())
+        prompts = datasets.Dataset.from_dict({"prompt": tiny.sentences(32)})
+        return trl.GRPOTrainer(model=tiny.model(self.tok), processing_class=self.tok, reward_funcs=[one, half],
+                               args=args, train_dataset=prompts)
+
+    def test_a_stage_changes_the_weighted_reward_from_the_next_step(self):
+        p = self.peer(weights={"one": 1.0})
+        tr = self.trainer()
+        tr.add_callback(PixelisCallback(tr, channel=p.path))
+        th = self.start(tr)
+        p.wait_type("metrics")
+        hello = p.of("hello")[0]
+        self.assertEqual(hello["components"], ["one", "half"])
+        cid = p.command("stage", {"index": 1, "name": "more", "weights": {"one": 3.0}})
+        self.assertTrue(p.wait_ack(cid)["ok"])
+        with p._cv:
+            at = next(i for i, (_, m) in enumerate(p.messages) if m.get("type") == "ack" and m.get("id") == cid)
+        # The step whose boundary applied the stage logs after the ack, scored before it.
+        p.wait_for(lambda ms: len([m for m in ms[at:] if m.get("type") == "metrics"]) >= 3, "three steps after the stage")
+        self.stop(p, th)
+        with p._cv:  # the steps' metrics (not the summary train() logs at its end)
+            before = [m for _, m in p.messages[:at] if m.get("type") == "metrics" and "reward" in m["metrics"]]
+            after = [m for _, m in p.messages[at:] if m.get("type") == "metrics" and "reward" in m["metrics"]]
+        applied = after[0]["step"]
+        self.assertEqual({m["metrics"]["reward"] for m in before + after[:1]}, {1.5}, "before the stage")
+        self.assertEqual({m["metrics"]["reward"] for m in after[1:]}, {3.5}, "after the stage (applied at step %d)" % applied)
+        self.assertEqual(after[1]["step"], applied + 1)
+        self.assertEqual(after[1]["metrics"]["reward/one/raw"], 1.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
