@@ -13,19 +13,12 @@ import (
 
 // TestTRLStack runs tests/stack_trl (pixelis.trl.PixelisCallback under the real
 // transformers.Trainer and TRL's GRPOTrainer) with the pinned TRL stack's
-// interpreter (clients/python/locks/trl.txt, built on first use). The package
-// is installed, as a user installs it, into a directory of this test's own put
-// first on PYTHONPATH: the stack's environment, shared by every checkout on the
-// machine, holds only what its lock file names.
+// interpreter (clients/python/locks/trl.txt, built on first use), the package
+// installed as TestPythonPackage installs it.
 func TestTRLStack(t *testing.T) {
 	readSources(t)
 	py := pyenv.Python(t, "trl")
-	site := filepath.Join(t.TempDir(), "site")
-	pip := exec.Command(py, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--no-deps", "--no-index",
-		"--target", site, ".")
-	if out, err := pip.CombinedOutput(); err != nil {
-		t.Fatalf("pip install --target %s ./clients/python: %v\n%s", site, err, out)
-	}
+	site := install(t, py, t.TempDir())
 	limit := 20 * time.Minute
 	if d, ok := t.Deadline(); ok {
 		limit = time.Until(d) - 30*time.Second
