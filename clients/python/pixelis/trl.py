@@ -36,7 +36,9 @@ config. Then:
 
 A SIGTERM handler the Trainer installed (transformers'
 enable_jit_checkpoint) stays in place: the SDK takes SIGTERM as a stop only
-where it has its default action.
+where it has its default action. The checkpoint that handler saves (it calls
+no on_save) is reported when training ends, and the run ends stopped, not
+done, so that `pixelis resume` continues from it.
 
 A Trainer without reward functions (transformers.Trainer, SFT) takes a
 stage with no weights, as pixelis's welcome carries when it runs no
@@ -49,7 +51,9 @@ weighted reward), and against a stand-in of the callback interface
 (clients/python/tests/trainer_standin.py) for the rest.
 """
 
+import json
 import os
+import time
 
 from . import sdk
 
@@ -92,6 +96,17 @@ def _number_or_none(v):
         return False
 
 
+def _checkpoint_dir(args, state):
+    """Where the Trainer saves the checkpoint of this step (transformers' PREFIX_CHECKPOINT_DIR)."""
+    return os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)
+
+
+def _complete(path):
+    """A checkpoint directory transformers finished writing (its JIT save leaves a marker until then)."""
+    return os.path.isfile(os.path.join(path, "trainer_state.json")) and not os.path.exists(
+        os.path.join(path, "checkpoint-is-incomplete.txt"))
+
+
 class PixelisCallback(_TrainerCallback):
     """The channel to pixelis as a TrainerCallback (see the module's text)."""
 
@@ -113,6 +128,8 @@ class PixelisCallback(_TrainerCallback):
         self._saves = []     # commands answered by the next on_save
         self._evals = []     # commands answered by the next on_evaluate
         self._stopped = False
+        self._reported = None  # the last checkpoint on_save reported
+        self._began = time.time()  # when training began (on_train_begin)
         self.run.on("stage", self._take_stage)
         if self.run.active or default_weights:
             ok = self._apply(self.run.stage.weights)
@@ -148,6 +165,7 @@ class PixelisCallback(_TrainerCallback):
     # --- the Trainer's events ---------------------------------------------------------------
 
     def on_train_begin(self, args, state, control, **kwargs):
+        self._began = time.time()
         self.run.phase(self.phase_name, state.global_step)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
@@ -180,8 +198,9 @@ class PixelisCallback(_TrainerCallback):
         return control
 
     def on_save(self, args, state, control, **kwargs):
-        path = os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)  # transformers' PREFIX_CHECKPOINT_DIR
+        path = _checkpoint_dir(args, state)
         self.run.checkpoint_saved(path, state.global_step)
+        self._reported = path
         for c in self._saves:
             c.ack()
         self._saves = []
@@ -191,7 +210,28 @@ class PixelisCallback(_TrainerCallback):
             c.ack()
         self._evals = []
 
+    def _jit_checkpoint(self, args):
+        """(path, step) of the checkpoint transformers' SIGTERM handler
+        (enable_jit_checkpoint) saved in this training, or None. It calls no
+        on_save, and saves the step before the one running when it fires: the
+        newest checkpoint, written since training began, that on_save did not report."""
+        if not getattr(args, "enable_jit_checkpoint", False) or not os.path.isdir(args.output_dir):
+            return None
+        from transformers.trainer_utils import get_last_checkpoint
+        path = get_last_checkpoint(args.output_dir)
+        if path is None or path == self._reported or not _complete(path):
+            return None
+        state_file = os.path.join(path, "trainer_state.json")
+        if os.path.getmtime(state_file) < self._began:
+            return None
+        with open(state_file) as f:
+            return path, int(json.load(f)["global_step"])
+
     def on_train_end(self, args, state, control, **kwargs):
+        jit = self._jit_checkpoint(args)
+        if jit is not None:  # transformers' SIGTERM handler saved it and stopped training
+            self.run.checkpoint_saved(*jit)
+            self._stopped = True
         for c in self._saves + self._evals:
             c.ack(False, "training ended before it was carried out")
         self._saves, self._evals = [], []

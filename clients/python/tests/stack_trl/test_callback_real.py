@@ -13,13 +13,14 @@ they live outside the directory its tests are discovered in."""
 
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import unittest
 
-import datasets
 import transformers
-import trl
 
 import pixelis
 import tiny
@@ -29,19 +30,14 @@ from pixelis.trl import PixelisCallback
 transformers.logging.set_verbosity_error()
 
 
-def common_args():
-    return dict(report_to="none", use_cpu=True, logging_steps=1, save_strategy="no", disable_tqdm=True,
-                learning_rate=1e-3, seed=0)
-
-
 class Base(unittest.TestCase):
     def setUp(self):
         self.out = tempfile.mkdtemp(prefix="pxl-real-")
         self.addCleanup(shutil.rmtree, self.out, True)
-        self.tok = tiny.tokenizer()
 
-    def peer(self, weights=None):
-        p = ProtocolPeer(stage={"index": 0, "name": "warmup", "weights": weights or {}}, heartbeat_every_s=0.2)
+    def peer(self, weights=None, resume=None):
+        p = ProtocolPeer(stage={"index": 0, "name": "warmup", "weights": weights or {}}, heartbeat_every_s=0.2,
+                         resume=resume)
         self.addCleanup(p.close)
         return p
 
@@ -66,16 +62,8 @@ class Installed(unittest.TestCase):
 class SFT(Base):
     """transformers.Trainer on next-token prediction."""
 
-    def trainer(self, max_steps=10 ** 6):
-        def encode(batch):
-            return self.tok(batch["text"], truncation=True, max_length=16)
-
-        data = datasets.Dataset.from_dict({"text": tiny.sentences(64)}).map(encode, batched=True, remove_columns=["text"])
-        held = datasets.Dataset.from_dict({"text": tiny.sentences(8, seed=1)}).map(encode, batched=True, remove_columns=["text"])
-        args = transformers.TrainingArguments(self.out, max_steps=max_steps, per_device_train_batch_size=4,
-                                              per_device_eval_batch_size=4, **common_args())
-        return transformers.Trainer(model=tiny.model(self.tok), args=args, train_dataset=data, eval_dataset=held,
-                                    data_collator=transformers.DataCollatorForLanguageModeling(self.tok, mlm=False))
+    def trainer(self, max_steps=10 ** 6, **args):
+        return tiny.sft_trainer(self.out, max_steps, **args)
 
     def test_a_run_to_its_end_logs_every_step_and_says_done(self):
         p = self.peer()
@@ -124,6 +112,52 @@ class SFT(Base):
         self.stop(p, th)
 
 
+    def test_resume_from_checkpoint_goes_on_from_its_step(self):
+        p = self.peer()
+        tr = self.trainer()
+        tr.add_callback(PixelisCallback(tr, channel=p.path))
+        th = self.start(tr)
+        p.wait_type("metrics", 2)
+        self.assertTrue(p.wait_ack(p.command("checkpoint"))["ok"])
+        ck = p.of("checkpoint")[0]
+        self.stop(p, th)
+        # `pixelis resume` restarts the trainer; its welcome names the checkpoint.
+        p2 = self.peer(resume={"step": ck["step"], "checkpoint": ck["path"]})
+        tr2 = self.trainer(max_steps=ck["step"] + 3)
+        cb = PixelisCallback(tr2, channel=p2.path)
+        tr2.add_callback(cb)
+        self.assertEqual(cb.run.resume, {"step": ck["step"], "checkpoint": ck["path"]})
+        tr2.train(resume_from_checkpoint=cb.run.resume["checkpoint"])
+        p2.wait_type("done")
+        self.assertEqual(p2.of("phase")[0]["step"], ck["step"])
+        steps = [m["step"] for m in p2.of("metrics") if "loss" in m["metrics"]]
+        self.assertEqual(steps, [ck["step"] + 1, ck["step"] + 2, ck["step"] + 3])
+
+    def test_sigterm_with_transformers_own_handler_saves_and_stops(self):
+        """transformers' handler (enable_jit_checkpoint) stays; the checkpoint
+        it saves reaches pixelis, and the run is stopped, not done."""
+        p = self.peer()
+        here = os.path.dirname(os.path.abspath(__file__))
+        log = open(os.path.join(self.out, "trainer.log"), "w+")
+        self.addCleanup(log.close)
+        proc = subprocess.Popen([sys.executable, os.path.join(here, "sigterm_trainer.py"), os.path.join(self.out, "run")],
+                                env=p.env(), stdout=log, stderr=subprocess.STDOUT)
+        self.addCleanup(proc.kill)
+        p.wait_for(lambda ms: any(m.get("type") == "metrics" for m in ms) or proc.poll() is not None, "metrics")
+        self.assertIsNone(proc.poll(), "the trainer exited before training")
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(WAIT_S)
+        log.seek(0)
+        self.assertEqual(code, 0, log.read()[-3000:])
+        p.wait_disconnected()
+        cks = p.of("checkpoint")
+        self.assertEqual(len(cks), 1, p.messages[-5:])
+        self.assertEqual(os.path.basename(cks[0]["path"]), "checkpoint-%d" % cks[0]["step"])
+        self.assertTrue(os.path.isfile(os.path.join(cks[0]["path"], "trainer_state.json")))
+        self.assertFalse(os.path.exists(os.path.join(cks[0]["path"], "checkpoint-is-incomplete.txt")))
+        self.assertEqual(p.of("done"), [])
+
+
 def one(prompts, completions, **kwargs):
     return [1.0] * len(completions)
 
@@ -137,11 +171,30 @@ class GRPO(Base):
     logs is the weights' dot product with (1, 0.5), whatever the completions."""
 
     def trainer(self, max_steps=10 ** 6):
-        args = trl.GRPOConfig(self.out, max_steps=max_steps, per_device_train_batch_size=4, num_generations=4,
-                              max_completion_length=4, **common_args())
-        prompts = datasets.Dataset.from_dict({"prompt": tiny.sentences(32)})
-        return trl.GRPOTrainer(model=tiny.model(self.tok), processing_class=self.tok, reward_funcs=[one, half],
-                               args=args, train_dataset=prompts)
+        return tiny.grpo_trainer(self.out, [one, half], max_steps)
+
+    def test_checkpoint_pause_evaluate_and_stop(self):
+        p = self.peer()
+        tr = self.trainer()
+        cb = PixelisCallback(tr, channel=p.path)
+        tr.add_callback(cb)
+        th = self.start(tr)
+        p.wait_type("metrics")
+        self.assertTrue(p.wait_ack(p.command("checkpoint"))["ok"])
+        ck = p.of("checkpoint")[0]
+        self.assertEqual(os.path.basename(ck["path"]), "checkpoint-%d" % ck["step"])
+        self.assertTrue(os.path.isfile(os.path.join(ck["path"], "trainer_state.json")))
+        p.wait_ack(p.command("pause"))
+        p.wait_for(lambda ms: cb.run.paused, "paused")
+        at = tr.state.global_step
+        p.wait_type("heartbeat", len(p.of("heartbeat")) + 3)
+        self.assertEqual(tr.state.global_step, at)
+        p.wait_ack(p.command("resume"))
+        self.assertTrue(p.wait_ack(p.command("evaluate"))["ok"])
+        p.wait_for(lambda ms: any(m.get("type") == "metrics" and "eval_reward" in m["metrics"] for m in ms), "eval_reward")
+        self.stop(p, th, checkpoint=True)
+        self.assertEqual(p.of("checkpoint")[-1]["step"], tr.state.global_step)
+        self.assertTrue(os.path.isdir(p.of("checkpoint")[-1]["path"]))
 
     def test_a_stage_changes_the_weighted_reward_from_the_next_step(self):
         p = self.peer(weights={"one": 1.0})

@@ -2,7 +2,10 @@
 and a word list: no model hub is needed. Randomly initialised (a fixed seed),
 small enough that a training step takes milliseconds on a CPU."""
 
+import datasets
 import torch
+import transformers
+import trl
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
@@ -35,3 +38,34 @@ def sentences(n, seed=0):
         idx = torch.randint(len(WORDS), (8,), generator=g).tolist()
         out.append(" ".join(WORDS[i] for i in idx))
     return out
+
+
+def common_args():
+    """TrainingArguments every test's trainer takes: CPU, no hub, a log line every step."""
+    return dict(report_to="none", use_cpu=True, logging_steps=1, save_strategy="no", disable_tqdm=True,
+                learning_rate=1e-3, seed=0)
+
+
+def sft_trainer(out, max_steps=10 ** 6, **args):
+    """transformers.Trainer on next-token prediction over sentences(64), evaluated on sentences(8, seed=1)."""
+    tok = tokenizer()
+
+    def encode(batch):
+        return tok(batch["text"], truncation=True, max_length=16)
+
+    data = datasets.Dataset.from_dict({"text": sentences(64)}).map(encode, batched=True, remove_columns=["text"])
+    held = datasets.Dataset.from_dict({"text": sentences(8, seed=1)}).map(encode, batched=True, remove_columns=["text"])
+    targs = transformers.TrainingArguments(out, max_steps=max_steps, per_device_train_batch_size=4,
+                                           per_device_eval_batch_size=4, **dict(common_args(), **args))
+    return transformers.Trainer(model=model(tok), args=targs, train_dataset=data, eval_dataset=held,
+                                data_collator=transformers.DataCollatorForLanguageModeling(tok, mlm=False))
+
+
+def grpo_trainer(out, reward_funcs, max_steps=10 ** 6, **args):
+    """TRL's GRPOTrainer: groups of 4 completions of 4 tokens for sentences(32) as prompts."""
+    tok = tokenizer()
+    cfg = trl.GRPOConfig(out, max_steps=max_steps, per_device_train_batch_size=4, num_generations=4,
+                         max_completion_length=4, **dict(common_args(), **args))
+    prompts = datasets.Dataset.from_dict({"prompt": sentences(32)})
+    return trl.GRPOTrainer(model=model(tok), processing_class=tok, reward_funcs=reward_funcs, args=cfg,
+                           train_dataset=prompts, eval_dataset=datasets.Dataset.from_dict({"prompt": sentences(8, seed=1)}))
