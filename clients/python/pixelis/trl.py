@@ -46,8 +46,9 @@ curriculum, and refuses one that names a weight.
 
 Tested under the real transformers.Trainer and TRL's GRPOTrainer at the
 versions of the pinned TRL stack (clients/python/locks/trl.txt;
-clients/python/tests/stack_trl: checkpoint, pause, evaluate, stop, a stage's
-weighted reward), and against a stand-in of the callback interface
+clients/python/tests/stack_trl: checkpoint, pause, evaluate, stop, resume,
+SIGTERM under transformers' handler, a stage's weighted reward, two processes
+under accelerate launch), and against a stand-in of the callback interface
 (clients/python/tests/trainer_standin.py) for the rest.
 """
 

@@ -4,20 +4,26 @@ tiny randomly initialised causal LM (tiny.py) with a protocol peer
 (launch_peer.ProtocolPeer) on the other end of the channel: a checkpoint
 command makes the Trainer write checkpoint-N and the event names it; pause
 holds the optimizer steps while heartbeats go on; evaluate runs the Trainer's
-evaluation; stop ends training with a checkpoint; a stage changes the weighted
-reward GRPOTrainer computes, from the step after the one it was applied at.
+evaluation; stop ends training with a checkpoint; resume_from_checkpoint goes
+on from the checkpoint's step; SIGTERM under transformers' own handler saves,
+reports and stops; a stage changes the weighted reward GRPOTrainer computes,
+from the step after the one it was applied at; under `accelerate launch` (two
+processes, gloo) pause, a stage and stop reach both ranks at the same step.
 
 Run by `go test ./clients/python` (TestTRLStack) with the stack's interpreter;
 these tests need transformers and TRL, which Debian's interpreter lacks, so
 they live outside the directory its tests are discovered in."""
 
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import transformers
@@ -219,6 +225,56 @@ class GRPO(Base):
         self.assertEqual({m["metrics"]["reward"] for m in after[1:]}, {3.5}, "after the stage (applied at step %d)" % applied)
         self.assertEqual(after[1]["step"], applied + 1)
         self.assertEqual(after[1]["metrics"]["reward/one/raw"], 1.0)
+
+
+class Accelerate(Base):
+    """GRPOTrainer as two processes under `accelerate launch` (CPU, gloo):
+    pause, a stage and stop reach both ranks at the same step."""
+
+    def test_pause_stage_and_stop_reach_both_ranks_at_the_same_step(self):
+        p = self.peer(weights={"one": 1.0})
+        here = os.path.dirname(os.path.abspath(__file__))
+        with socket.socket() as sk:  # a free port for the rendezvous
+            sk.bind(("127.0.0.1", 0))
+            port = sk.getsockname()[1]
+        log = open(os.path.join(self.out, "accelerate.log"), "w+")
+        self.addCleanup(log.close)
+        # --multi_gpu: accelerate launch starts several processes only through torchrun (or mpirun);
+        # the Trainer (use_cpu) then runs them on the CPU over gloo.
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(port),
+               os.path.join(here, "accelerate_worker.py"), self.out]
+        proc = subprocess.Popen(cmd, env=dict(p.env(), OMP_NUM_THREADS="1"), stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        self.addCleanup(lambda: proc.poll() is None and os.killpg(proc.pid, signal.SIGKILL))
+
+        def failed():
+            log.seek(0)
+            return "accelerate exited %s:\n%s" % (proc.poll(), log.read()[-4000:])
+
+        p.wait_for(lambda ms: any(m.get("type") == "metrics" for m in ms) or proc.poll() is not None, "metrics", 300)
+        self.assertIsNone(proc.poll(), failed())
+        self.assertEqual(len(p.of("hello")), 1)  # one channel, rank 0's
+        p.wait_ack(p.command("pause"))
+        paused_at = time.monotonic()
+        p.wait_type("heartbeat", len(p.of("heartbeat")) + 3)
+        resumed_at = time.monotonic()
+        p.wait_ack(p.command("resume"))
+        self.assertTrue(p.wait_ack(p.command("stage", {"index": 1, "name": "more", "weights": {"one": 3.0}}))["ok"])
+        p.wait_for(lambda ms: len([m for m in ms if m.get("type") == "metrics"]) >= 8, "steps after the stage")
+        self.assertTrue(p.wait_ack(p.command("stop", {"checkpoint": False}))["ok"])
+        self.assertEqual(proc.wait(WAIT_S), 0, failed())
+        ranks = []
+        for r in (0, 1):
+            with open(os.path.join(self.out, "rank%d.json" % r)) as f:
+                ranks.append(json.load(f))
+        self.assertEqual([(rk["world_size"], rk["distributed"]) for rk in ranks], [(2, 2), (2, 2)])
+        self.assertEqual(ranks[0]["changes"], ranks[1]["changes"])  # the same weights from the same step
+        self.assertEqual([w for _, w in ranks[0]["changes"]], [[1.0, 1.0], [3.0, 1.0]])
+        self.assertEqual(ranks[0]["last_step"], ranks[1]["last_step"])
+        for rk in ranks:  # paused: at most the step that was ending when the pause came
+            held = [step for step, t in rk["ends"] if paused_at < t < resumed_at]
+            self.assertLessEqual(len(held), 1, "steps ended while paused: %s" % held)
 
 
 if __name__ == "__main__":
