@@ -12,12 +12,17 @@ import (
 )
 
 // TestTRLStack runs tests/stack_trl (pixelis.trl.PixelisCallback under the real
-// transformers.Trainer and TRL's GRPOTrainer) with the pinned TRL stack's
-// interpreter (clients/python/locks/trl.txt, built on first use), the package
-// installed as TestPythonPackage installs it.
-func TestTRLStack(t *testing.T) {
+// transformers.Trainer and TRL's GRPOTrainer, and under accelerate launch).
+func TestTRLStack(t *testing.T) { stackTests(t, "trl") }
+
+// stackTests runs tests/stack_<stack>, the tests that need a pinned stack's
+// libraries (clients/python/locks/<stack>.txt), with that stack's interpreter,
+// the package installed as TestPythonPackage installs it and tests/ on
+// PYTHONPATH for the helpers there (launch_peer.py, serve_fixture.py).
+// Debian's interpreter never discovers them: tests/stack_<stack> is not a package.
+func stackTests(t *testing.T, stack string) {
 	readSources(t)
-	py := pyenv.Python(t, "trl")
+	py := pyenv.Python(t, stack)
 	site := install(t, py, t.TempDir())
 	limit := 20 * time.Minute
 	if d, ok := t.Deadline(); ok {
@@ -25,8 +30,9 @@ func TestTRLStack(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
+	dir := filepath.Join("tests", "stack_"+stack)
 	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py")
-	cmd.Dir = filepath.Join("tests", "stack_trl")
+	cmd.Dir = dir
 	tests, err := filepath.Abs("tests")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +41,7 @@ func TestTRLStack(t *testing.T) {
 		"HF_HUB_OFFLINE=1", "HF_DATASETS_OFFLINE=1", "TOKENIZERS_PARALLELISM=false")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("python -m unittest (clients/python/tests/stack_trl): %v\n%s", err, out)
+		t.Fatalf("python -m unittest (clients/python/%s): %v\n%s", dir, err, out)
 	}
 	t.Logf("%s", out)
 	if inCI && skippedLine.Match(out) {
