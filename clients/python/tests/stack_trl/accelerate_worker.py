@@ -18,14 +18,6 @@ import tiny
 from pixelis.trl import PixelisCallback
 
 
-def one(prompts, completions, **kwargs):
-    return [1.0] * len(completions)
-
-
-def half(prompts, completions, **kwargs):
-    return [0.5] * len(completions)
-
-
 class Record(transformers.TrainerCallback):
     def __init__(self, trainer):
         self.trainer, self.changes, self.ends, self.distributed = trainer, [], [], None
@@ -41,7 +33,7 @@ class Record(transformers.TrainerCallback):
 
 
 def main(out):
-    tr = tiny.grpo_trainer(os.path.join(out, "run"), [one, half])
+    tr = tiny.grpo_trainer(os.path.join(out, "run"))
     rec = Record(tr)
     tr.add_callback(rec)
     tr.add_callback(PixelisCallback(tr))

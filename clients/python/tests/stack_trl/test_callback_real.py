@@ -164,20 +164,12 @@ class SFT(Base):
         self.assertEqual(p.of("done"), [])
 
 
-def one(prompts, completions, **kwargs):
-    return [1.0] * len(completions)
-
-
-def half(prompts, completions, **kwargs):
-    return [0.5] * len(completions)
-
-
 class GRPO(Base):
     """TRL's GRPOTrainer, two constant reward functions: the weighted reward it
     logs is the weights' dot product with (1, 0.5), whatever the completions."""
 
     def trainer(self, max_steps=10 ** 6):
-        return tiny.grpo_trainer(self.out, [one, half], max_steps)
+        return tiny.grpo_trainer(self.out, max_steps=max_steps)
 
     def test_checkpoint_pause_evaluate_and_stop(self):
         p = self.peer()

@@ -40,6 +40,16 @@ def sentences(n, seed=0):
     return out
 
 
+def one(prompts, completions, **kwargs):
+    """A constant reward of 1: with half, the weighted reward GRPOTrainer logs is w_one + 0.5 w_half."""
+    return [1.0] * len(completions)
+
+
+def half(prompts, completions, **kwargs):
+    """A constant reward of 0.5."""
+    return [0.5] * len(completions)
+
+
 def common_args():
     """TrainingArguments every test's trainer takes: CPU, no hub, a log line every step."""
     return dict(report_to="none", use_cpu=True, logging_steps=1, save_strategy="no", disable_tqdm=True,
@@ -61,11 +71,11 @@ def sft_trainer(out, max_steps=10 ** 6, **args):
                                 data_collator=transformers.DataCollatorForLanguageModeling(tok, mlm=False))
 
 
-def grpo_trainer(out, reward_funcs, max_steps=10 ** 6, **args):
+def grpo_trainer(out, reward_funcs=(one, half), max_steps=10 ** 6, **args):
     """TRL's GRPOTrainer: groups of 4 completions of 4 tokens for sentences(32) as prompts."""
     tok = tokenizer()
     cfg = trl.GRPOConfig(out, max_steps=max_steps, per_device_train_batch_size=4, num_generations=4,
                          max_completion_length=4, **dict(common_args(), **args))
     prompts = datasets.Dataset.from_dict({"prompt": sentences(32)})
-    return trl.GRPOTrainer(model=model(tok), processing_class=tok, reward_funcs=reward_funcs, args=cfg,
+    return trl.GRPOTrainer(model=model(tok), processing_class=tok, reward_funcs=list(reward_funcs), args=cfg,
                            train_dataset=prompts, eval_dataset=datasets.Dataset.from_dict({"prompt": sentences(8, seed=1)}))
