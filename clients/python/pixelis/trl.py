@@ -126,11 +126,11 @@ class PixelisCallback(_TrainerCallback):
             self.run.close()
             raise
         self.phase_name = phase or ("rft" if self.names else "sft")
+        self._reported = None      # the last checkpoint on_save reported
+        self._built = time.time()  # a checkpoint written since is of this training
         self._saves = []     # commands answered by the next on_save
         self._evals = []     # commands answered by the next on_evaluate
         self._stopped = False
-        self._reported = None  # the last checkpoint on_save reported
-        self._began = time.time()  # when training began (on_train_begin)
         self.run.on("stage", self._take_stage)
         if self.run.active or default_weights:
             ok = self._apply(self.run.stage.weights)
@@ -166,7 +166,6 @@ class PixelisCallback(_TrainerCallback):
     # --- the Trainer's events ---------------------------------------------------------------
 
     def on_train_begin(self, args, state, control, **kwargs):
-        self._began = time.time()
         self.run.phase(self.phase_name, state.global_step)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
@@ -215,7 +214,7 @@ class PixelisCallback(_TrainerCallback):
         """(path, step) of the checkpoint transformers' SIGTERM handler
         (enable_jit_checkpoint) saved in this training, or None. It calls no
         on_save, and saves the step before the one running when it fires: the
-        newest checkpoint, written since training began, that on_save did not report."""
+        newest checkpoint, written since the callback was built, that on_save did not report."""
         if not getattr(args, "enable_jit_checkpoint", False) or not os.path.isdir(args.output_dir):
             return None
         from transformers.trainer_utils import get_last_checkpoint
@@ -223,7 +222,7 @@ class PixelisCallback(_TrainerCallback):
         if path is None or path == self._reported or not _complete(path):
             return None
         state_file = os.path.join(path, "trainer_state.json")
-        if os.path.getmtime(state_file) < self._began:
+        if os.path.getmtime(state_file) < self._built:
             return None
         with open(state_file) as f:
             return path, int(json.load(f)["global_step"])
