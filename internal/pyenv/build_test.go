@@ -75,7 +75,7 @@ func (s *script) run(args ...string) (stdout, stderr string, code int) {
 // failed skips outside CI when the index is unreachable, else fails.
 func (s *script) failed(what, stderr string, code int) {
 	s.t.Helper()
-	if code == exitOffline || code == exitUsage {
+	if code == exitOffline || code == exitNoPython {
 		unavailable(s.t, "build.py %s: exit %d\n%s", what, code, stderr)
 	}
 	s.t.Fatalf("build.py %s: exit %d\n%s", what, code, stderr)

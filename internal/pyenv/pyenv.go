@@ -23,8 +23,9 @@ import (
 
 // The build script's exit statuses (clients/python/envs/build.py).
 const (
-	exitUsage   = 2 // no suitable interpreter, an unknown stack
-	exitOffline = 3 // the package index could not be reached
+	exitUsage    = 2 // an unknown stack, a --python of another version
+	exitOffline  = 3 // the package index could not be reached
+	exitNoPython = 4 // no Python of the locks' version to build from
 )
 
 // Script is the build script's path from the repository's root.
@@ -78,7 +79,7 @@ func build(stack string) (python string, skip bool, err error) {
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		code := exit.ExitCode()
-		return "", code == exitOffline || code == exitUsage, fmt.Errorf("%s %s: %v\n%s", Script, stack, err, tail(stderr.String(), 20))
+		return "", code == exitOffline || code == exitNoPython, fmt.Errorf("%s %s: %v\n%s", Script, stack, err, tail(stderr.String(), 20))
 	}
 	if err != nil {
 		return "", true, fmt.Errorf("%s %s: %w", Script, stack, err)

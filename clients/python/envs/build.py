@@ -23,8 +23,9 @@ files from it, so stacks sharing a wheel share its disk.
     python3 clients/python/envs/build.py --all     # every stack
     python3 clients/python/envs/build.py --compile trl   # re-resolve locks/trl.in
 
-Exit status: 0 built or found; 2 bad usage (an unknown stack, no suitable
-interpreter); 3 the package index could not be reached; 1 any other failure.
+Exit status: 0 built or found; 2 bad usage (an unknown stack, a --python of
+another version); 3 the package index could not be reached; 4 no Python of
+the locks' version to build from; 1 any other failure.
 Only the standard library: it runs before any environment exists.
 """
 
@@ -52,6 +53,7 @@ LOCKS = HERE.parent / "locks"  # --locks names another (the script's own tests)
 
 EXIT_USAGE = 2
 EXIT_OFFLINE = 3
+EXIT_NO_PYTHON = 4
 
 # What uv and pip print when the index cannot be reached (no route, no DNS,
 # refused, timed out); any other failure is the build's own.
@@ -101,7 +103,7 @@ def interpreter(explicit):
                                                                       out.stdout.split("\n")[0] or out.stderr.strip()),
                              EXIT_USAGE)
     raise BuildError("no Python %s found (tried %s); install it (apt-get install python3 python3-venv on Debian 12) "
-                     "or name one with --python or PIXELIS_PYTHON" % (PYTHON_VERSION, ", ".join(candidates)), EXIT_USAGE)
+                     "or name one with --python or PIXELIS_PYTHON" % (PYTHON_VERSION, ", ".join(candidates)), EXIT_NO_PYTHON)
 
 
 def key(*parts):
