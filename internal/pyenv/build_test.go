@@ -197,8 +197,9 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// An unknown stack is bad usage: exit 2, naming the stacks there are.
-func TestBuildUnknownStack(t *testing.T) {
+// Bad usage exits 2 naming what is wrong: an unknown stack (with the stacks
+// there are), an interpreter that does not exist.
+func TestBuildBadUsage(t *testing.T) {
 	s := &script{t: t, locks: t.TempDir(), cache: t.TempDir()}
 	var err error
 	if s.root, err = Root(); err != nil {
@@ -211,6 +212,12 @@ func TestBuildUnknownStack(t *testing.T) {
 	_, stderr, code := s.run("nosuch")
 	if code != exitUsage || !strings.Contains(stderr, "stack 'nosuch'") || !strings.Contains(stderr, "stacks: a") {
 		t.Fatalf("exit %d, stderr %q; want 2 naming the stack and the stacks there are", code, stderr)
+	}
+	s.write("a.txt", "six==1.17.0 --hash=sha256:4721f391ed90541fddacab5acf947aa0d3dc7d27b2e1e8eda2be8970586c3274\n")
+	missing := filepath.Join(t.TempDir(), "python3.11")
+	_, stderr, code = s.run("--python", missing, "a")
+	if code != exitUsage || !strings.Contains(stderr, "--python "+missing+": no such interpreter") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming --python", code, stderr)
 	}
 }
 

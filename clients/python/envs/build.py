@@ -89,18 +89,21 @@ def interpreter(explicit):
     """The Python the environments are made from: --python or $PIXELIS_PYTHON,
     else Debian's python3.11 (what CI installs with apt), else python3.11 on PATH."""
     wanted = explicit or os.environ.get("PIXELIS_PYTHON")
+    field = "--python" if explicit else "PIXELIS_PYTHON"
     candidates = [wanted] if wanted else ["/usr/bin/python" + PYTHON_VERSION, "python" + PYTHON_VERSION]
     for c in candidates:
         path = shutil.which(c)
         if not path:
+            if wanted:
+                raise BuildError("%s %s: no such interpreter" % (field, wanted), EXIT_USAGE)
             continue
         out = subprocess.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2]); print(sys.version)"],
                              capture_output=True, text=True)
         if out.returncode == 0 and out.stdout.split("\n")[0] == PYTHON_VERSION:
             return os.path.realpath(path), out.stdout.split("\n")[1].strip()
         if wanted:
-            raise BuildError("--python %s: want Python %s, it is %s" % (wanted, PYTHON_VERSION,
-                                                                      out.stdout.split("\n")[0] or out.stderr.strip()),
+            raise BuildError("%s %s: must be Python %s, it is %s" % (field, wanted, PYTHON_VERSION,
+                                                                   out.stdout.split("\n")[0] or out.stderr.strip()),
                              EXIT_USAGE)
     raise BuildError("no Python %s found (tried %s); install it (apt-get install python3 python3-venv on Debian 12) "
                      "or name one with --python or PIXELIS_PYTHON" % (PYTHON_VERSION, ", ".join(candidates)), EXIT_NO_PYTHON)
