@@ -112,8 +112,8 @@ func trainerState(t *testing.T, ckpt string) int {
 }
 
 // trainingSteps counts, by step, the metrics.jsonl lines of training steps
-// (those with GRPO's loss; the summary train() logs at its end shares the
-// last step's number).
+// (those with a loss; the summary train() logs at its end shares the last
+// step's number).
 func trainingSteps(t *testing.T, dir string) map[int]int {
 	b, _ := os.ReadFile(filepath.Join(dir, telemetry.MetricsFile))
 	seen := map[int]int{}
@@ -130,29 +130,49 @@ func trainingSteps(t *testing.T, dir string) map[int]int {
 }
 
 // TRL's GRPOTrainer with pixelis.trl.PixelisCallback (a tiny model built from
-// a config, clients/python/tests/stack_trl/launch_grpo.py) in the console of
-// `pixelis launch`, driven in tmux as a user would: c → the Trainer writes
-// checkpoint-N and the event names it; p → no step while paused, p → steps
-// again; e → the Trainer's evaluation; q, y → a checkpoint, then a clean
-// stop, exit 0. `pixelis resume` passes the checkpoint to
-// resume_from_checkpoint and the steps go on with no gap or repeat.
+// a config, clients/python/tests/stack_trl/launch_trl.py) in the console of
+// `pixelis launch`, driven in tmux as a user would (steerTRL), with a reward
+// curriculum: its stage change changes the weighted reward GRPOTrainer logs.
 func TestLaunchTRLConsole(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	steerTRL(t, dir, []string{"--config", trlCurriculum(t)}, "grpo", `"eval_reward"`, func() {
+		waitLaunchEvent(t, dir, telemetry.EventStageAdvance, "")
+		waitLaunchEvent(t, dir, telemetry.EventCommand, "the trainer took stage")
+	})
+	checkStageReward(t, dir)
+}
+
+// transformers.Trainer (SFT, no reward functions) with PixelisCallback under
+// `pixelis launch`, driven as TestLaunchTRLConsole drives GRPO.
+func TestLaunchTRLConsoleSFT(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	steerTRL(t, dir, []string{"--no-curriculum"}, "sft", `"eval_loss"`, func() {
+		waitLaunchedStep(t, dir, 2, "the first steps")
+	})
+}
+
+// steerTRL runs launch_trl.py's trainer (kind: grpo or sft) under `pixelis
+// launch FLAGS` in tmux and steers it as a user would: c → the Trainer writes
+// checkpoint-N and the event names it; p → no step while paused, p → steps
+// again; e → the Trainer's evaluation (evalKey in metrics.jsonl); q, y → a
+// checkpoint, then a clean stop, exit 0. `pixelis resume` passes the
+// checkpoint to resume_from_checkpoint and the steps go on with no gap or
+// repeat. started waits for what the run must show before c.
+func steerTRL(t *testing.T, dir string, flags []string, kind, evalKey string, started func()) {
 	py := pyenv.Python(t, "trl")
 	bin := buildBinary(t)
-	dir := filepath.Join(t.TempDir(), "run")
-	script, err := filepath.Abs("../../clients/python/tests/stack_trl/launch_grpo.py")
+	script, err := filepath.Abs("../../clients/python/tests/stack_trl/launch_trl.py")
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := trlEnv(t)
-	args := append(append([]string{"env"}, env...), bin, "launch", "--run-dir", dir, "--config", trlCurriculum(t),
-		"--resume-args", "--resume {checkpoint}", "--", py, "-u", script, filepath.Join(t.TempDir(), "trainer"))
+	args := append(append(append([]string{"env"}, env...), bin, "launch", "--run-dir", dir), flags...)
+	args = append(args, "--resume-args", "--resume {checkpoint}", "--", py, "-u", script, kind, filepath.Join(t.TempDir(), "trainer"))
 	exit := filepath.Join(t.TempDir(), "exit")
 	logChildErrOnFailure(t, dir)
 	s := newTmux(t, fmt.Sprintf("%s; echo $? $(date +%%s.%%N) > %s; sleep 600", killOnCleanup(t, args), exit))
 	s.waitScreen("the console", "● running")
-	waitLaunchEvent(t, dir, telemetry.EventStageAdvance, "")
-	waitLaunchEvent(t, dir, telemetry.EventCommand, "the trainer took stage")
+	started()
 
 	s.keys("c")
 	s.waitScreen("checkpoint acknowledged", "checkpoint saved")
@@ -178,8 +198,8 @@ func TestLaunchTRLConsole(t *testing.T) {
 
 	s.keys("e")
 	waitLaunchEvent(t, dir, telemetry.EventCommand, "evaluation acknowledged by the trainer")
-	if !waitFor(time.Minute, func() bool { return fileContains(filepath.Join(dir, telemetry.MetricsFile), `"eval_reward"`) }) {
-		t.Fatal("no eval_reward in metrics.jsonl after e")
+	if !waitFor(time.Minute, func() bool { return fileContains(filepath.Join(dir, telemetry.MetricsFile), evalKey) }) {
+		t.Fatalf("no %s in metrics.jsonl after e", evalKey)
 	}
 
 	s.keys("q")
@@ -216,6 +236,5 @@ func TestLaunchTRLConsole(t *testing.T) {
 			t.Errorf("step %d: %d training lines in metrics.jsonl after the resume, want 1", st, seen[st])
 		}
 	}
-	checkStageReward(t, dir)
-	t.Logf("c: checkpoint-%d; p: held at step %d; q, y: stopped at step %d; resumed to step %d", ck.Step, held, stop, lastLaunchedStep(t, dir))
+	t.Logf("%s: c: checkpoint-%d; p: held at step %d; q, y: stopped at step %d; resumed to step %d", kind, ck.Step, held, stop, lastLaunchedStep(t, dir))
 }

@@ -1,7 +1,8 @@
-"""TRL's GRPOTrainer on the tiny model with PixelisCallback, as a user's
-script runs under `pixelis launch` (cmd/pixelis's TestLaunchTRLConsole).
+"""TRL's GRPOTrainer (grpo) or transformers' Trainer (sft) on the tiny model
+with PixelisCallback, as a user's script runs under `pixelis launch`
+(cmd/pixelis's TestLaunchTRLConsole and TestLaunchTRLConsoleSFT).
 
-Usage: launch_grpo.py OUTPUT_DIR [--resume CHECKPOINT]
+Usage: launch_trl.py grpo|sft OUTPUT_DIR [--resume CHECKPOINT]
 """
 
 import argparse
@@ -23,10 +24,14 @@ def coherence(prompts, completions, **kwargs):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("kind", choices=("grpo", "sft"))
     ap.add_argument("output_dir")
     ap.add_argument("--resume", help="a checkpoint-N directory to resume from (pixelis resume passes it)")
     args = ap.parse_args()
-    trainer = tiny.grpo_trainer(args.output_dir, (final, coherence))
+    if args.kind == "grpo":
+        trainer = tiny.grpo_trainer(args.output_dir, (final, coherence))
+    else:
+        trainer = tiny.sft_trainer(args.output_dir)
     trainer.add_callback(PixelisCallback(trainer))
     trainer.train(resume_from_checkpoint=args.resume)
 
