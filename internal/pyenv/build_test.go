@@ -236,7 +236,8 @@ func TestBuildIndexUnreachableExitsOffline(t *testing.T) {
 	s.write(tinyStack+".in", "six\n")
 	s.write(tinyStack+".txt", "six==1.17.0 --hash=sha256:4721f391ed90541fddacab5acf947aa0d3dc7d27b2e1e8eda2be8970586c3274\n")
 	cmd := s.command(tinyStack)
-	cmd.Env = append(cmd.Env, "PIP_INDEX_URL=http://127.0.0.1:1/simple", "PIP_FIND_LINKS=",
+	// one retry: pip says why it retries (with none it says only that nothing was found)
+	cmd.Env = append(cmd.Env, "PIP_INDEX_URL=http://127.0.0.1:1/simple", "PIP_FIND_LINKS=", "PIP_RETRIES=1",
 		"UV_DEFAULT_INDEX=http://127.0.0.1:1/simple")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -24,6 +24,7 @@ func TestPythonSkipsOutsideCIAndFailsUnderCI(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	t.Setenv("PIP_INDEX_URL", "http://127.0.0.1:1/simple")
 	t.Setenv("PIP_FIND_LINKS", "")
+	t.Setenv("PIP_RETRIES", "1") // one retry: pip says why it retries, and fast
 	t.Setenv("UV_DEFAULT_INDEX", "http://127.0.0.1:1/simple")
 	for _, ci := range []string{"", "true"} {
 		t.Run("CI="+ci, func(t *testing.T) {
