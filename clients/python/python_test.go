@@ -1,17 +1,18 @@
 // Package pythonclient_test runs the Python package's tests (tests/) from
 // `go test ./...`, so CI covers them: it builds pixelis, plays reference
-// episodes in process, installs the package into a fresh virtual environment
-// (`pip install ./clients/python`, as a user would, with no package index),
-// and runs the tests with that environment's interpreter; they start
+// episodes in process, installs the package (`pip install ./clients/python`,
+// as a user would, with no package index) into a directory of the test's own,
+// and runs the tests with that directory first on PYTHONPATH; they start
 // `pixelis serve`, play the same episodes through it and check that every
 // answer, step result, observation, pixel and reward is the same. The launch
 // SDK's tests speak to a peer implementing pixelis's side of the channel
 // protocol (tests/launch_peer.py), two of them under torchrun.
 //
-// The interpreter is /usr/bin/python3 (Debian's, with torch and numpy in CI),
-// else python3 on PATH. Without one, or without the venv module, the test
-// skips and says so; under CI=true it fails instead, and so does any Python
-// test that skipped.
+// The interpreter is the pinned TRL stack's (clients/python/locks/trl.txt:
+// torch, numpy, Pillow, transformers, TRL; internal/pyenv builds it on first
+// use). Where the stack cannot be built (no package index, no Python 3.11) the
+// tests skip and say so; under CI=true they fail instead, and so does any
+// Python test that skipped.
 package pythonclient_test
 
 import (
@@ -30,6 +31,7 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/pyenv"
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
@@ -46,32 +48,18 @@ func unavailable(t *testing.T, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
-// interpreter finds the Python the tests run with.
-func interpreter(t *testing.T) string {
-	if _, err := os.Stat("/usr/bin/python3"); err == nil {
-		return "/usr/bin/python3"
-	}
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		unavailable(t, "no /usr/bin/python3 and no python3 on PATH: the Python package's tests (clients/python/tests) did not run")
-	}
-	return py
-}
-
-// install makes a virtual environment (seeing the system's packages, so
-// Debian's torch and numpy) and installs the package into it with pip.
+// install installs the package, with the stack's pip and no package index,
+// into a directory of its own, to be put first on PYTHONPATH: the stack's
+// environment, shared by every checkout on the machine, holds only what its
+// lock file names.
 func install(t *testing.T, py, dir string) string {
-	venv := filepath.Join(dir, "venv")
-	if out, err := exec.Command(py, "-m", "venv", "--system-site-packages", venv).CombinedOutput(); err != nil {
-		unavailable(t, "%s -m venv failed (install python3-venv): %v\n%s", py, err, out)
-	}
-	vpy := filepath.Join(venv, "bin", "python")
-	pip := exec.Command(vpy, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", ".")
-	pip.Env = append(os.Environ(), "PIP_NO_INPUT=1")
+	site := filepath.Join(dir, "site")
+	pip := exec.Command(py, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--no-deps", "--no-index",
+		"--target", site, ".")
 	if out, err := pip.CombinedOutput(); err != nil {
-		t.Fatalf("pip install ./clients/python: %v\n%s", err, out)
+		t.Fatalf("pip install --target %s ./clients/python: %v\n%s", site, err, out)
 	}
-	return vpy
+	return site
 }
 
 // skippedLine is unittest's summary when tests skipped.
@@ -85,7 +73,7 @@ func readSources(t *testing.T) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		if ext := filepath.Ext(path); ext == ".py" || ext == ".toml" || ext == ".md" {
+		if ext := filepath.Ext(path); ext == ".py" || ext == ".toml" || ext == ".md" || ext == ".in" || ext == ".txt" { // .in, .txt: the lock files
 			_, err = os.ReadFile(path)
 		}
 		return err
@@ -97,7 +85,7 @@ func readSources(t *testing.T) {
 
 func TestPythonPackage(t *testing.T) {
 	readSources(t)
-	py := interpreter(t)
+	py := pyenv.Python(t, "trl")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "pixelis")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/pixelis/pixelis/cmd/pixelis").CombinedOutput(); err != nil {
@@ -105,7 +93,7 @@ func TestPythonPackage(t *testing.T) {
 	}
 	ref := filepath.Join(dir, "reference.json")
 	writeReference(t, ref)
-	vpy := install(t, py, dir)
+	site := install(t, py, dir)
 	// A bound against a hung interpreter: the test binary's own deadline (go
 	// test -timeout), less the time to report, and not the suite's usual
 	// few minutes, which a busy machine stretches several times.
@@ -116,9 +104,10 @@ func TestPythonPackage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	// From tests/, so that `import pixelis` finds the installed package, not the source tree.
-	cmd := exec.CommandContext(ctx, vpy, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py")
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py")
 	cmd.Dir = "tests"
-	cmd.Env = append(os.Environ(), "PIXELIS_BIN="+bin, "PIXELIS_REFERENCE="+ref, "PYTHONDONTWRITEBYTECODE=1", "PIXELIS_EXPECT_INSTALLED=1")
+	cmd.Env = append(os.Environ(), "PIXELIS_BIN="+bin, "PIXELIS_REFERENCE="+ref, "PYTHONDONTWRITEBYTECODE=1", "PIXELIS_EXPECT_INSTALLED=1",
+		"PYTHONPATH="+site)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("python -m unittest (clients/python/tests): %v\n%s", err, out)

@@ -18,28 +18,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pixelis/pixelis/internal/pyenv"
 	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
 // The PyTorch example (examples/pixel_grpo.py) under `pixelis launch`, end
-// to end: a real `pixelis serve`, Debian's /usr/bin/python3 with torch, the
-// console driven in tmux, then `pixelis resume`.
+// to end: a real `pixelis serve`, the pinned TRL stack's torch, the console
+// driven in tmux, then `pixelis resume`.
 
-// torchPython is an interpreter with torch and numpy: Debian's
-// /usr/bin/python3 (the python3 first on PATH may have neither). Without
-// them the test skips, except under CI=true, where it fails.
+// torchPython is an interpreter with torch and numpy: the pinned TRL stack's
+// (clients/python/locks/trl.txt, built on first use by internal/pyenv).
+// Where it cannot be built the test skips, except under CI=true, where it fails.
 func torchPython(t *testing.T) string {
 	t.Helper()
-	const py = "/usr/bin/python3"
-	if out, err := exec.Command(py, "-c", "import torch, numpy").CombinedOutput(); err != nil {
-		msg := fmt.Sprintf("%s has no torch and numpy (apt-get install python3-torch): %v\n%s", py, err, out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true: " + msg)
-		}
-		t.Skip(msg)
-	}
-	return py
+	return pyenv.Python(t, "trl")
 }
 
 // startServe starts `pixelis serve --config smoke` on a free loopback port

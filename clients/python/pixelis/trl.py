@@ -40,16 +40,25 @@ config. Then:
 
 A SIGTERM handler the Trainer installed (transformers'
 enable_jit_checkpoint) stays in place: the SDK takes SIGTERM as a stop only
-where it has its default action.
+where it has its default action. The checkpoint that handler saves (it calls
+no on_save) is reported when training ends, and the run ends stopped, not
+done, so that `pixelis resume` continues from it.
 
-This adapter follows transformers' callback interface (TrainerCallback,
-TrainerControl, TrainerState, CallbackHandler's event calls) and TRL's
-GRPOTrainer attributes; it is tested against a stand-in of that interface
-(clients/python/tests/trainer_standin.py) and has never run under a real
-transformers or TRL.
+A Trainer without reward functions (transformers.Trainer, SFT) takes a
+stage with no weights, as pixelis's welcome carries when it runs no
+curriculum, and refuses one that names a weight.
+
+Tested under the real transformers.Trainer and TRL's GRPOTrainer at the
+versions of the pinned TRL stack (clients/python/locks/trl.txt;
+clients/python/tests/stack_trl: checkpoint, pause, evaluate, stop, resume,
+SIGTERM under transformers' handler, a stage's weighted reward, two processes
+under accelerate launch), and against a stand-in of the callback interface
+(clients/python/tests/trainer_standin.py) for the rest.
 """
 
+import json
 import os
+import time
 
 from . import sdk
 
@@ -92,6 +101,17 @@ def _number_or_none(v):
         return False
 
 
+def _checkpoint_dir(args, state):
+    """Where the Trainer saves the checkpoint of this step (transformers' PREFIX_CHECKPOINT_DIR)."""
+    return os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)
+
+
+def _complete(path):
+    """A checkpoint directory transformers finished writing (its JIT save leaves a marker until then)."""
+    return os.path.isfile(os.path.join(path, "trainer_state.json")) and not os.path.exists(
+        os.path.join(path, "checkpoint-is-incomplete.txt"))
+
+
 class PixelisCallback(_TrainerCallback):
     """The channel to pixelis as a TrainerCallback (see the module's text)."""
 
@@ -110,6 +130,8 @@ class PixelisCallback(_TrainerCallback):
             self.run.close()
             raise
         self.phase_name = phase or ("rft" if self.names else "sft")
+        self._reported = None      # the last checkpoint on_save reported
+        self._built = time.time()  # a checkpoint written since is of this training
         self._saves = []     # commands answered by the next on_save
         self._evals = []     # commands answered by the next on_evaluate
         self._stopped = False
@@ -135,6 +157,8 @@ class PixelisCallback(_TrainerCallback):
             return False, "weight %r names no reward function of the trainer (its functions: %s)" % (
                 missing[0], ", ".join(self.names) or "none")
         old = getattr(self.trainer, "reward_weights", None)
+        if old is None and not weights:
+            return True  # a Trainer without reward functions (SFT): nothing to weigh
         if old is None:
             return False, "the trainer has no reward_weights"
         import torch  # a Trainer runs on torch: it is imported already
@@ -213,8 +237,9 @@ class PixelisCallback(_TrainerCallback):
         return control
 
     def on_save(self, args, state, control, **kwargs):
-        path = os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)  # transformers' PREFIX_CHECKPOINT_DIR
+        path = _checkpoint_dir(args, state)
         self.run.checkpoint_saved(path, state.global_step)
+        self._reported = path
         for c in self._saves:
             c.ack()
         self._saves = []
@@ -224,7 +249,28 @@ class PixelisCallback(_TrainerCallback):
             c.ack()
         self._evals = []
 
+    def _jit_checkpoint(self, args):
+        """(path, step) of the checkpoint transformers' SIGTERM handler
+        (enable_jit_checkpoint) saved in this training, or None. It calls no
+        on_save, and saves the step before the one running when it fires: the
+        newest checkpoint, written since the callback was built, that on_save did not report."""
+        if not getattr(args, "enable_jit_checkpoint", False) or not os.path.isdir(args.output_dir):
+            return None
+        from transformers.trainer_utils import get_last_checkpoint
+        path = get_last_checkpoint(args.output_dir)
+        if path is None or path == self._reported or not _complete(path):
+            return None
+        state_file = os.path.join(path, "trainer_state.json")
+        if os.path.getmtime(state_file) < self._built:
+            return None
+        with open(state_file) as f:
+            return path, int(json.load(f)["global_step"])
+
     def on_train_end(self, args, state, control, **kwargs):
+        jit = self._jit_checkpoint(args)
+        if jit is not None:  # transformers' SIGTERM handler saved it and stopped training
+            self.run.checkpoint_saved(*jit)
+            self._stopped = True
         for c in self._saves + self._evals:
             c.ack(False, "training ended before it was carried out")
         self._saves, self._evals = [], []

@@ -110,28 +110,6 @@ class TorchrunTwoRanks(unittest.TestCase):
         self.assertEqual(ranks[0]["last_step"], ranks[1]["last_step"])
         peer.wait_disconnected()
 
-    def test_the_trl_callback_sets_the_same_reward_weights_on_both_ranks(self):
-        peer = ProtocolPeer(stage={"index": 0, "name": "warmup", "weights": {"accuracy": 2.0}}, heartbeat_every_s=0.2)
-        self.addCleanup(peer.close)
-        proc, out, log = self.torchrun(peer, "torchrun_trl_worker.py")
-        peer.wait_for(lambda ms: any(m.get("type") == "metrics" and m["step"] >= 3 for m in ms), "step 3")
-        self.assertTrue(peer.wait_ack(peer.command("stage", {"index": 1, "name": "format",
-                                                             "weights": {"fmt": 0.25, "accuracy": 3.0}}))["ok"])
-        self.assertTrue(peer.wait_ack(peer.command("checkpoint"))["ok"])
-        self.assertTrue(peer.wait_ack(peer.command("stop", {"checkpoint": False}))["ok"])
-        self.wait_exit(proc, log)
-        ranks = []
-        for r in (0, 1):
-            with open(os.path.join(out, "trl-rank%d.json" % r)) as f:
-                ranks.append(json.load(f))
-        self.assertEqual(ranks[0], ranks[1])  # the same weights from the same step, the same saves, the same end
-        changes = ranks[0]["changes"]
-        self.assertEqual([w for _, w in changes], [[2.0, 1.0, 0.5], [3.0, 0.25, 0.5]])
-        self.assertEqual(changes[0][0], 0)  # pixelis's first stage from the first scoring on
-        self.assertEqual(ranks[0]["dtype"], "torch.float32")
-        self.assertEqual(len(ranks[0]["saved"]), 1)
-        peer.wait_disconnected()
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,50 @@
+package pythonclient_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pixelis/pixelis/internal/pyenv"
+)
+
+// TestTRLStack runs tests/stack_trl (pixelis.trl.PixelisCallback under the real
+// transformers.Trainer and TRL's GRPOTrainer, and under accelerate launch).
+func TestTRLStack(t *testing.T) { stackTests(t, "trl") }
+
+// stackTests runs tests/stack_<stack>, the tests that need a pinned stack's
+// libraries (clients/python/locks/<stack>.txt), with that stack's interpreter,
+// the package installed as TestPythonPackage installs it and tests/ on
+// PYTHONPATH for the helpers there (launch_peer.py, serve_fixture.py).
+// Debian's interpreter never discovers them: tests/stack_<stack> is not a package.
+func stackTests(t *testing.T, stack string) {
+	readSources(t)
+	py := pyenv.Python(t, stack)
+	site := install(t, py, t.TempDir())
+	limit := 20 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		limit = time.Until(d) - 30*time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	dir := filepath.Join("tests", "stack_"+stack)
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py")
+	cmd.Dir = dir
+	tests, err := filepath.Abs("tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+site+string(os.PathListSeparator)+tests, "PYTHONDONTWRITEBYTECODE=1",
+		"HF_HUB_OFFLINE=1", "HF_DATASETS_OFFLINE=1", "TOKENIZERS_PARALLELISM=false")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python -m unittest (clients/python/%s): %v\n%s", dir, err, out)
+	}
+	t.Logf("%s", out)
+	if inCI && skippedLine.Match(out) {
+		t.Fatalf("CI=true: Python tests skipped (a skip is a failure in CI):\n%s", out)
+	}
+}
