@@ -174,7 +174,7 @@ def play(client, policy, tasks, group, device, gen=None, temperature=1.0, record
             if not done[0]:
                 first["actions"].append(int(act[0]))
             obs, _, term, trunc, info = env.step(act.numpy())
-            for f in info["finished"]:
+            for f in info["finished"][info["_finished"]]:
                 correct[f["slot"]] = f["correct"]
                 if f["slot"] == 0:
                     first.update(answer=f.get("answer"), correct=f["correct"], ground_truth=f.get("ground_truth"))

@@ -15,12 +15,25 @@ import (
 // transformers.Trainer and TRL's GRPOTrainer, and under accelerate launch).
 func TestTRLStack(t *testing.T) { stackTests(t, "trl") }
 
+// TestGymnasiumStacks runs tests/stack_gymnasium (VectorEnv under gymnasium's
+// own checks and vector wrappers) with the oldest and the newest gymnasium the
+// package's gymnasium extra admits.
+func TestGymnasiumStacks(t *testing.T) {
+	for _, stack := range []string{"gymnasium-1.0", "gymnasium-1"} {
+		t.Run(stack, func(t *testing.T) { stackTestsIn(t, stack, "stack_gymnasium") })
+	}
+}
+
 // stackTests runs tests/stack_<stack>, the tests that need a pinned stack's
 // libraries (clients/python/locks/<stack>.txt), with that stack's interpreter,
 // the package installed as TestPythonPackage installs it and tests/ on
 // PYTHONPATH for the helpers there (launch_peer.py, serve_fixture.py).
 // Debian's interpreter never discovers them: tests/stack_<stack> is not a package.
-func stackTests(t *testing.T, stack string) {
+func stackTests(t *testing.T, stack string) { stackTestsIn(t, stack, "stack_"+stack) }
+
+// stackTestsIn runs the tests of tests/<dir> as stackTests does, with the
+// stack's interpreter: stacks of one library at two versions share their tests.
+func stackTestsIn(t *testing.T, stack, dir string) {
 	readSources(t)
 	py := pyenv.Python(t, stack)
 	site := install(t, py, t.TempDir())
@@ -30,7 +43,7 @@ func stackTests(t *testing.T, stack string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	dir := filepath.Join("tests", "stack_"+stack)
+	dir = filepath.Join("tests", dir)
 	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-v", "-s", ".", "-p", "test_*.py")
 	cmd.Dir = dir
 	tests, err := filepath.Abs("tests")

@@ -58,7 +58,7 @@ def success(client, net, tasks):
         while len(correct) < len(tasks):
             logits = masked_logits(net, torch.from_numpy(obs), torch.from_numpy(info["action_mask"]))
             obs, _, _, _, info = env.step(logits.argmax(1).numpy())
-            for f in info["finished"]:
+            for f in info["finished"][info["_finished"]]:
                 correct[f["slot"]] = f["correct"]
     env.close()
     return sum(correct.values()) / len(tasks)
