@@ -364,3 +364,57 @@ func toF64(xs []float32) []float64 {
 	}
 	return out
 }
+
+// TestVectorResetSlots resets some slots of a vector (gymnasium's reset_mask):
+// those start their slot streams' next tasks, the others keep their episodes
+// and steps; a mask of another length, one splitting a group or resetting
+// nothing is refused naming slots.
+func TestVectorResetSlots(t *testing.T) {
+	ts := newTestServer(t, smoke(t), Options{})
+	const n = 4
+	var vec vectorView
+	ts.json("POST", "/v1/vectors", map[string]any{"n": n, "seed": 5, "split": "train"}, &vec)
+	ts.json("POST", "/v1/vectors/"+vec.Vector+"/step", map[string]any{"actions": []int{0, 0, 0, 0}}, nil)
+	stepsOf := func(id string) int {
+		var ep struct {
+			Steps int `json:"steps"`
+		}
+		ts.json("GET", "/v1/episodes/"+id, nil, &ep)
+		return ep.Steps
+	}
+	var before, after vectorView
+	ts.json("GET", "/v1/vectors/"+vec.Vector, nil, &before)
+	slots := []bool{true, false, true, false}
+	ts.json("POST", "/v1/vectors/"+vec.Vector+"/reset", map[string]any{"slots": slots}, &after)
+	// A fresh vector of the same seed draws each slot's second task from the same stream.
+	var again vectorView
+	ts.json("POST", "/v1/vectors", map[string]any{"n": n, "seed": 5, "split": "train"}, &again)
+	ts.json("POST", "/v1/vectors/"+again.Vector+"/reset", nil, &again)
+	for i := range n {
+		steps := stepsOf(after.Episodes[i])
+		if slots[i] {
+			if steps != 0 || after.Tasks[i].ID != again.Tasks[i].ID {
+				t.Errorf("slot %d reset: steps %d, task %s; want 0 and its stream's next task %s", i, steps, after.Tasks[i].ID, again.Tasks[i].ID)
+			}
+		} else if steps != 1 || after.Tasks[i].ID != before.Tasks[i].ID {
+			t.Errorf("slot %d kept: steps %d, task %s; want 1 and %s", i, steps, after.Tasks[i].ID, before.Tasks[i].ID)
+		}
+	}
+	var grouped vectorView
+	ts.json("POST", "/v1/vectors", map[string]any{"tasks": []map[string]any{{"split": "val", "index": 0}, {"split": "val", "index": 1}}, "group": 2}, &grouped)
+	for _, c := range []struct {
+		vector string
+		slots  []bool
+	}{
+		{vec.Vector, []bool{true, false}},
+		{vec.Vector, []bool{false, false, false, false}},
+		{grouped.Vector, []bool{true, false, true, true}},
+	} {
+		status, _, body := ts.do("POST", "/v1/vectors/"+c.vector+"/reset", map[string]any{"slots": c.slots})
+		if e := apiErr(t, body); status != 400 || e.Field != "slots" {
+			t.Errorf("slots %v: %d %s, want 400 naming slots", c.slots, status, body)
+		}
+	}
+	var ok vectorView
+	ts.json("POST", "/v1/vectors/"+grouped.Vector+"/reset", map[string]any{"slots": []bool{false, false, true, true}}, &ok)
+}

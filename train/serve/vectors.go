@@ -86,6 +86,9 @@ type vectorReset struct {
 	Split  *string    `json:"split,omitempty"`
 	Family *string    `json:"family,omitempty"`
 	Seed   *uint64    `json:"seed,omitempty"`
+	// Slots, when given, names the slots that start new episodes (one bool per
+	// slot, whole GRPO groups); the others keep theirs. gymnasium's reset_mask.
+	Slots []bool `json:"slots,omitempty"`
 }
 
 // vectorStep is the body of POST /v1/vectors/{id}/step.
@@ -102,6 +105,7 @@ type vectorPlan struct {
 	seed      *uint64
 	autoreset string
 	obs       obsOptions
+	only      []bool // reset: the slots that start new episodes; nil: all
 }
 
 func (s *Server) planVector(req *vectorRequest) (vectorPlan, *apiError) {
@@ -243,6 +247,9 @@ func (s *Server) vectorTasks(v *vector, p vectorPlan) []*env.Task {
 	out := make([]*env.Task, p.n)
 	parallel(p.n/p.group, func(lo, hi int) {
 		for g := lo; g < hi; g++ {
+			if p.only != nil && !p.only[g*p.group] {
+				continue // the group keeps its episodes
+			}
 			var t *env.Task
 			if p.tasks != nil {
 				t = s.task(p.tasks[g])
@@ -335,6 +342,10 @@ func (s *Server) handleVectorReset(w http.ResponseWriter, r *http.Request) {
 	}
 	defer v.mu.Unlock()
 	p := vectorPlan{n: len(v.slots), group: v.group, autoreset: v.autoreset, obs: v.obs}
+	if err := resetSlots(&p, req.Slots); err != nil {
+		writeError(w, err)
+		return
+	}
 	if err := s.planTasks(&p, req); err != nil {
 		writeError(w, err)
 		return
@@ -354,12 +365,41 @@ func (s *Server) handleVectorReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i, e := range v.slots {
-		e.reset(tasks[i])
-		v.pending[i], v.ended[i] = false, [2]bool{}
+		if p.only == nil || p.only[i] {
+			e.reset(tasks[i])
+			v.pending[i], v.ended[i] = false, [2]bool{}
+		}
 		e.mu.Unlock()
 	}
-	v.steps = 0
+	if p.only == nil {
+		v.steps = 0
+	}
 	s.writeVectorState(w, r, http.StatusOK, v)
+}
+
+// resetSlots checks a reset's slots mask: one entry per slot, at least one
+// slot reset, and a GRPO group reset whole (its samples share one task).
+func resetSlots(p *vectorPlan, slots []bool) *apiError {
+	if slots == nil {
+		return nil
+	}
+	if len(slots) != p.n {
+		return badField("slots", "%d entries; the vector has %d slots", len(slots), p.n)
+	}
+	any := false
+	for g := 0; g < p.n; g += p.group {
+		for k := g; k < g+p.group; k++ {
+			if slots[k] != slots[g] {
+				return badField("slots", "slots %d and %d are of one group (group %d): reset a group whole", g, k, p.group)
+			}
+		}
+		any = any || slots[g]
+	}
+	if !any {
+		return badField("slots", "no slot is reset: name at least one")
+	}
+	p.only = slots
+	return nil
 }
 
 // lockSlots locks every slot's episode, or none when one was closed.

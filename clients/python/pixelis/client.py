@@ -249,8 +249,11 @@ class Client:
             actions = actions.tolist()
         return self.request("POST", "/v1/vectors/%s/step" % vector_id, {"actions": actions})
 
-    def reset_vector(self, vector_id, tasks=None, split=None, family=None, seed=None):
-        body = {"tasks": tasks, "split": split, "family": family, "seed": seed}
+    def reset_vector(self, vector_id, tasks=None, split=None, family=None, seed=None, slots=None):
+        """New episodes in every slot, or in the slots where slots (one bool per slot) is true."""
+        if slots is not None:
+            slots = [bool(x) for x in slots]
+        body = {"tasks": tasks, "split": split, "family": family, "seed": seed, "slots": slots}
         return self.request("POST", "/v1/vectors/%s/reset" % vector_id, {k: v for k, v in body.items() if v is not None})
 
     def vector(self, vector_id):

@@ -142,20 +142,30 @@ class VectorEnv(_Base):
         """Start new episodes in every env: options["tasks"] (each played by
         group envs), else the tasks the VectorEnv was made with, else random
         tasks (of options["split"] and ["family"] when given; their streams
-        reseeded with seed when given). Returns (obs, info) with
-        info["action_mask"], info["task"], info["episode_id"] and
-        info["seed"], one entry per env, each with gymnasium's mask ("_task", ...)."""
+        reseeded with seed when given). options["reset_mask"] (gymnasium's:
+        one bool per env, whole groups) resets only those envs; the others
+        keep their episodes. Returns (obs, info) with info["action_mask"],
+        info["task"], info["episode_id"] and info["seed"], one entry per
+        env, each with gymnasium's mask ("_task", ...: the envs reset)."""
         options = options or {}
-        unknown = set(options) - {"tasks", "split", "family"}
+        unknown = set(options) - {"tasks", "split", "family", "reset_mask"}
         if unknown:
-            raise ValueError("reset options %s: want tasks, split or family" % sorted(unknown))
+            raise ValueError("reset options %s: want tasks, split, family or reset_mask" % sorted(unknown))
         tasks = options.get("tasks", self._create["tasks"])
+        reset = options.get("reset_mask")
+        reset = [True] * self.num_envs if reset is None else [bool(x) for x in reset]
         state = self.client.reset_vector(self._id, tasks=tasks, split=options.get("split"),
-                                         family=options.get("family"), seed=seed)
+                                         family=options.get("family"), seed=seed,
+                                         slots=None if all(reset) else reset)
         self._state = state
-        self._ended = [False] * self.num_envs
-        info = {"action_mask": state["action_mask"], "task": self._per_env(state["tasks"]),
-                "episode_id": self._per_env(state["episodes"]), "seed": self._per_env([state["seed"]] * self.num_envs)}
+        self.episode_ids = state["episodes"]
+        self._ended = [e and not r for e, r in zip(self._ended, reset)]
+        info = {"action_mask": _allow_all(state["action_mask"], self._idle_next({})),
+                "task": self._per_env(state["tasks"]), "episode_id": self._per_env(state["episodes"]),
+                "seed": self._per_env([state["seed"]] * self.num_envs)}
+        mask = np.asarray(reset) if np is not None else reset
+        for k in ("task", "episode_id", "seed"):
+            info["_" + k] = mask
         return self._obs(state), _with_masks(info, self.num_envs)
 
     def step(self, actions):

@@ -222,6 +222,35 @@ class GymnasiumVectorTest(unittest.TestCase):
             np.testing.assert_allclose(list(env.return_queue)[-len(finished):][-min(len(finished), 100):],
                                        returns[-min(len(finished), 100):], atol=1e-5)
 
+    def test_disabled_resets_only_the_ended_envs(self):
+        # gymnasium's DISABLED loop: step, then reset(options={"reset_mask":
+        # ended}) - the ended envs start new episodes, the others play on;
+        # RecordEpisodeStatistics (1.1 on: it knows reset_mask) counts each once.
+        base = self.env(6, autoreset_mode="disabled", seed=13)
+        env = wrappers.RecordEpisodeStatistics(base) if AutoresetMode else base
+        obs, info = env.reset(seed=13)
+        rng = np.random.default_rng(13)
+        finished = partial = 0
+        for _ in range(60):
+            obs, r, term, trunc, info = env.step(masked_random(rng, info["action_mask"]))
+            finished += int(info["_finished"].sum())
+            ended = base.ended()
+            if not ended.any():
+                continue
+            steps_before = [CLIENT.episode(e)["steps"] for e in base.episode_ids]
+            obs, info = env.reset(options={"reset_mask": ended})
+            partial += int(not ended.all())
+            np.testing.assert_array_equal(info["_task"], ended)
+            self.assertFalse(base.ended().any())
+            for i, eid in enumerate(base.episode_ids):
+                ep = CLIENT.episode(eid)
+                self.assertEqual(ep["steps"], 0 if ended[i] else steps_before[i], i)
+                self.assertEqual(list(np.flatnonzero(info["action_mask"][i])), ep["allowed_actions"], i)
+            self.assertIn(obs, base.observation_space)
+        self.assertGreater(partial, 0, "no env ended alone within 60 steps")
+        if AutoresetMode:
+            self.assertEqual(env.episode_count, finished)
+
     def test_normalisers_and_transforms(self):
         rng = np.random.default_rng(12)
         env = self.env(4, seed=12)
