@@ -34,15 +34,30 @@ def _version():
     return m.group(1)
 
 
+def _extras():
+    """[project.optional-dependencies] of pyproject.toml, the one list of the
+    extras: {name: [requirement, ...]} (read by hand: tomllib is 3.11's, and
+    the section holds only lines of the form name = ["req", ...])."""
+    with open(os.path.join(HERE, "pyproject.toml"), encoding="utf-8") as f:
+        text = f.read()
+    _, _, section = text.partition("\n[project.optional-dependencies]\n")
+    section = section.split("\n[", 1)[0]
+    out = {}
+    for m in re.finditer(r'^([A-Za-z0-9_.-]+)\s*=\s*\[(.*)\]\s*$', section, re.M):
+        out[m.group(1)] = re.findall(r'"([^"]*)"', m.group(2))
+    return out
+
+
 def _metadata():
     with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
         readme = f.read()
+    extras = "".join("Provides-Extra: %s\n" % name + "".join('Requires-Dist: %s; extra == "%s"\n' % (req, name) for req in reqs)
+                     for name, reqs in _extras().items())
     return (
         "Metadata-Version: 2.1\n"
         "Name: %s\nVersion: %s\nSummary: %s\n"
-        "Requires-Python: >=3.8\n"
-        "Provides-Extra: numpy\nRequires-Dist: numpy; extra == \"numpy\"\n"
-        "Description-Content-Type: text/markdown\n\n%s" % (NAME, _version(), SUMMARY, readme)
+        "Requires-Python: >=3.8\n%s"
+        "Description-Content-Type: text/markdown\n\n%s" % (NAME, _version(), SUMMARY, extras, readme)
     )
 
 

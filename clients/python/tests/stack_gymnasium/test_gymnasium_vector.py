@@ -19,6 +19,9 @@ locks/gymnasium-1.txt), the oldest and the newest gymnasium the package's
   box-observation env run on it.
 """
 
+import importlib.metadata
+import os
+import tomllib
 import unittest
 
 import gymnasium
@@ -32,6 +35,7 @@ from serve_fixture import Server
 # AutoresetMode exists from gymnasium 1.1; 1.0's wrappers assume next_step.
 AutoresetMode = getattr(gymnasium.vector, "AutoresetMode", None)
 MODES = ("next_step", "same_step", "disabled")
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def setUpModule():
@@ -72,6 +76,21 @@ def check_info(test, info, n):
         else:
             test.assertIsInstance(v, np.ndarray, k)
             test.assertEqual(len(v), n, k)
+
+
+class ExtraTest(unittest.TestCase):
+    def test_the_gymnasium_extra_is_in_the_installed_metadata(self):
+        # pip reads extras from the wheel's metadata, which the in-tree build
+        # backend writes: pyproject.toml's extras must all reach it.
+        with open(os.path.join(HERE, "..", "..", "pyproject.toml"), "rb") as f:
+            extras = tomllib.load(f)["project"]["optional-dependencies"]
+        self.assertEqual(extras["gymnasium"], ["gymnasium>=1.0,<2", "numpy"])
+        meta = importlib.metadata.metadata("pixelis")
+        self.assertEqual(sorted(meta.get_all("Provides-Extra")), sorted(extras))
+        want = sorted('%s; extra == "%s"' % (r, name) for name, reqs in extras.items() for r in reqs)
+        self.assertEqual(sorted(importlib.metadata.requires("pixelis")), want)
+        major, minor = map(int, gymnasium.__version__.split(".")[:2])
+        self.assertEqual(major, 1, "gymnasium %s is outside the extra's bounds" % gymnasium.__version__)
 
 
 class GymnasiumVectorTest(unittest.TestCase):
