@@ -24,6 +24,10 @@ func TestGymnasiumStacks(t *testing.T) {
 	}
 }
 
+// TestSkrlStack runs tests/stack_skrl: skrl's PPO trainer, a library that takes a
+// gymnasium vector environment, for 2,000 environment steps on VectorEnv.
+func TestSkrlStack(t *testing.T) { stackTests(t, "skrl") }
+
 // stackTests runs tests/stack_<stack>, the tests that need a pinned stack's
 // libraries (clients/python/locks/<stack>.txt), with that stack's interpreter,
 // the package installed as TestPythonPackage installs it and tests/ on
