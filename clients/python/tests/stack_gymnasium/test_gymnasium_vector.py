@@ -203,6 +203,9 @@ class GymnasiumVectorTest(unittest.TestCase):
                 for i in np.flatnonzero(term | trunc):
                     seen += 1
                     self.assertTrue(info["action_mask"][i].any(), mode)
+                    if mode == "same_step":  # the ended episode's last observation, in the env's space
+                        self.assertTrue(info["_final_obs"][i])
+                        self.assertIn(info["final_obs"][i], env.single_observation_space)
                 if mode == "disabled":
                     self.assertTrue(info["action_mask"][env.ended()].all())
                     if env.ended().all():
