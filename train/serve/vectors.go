@@ -31,7 +31,8 @@ import (
 //     the answer carries the new episode's observation, and the ended
 //     episode's last observation in final_obs;
 //   - "off": an ended slot stays ended, ignores its actions, and answers its
-//     ending again with reward 0, until the vector is reset.
+//     ending again with reward 0, until the vector is reset (every slot, or
+//     the slots a reset's slots mask names: gymnasium's reset_mask).
 //
 // Auto-reset draws random tasks, so it needs random tasks and group 1 (a
 // group's episodes end at different steps).
