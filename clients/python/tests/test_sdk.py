@@ -471,6 +471,44 @@ class Channel(unittest.TestCase):
         self.assertEqual(lines[0]["reason"], "pixelis (pid %d) was gone" % owner.pid)
         self.assertRegex(lines[0]["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
+    def test_under_lockstep_the_owners_death_ends_the_wait_for_observed_at_once(self):
+        # pixelis killed while the trainer waits for its observed: the channel's end
+        # is the answer, not OBSERVED_TIMEOUT_S at every step that follows.
+        self.peer.close()
+        self.peer = ProtocolPeer(stage=ProtocolPeer.WARMUP, lockstep=True, heartbeat_every_s=0.2)
+        self.addCleanup(self.peer.close)
+        self.addCleanup(self.peer.observing.set)  # the peer's reader, held below, ends
+        owner = subprocess.Popen(["sleep", "600"])
+        self.addCleanup(owner.wait)
+        self.addCleanup(owner.kill)
+        run_dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, run_dir)
+        self.owned_by(owner, run_dir)
+        run = self.connect()
+        self.peer.observing.clear()  # pixelis never answers step 0
+        run.log(0, {"episodes": 4})
+        self.peer.wait_type("metrics")
+        returned = []
+        t = threading.Thread(target=lambda: returned.append(run.step_boundary(0)), daemon=True)
+        t.start()
+        owner.kill()
+        began = time.monotonic()
+        self.peer.close()  # what the kernel does to pixelis's sockets as it dies
+        t.join(WAIT_S)
+        self.assertFalse(t.is_alive(), "step_boundary still waits for observed")
+        self.assertLess(time.monotonic() - began, sdk.OBSERVED_TIMEOUT_S / 2)
+        cmds, step = returned[0], 1
+        deadline = time.monotonic() + WAIT_S
+        while not cmds:
+            self.assertLess(time.monotonic(), deadline, "no stop after the owner died")
+            run.log(step, {"episodes": 4})
+            t0 = time.monotonic()
+            cmds = run.step_boundary(step)
+            self.assertLess(time.monotonic() - t0, sdk.OBSERVED_TIMEOUT_S / 2, "step %d waited for observed" % step)
+            step += 1
+            time.sleep(0.01)
+        self.assertEqual([(c.kind, c.args) for c in cmds], [("stop", {"checkpoint": True})])
+
     def test_a_trainer_that_does_not_stop_after_its_owner_died_is_ended_after_the_grace(self):
         # As pixelis's stop would: SIGTERM after its --grace (here 0.2 s).
         owner = subprocess.Popen(["sleep", "600"])
