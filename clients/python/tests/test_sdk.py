@@ -437,13 +437,18 @@ class Channel(unittest.TestCase):
             os.environ[k] = v
             self.addCleanup(lambda k=k, old=old: os.environ.pop(k) if old is None else os.environ.__setitem__(k, old))
 
-    def test_the_owners_death_is_a_stop_with_a_checkpoint_recorded_in_the_run_directory(self):
+    def launched_by_an_owner(self):
+        """A process standing for pixelis (kill it to play its death) and a run directory, as owned_by sets them."""
         owner = subprocess.Popen(["sleep", "600"])
         self.addCleanup(owner.wait)
         self.addCleanup(owner.kill)
         run_dir = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, run_dir)
         self.owned_by(owner, run_dir)
+        return owner, run_dir
+
+    def test_the_owners_death_is_a_stop_with_a_checkpoint_recorded_in_the_run_directory(self):
+        owner, run_dir = self.launched_by_an_owner()
         unreported = os.path.join(run_dir, sdk.UNREPORTED_FILE)
         run = self.connect()
         # A drop while the owner lives: the trainer reconnects and trains on.
@@ -478,12 +483,7 @@ class Channel(unittest.TestCase):
         self.peer = ProtocolPeer(stage=ProtocolPeer.WARMUP, lockstep=True, heartbeat_every_s=0.2)
         self.addCleanup(self.peer.close)
         self.addCleanup(self.peer.observing.set)  # the peer's reader, held below, ends
-        owner = subprocess.Popen(["sleep", "600"])
-        self.addCleanup(owner.wait)
-        self.addCleanup(owner.kill)
-        run_dir = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, run_dir)
-        self.owned_by(owner, run_dir)
+        owner, run_dir = self.launched_by_an_owner()
         run = self.connect()
         self.peer.observing.clear()  # pixelis never answers step 0
         run.log(0, {"episodes": 4})
