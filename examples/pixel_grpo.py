@@ -8,9 +8,9 @@ whose reward weights follow the curriculum stage pixelis pushes under `pixelis l
 (greedy and pass@1, paired task by task). Docs, commands and measured figures: docs/example.md.
 
     pixelis serve &                                   # http://127.0.0.1:8765
-    /usr/bin/python3 examples/pixel_grpo.py --serve http://127.0.0.1:8765
-    torchrun --nproc-per-node 2 examples/pixel_grpo.py --serve …          # DDP over gloo, each rank its envs
-    pixelis launch --resume-args '--resume {checkpoint}' -- /usr/bin/python3 examples/pixel_grpo.py …
+    .venv/bin/python examples/pixel_grpo.py --serve http://127.0.0.1:8765   # the venv of docs/example.md
+    .venv/bin/python -m torch.distributed.run --nproc-per-node 2 examples/pixel_grpo.py --serve …   # DDP over gloo
+    pixelis launch --resume-args '--resume {checkpoint}' -- .venv/bin/python examples/pixel_grpo.py …
 
 Every run-wide step (SFT steps 1..S, GRPO steps S+1..S+G) ends at `run.step_boundary(step)`, where the
 console's commands arrive (checkpoint, evaluate, stop, stage; pause blocks inside it). A checkpoint holds

@@ -51,6 +51,26 @@ func waitGone(t *testing.T, pid int, what string) {
 	}
 }
 
+// childrenOf are the pids of pid's children (Linux's
+// /proc/PID/task/TID/children, every thread's).
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	files, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the children of pid %d: %v", pid, err)
+	}
+	var out []int
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, w := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(w); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
 // killNine ends pixelis with SIGKILL and waits for it.
 func (p *process) killNine(t *testing.T) {
 	t.Helper()
@@ -98,8 +118,15 @@ func TestLaunchKilledOwnerEndsItsTrainer(t *testing.T) {
 			p := startProcess(t, bin, nil, launchArgs(t, dir, []string{"--no-tui", "--no-curriculum"}, c.child(dir, held)...)...)
 			pid := launchedChildPID(t, dir)
 			c.reach(t, p, dir, held)
+			started := childrenOf(t, p.cmd.Process.Pid) // the trainer, its guard, the crash watcher
+			if len(started) < 3 {
+				t.Fatalf("pixelis's children %v: want the trainer, its guard and the crash watcher", started)
+			}
 			p.killNine(t)
 			waitGone(t, pid, c.name)
+			for _, c := range started {
+				waitGone(t, c, "a process pixelis started")
+			}
 		})
 	}
 	t.Run("a program without the channel", func(t *testing.T) {

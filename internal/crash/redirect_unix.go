@@ -88,15 +88,30 @@ func startWatcher(path string) (w *os.File, wait func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, nil, err
+	}
+	defer readyR.Close()
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), watchEnv+"="+path)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, nil, os.Stderr // the terminal, before descriptor 2 moves
+	cmd.ExtraFiles = []*os.File{readyW}                   // its descriptor 3: see init
 	err = cmd.Start()
 	r.Close()
+	readyW.Close()
 	if err != nil {
 		w.Close()
 		return nil, nil, err
 	}
+	// Until its runtime has started and it ignores the terminal's signals,
+	// a ctrl+c or a hang-up of the process group would end the watcher, and
+	// with it the report of a later fatal error: wait for its word (or its
+	// end, or watchWait).
+	readyR.SetReadDeadline(time.Now().Add(watchWait))
+	readyR.Read(make([]byte, 1))
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	return w, func() {
@@ -108,8 +123,17 @@ func startWatcher(path string) (w *os.File, wait func(), err error) {
 	}, nil
 }
 
+// init makes this process the watcher when watchEnv is set. The watcher
+// ignores the signals a terminal sends its whole process group: the process
+// it watches decides how to stop, and the watcher ends when that process
+// has. It says so on its descriptor 3 before it reads: startWatcher waits
+// for that word.
 func init() {
 	if path := os.Getenv(watchEnv); path != "" {
+		signal.Ignore(unix.SIGINT, unix.SIGHUP, unix.SIGTERM, unix.SIGQUIT, unix.SIGPIPE)
+		ready := os.NewFile(3, "ready")
+		ready.Write([]byte{1})
+		ready.Close()
 		os.Exit(watch(path, os.Stdin, os.Stderr))
 	}
 }
@@ -118,11 +142,8 @@ func init() {
 // and, if what it read holds a fatal error (the runtime's "fatal error: …" or
 // an unrecovered "panic: …"), puts the terminal back as it found it (the
 // console may have left it raw, on its alternate screen) and writes one line
-// to term naming the error and the file. It ignores the signals a terminal
-// sends its whole process group: the process it watches decides how to stop,
-// and the watcher ends when that process has.
+// to term naming the error and the file.
 func watch(path string, in io.Reader, tty *os.File) int {
-	signal.Ignore(unix.SIGINT, unix.SIGHUP, unix.SIGTERM, unix.SIGQUIT, unix.SIGPIPE)
 	state, stateErr := term.GetState(int(tty.Fd()))
 	var f *os.File
 	var found fatalFinder

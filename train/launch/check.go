@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -55,7 +56,7 @@ type bound struct{ lo, hi float64 }
 // checkBounds reads hello's bounds: each a finite [low, high] with low ≤ high.
 func checkBounds(in map[string][]float64) (map[string]bound, error) {
 	out := make(map[string]bound, len(in))
-	for _, name := range sortedKeys(in) {
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		b := in[name]
 		if len(b) != 2 || !finite(b[0]) || !finite(b[1]) || b[0] > b[1] {
 			return nil, fmt.Errorf("hello's bounds[%q] is %v: want [low, high], two finite numbers with low ≤ high", name, b)
@@ -104,7 +105,7 @@ func number(raw json.RawMessage) (*float64, bool) {
 func checkMetrics(in map[string]json.RawMessage, bounds map[string]bound) (map[string]float64, []refusal) {
 	out := make(map[string]float64, len(in))
 	var refused []refusal
-	for _, name := range sortedKeys(in) {
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		v, ok := number(in[name])
 		switch {
 		case !ok:
@@ -134,7 +135,7 @@ func checkWeights(in map[string]json.RawMessage) (map[string]float64, []refusal)
 		return nil, nil
 	}
 	out := make(map[string]float64, len(in))
-	for _, name := range sortedKeys(in) {
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		v, ok := number(in[name])
 		kind := refuseNotNumber
 		if ok && v != nil {
@@ -175,12 +176,3 @@ func (r refusals) said() string {
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

@@ -161,8 +161,11 @@ func (s *session) fork(c *exec.Cmd) error {
 	return <-started
 }
 
+// close releases the session. It does not tell the guard the child ended
+// (end does, once it was reaped): a session closed with its child alive,
+// Train left by a panic, leaves the guard on watch, and pixelis's exit then
+// ends the child's group.
 func (s *session) close() {
-	s.guard.ended()
 	close(s.quit)
 	s.sock.Close()
 	if s.conn != nil {

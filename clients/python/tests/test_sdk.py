@@ -437,13 +437,18 @@ class Channel(unittest.TestCase):
             os.environ[k] = v
             self.addCleanup(lambda k=k, old=old: os.environ.pop(k) if old is None else os.environ.__setitem__(k, old))
 
-    def test_the_owners_death_is_a_stop_with_a_checkpoint_recorded_in_the_run_directory(self):
+    def launched_by_an_owner(self):
+        """A process standing for pixelis (kill it to play its death) and a run directory, as owned_by sets them."""
         owner = subprocess.Popen(["sleep", "600"])
         self.addCleanup(owner.wait)
         self.addCleanup(owner.kill)
         run_dir = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, run_dir)
         self.owned_by(owner, run_dir)
+        return owner, run_dir
+
+    def test_the_owners_death_is_a_stop_with_a_checkpoint_recorded_in_the_run_directory(self):
+        owner, run_dir = self.launched_by_an_owner()
         unreported = os.path.join(run_dir, sdk.UNREPORTED_FILE)
         run = self.connect()
         # A drop while the owner lives: the trainer reconnects and trains on.
@@ -470,6 +475,39 @@ class Channel(unittest.TestCase):
         self.assertEqual([(l["step"], l["path"]) for l in lines], [(2, "/tmp/ck-2")])
         self.assertEqual(lines[0]["reason"], "pixelis (pid %d) was gone" % owner.pid)
         self.assertRegex(lines[0]["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+    def test_under_lockstep_the_owners_death_ends_the_wait_for_observed_at_once(self):
+        # pixelis killed while the trainer waits for its observed: the channel's end
+        # is the answer, not OBSERVED_TIMEOUT_S at every step that follows.
+        self.peer.close()
+        self.peer = ProtocolPeer(stage=ProtocolPeer.WARMUP, lockstep=True, heartbeat_every_s=0.2)
+        self.addCleanup(self.peer.close)
+        self.addCleanup(self.peer.observing.set)  # the peer's reader, held below, ends
+        owner, run_dir = self.launched_by_an_owner()
+        run = self.connect()
+        self.peer.observing.clear()  # pixelis never answers step 0
+        run.log(0, {"episodes": 4})
+        self.peer.wait_type("metrics")
+        returned = []
+        t = threading.Thread(target=lambda: returned.append(run.step_boundary(0)), daemon=True)
+        t.start()
+        owner.kill()
+        began = time.monotonic()
+        self.peer.close()  # what the kernel does to pixelis's sockets as it dies
+        t.join(WAIT_S)
+        self.assertFalse(t.is_alive(), "step_boundary still waits for observed")
+        self.assertLess(time.monotonic() - began, sdk.OBSERVED_TIMEOUT_S / 2)
+        cmds, step = returned[0], 1
+        deadline = time.monotonic() + WAIT_S
+        while not cmds:
+            self.assertLess(time.monotonic(), deadline, "no stop after the owner died")
+            run.log(step, {"episodes": 4})
+            t0 = time.monotonic()
+            cmds = run.step_boundary(step)
+            self.assertLess(time.monotonic() - t0, sdk.OBSERVED_TIMEOUT_S / 2, "step %d waited for observed" % step)
+            step += 1
+            time.sleep(0.01)
+        self.assertEqual([(c.kind, c.args) for c in cmds], [("stop", {"checkpoint": True})])
 
     def test_a_trainer_that_does_not_stop_after_its_owner_died_is_ended_after_the_grace(self):
         # As pixelis's stop would: SIGTERM after its --grace (here 0.2 s).
