@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,11 +142,11 @@ func TestExperimentRefusesAnotherExperimentsDirectory(t *testing.T) {
 	}
 }
 
-// An experiment killed with -9 leaves its runs training; the next
-// `pixelis experiment` finds them by their run directories' locks and
-// follows them to their end instead of starting them a second time, and the
-// results equal an uninterrupted experiment's.
-func TestExperimentFollowsRunsOfAKilledOne(t *testing.T) {
+// An experiment killed with -9 leaves no run training: each gets SIGTERM
+// from the kernel and stops with a checkpoint; the next `pixelis
+// experiment` resumes them, and the results equal an uninterrupted
+// experiment's.
+func TestExperimentKilledStopsItsRuns(t *testing.T) {
 	bin := buildPixelis(t)
 	dir := t.TempDir()
 	file := writeExperiment(t, dir, "long.toml", strings.Replace(smokeExperiment, `"rft.steps=8"`, `"rft.steps=40"`, 1))
@@ -157,24 +156,32 @@ func TestExperimentFollowsRunsOfAKilledOne(t *testing.T) {
 	}
 	out := filepath.Join(dir, "killed")
 	cmd := exec.Command(bin, "experiment", file, "--out", out, "--no-tui")
-	var log bytes.Buffer
+	var log syncBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// Kill it once an arm's run has taken RFT steps.
-	waitFile(t, "an arm's RFT step", filepath.Join(out, "runs", "none", "seed-1", "metrics.jsonl"), `"phase":"rft"`)
+	run := filepath.Join(out, "runs", "none", "seed-1")
+	waitFile(t, "an arm's RFT step", filepath.Join(run, "metrics.jsonl"), `"phase":"rft"`)
+	runs := childrenOf(t, cmd.Process.Pid)
+	if len(runs) == 0 {
+		t.Fatalf("the experiment trains an arm with no child process:\n%s", log.String())
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
+	for _, pid := range runs {
+		waitGone(t, pid, "a run of the killed experiment")
+	}
+	if _, err := os.Stat(filepath.Join(run, "final_eval.json")); err == nil {
+		t.Fatal("the run trained on to its end after its experiment was killed")
+	}
 	b, err := exec.Command(bin, "experiment", file, "--out", out, "--no-tui").CombinedOutput()
 	if err != nil {
 		t.Fatalf("the second experiment: %v\n%s", err, b)
 	}
-	if !regexp.MustCompile(`none/seed-1 +running \(pid \d+`).Match(b) {
-		t.Errorf("the run the killed experiment left was not followed:\n%s", b)
-	}
-	if strings.Contains(string(b), "being trained by a live process") {
-		t.Errorf("the second experiment raced a run it should have followed:\n%s", b)
+	if l, _ := os.ReadFile(filepath.Join(out, "logs", "none-seed-1.log")); !strings.Contains(string(l), "pixelis resume") {
+		t.Errorf("the stopped run was not resumed:\n%s", l)
 	}
 	want, _ := os.ReadFile(filepath.Join(whole, "results.json"))
 	got, _ := os.ReadFile(filepath.Join(out, "results.json"))

@@ -14,13 +14,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pixelis/pixelis/internal/child"
 	"github.com/pixelis/pixelis/internal/lockfile"
 )
 
 // Local runs jobs as pixelis processes of this machine, at most Parallel at
-// once, each after the job it needs; it is its own queue. A run that another
-// process trains (the child of an experiment killed with -9) is followed by
-// its run directory's lock until it ends, never started a second time.
+// once, each after the job it needs; it is its own queue. Its runs die with
+// it (child.Start): killed with -9, each run gets SIGTERM and stops with a
+// checkpoint. A run that another process trains (one of those still saving
+// its checkpoint) is followed by its run directory's lock until it ends,
+// never started a second time.
 type Local struct {
 	Binary   string // the pixelis executable
 	Out      string // the experiment's directory: logs/ is written there
@@ -217,20 +220,22 @@ func (l *Local) start(j *Job) (*process, error) {
 	cmd := exec.Command(l.Binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: a terminal's Ctrl-C reaches the experiment,
-	// which stops each run once, not the runs a second time.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	// which stops each run once, not the runs a second time. Should the
+	// experiment die, kill -9 included, each run gets SIGTERM: a stop with
+	// a checkpoint, never an orphan training on.
+	child.OwnGroup(cmd)
+	p := &process{job: j, cmd: cmd, done: make(chan struct{})}
+	err = child.Start(cmd, func(err error) {
+		p.err = err
+		log.Close()
+		close(p.done)
+	})
+	if err != nil {
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", j.Name(), err)
 	}
 	host, _ := os.Hostname()
-	p := &process{job: j, cmd: cmd, done: make(chan struct{}),
-		sched: Sched{ID: "pid " + strconv.Itoa(cmd.Process.Pid), State: SchedRunning, Node: host, Log: logPath, Since: time.Now().UTC()}}
-	go func() {
-		p.err = cmd.Wait()
-		log.Close()
-		close(p.done)
-	}()
+	p.sched = Sched{ID: "pid " + strconv.Itoa(cmd.Process.Pid), State: SchedRunning, Node: host, Log: logPath, Since: time.Now().UTC()}
 	return p, nil
 }
 

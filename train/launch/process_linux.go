@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"syscall"
 )
 
 // procStat reads /proc/PID/stat: the process's state letter and its start
@@ -44,10 +43,3 @@ func processAlive(pid int, start uint64) bool {
 	}
 	return state != 'Z' && state != 'X' && (start == 0 || now == start)
 }
-
-// dieWithParent asks the kernel to send the child SIGTERM when its parent
-// dies, kill -9 included (PR_SET_PDEATHSIG): a trainer speaking the SDK
-// takes it as a stop with a checkpoint, any other ends. The kernel sends it
-// when the thread that forked the child exits, not the process: startChild
-// forks from a goroutine locked to its thread until the child is reaped.
-func dieWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGTERM }

@@ -2,10 +2,7 @@
 
 package launch
 
-import (
-	"errors"
-	"syscall"
-)
+import "errors"
 
 // Without /proc there is no start time to tell a process from a later one
 // given its pid: liveness is the pid's alone (signalZero).
@@ -14,7 +11,3 @@ func processStart(int) (uint64, error) {
 }
 
 func processAlive(pid int, _ uint64) bool { return signalZero(pid) }
-
-// dieWithParent: no parent-death signal here; the guard ends the child's
-// process group when pixelis dies.
-func dieWithParent(*syscall.SysProcAttr) {}

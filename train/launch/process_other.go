@@ -5,11 +5,8 @@ package launch
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 )
-
-func ownGroup(*exec.Cmd) {}
 
 // signalGroup ends the child: without process groups there is no gentler way.
 func signalGroup(p *os.Process, _ syscall.Signal) error { return p.Kill() }

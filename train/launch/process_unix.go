@@ -6,19 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 )
-
-// ownGroup starts the child in a process group of its own: the terminal's
-// ctrl+c does not reach it (pixelis turns it into a stop), and pixelis's
-// signals reach the whole group (torchrun's agent forwards to its workers).
-// Where the kernel can, the child is also signalled when pixelis dies
-// (dieWithParent).
-func ownGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	dieWithParent(cmd.SysProcAttr)
-}
 
 // signalGroup sends sig to the child's process group.
 func signalGroup(p *os.Process, sig syscall.Signal) error {

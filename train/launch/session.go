@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/pixelis/pixelis/internal/child"
 	"github.com/pixelis/pixelis/train/owner"
 	"github.com/pixelis/pixelis/train/telemetry"
 	"github.com/pixelis/pixelis/train/telemetry/watch"
@@ -125,8 +125,8 @@ func (s *session) startChild() error {
 		fmt.Sprintf("%s=%d", EnvOwner, os.Getpid()), fmt.Sprintf("%s=%g", EnvStopGrace, s.spec.Grace.Seconds()))
 	c.Env = append(c.Env, s.spec.Env...)
 	c.Stdout, c.Stderr = wout, werr // files: Wait does not wait on their readers
-	ownGroup(c)
-	if err := s.fork(c); err != nil {
+	child.OwnGroup(c)
+	if err := child.Start(c, func(error) { s.exited <- c.ProcessState }); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrNotFound, s.spec.Cmd, err)
 	}
 	s.cmd = c
@@ -138,27 +138,6 @@ func (s *session) startChild() error {
 	s.emit(telemetry.EventPhase, fmt.Sprintf("launched %s (pid %d)", commandLine(s.spec.Cmd, s.spec.Args), c.Process.Pid),
 		map[string]any{"pid": c.Process.Pid})
 	return nil
-}
-
-// fork starts c from a goroutine locked to its OS thread, which then waits
-// for c and reports its end on s.exited. The kernel's parent-death signal
-// (dieWithParent) follows the thread that forked the child, not the process:
-// a Go runtime thread can end while pixelis lives (one a goroutine locked and
-// left), and would take the child with it. This thread is the locked
-// goroutine's alone until the child is reaped.
-func (s *session) fork(c *exec.Cmd) error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine, after the child
-		if err := c.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		c.Wait()
-		s.exited <- c.ProcessState
-	}()
-	return <-started
 }
 
 // close releases the session. It does not tell the guard the child ended

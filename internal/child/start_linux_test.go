@@ -1,4 +1,4 @@
-package launch
+package child
 
 import (
 	"os"
@@ -11,14 +11,13 @@ import (
 )
 
 // The kernel sends the parent-death signal when the thread that forked the
-// child ends, not the process. fork is called here from a goroutine that
+// child ends, not the process. Start is called here from a goroutine that
 // returns locked to its thread, so the runtime ends that thread: the child
 // must outlive it.
-func TestForkedChildOutlivesTheCallersThread(t *testing.T) {
-	s := &session{exited: make(chan *os.ProcessState, 1)}
+func TestStartedChildOutlivesTheCallersThread(t *testing.T) {
+	exited := make(chan error, 1)
 	c := exec.Command("sleep", "600")
-	c.SysProcAttr = &syscall.SysProcAttr{}
-	dieWithParent(c.SysProcAttr)
+	OwnGroup(c)
 	type forked struct {
 		tid int
 		err error
@@ -41,7 +40,7 @@ func TestForkedChildOutlivesTheCallersThread(t *testing.T) {
 				done <- forked{}
 				return
 			}
-			done <- forked{syscall.Gettid(), s.fork(c)}
+			done <- forked{syscall.Gettid(), Start(c, func(err error) { exited <- err })}
 		}()
 		f = <-done
 	}
@@ -52,10 +51,9 @@ func TestForkedChildOutlivesTheCallersThread(t *testing.T) {
 	defer func() {
 		if !reaped {
 			c.Process.Kill()
-			<-s.exited
+			<-exited
 		}
 	}()
-	child := processOf(c.Process.Pid, "child")
 	task := "/proc/self/task/" + strconv.Itoa(f.tid)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
 		if _, err := os.Stat(task); err != nil {
@@ -68,12 +66,12 @@ func TestForkedChildOutlivesTheCallersThread(t *testing.T) {
 	// The signal is sent as the thread exits; a child it reached is dead or
 	// dying well within this.
 	select {
-	case ps := <-s.exited:
+	case err := <-exited:
 		reaped = true
-		t.Fatalf("the child ended with the thread that called fork: %v", ps)
+		t.Fatalf("the child ended with the thread that called Start: %v", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	if !child.Alive() {
-		t.Fatal("the child is gone with the thread that called fork")
+	if err := c.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the child is gone with the thread that called Start: %v", err)
 	}
 }
