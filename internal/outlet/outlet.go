@@ -14,6 +14,7 @@
 package outlet
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"sync"
@@ -44,8 +45,8 @@ type Outlet struct {
 	mu      sync.Mutex
 	queue   [][]byte
 	queued  int   // bytes in queue and in the write under way
-	writing int   // 1 while a write is under way
-	dropped int   // writes dropped since the reader last caught up
+	writing int   // lines in the write under way
+	dropped int   // lines dropped since the reader last caught up
 	failed  error // the write error that ended the printing
 	closed  bool
 	wake    chan struct{} // a write is queued, or the Outlet closed
@@ -74,8 +75,8 @@ func (o *Outlet) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	if o.queued+len(p) > o.limit {
-		o.dropped++
-		first := o.dropped == 1
+		first := o.dropped == 0
+		o.dropped += lines(p)
 		o.mu.Unlock()
 		if first {
 			o.lost(fmt.Sprintf("standard output is not being read (%d bytes waiting): lines are not printed there until it is", o.queued))
@@ -93,6 +94,16 @@ func (o *Outlet) Write(p []byte) (int, error) {
 	default:
 	}
 	return len(p), nil
+}
+
+// lines counts the lines in b: its newlines, and a last line without one.
+// A Write may carry several lines, or part of one.
+func lines(b []byte) int {
+	n := bytes.Count(b, []byte{'\n'})
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // push queues b; the caller holds the lock.
@@ -119,7 +130,7 @@ func (o *Outlet) run() {
 		b := o.queue[0]
 		o.queue[0] = nil
 		o.queue = o.queue[1:]
-		o.writing = 1
+		o.writing = lines(b)
 		o.mu.Unlock()
 		_, err := o.w.Write(b) // may block for as long as the reader does not read
 		o.mu.Lock()
@@ -155,7 +166,10 @@ func (o *Outlet) Close(within time.Duration) error {
 	case <-o.drained:
 	case <-t.C:
 		o.mu.Lock()
-		left := o.writing + len(o.queue) + o.dropped
+		left := o.writing + o.dropped
+		for _, b := range o.queue {
+			left += lines(b)
+		}
 		o.mu.Unlock()
 		o.lost(fmt.Sprintf("standard output was not read to the end: its last %d lines were not printed there", left))
 	}

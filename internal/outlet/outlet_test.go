@@ -83,6 +83,25 @@ func TestStalledReaderNeverBlocks(t *testing.T) {
 	}
 }
 
+// What Close says it left unprinted, and what a reader that catches up is
+// told it missed, count lines, whatever the writes that carried them.
+func TestLostLinesAreCountedAsLines(t *testing.T) {
+	pr, pw := io.Pipe() // never read
+	defer pr.Close()
+	n := newNotes()
+	o := New(pw, Options{Limit: 64, Lost: n.add})
+	o.Write([]byte("one\ntwo\n")) // taken by the writer, blocked in the pipe
+	o.Write([]byte("three\nfour\nfive\n"))
+	o.Write([]byte(strings.Repeat("a dropped line\n", 6))) // past the bound: dropped
+	<-n.added
+	if err := o.Close(10 * time.Millisecond); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := n.all(); len(got) != 2 || !strings.Contains(got[1], "its last 11 lines were not printed") {
+		t.Fatalf("notes %q, want the second counting 11 lines not printed (2 in the write, 3 queued, 6 dropped)", got)
+	}
+}
+
 // A reader that catches up is told how many lines it missed, then gets the
 // lines again.
 func TestCaughtUpReaderIsToldWhatItMissed(t *testing.T) {

@@ -27,11 +27,13 @@ import (
 // a number is an overflow or a sentinel, not a measurement.
 const MaxMagnitude = 1e15
 
+// refuseMagnitude is said from MaxMagnitude: "magnitude above 1e15".
+var refuseMagnitude = "magnitude above " + strings.Replace(strconv.FormatFloat(MaxMagnitude, 'g', -1, 64), "e+", "e", 1)
+
 // Kinds of refusal, as the warnings name them.
 const (
 	refuseNotNumber = "not a number"
 	refuseNonFinite = "not finite"
-	refuseMagnitude = "magnitude above 1e15"
 	refuseBound     = "outside its declared bound"
 	refuseNegative  = "a count below zero"
 	refuseFraction  = "a count that is not whole"
