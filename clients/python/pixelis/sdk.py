@@ -549,7 +549,8 @@ class Run:
         in the inbox."""
         ch = self._channel
         if ch is not None and not ch.await_observed(OBSERVED_TIMEOUT_S):
-            log.warning("pixelis did not observe step %s within %.0f s: going on without its word", ch.logged, OBSERVED_TIMEOUT_S)
+            log.warning("pixelis did not observe step %s within %.0f s: going on without waiting for its word "
+                        "until it answers again", ch.logged, OBSERVED_TIMEOUT_S)
 
     def _due(self, step):
         """The held stages that apply from the next step, carried out now."""
@@ -951,6 +952,7 @@ class _Channel:
         self.lockstep = False  # the welcome's: pixelis answers each metrics message with observed
         self.logged = None     # the newest step of a metrics line queued
         self.observed = None   # the newest step pixelis said it observed
+        self.unanswered = False  # an observed timed out: not waited for until one arrives
         self._sock = None
         self.welcome = self._handshake()
         self._flusher = threading.Thread(target=self._flush_loop, name="pixelis-channel", daemon=True)
@@ -991,6 +993,7 @@ class _Channel:
             self._sock = sock
             self.connected = True
             self.observed = self.logged  # what the lost connection carried is not waited for
+            self.unanswered = False
         threading.Thread(target=self._read_loop, args=(sock, rf), name="pixelis-channel-reader", daemon=True).start()
         return msg
 
@@ -1016,6 +1019,7 @@ class _Channel:
                     with self._cv:
                         if isinstance(msg.get("step"), int):
                             self.observed = max(self.observed if self.observed is not None else msg["step"], msg["step"])
+                        self.unanswered = False
                         self._cv.notify_all()
                 elif msg.get("type") == "command":
                     if msg.get("kind") == "stop" and self.stop_arrived is None:
@@ -1059,14 +1063,17 @@ class _Channel:
 
     def await_observed(self, timeout):
         """Under lockstep, wait until pixelis observed the newest step logged
-        (or the channel is down); False when timeout passed first."""
+        (or the channel is down); False when timeout passed first. After a
+        timeout pixelis is alive but not answering (stopped, stuck in I/O):
+        no step waits for it again until an observed arrives."""
         deadline = time.monotonic() + timeout
         with self._cv:
-            while self.lockstep and self.connected and not self._closing and self.logged is not None and (
-                    self.observed is None or self.observed < self.logged):
+            while self.lockstep and self.connected and not self._closing and not self.unanswered and (
+                    self.logged is not None and (self.observed is None or self.observed < self.logged)):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     self.observed = self.logged  # not waited for again
+                    self.unanswered = True
                     return False
                 self._cv.wait(left)
         return True

@@ -233,6 +233,40 @@ class Channel(unittest.TestCase):
         self.assertEqual(run.stage, sdk.Stage(1, "next", {"final": 0.5}))  # before step 2 began
         self.assertEqual(peer.wait_ack(cid)["from_step"], 2)
 
+    def test_under_lockstep_a_pixelis_not_answering_is_waited_for_once(self):
+        # pixelis alive but silent (SIGSTOP, stuck I/O): one step waits its
+        # OBSERVED_TIMEOUT_S, warned once; the next go on until an observed
+        # arrives, and then the wait is back.
+        timeout = 0.5
+        saved = sdk.OBSERVED_TIMEOUT_S
+        sdk.OBSERVED_TIMEOUT_S = timeout
+        self.addCleanup(setattr, sdk, "OBSERVED_TIMEOUT_S", saved)
+        peer = ProtocolPeer(stage=ProtocolPeer.WARMUP, lockstep=True)
+        self.addCleanup(peer.close)
+        self.addCleanup(peer.observing.set)  # the peer's reader, held below, ends
+        run = sdk.connect(components=COMPONENTS, channel=peer.path)
+        self.addCleanup(run.close, 1.0)
+        ch = run._channel
+
+        def boundary(step):
+            run.log(step, {"episodes": 4})
+            t0 = time.monotonic()
+            run.step_boundary(step)
+            return time.monotonic() - t0
+
+        peer.observing.clear()  # pixelis stops answering
+        with self.assertLogs(sdk.log, "WARNING") as logs:
+            self.assertGreaterEqual(boundary(1), timeout)
+            for step in (2, 3, 4):
+                self.assertLess(boundary(step), timeout / 2, "step %d waited for a pixelis not answering" % step)
+            peer.observing.set()  # pixelis answers again, steps 1 to 4
+            with ch._cv:
+                self.assertTrue(ch._cv.wait_for(lambda: ch.observed == 4 and not ch.unanswered, WAIT_S))
+            peer.observing.clear()
+            self.assertGreaterEqual(boundary(5), timeout, "the wait did not come back with pixelis's answers")
+        warned = [r for r in logs.output if "did not observe" in r]
+        self.assertEqual(len(warned), 2, logs.output)
+
     def test_pause_blocks_step_boundary_while_heartbeats_go_on(self):
         run = self.connect()
         t = Trainer(run)
