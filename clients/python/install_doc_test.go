@@ -58,12 +58,31 @@ func shellBlock(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimSpace(block), "\n")
 }
 
+// debianPython is the interpreter the install steps are written for:
+// Debian's, which refuses a pip install outside a virtual environment.
+const debianPython = "/usr/bin/python3"
+
+// docsPath is the PATH the install steps run with: Debian's python3's
+// directory first where it exists (debian true), so that their `python3` is
+// that one and not another interpreter found earlier on PATH; PATH as it is
+// elsewhere.
+func docsPath() (path string, debian bool) {
+	path = os.Getenv("PATH")
+	if _, err := os.Stat(debianPython); err != nil {
+		return path, false
+	}
+	return filepath.Dir(debianPython) + string(os.PathListSeparator) + path, true
+}
+
 func TestReadmeInstallStepsAsWritten(t *testing.T) {
 	if testing.Short() {
 		t.Skip("makes a virtual environment")
 	}
-	if _, err := exec.LookPath("python3"); err != nil {
-		unavailable(t, "no python3 on PATH: the install steps of clients/python/README.md were not tried")
+	path, debian := docsPath()
+	if !debian {
+		if _, err := exec.LookPath("python3"); err != nil {
+			unavailable(t, "no python3 on PATH: the install steps of clients/python/README.md were not tried")
+		}
 	}
 	root := t.TempDir() // the repository's root, as far as the steps go
 	if err := os.CopyFS(filepath.Join(root, "clients", "python"), os.DirFS(".")); err != nil {
@@ -76,7 +95,7 @@ func TestReadmeInstallStepsAsWritten(t *testing.T) {
 		}
 		cmd := exec.Command("sh", "-c", line)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "PIP_NO_INPUT=1", "PIP_DISABLE_PIP_VERSION_CHECK=1")
+		cmd.Env = append(os.Environ(), "PATH="+path, "PIP_NO_INPUT=1", "PIP_DISABLE_PIP_VERSION_CHECK=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			if strings.Contains(line, "-m venv") && strings.Contains(string(out), "ensurepip") {
 				unavailable(t, "%s: %v (install python3-venv)\n%s", line, err, out)
@@ -87,6 +106,12 @@ func TestReadmeInstallStepsAsWritten(t *testing.T) {
 	}
 	if ran != 2 {
 		t.Fatalf("ran %d steps of clients/python/README.md's first block, want the venv and the pip install", ran)
+	}
+	if debian {
+		cfg, err := os.ReadFile(filepath.Join(root, ".venv", "pyvenv.cfg"))
+		if err != nil || !regexp.MustCompile(`(?m)^home = `+regexp.QuoteMeta(filepath.Dir(debianPython))+`$`).Match(cfg) {
+			t.Fatalf("the venv is not %s's: %v\n%s", debianPython, err, cfg)
+		}
 	}
 	py := exec.Command(filepath.Join(root, ".venv", "bin", "python"), "-c", "import pixelis, pixelis.sdk; print(pixelis.__file__)")
 	py.Dir = root
