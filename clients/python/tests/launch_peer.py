@@ -163,7 +163,7 @@ class ProtocolPeer:
     def _send(self, conn, msg):
         with self._cv:
             if self._conn is conn:
-                conn.sendall(json.dumps(msg).encode() + b"\n")
+                conn.sendall(json.dumps(msg, separators=(",", ":")).encode() + b"\n")  # compact, as pixelis writes
 
     def command(self, kind, args=None, from_step=None):
         """Send a command (a stage with the earliest step it applies from); its id."""

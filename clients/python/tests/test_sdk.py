@@ -95,6 +95,16 @@ class Standalone(unittest.TestCase):
             sdk.connect(components=COMPONENTS, default_weights={"accuracy": 1.0}, channel="")
 
 
+class ObservedLine(unittest.TestCase):
+    def test_pixelis_form_is_read_without_json_and_any_other_form_is_left_to_json(self):
+        self.assertEqual(sdk._observed_step(b'{"type":"observed","step":12}\n'), 12)
+        self.assertEqual(sdk._observed_step(json.dumps({"type": "observed", "step": 7}, separators=(",", ":")).encode() + b"\n"), 7)
+        for other in (b'{"type": "observed", "step": 12}\n', b'{"step":12,"type":"observed"}\n',
+                      b'{"type":"observed","step":12,"x":1}\n', b'{"type":"observed","step":-1}\n',
+                      b'{"type":"observed","step":12}', b'{"type":"observed","step":}\n', b'{"type":"command"}\n'):
+            self.assertIsNone(sdk._observed_step(other), other)
+
+
 class Channel(unittest.TestCase):
     def setUp(self):
         self.peer = ProtocolPeer(stage={"index": 1, "name": "shaping", "weights": {"final": 1.0, "coherence": 0.5}},
