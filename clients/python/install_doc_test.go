@@ -16,7 +16,7 @@ import (
 // directory holding a copy of clients/python, and the package then imports.
 
 // installDocs are the pages that show how to install the package.
-var installDocs = []string{"README.md", "../../README.md", "../../docs/example.md", "../../docs/serve.md"}
+var installDocs = []string{"README.md", "../../README.md", "../../docs/example.md", "../../docs/serve.md", "../../docs/trl.md"}
 
 // pipInstall is a pip install of the package: the pip that runs it, as
 // written before "pip install" or "-m pip install".

@@ -113,16 +113,21 @@ func trainerState(t *testing.T, ckpt string) int {
 
 // trainingSteps counts, by step, the metrics.jsonl lines of training steps
 // (those with a loss; the summary train() logs at its end shares the last
-// step's number).
+// step's number). Each must keep the Trainer's name, loss, with the alias of
+// transformers' train/loss: the failure names the first line without it.
 func trainingSteps(t *testing.T, dir string) map[int]int {
 	b, _ := os.ReadFile(filepath.Join(dir, telemetry.MetricsFile))
 	seen := map[int]int{}
 	for _, line := range strings.Split(string(b), "\n") {
 		var p struct {
-			Step int            `json:"step"`
-			M    map[string]any `json:"m"`
+			Step  int               `json:"step"`
+			M     map[string]any    `json:"m"`
+			Alias map[string]string `json:"alias"`
 		}
 		if json.Unmarshal([]byte(line), &p) == nil && p.M["loss"] != nil {
+			if p.Alias["loss"] == "" {
+				t.Fatalf("step %d: the Trainer's loss has no alias (hello's log_keys): %s", p.Step, line)
+			}
 			seen[p.Step]++
 		}
 	}

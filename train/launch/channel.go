@@ -202,6 +202,8 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 		return
 	}
 	bounds, err := checkBounds(m.Bounds)
+	namer, nerr := namerFor(m.LogKeys)
+	err = errors.Join(err, nerr)
 	if err == nil {
 		err = s.steer.hello(m)
 	}
@@ -209,7 +211,7 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 		s.refuse(c, err.Error())
 		return
 	}
-	s.hello, s.version, s.bounds = &m, m.Version, bounds
+	s.hello, s.version, s.bounds, s.view.namer = &m, m.Version, bounds, namer
 	s.view.hello(m)
 	s.writeHello(m)
 	s.recordProcess(m.PID, "hello")

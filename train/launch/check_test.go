@@ -165,3 +165,32 @@ func TestLoggedNamesAreKept(t *testing.T) {
 		t.Errorf("policy/loss at steps %v, want 4..6 (the RL phase)", got)
 	}
 }
+
+// A trainer whose names are a Hugging Face Trainer's log keys (loss, not
+// train/loss) says so in hello: the files keep its names, the aliases are
+// those of the same names as transformers' loggers write them.
+func TestHFLogKeysGetTheirAliases(t *testing.T) {
+	dir := t.TempDir()
+	l := launchChild(t, dir, launch.Spec{}, "--steps", "6", "--sft-steps", "3", "--step-time", "0", "--hf-log-keys")
+	if err := l.wait(t); err != nil {
+		t.Fatal(err)
+	}
+	series := map[string][]int{}
+	for _, p := range points(dir) {
+		if _, ok := p.Metrics["loss"]; !ok {
+			t.Errorf("step %d: loss not under the name the trainer logged: %v", p.Step, p.Metrics)
+		}
+		for k := range p.Named() {
+			if k == "sft/loss" || k == "policy/loss" {
+				series[k] = append(series[k], p.Step)
+			}
+		}
+	}
+	if got := series["sft/loss"]; len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Errorf("sft/loss at steps %v, want 1..3 (the SFT phase)", got)
+	}
+	if got := series["policy/loss"]; len(got) != 3 || got[0] != 4 || got[2] != 6 {
+		t.Errorf("policy/loss at steps %v, want 4..6 (the RL phase)", got)
+	}
+}
+

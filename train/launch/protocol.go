@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/pixelis/pixelis/train/steer"
+	"github.com/pixelis/pixelis/train/telemetry/watch"
 )
 
 // The channel's wire format (docs/launch-protocol.md): JSON objects, one a
@@ -43,6 +44,22 @@ const (
 	MsgDone       = "done"
 )
 
+// LogKeysHF is hello's log_keys for metrics named as a Hugging Face
+// Trainer's on_log hands them to its callbacks (loss, eval_loss, rewards/f/mean).
+const LogKeysHF = "hf_trainer"
+
+// namerFor is the namer giving the aliases of a trainer's metrics whose names
+// are written as logKeys says, or an error naming the field.
+func namerFor(logKeys string) (*watch.Namer, error) {
+	switch logKeys {
+	case "":
+		return watch.DefaultMapping().Namer(watch.NamerOptions{}), nil
+	case LogKeysHF:
+		return watch.DefaultMapping().Namer(watch.NamerOptions{HFLogs: true}), nil
+	}
+	return nil, fmt.Errorf("hello.log_keys: %q is not a naming this pixelis knows (\"\" or %q)", logKeys, LogKeysHF)
+}
+
 // Message types, pixelis → trainer.
 const (
 	MsgWelcome = "welcome"
@@ -68,6 +85,11 @@ type inMessage struct {
 	// Bounds are the trainer's declared ranges of its metrics, by the
 	// names it logs them under: a value outside is refused (version 2).
 	Bounds map[string][]float64 `json:"bounds"`
+	// LogKeys says how the metrics' names are written: "" as the trainer's
+	// own tags (train/loss), LogKeysHF as a Hugging Face Trainer's on_log and
+	// trainer_state.json have them (loss, eval_loss). Only the aliases
+	// depend on it: the files keep the names as sent.
+	LogKeys string `json:"log_keys"`
 	// heartbeat
 	Dropped int `json:"dropped"`
 	// phase

@@ -14,7 +14,6 @@ import (
 	"github.com/pixelis/pixelis/internal/child"
 	"github.com/pixelis/pixelis/train/owner"
 	"github.com/pixelis/pixelis/train/telemetry"
-	"github.com/pixelis/pixelis/train/telemetry/watch"
 )
 
 // session is one launched child while it runs: its process, its channel,
@@ -80,7 +79,8 @@ func start(spec Spec, w owner.Wiring) (*session, error) {
 	s := &session{spec: spec, w: w, exited: make(chan *os.ProcessState, 1), conns: make(chan *conn),
 		inbox: make(chan inbound, 256), quit: make(chan struct{}), started: time.Now()}
 	s.steer = &steering{cfg: spec.Curriculum, runDir: spec.RunDir, resumeStep: spec.ResumeStep}
-	s.view = newView(spec, watch.DefaultMapping().Namer(watch.NamerOptions{}), s.steer)
+	namer, _ := namerFor("") // a hello naming its log keys replaces it
+	s.view = newView(spec, namer, s.steer)
 	s.cmds = newCommands()
 	s.quiet.heard = s.started
 	s.written, s.refused = math.MinInt, refusals{}

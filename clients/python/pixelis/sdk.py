@@ -84,6 +84,7 @@ RUN_DIR_ENV = "PIXELIS_RUN_DIR"
 OWNER_ENV = "PIXELIS_OWNER_PID"        # pixelis's pid: the run's owner (under torchrun not this process's parent)
 STOP_GRACE_ENV = "PIXELIS_STOP_GRACE_S"  # pixelis's --grace, in seconds
 UNREPORTED_FILE = "unreported_checkpoints.jsonl"  # in the run directory: checkpoints saved with no pixelis to report them to
+LOG_KEYS_HF = "hf_trainer"  # hello's log_keys: metrics named as a Hugging Face Trainer's on_log has them
 MAX_LINE = 1 << 20          # the protocol's longest line, bytes (without its newline)
 HEARTBEAT_EVERY_S = 5.0     # the protocol's longest time between heartbeats
 QUEUE_SIZE = 4096           # metrics and samples waiting to be written, at most
@@ -269,7 +270,7 @@ def _rank_and_size():
 
 
 def connect(components=(), reports=(), config=None, default_weights=None, *, total_steps=None, bounds=None, channel=None,
-            channel_rank=0, boundary_every=1, queue_size=QUEUE_SIZE, timeout=CONNECT_TIMEOUT_S):
+            channel_rank=0, boundary_every=1, queue_size=QUEUE_SIZE, timeout=CONNECT_TIMEOUT_S, log_keys=None):
     """The run's channel to pixelis, or a Run that does nothing outside
     `pixelis launch` (no PIXELIS_CHANNEL).
 
@@ -280,8 +281,10 @@ def connect(components=(), reports=(), config=None, default_weights=None, *, tot
     under launch (or when pixelis runs no curriculum); total_steps: the step
     budget the console's header shows; bounds: {metric name: (low, high)},
     the range each named metric can take (pixelis refuses a value outside
-    it). Only the rank channel_rank
-    connects; under torch.distributed, connect() is a collective (all ranks
+    it); log_keys: LOG_KEYS_HF when the metrics' names are a Hugging Face
+    Trainer's on_log keys ("loss", "eval_loss"), so that pixelis aliases them
+    as transformers' loggers write them (the files keep the names as logged).
+    Only the rank channel_rank connects; under torch.distributed, connect() is a collective (all ranks
     start from the holder's stage). boundary_every=k makes only every k-th
     step_boundary() call look for commands (the others return [] at
     once): commands then wait up to k steps (for ranks on several nodes,
@@ -289,7 +292,8 @@ def connect(components=(), reports=(), config=None, default_weights=None, *, tot
     handshake, OSError when the socket cannot be reached.
     """
     return Run(components, reports, config, default_weights, total_steps=total_steps, bounds=bounds, channel=channel,
-               channel_rank=channel_rank, boundary_every=boundary_every, queue_size=queue_size, timeout=timeout)
+               channel_rank=channel_rank, boundary_every=boundary_every, queue_size=queue_size, timeout=timeout,
+               log_keys=log_keys)
 
 
 class Run:
@@ -297,7 +301,7 @@ class Run:
     outside it. Made by connect()."""
 
     def __init__(self, components, reports, config, default_weights, *, total_steps, bounds=None, channel, channel_rank,
-                 boundary_every, queue_size, timeout):
+                 boundary_every, queue_size, timeout, log_keys=None):
         self.components = [str(c) for c in components]
         self.reports = [str(r) for r in reports]
         weights = dict(default_weights or {})
@@ -333,6 +337,8 @@ class Run:
                 hello["total_steps"] = int(total_steps)
             if bounds:
                 hello["bounds"] = {str(k): [float(lo), float(hi)] for k, (lo, hi) in bounds.items()}
+            if log_keys:
+                hello["log_keys"] = str(log_keys)
             self._channel = _Channel(path, hello, queue_size, timeout, self._owner, self._on_owner_gone)
             welcome = self._channel.welcome
             self.run_dir = welcome.get("run_dir") or self.run_dir

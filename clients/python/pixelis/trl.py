@@ -123,7 +123,7 @@ class PixelisCallback(_TrainerCallback):
         self._lacking(default_weights or {}, "default_weights")
         self.run = sdk.connect(components=self.names, reports=reports,
                                config=config if config is not None else _args_config(getattr(trainer, "args", None)),
-                               default_weights=default_weights, channel=channel)
+                               default_weights=default_weights, channel=channel, log_keys=sdk.LOG_KEYS_HF)
         try:
             self._lacking(self.run.stage.weights, "pixelis's stage %r" % self.run.stage.name)
         except ValueError:

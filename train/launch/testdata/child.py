@@ -41,6 +41,8 @@ def parse_args():
     ap.add_argument("--sft-steps", type=int, default=0, help="steps 1..N are phase sft (a loss and accuracy only), then rft")
     ap.add_argument("--send-raw", help="a JSON list of lines to send as they are after hello")
     ap.add_argument("--bounds", help="a JSON object of declared bounds {name: [low, high]}")
+    ap.add_argument("--hf-log-keys", action="store_true",
+                    help="log as a Hugging Face Trainer's on_log names them (loss, not train/loss) and say so in hello")
     ap.add_argument("--fail-at", type=int, help="exit 3 at this step")
     ap.add_argument("--components", default="final,cost")
     ap.add_argument("--heartbeat", type=float, default=1.0)
@@ -98,6 +100,8 @@ def connect(path, a, components):
                  config={"lr": 0.001, "steps": a.steps}, total_steps=a.steps if a.steps < 10**9 else 0)
     if a.bounds:
         hello["bounds"] = json.loads(a.bounds)
+    if a.hf_log_keys:
+        hello["log_keys"] = "hf_trainer"
     ch.send(**hello)
     welcome = None
     deadline = time.time() + 30
@@ -139,6 +143,11 @@ class Stages:
             if at <= step:
                 self.weights = w
                 self.waiting.remove((at, w))
+
+
+def hf_log_key(name):
+    """name as a Hugging Face Trainer's on_log has it: train/loss is loss."""
+    return name[len("train/"):] if name.startswith("train/") else name
 
 
 def step_metrics(step, rng, weights, components):
@@ -250,6 +259,8 @@ def main():
             msg = dict(type="metrics", step=step, metrics=step_metrics(step, rng, stages.weights, components))
         if a.version >= 2:
             msg["weights"] = stages.weights
+        if a.hf_log_keys:
+            msg["metrics"] = {hf_log_key(k): v for k, v in msg["metrics"].items()}
         ch.send(**msg)
         if step % 5 == 0:
             ch.send(type="sample", step=step, sample={
