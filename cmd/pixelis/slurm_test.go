@@ -20,12 +20,18 @@ import (
 // CI=true they fail.
 
 // needSlurm skips the test (fails it under CI=true) unless sinfo answers
-// with a node that takes jobs.
+// with a node that takes jobs. A node still completing the last test's jobs
+// ("comp"), or a controller busy under load, is waited for: up to a minute
+// for a node to be idle, mixed, allocated or completing.
 func needSlurm(t *testing.T) {
 	t.Helper()
-	out, err := exec.Command("sinfo", "--noheader", "--format=%t").CombinedOutput()
-	up := err == nil && (bytes.Contains(out, []byte("idle")) || bytes.Contains(out, []byte("mix")) || bytes.Contains(out, []byte("alloc")))
-	if up {
+	var out []byte
+	var err error
+	up := func() bool {
+		out, err = exec.Command("sinfo", "--noheader", "--format=%t").CombinedOutput()
+		return err == nil && slurmTakesJobs(string(out))
+	}
+	if up() || (clusterAnswers() && waitFor(time.Minute, up)) {
 		return
 	}
 	msg := fmt.Sprintf("no Slurm cluster answers (sinfo: %v %s); start one with .ci/slurm-up", err, strings.TrimSpace(string(out)))
@@ -33,6 +39,26 @@ func needSlurm(t *testing.T) {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
+}
+
+// clusterAnswers says whether a Slurm controller is there at all (worth
+// waiting for its node), rather than no Slurm on this machine.
+func clusterAnswers() bool {
+	_, err := exec.Command("sinfo", "--noheader").CombinedOutput()
+	return err == nil
+}
+
+// slurmTakesJobs says whether sinfo's node states (one a line, %t) name a node
+// that runs jobs now or will once its last ones complete; "*" marks a node not
+// responding.
+func slurmTakesJobs(states string) bool {
+	for _, st := range strings.Fields(states) {
+		switch strings.TrimRight(st, "~#!%$@^-+") {
+		case "idle", "mix", "alloc", "comp":
+			return true
+		}
+	}
+	return false
 }
 
 // slurmExperiment is smokeExperiment with Slurm as its scheduler.
@@ -484,5 +510,16 @@ func TestSlurmExperimentCancel(t *testing.T) {
 	left, _ := exec.Command("squeue", "--noheader", "--jobs="+strings.Join(ids, ","), "--format=%i %T").Output()
 	if s := strings.TrimSpace(string(left)); s != "" {
 		t.Errorf("still queued or running:\n%s", s)
+	}
+}
+
+func TestSlurmTakesJobs(t *testing.T) {
+	for states, want := range map[string]bool{
+		"idle\n": true, "mix\n": true, "alloc\n": true, "comp\n": true, "idle-\n": true,
+		"idle*\n": false, "drain\n": false, "down*\n": false, "": false, "drain\nidle\n": true,
+	} {
+		if got := slurmTakesJobs(states); got != want {
+			t.Errorf("slurmTakesJobs(%q) = %v, want %v", states, got, want)
+		}
 	}
 }
