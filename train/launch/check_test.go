@@ -193,4 +193,3 @@ func TestHFLogKeysGetTheirAliases(t *testing.T) {
 		t.Errorf("policy/loss at steps %v, want 4..6 (the RL phase)", got)
 	}
 }
-
