@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pixelis/pixelis/train/owner"
@@ -202,13 +204,20 @@ func (v *view) names(raw map[string]float64) (named map[string]float64, alias ma
 	return named, alias
 }
 
+// peerGone says whether a write failed because the trainer closed its end:
+// it has no step left to wait for (its last metrics are read after it left),
+// and the drop itself is reported where the connection's end is read.
+func peerGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
+}
+
 // observed tells a trainer under lockstep that step's metrics were taken
 // and every command it decided was sent.
 func (s *session) observed(step int) {
 	if s.conn == nil {
 		return
 	}
-	if err := s.conn.write(observed{Type: MsgObserved, Step: step}); err != nil {
+	if err := s.conn.write(observed{Type: MsgObserved, Step: step}); err != nil && !peerGone(err) {
 		s.emit(telemetry.EventWarning, fmt.Sprintf("observed of step %d not sent: %v", step, err), nil)
 	}
 }
