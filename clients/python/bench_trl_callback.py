@@ -52,25 +52,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 # The stages of cmd/pixelis's TestLaunchTRLConsole: coherence weighs 0, then 1
 # from the fourth step on, so a stage change happens within the measured run.
-CURRICULUM = """[curriculum]
-kpi_window = 5
-min_samples = 0
-eval_every = 1
-rollback_metric = "reward_final_ma5"
-rollback_drop = 0.9
-
-[[curriculum.stages]]
-name = "Final"
-weights = { final = 1.0, coherence = 0.0, curiosity = 0.0 }
-
-[[curriculum.stages.exit]]
-kind = "steps"
-steps = 3
-
-[[curriculum.stages]]
-name = "Coherence"
-weights = { final = 1.0, coherence = 1.0, curiosity = 0.0 }
-"""
+CURRICULUM = os.path.join(HERE, "tests", "stack_trl", "curriculum.toml")
 
 HOOKS = ("on_train_begin", "on_log", "on_step_end", "on_save", "on_evaluate", "on_train_end")
 SDK_THREADS = ("pixelis-channel", "pixelis-channel-reader")
@@ -198,10 +180,7 @@ def launch_cmd(pixelis, py, tmp, result, steps, tui, curriculum=True):
     run_dir = os.path.join(tmp, "run")
     cmd = [pixelis, "launch", "--run-dir", run_dir, "--no-curriculum"]
     if curriculum:
-        cur = os.path.join(tmp, "curriculum.toml")
-        with open(cur, "w") as f:
-            f.write(CURRICULUM)
-        cmd[-1:] = ["--config", cur]
+        cmd[-1:] = ["--config", CURRICULUM]
     if not tui:
         cmd.append("--no-tui")
     return cmd + ["--", py, "-u", os.path.abspath(__file__), "--child", result, "--steps", str(steps)], run_dir

@@ -28,31 +28,13 @@ func trlEnv(t *testing.T) []string {
 	return []string{"PYTHONPATH=" + path, "OMP_NUM_THREADS=1", "HF_HUB_OFFLINE=1", "TOKENIZERS_PARALLELISM=false"}
 }
 
-// trlCurriculum is a reward curriculum on the TRL script's reward functions
-// (final and coherence, constant 1 and 0.5): coherence weighs 0, then 1 from
-// the fourth step on, so the weighted reward GRPOTrainer logs goes from 1 to 1.5.
+// trlCurriculum is the reward curriculum on the TRL script's reward functions
+// (clients/python/tests/stack_trl/curriculum.toml, which the callback's
+// benchmark runs too): coherence weighs 0, then 1 from the fourth step on, so
+// the weighted reward GRPOTrainer logs goes from 1 to 1.5.
 func trlCurriculum(t *testing.T) string {
-	p := filepath.Join(t.TempDir(), "curriculum.toml")
-	text := `[curriculum]
-kpi_window = 5
-min_samples = 0
-eval_every = 1
-rollback_metric = "reward_final_ma5"
-rollback_drop = 0.9
-
-[[curriculum.stages]]
-name = "Final"
-weights = { final = 1.0, coherence = 0.0, curiosity = 0.0 }
-
-[[curriculum.stages.exit]]
-kind = "steps"
-steps = 3
-
-[[curriculum.stages]]
-name = "Coherence"
-weights = { final = 1.0, coherence = 1.0, curiosity = 0.0 }
-`
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+	p, err := filepath.Abs("../../clients/python/tests/stack_trl/curriculum.toml")
+	if err != nil {
 		t.Fatal(err)
 	}
 	return p
