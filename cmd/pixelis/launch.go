@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/owner"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -96,15 +97,15 @@ func cmdLaunch(ctx context.Context, args []string, std stdio) error {
 	if sub.on() {
 		return sub.submitLaunch(ctx, std, args[:cut], child, runDir, lf)
 	}
-	lock, err := lockRun(runDir, where, "launch")
+	lock, err := runs.Lock(runDir, where, "launch")
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
-	if err := refuseLiveTrainer(runDir); err != nil {
+	if err := runs.RefuseLiveTrainer(runDir); err != nil {
 		return err
 	}
-	if err := refuseUsedRunDir(runDir); err != nil {
+	if err := runs.RefuseUsed(runDir); err != nil {
 		return err
 	}
 	cwd, _ := os.Getwd()
@@ -134,32 +135,6 @@ func (f *launchFlags) launchOptions() launchOptions {
 
 // launchOptionsFile keeps the launch's own flags beside launch.json.
 const launchOptionsFile = "launch_options.json"
-
-// refuseLiveTrainer refuses a run directory whose trainer still runs though
-// no pixelis holds the run (its lock is taken by now): one whose pixelis
-// died, still stopping or never told. Two trainers on one run directory
-// would write into one run's checkpoints, and share its GPU.
-func refuseLiveTrainer(runDir string) error {
-	live := launch.LiveTrainers(runDir)
-	if len(live) == 0 {
-		return nil
-	}
-	p := live[0]
-	what := map[string]string{"child": "the command pixelis launched", "hello": "the process on its channel"}[p.Role]
-	return usagef("%s: a trainer of this run is still running, pid %d (%s, recorded in %s), though no pixelis holds the run; "+
-		"a trainer using the SDK stops with a checkpoint once its pixelis is gone: wait for it to exit, or end it with kill %d",
-		runDir, p.PID, what, launch.ProcessesFile, p.PID)
-}
-
-// refuseUsedRunDir refuses a run directory that holds a run already.
-func refuseUsedRunDir(runDir string) error {
-	for _, f := range []string{launch.RecordFile, "run.json", telemetry.MetricsFile} {
-		if fi, err := os.Stat(filepath.Join(runDir, f)); err == nil && fi.Size() > 0 {
-			return usagef("%s already holds a run (%s); continue it with `pixelis resume %s`, or choose another --run-dir", runDir, f, runDir)
-		}
-	}
-	return nil
-}
 
 // writeLaunchFiles records the launch: launch.json, the launch's flags, and
 // the config whose [curriculum] and [ui] the run uses (config.toml, as a
@@ -228,12 +203,12 @@ func executeLaunch(ctx context.Context, std stdio, cfg *configs.Config, spec lau
 // its step count, the curriculum's stage and KPI history — is restored to
 // that checkpoint's step.
 func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI bool) error {
-	lock, err := lockRun(runDir, "RUN_DIR", "resume")
+	lock, err := runs.Lock(runDir, "RUN_DIR", "resume")
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
-	if err := refuseLiveTrainer(runDir); err != nil {
+	if err := runs.RefuseLiveTrainer(runDir); err != nil {
 		return err
 	}
 	rec, err := launch.ReadRecord(runDir)
@@ -251,11 +226,11 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 	if b, err := os.ReadFile(filepath.Join(runDir, launchOptionsFile)); err == nil {
 		json.Unmarshal(b, &o)
 	}
-	c, err := launchCheckpoint(runDir, from)
+	c, err := runs.LaunchedResume(runDir, from)
 	if err != nil {
 		return err
 	}
-	ck, step := c.path, c.step
+	ck, step := c.Path, c.Step
 	if ck == "" {
 		if err := truncateLaunched(runDir, -1); err != nil {
 			return err
@@ -277,7 +252,7 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 	spec := launchSpec(runDir, rec, append(slices.Clone(rec.Args), extra...), o, cfg)
 	spec.ResumeStep, spec.Resumed = step, ck
 	saved := ""
-	if c.unreported {
+	if c.Unreported {
 		saved = ", saved by the trainer after its pixelis was gone (" + launch.UnreportedFile + ")"
 	}
 	return executeLaunch(ctx, std, cfg, spec, noTUI, fmt.Sprintf("resuming from %s (step %d%s): %s", ck, step, saved, strings.Join(extra, " ")))
@@ -294,73 +269,6 @@ func truncateLaunched(runDir string, step int) error {
 		return fmt.Errorf("truncate %s: %w", launch.UnreportedFile, err)
 	}
 	return nil
-}
-
-// launchCheckpoint is the checkpoint a launched run resumes from: the
-// newest the trainer saved that is still there — reported to pixelis (the
-// checkpoint events of events.jsonl) or, its pixelis gone, recorded by the
-// trainer itself (launch.UnreportedFile) — or from when given (one of
-// them); the zero checkpoint when there is none.
-func launchCheckpoint(runDir, from string) (launchedCheckpoint, error) {
-	if from != "" {
-		var err error
-		if from, err = filepath.Abs(from); err != nil {
-			return launchedCheckpoint{}, err
-		}
-	}
-	all, err := launchedCheckpoints(runDir)
-	if err != nil {
-		return launchedCheckpoint{}, err
-	}
-	var newest launchedCheckpoint
-	for _, c := range all {
-		if _, serr := os.Stat(c.path); serr != nil || from != "" && c.path != from {
-			continue
-		}
-		if newest.path == "" || !c.time.Before(newest.time) {
-			newest = c
-		}
-	}
-	if from != "" && newest.path == "" {
-		return newest, usagef("--from %s: not a checkpoint the trainer of %s saved (its checkpoints are the checkpoint events of its events.jsonl and the lines of %s)", from, runDir, launch.UnreportedFile)
-	}
-	return newest, nil
-}
-
-// launchedCheckpoint is a checkpoint a launched trainer saved.
-type launchedCheckpoint struct {
-	path       string
-	step       int
-	time       time.Time
-	unreported bool // recorded by the trainer after its pixelis was gone
-}
-
-// launchedCheckpoints are the checkpoints the trainer of runDir saved, in
-// the order of its files: those it reported, then those it recorded itself.
-func launchedCheckpoints(runDir string) ([]launchedCheckpoint, error) {
-	b, err := os.ReadFile(filepath.Join(runDir, telemetry.EventsFile))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	var out []launchedCheckpoint
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		var e telemetry.Event
-		if json.Unmarshal(line, &e) != nil || e.Kind != telemetry.EventCheckpoint {
-			continue
-		}
-		if p, _ := e.Data["path"].(string); p != "" {
-			out = append(out, launchedCheckpoint{path: p, step: e.Step, time: e.Time})
-		}
-	}
-	unreported, err := launch.ReadUnreported(runDir)
-	if err != nil {
-		return nil, err
-	}
-	for _, u := range unreported {
-		at, _ := time.Parse(time.RFC3339Nano, u.Time)
-		out = append(out, launchedCheckpoint{path: u.Path, step: u.Step, time: at, unreported: true})
-	}
-	return out, nil
 }
 
 // launchedSettings is what the console's i shows of a launched trainer: its

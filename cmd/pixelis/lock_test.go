@@ -4,55 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/pixelis/pixelis/configs"
 )
-
-// Runs without a name of their own started in the same second each get a
-// directory: <time>-<n> with the smallest free n, whoever asks first, in
-// this process or another.
-func TestNewRunDirSameSecond(t *testing.T) {
-	parent := filepath.Join(t.TempDir(), "runs")
-	start := time.Date(2026, 11, 24, 22, 52, 11, 0, time.Local)
-	if err := os.MkdirAll(filepath.Join(parent, "2026-11-24-225211-1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	const n = 8
-	dirs := make([]string, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			dirs[i], errs[i] = newRunDir(parent, start)
-		}()
-	}
-	wg.Wait()
-	var names []string
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatal(errs[i])
-		}
-		names = append(names, filepath.Base(dirs[i]))
-	}
-	slices.Sort(names)
-	want := []string{"2026-11-24-225211-2", "2026-11-24-225211-3", "2026-11-24-225211-4", "2026-11-24-225211-5",
-		"2026-11-24-225211-6", "2026-11-24-225211-7", "2026-11-24-225211-8", "2026-11-24-225211-9"}
-	if !slices.Equal(names, want) {
-		t.Fatalf("names %v, want %v", names, want)
-	}
-	// A later second sorts after every run of this one.
-	later := startName(start.Add(time.Second), 1)
-	if later <= want[len(want)-1] || startName(start, 1) >= want[0] {
-		t.Fatalf("%s does not sort after %s", later, want[len(want)-1])
-	}
-}
 
 // Two runs started at once without --run-dir or run.name both train, each in
 // a directory of its own under run.dir.

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/pixelis/pixelis/internal/crash"
+	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train/experiment"
 	"github.com/pixelis/pixelis/train/owner"
 )
@@ -185,9 +186,8 @@ func report(w io.Writer, name string, err error) int {
 		fmt.Fprintf(w, "pixelis %s: %v\n", name, err)
 		return experiment.ExitRequeue
 	}
-	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(w, "pixelis %s: %s\n", name, indentLines(ue.Error()))
+	if msg, ok := usageMessage(err); ok {
+		fmt.Fprintf(w, "pixelis %s: %s\n", name, indentLines(msg))
 		return exitBadUsage
 	}
 	if errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "stopped at once") {
@@ -196,6 +196,20 @@ func report(w io.Writer, name string, err error) int {
 	}
 	fmt.Fprintf(w, "pixelis %s: %s\n", name, indentLines(err.Error()))
 	return exitFailed
+}
+
+// usageMessage is the message of an error caused by the user's input: a
+// usageError or a run rule's refusal (*runs.Refusal).
+func usageMessage(err error) (string, bool) {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return ue.Error(), true
+	}
+	var refused *runs.Refusal
+	if errors.As(err, &refused) {
+		return refused.Error(), true
+	}
+	return "", false
 }
 
 // indentLines indents the lines of a message after its first, which follows

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/runs"
 )
 
 // run runs the CLI in-process and returns its exit code and output.
@@ -202,7 +203,7 @@ func TestCLIMessages(t *testing.T) {
 	ents, _ := os.ReadDir(finishedRun)
 	var names []string
 	for _, e := range ents {
-		if e.Name() != LockFile {
+		if e.Name() != runs.LockFile {
 			names = append(names, e.Name())
 		}
 	}

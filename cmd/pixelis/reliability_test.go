@@ -13,6 +13,7 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/internal/lockfile"
+	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train"
 )
 
@@ -95,7 +96,7 @@ func TestRunDirectoryLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := lockfile.Acquire(filepath.Join(dir, LockFile), "pixelis run")
+	held, err := lockfile.Acquire(filepath.Join(dir, runs.LockFile), "pixelis run")
 	if err != nil {
 		t.Fatal(err)
 	}

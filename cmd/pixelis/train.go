@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/launch"
@@ -98,16 +98,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	if err := checkMemory(cfg, phases); err != nil {
 		return err
 	}
-	runDir := cf.runDir
-	named := runDir != "" || cfg.Run.Name != ""
-	start := time.Now()
-	if runDir == "" {
-		n := cfg.Run.Name
-		if n == "" {
-			n = startName(start, 1) // claimed below, once the run is known to start
-		}
-		runDir = filepath.Join(cfg.Run.Dir, n)
-	}
+	target := runs.NewTarget(cfg, cf.runDir, time.Now())
 	if cfg.Data.TrainFile != "" && phases[0] == train.PhaseSFT {
 		// A missing or corrupt data file is the user's input: say so before creating the run.
 		if err := checkCoTA(cfg, cfg.Data.TrainFile); err != nil {
@@ -115,23 +106,18 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 		}
 	}
 	if startsWithRFT || startsWithTTRL {
-		if init, err = startCheckpoint(cfg, runDir, init, phases[0]); err != nil {
+		if init, err = runs.StartCheckpoint(cfg, target.Dir, init, phases[0]); err != nil {
 			return err
 		}
 	}
 	if sub.on() {
-		return sub.submit(ctx, io, name, args, runDir, phases)
+		return sub.submit(ctx, io, name, args, target.Dir, phases)
 	}
-	where := "run.dir"
-	if cf.runDir != "" {
-		where = "--run-dir"
+	if err := target.Claim(); err != nil {
+		return err
 	}
-	if !named {
-		if runDir, err = newRunDir(cfg.Run.Dir, start); err != nil {
-			return err
-		}
-	}
-	lock, err := lockRun(runDir, where, name)
+	runDir := target.Dir
+	lock, err := runs.Lock(runDir, target.Where, name)
 	if err != nil {
 		return err
 	}
@@ -139,11 +125,11 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	opt := train.Options{RunDir: runDir, Phases: phases, Init: init}
 	// Read under the lock: a run that finished in this directory a moment ago is seen.
 	if prev, err := train.ReadRunInfo(runDir); err == nil {
-		if opt.Done, err = continuedPhases(runDir, prev, phases[0], init); err != nil {
+		if opt.Done, err = runs.Continued(runDir, prev, phases[0], init); err != nil {
 			return err
 		}
 	}
-	placeRun(cfg, runDir)
+	runs.Place(cfg, runDir)
 	return execute(ctx, io, cfg, opt, cf.noTUI, "", -1)
 }
 
@@ -159,57 +145,6 @@ func registerPhaseFlags(fs *flag.FlagSet, name string, init, phaseList *string) 
 		fs.StringVar(init, "init", "", "checkpoint `DIR` the first phase starts from: the SFT model of --phases rft,…, the RFT model of --phases ttrl,…")
 		fs.StringVar(phaseList, "phases", "sft,rft,test", "the phases to run, some of sft, rft, ttrl, test in that order")
 	}
-}
-
-// startCheckpoint is the checkpoint a run whose first phase is rft or ttrl
-// starts from, as an absolute path (run.json and the checkpoints record it:
-// a resume from another working directory must find it): --init, else
-// rft.init for RFT, else the run directory's own SFT or RFT model. A missing
-// or mismatched model is refused before anything is created.
-func startCheckpoint(cfg *configs.Config, runDir, init, first string) (string, error) {
-	if init == "" && first == train.PhaseRFT {
-		init = cfg.RFT.Init
-	}
-	if init == "" {
-		own := train.SFTFinal
-		if first == train.PhaseTTRL {
-			own = train.RFTFinal
-		}
-		init = filepath.Join(runDir, "checkpoints", own)
-	}
-	if abs, err := filepath.Abs(init); err == nil {
-		init = abs
-	}
-	if _, err := train.LoadPolicy(cfg, init); err != nil {
-		if first == train.PhaseTTRL {
-			return "", usagef("ttrl needs an RFT checkpoint that matches [policy]: %v\n(run `pixelis rft` first, or pass --init DIR)", err)
-		}
-		return "", usagef("rft needs an SFT checkpoint that matches [policy]: %v\n(run `pixelis sft` first, or pass --init DIR)", err)
-	}
-	return init, nil
-}
-
-// continuedPhases is what a new command may do in a run directory that
-// already holds run prev: the phases it counts as done. Only `pixelis rft`
-// from the SFT model of an SFT-only run, or `pixelis ttrl` from the RFT model
-// of a run that ended with RFT, continues it (its steps follow on the
-// run-wide axis); anything else would mix two runs' files and is refused.
-func continuedPhases(runDir string, prev train.RunInfo, first, init string) ([]string, error) {
-	own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.SFTFinal))
-	ownRFT, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.RFTFinal))
-	if first == train.PhaseTTRL && len(prev.Phases) > 0 && prev.Phases[len(prev.Phases)-1] == train.PhaseRFT && init == ownRFT {
-		if _, err := os.Stat(ownRFT); err == nil {
-			return prev.Phases, nil
-		}
-	}
-	if first == train.PhaseRFT && slices.Equal(prev.Phases, []string{train.PhaseSFT}) && init == own {
-		return []string{train.PhaseSFT}, nil
-	}
-	if _, done := finished(runDir, prev.Phases); done {
-		return nil, usagef("%s already holds a finished run (phases %v); choose another --run-dir (`pixelis rft --init %s --run-dir NEW` trains again from its SFT model)",
-			runDir, prev.Phases, filepath.Join(runDir, "checkpoints", train.SFTFinal))
-	}
-	return nil, usagef("%s already holds a run (phases %v); continue it with `pixelis resume %s`, or choose another --run-dir", runDir, prev.Phases, runDir)
 }
 
 // cmdResume: pixelis resume RUN_DIR [--from CHECKPOINT] [--no-tui]
@@ -232,7 +167,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 		return usageError{err}
 	}
 	// Nothing is read for the resume, let alone cut back, before the lock is held.
-	lock, err := lockRun(runDir, "RUN_DIR", "resume")
+	lock, err := runs.Lock(runDir, "RUN_DIR", "resume")
 	if err != nil {
 		return err
 	}
@@ -245,59 +180,25 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return usageError{err}
 	}
-	placeRun(cfg, runDir)
+	runs.Place(cfg, runDir)
 	if err := checkMemory(cfg, info.Phases); err != nil {
 		return err
 	}
 	// Every check comes before the run's files are touched: a refused resume
 	// changes nothing.
-	path := *from
-	if path != "" {
-		got, _ := filepath.Abs(filepath.Dir(filepath.Clean(path)))
-		own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints"))
-		if got != own {
-			return usagef("--from %s: not a checkpoint of %s (its checkpoints are in %s)", path, runDir, own)
-		}
-	}
-	if path == "" {
-		if mark, done := finished(runDir, info.Phases); done {
-			return usagef("%s finished: its last phase is done (%s), so there is nothing to resume\n(to train again from one of its checkpoints, pass --from %s)",
-				runDir, mark, filepath.Join(runDir, "checkpoints", "DIR"))
-		}
-		root := filepath.Join(runDir, "checkpoints")
-		if path, err = ckpt.Latest(root); err != nil {
-			if infos, lerr := ckpt.List(root); errors.Is(err, ckpt.ErrNoCheckpoint) && (lerr != nil || len(infos) == 0) {
-				// Stopped before its first save: nothing was trained that could be
-				// kept, so the run starts over with the config it recorded.
-				if err := telemetry.Truncate(runDir, -1); err != nil {
-					return err
-				}
-				opt := train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init}
-				return execute(ctx, io, cfg, opt, *noTUI, "no checkpoint was saved before the run stopped: starting it over", 0)
-			}
-			return fmt.Errorf("resume %s: %w", runDir, err)
-		}
-	}
-	if err := train.CheckResume(cfg, path); err != nil {
-		return err
-	}
-	m, err := ckpt.Inspect(path)
+	point, err := runs.PlanResume(cfg, runDir, info, *from)
 	if err != nil {
 		return err
 	}
-	if *from != "" {
-		// The run continues from here: a crash later must not resume the
-		// abandoned branch that latest still names.
-		if err := ckpt.SetLatest(path); err != nil {
-			return err
-		}
-	}
-	// Cut the run's files back to the checkpoint, so they read as one clean run.
-	step := train.PhaseOffset(cfg, info.Phases, m.Phase) + int(m.Step)
-	if err := telemetry.Truncate(runDir, step); err != nil {
+	if err := point.Rewind(runDir); err != nil {
 		return err
 	}
-	return execute(ctx, io, cfg, train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init, Resume: path}, *noTUI, "resuming from "+path, step)
+	opt := train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init}
+	if point.StartsOver() {
+		return execute(ctx, io, cfg, opt, *noTUI, "no checkpoint was saved before the run stopped: starting it over", 0)
+	}
+	opt.Resume = point.Checkpoint
+	return execute(ctx, io, cfg, opt, *noTUI, "resuming from "+point.Checkpoint, point.Step)
 }
 
 // execute runs a training run under its owner (train/owner): its files, the
@@ -397,34 +298,4 @@ func checkCoTA(cfg *configs.Config, path string) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// refuseLive is the usage error for a run directory a live process is training
-// (its control socket answers): a second process there would rewrite its files.
-func refuseLive(runDir string) error {
-	if telemetry.Live(runDir) {
-		return usagef("%s is being trained by a live process (its control socket answers); watch it with `pixelis attach %s`", runDir, runDir)
-	}
-	return nil
-}
-
-// finished reports whether a run directory's last phase left its mark (the
-// test phase's final_eval.json, RFT's or SFT's final checkpoint), and names it.
-func finished(runDir string, phases []string) (string, bool) {
-	if len(phases) == 0 {
-		return "", false
-	}
-	var mark string
-	switch phases[len(phases)-1] {
-	case train.PhaseTest:
-		mark = "final_eval.json"
-	case train.PhaseRFT:
-		mark = filepath.Join("checkpoints", train.RFTFinal)
-	case train.PhaseTTRL:
-		mark = filepath.Join("checkpoints", train.TTRLFinal)
-	default:
-		mark = filepath.Join("checkpoints", train.SFTFinal)
-	}
-	_, err := os.Stat(filepath.Join(runDir, mark))
-	return mark, err == nil
 }
