@@ -46,7 +46,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from pixelis import sdk  # noqa: E402
+from pixelis import _board, _ranks, sdk  # noqa: E402
 
 METRICS = 50
 
@@ -72,7 +72,7 @@ def calibrate(seconds):
 
 def all_reduce_step():
     """A data-parallel step's collective, when torch.distributed is initialised."""
-    td = sdk._dist()
+    td = _ranks.dist()
     if td is not None:
         import torch
         td.all_reduce(torch.ones(1 << 18))
@@ -178,9 +178,9 @@ def connect(path, boundary_every, collective=False):
     """sdk.connect, tried again while the peer has not yet seen the last round's connection close.
     collective: no command board, so that under torch.distributed every step boundary is a
     collective (what the SDK falls back to when the ranks are on several nodes)."""
-    create = sdk._Board.create
+    create = _board.Board.create
     if collective:
-        sdk._Board.create = lambda *a: None
+        _board.Board.create = lambda *a: None
     try:
         for attempt in range(100):
             try:
@@ -189,7 +189,7 @@ def connect(path, boundary_every, collective=False):
             except sdk.Refused:
                 time.sleep(0.1)
     finally:
-        sdk._Board.create = create
+        _board.Board.create = create
     raise RuntimeError("the peer kept refusing")
 
 

@@ -51,113 +51,50 @@ same step boundary (checkpoint saves and stops are collective, so they must).
 On one node (what `pixelis launch` supports) that costs no collective per
 step: the holder posts each command as it arrives on a command board that
 every rank reads at every boundary, for the first boundary no rank has
-passed (_Board); with ranks on several nodes step_boundary() is a collective
+passed (_board.Board); with ranks on several nodes step_boundary() is a collective
 instead (one broadcast of one number; the commands are broadcast when there
 are any). connect() is a collective either way. This module never imports
 torch: it uses torch.distributed only when the trainer has imported and
 initialised it.
 
+The package's modules under this one: _protocol (the protocol's words and
+one line's encoding), _channel (the socket: hello and welcome, heartbeats,
+reconnects), _board (the command board of one node's ranks), _owner (the
+owner watch), _ranks (torch.distributed as the trainer set it up).
+
 Standard library only.
 """
 
-import atexit
-import collections
-import contextlib
-import fcntl
-import json
-import logging
+from __future__ import annotations
+
 import math
-import itertools
 import os
-import select
 import signal
-import socket
-import struct
 import sys
-import tempfile
 import threading
 import time
 
-PROTOCOL_VERSION = 2
-CHANNEL_ENV = "PIXELIS_CHANNEL"
-RUN_DIR_ENV = "PIXELIS_RUN_DIR"
-OWNER_ENV = "PIXELIS_OWNER_PID"        # pixelis's pid: the run's owner (under torchrun not this process's parent)
-STOP_GRACE_ENV = "PIXELIS_STOP_GRACE_S"  # pixelis's --grace, in seconds
-UNREPORTED_FILE = "unreported_checkpoints.jsonl"  # in the run directory: checkpoints saved with no pixelis to report them to
-LOG_KEYS_HF = "hf_trainer"  # hello's log_keys: metrics named as a Hugging Face Trainer's on_log has them
-MAX_LINE = 1 << 20          # the protocol's longest line, bytes (without its newline)
-HEARTBEAT_EVERY_S = 5.0     # the protocol's longest time between heartbeats
+from ._board import NO_NEWS, Board
+from ._channel import Channel
+from ._owner import Owner
+from ._protocol import (CHANNEL_ENV, FLUSH_TIMEOUT_S, HEARTBEAT_EVERY_S, KINDS, LOG_KEYS_HF, MAX_LINE, OWNER_ENV,
+                        PROTOCOL_VERSION, RUN_DIR_ENV, STOP_GRACE_ENV, UNREPORTED_FILE, Refused, encode, log, number)
+from ._ranks import dist, rank_and_size
+
+__all__ = [
+    "connect", "Run", "Stage", "Command", "Refused", "training_loop", "KINDS", "LOG_KEYS_HF", "PROTOCOL_VERSION",
+    "CHANNEL_ENV", "RUN_DIR_ENV", "OWNER_ENV", "STOP_GRACE_ENV", "UNREPORTED_FILE", "MAX_LINE", "HEARTBEAT_EVERY_S",
+    "FLUSH_TIMEOUT_S", "QUEUE_SIZE", "PAUSE_POLL_S", "CONNECT_TIMEOUT_S", "SAME_STOP_S", "OBSERVED_TIMEOUT_S",
+    "STOP_GRACE_S", "KILL_AFTER_S",
+]
+
 QUEUE_SIZE = 4096           # metrics and samples waiting to be written, at most
 PAUSE_POLL_S = 1.0          # while paused, the holder waits this long for a command between looks (a collective across nodes)
-FLUSH_TIMEOUT_S = 5.0       # close() waits this long for queued messages to be written
 CONNECT_TIMEOUT_S = 10.0    # the handshake's limit
 SAME_STOP_S = 5.0           # a SIGTERM this soon after a stop began is that stop (a scheduler's, beside pixelis's)
 OBSERVED_TIMEOUT_S = 10.0   # under lockstep, step_boundary waits this long for pixelis to observe the step logged
 STOP_GRACE_S = 30.0         # pixelis's --grace when it does not say (PIXELIS_STOP_GRACE_S)
 KILL_AFTER_S = 10.0         # after the grace's SIGTERM, SIGKILL this much later, as pixelis does
-
-KINDS = ("checkpoint", "pause", "resume", "evaluate", "stop", "stage")
-
-log = logging.getLogger(__name__)
-
-
-_NO_NEWS = {"commands": [], "connected": True, "stage": None}  # a step boundary without news
-
-
-_HAVE_PROC = os.path.exists("/proc/self/stat")
-
-
-def _proc_stat(pid):
-    """/proc/PID/stat's state letter and start time (clock ticks since boot).
-    The command name, in parentheses, may hold both: the fields after it
-    start after the last ')'. Raises OSError when there is no such process."""
-    with open("/proc/%d/stat" % pid, "rb") as f:
-        data = f.read()
-    fields = data[data.rindex(b")") + 1:].split()
-    return fields[0].decode(), int(fields[19])  # fields 3 (state) and 22 (starttime)
-
-
-class _Owner:
-    """The process whose death ends this run: pixelis (PIXELIS_OWNER_PID,
-    told apart from a later process given its pid by its start time), or,
-    without it, this process's parent at connect()."""
-
-    def __init__(self):
-        pid = os.environ.get(OWNER_ENV, "")
-        self.pid = int(pid) if pid.isdigit() and int(pid) > 0 else None
-        self.parent = os.getppid()
-        self.start = None
-        if self.pid is not None and _HAVE_PROC:
-            try:
-                self.start = _proc_stat(self.pid)[1]
-            except (OSError, ValueError, IndexError):
-                pass  # gone already: alive() says so
-
-    def alive(self):
-        if self.pid is None:
-            return os.getppid() == self.parent
-        if not _HAVE_PROC:
-            try:
-                os.kill(self.pid, 0)
-            except ProcessLookupError:
-                return False
-            except PermissionError:
-                pass
-            return True
-        try:
-            state, start = _proc_stat(self.pid)
-        except (OSError, ValueError, IndexError):
-            return False
-        return state not in ("Z", "X", "x") and (self.start is None or start == self.start)
-
-    def __str__(self):
-        if self.pid is None:
-            return "its parent process (pid %d)" % self.parent
-        return "pixelis (pid %d)" % self.pid
-
-
-class Refused(RuntimeError):
-    """pixelis refused the handshake (its `refused` line's reason)."""
 
 
 class Stage:
@@ -210,65 +147,6 @@ class Command:
     def __repr__(self):
         return "Command(id=%r, kind=%r, args=%r)" % (self.id, self.kind, self.args)
 
-
-def _number(name, v):
-    """A metric's value on the wire: a finite number, or None (missing) for
-    None, NaN and infinities."""
-    t = type(v)
-    if t is float:
-        return v if math.isfinite(v) else None
-    if t is int or v is None:
-        return v
-    if t is bool:
-        return int(v)
-    try:
-        f = float(v)  # numpy and torch scalars
-    except (TypeError, ValueError):
-        raise TypeError("metric %r: %r is not a number (nor None)" % (name, v)) from None
-    return f if math.isfinite(f) else None
-
-
-def _encode(msg):
-    """One line of the channel: compact JSON and a newline (no NaN: not JSON)."""
-    return json.dumps(msg, separators=(",", ":"), allow_nan=False, default=str).encode("utf-8") + b"\n"
-
-
-# An observed line as pixelis writes it (compact JSON, the fields in this
-# order): under lockstep one comes every step, and the reader thread that
-# wakes for it costs the trainer CPU; read without json it costs half
-# (docs/benchmarks.md, PixelisCallback's cost).
-_OBSERVED = b'{"type":"observed","step":'
-
-
-def _observed_step(line):
-    """The step of an observed line in pixelis's own form, else None (then json reads it)."""
-    if line.startswith(_OBSERVED) and line.endswith(b"}\n"):
-        digits = line[len(_OBSERVED):-2]
-        if digits.isdigit():
-            return int(digits)
-    return None
-
-
-def _dist():
-    """torch.distributed when the trainer imported and initialised it, else None."""
-    td = sys.modules.get("torch.distributed")
-    if td is None:
-        return None
-    try:
-        if td.is_available() and td.is_initialized():
-            return td
-    except Exception:  # a half-imported torch: no collectives
-        return None
-    return None
-
-
-def _rank_and_size():
-    td = _dist()
-    if td is not None:
-        return td.get_rank(), td.get_world_size()
-    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-
-
 def connect(components=(), reports=(), config=None, default_weights=None, *, total_steps=None, bounds=None, channel=None,
             channel_rank=0, boundary_every=1, queue_size=QUEUE_SIZE, timeout=CONNECT_TIMEOUT_S, log_keys=None):
     """The run's channel to pixelis, or a Run that does nothing outside
@@ -295,7 +173,6 @@ def connect(components=(), reports=(), config=None, default_weights=None, *, tot
                channel_rank=channel_rank, boundary_every=boundary_every, queue_size=queue_size, timeout=timeout,
                log_keys=log_keys)
 
-
 class Run:
     """A run under `pixelis launch` (active), or the same calls doing nothing
     outside it. Made by connect()."""
@@ -307,7 +184,7 @@ class Run:
         weights = dict(default_weights or {})
         self._check_weights(weights)
         self.stage = Stage(0, "default", weights)
-        self.rank, self.world_size = _rank_and_size()
+        self.rank, self.world_size = rank_and_size()
         self.channel_rank = channel_rank
         self.boundary_every = max(1, int(boundary_every))
         self._boundaries = 0  # step_boundary calls so far
@@ -325,7 +202,7 @@ class Run:
         self._closed = False
         self._held = []  # commands whose from_step is later than the next step: carried out at the boundary before it
         self._closed_event = threading.Event()
-        self._owner = _Owner()
+        self._owner = Owner()
         self._owner_stop = False  # the owner died: a stop with a checkpoint the next boundary brings
         self._owner_stop_taken = False
         path = channel if channel is not None else os.environ.get(CHANNEL_ENV)
@@ -339,7 +216,7 @@ class Run:
                 hello["bounds"] = {str(k): [float(lo), float(hi)] for k, (lo, hi) in bounds.items()}
             if log_keys:
                 hello["log_keys"] = str(log_keys)
-            self._channel = _Channel(path, hello, queue_size, timeout, self._owner, self._on_owner_gone)
+            self._channel = Channel(path, hello, queue_size, timeout, self._owner, self._on_owner_gone)
             welcome = self._channel.welcome
             self.run_dir = welcome.get("run_dir") or self.run_dir
             self.resume = welcome.get("resume")
@@ -377,19 +254,19 @@ class Run:
         no-op on ranks that do not hold the channel (log the reduced values on one)."""
         if self._channel is None:
             return
-        snap = {str(k): _number(k, v) for k, v in metrics.items()}
+        snap = {str(k): number(k, v) for k, v in metrics.items()}
         used = self.stage.weights if weights is None else weights
         msg = {"type": "metrics", "step": int(step), "metrics": snap}
         if used:
-            msg["weights"] = {str(k): _number(k, v) for k, v in used.items()}
-        self._channel.put(_encode(msg), step=int(step))
+            msg["weights"] = {str(k): number(k, v) for k, v in used.items()}
+        self._channel.put(encode(msg), step=int(step))
 
     def sample(self, step, sample):
         """A sample trajectory {question, actions, answer, correct, reward, ...}. Never blocks."""
         if self._channel is None:
             return
         try:
-            line = _encode({"type": "sample", "step": int(step), "sample": sample})
+            line = encode({"type": "sample", "step": int(step), "sample": sample})
         except ValueError as e:  # NaN or infinity in a sample
             raise ValueError("sample at step %s: %s" % (step, e)) from None
         self._channel.put(line)
@@ -413,7 +290,7 @@ class Run:
             return
         now = time.time()
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%06dZ" % int(now % 1 * 1e6)
-        line = _encode({"type": "checkpoint", "step": step, "path": path, "time": stamp,
+        line = encode({"type": "checkpoint", "step": step, "path": path, "time": stamp,
                         "reason": "%s was gone" % self._owner})
         try:
             fd = os.open(os.path.join(run_dir, UNREPORTED_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -624,16 +501,16 @@ class Run:
         """The holder's reader thread: news posted on the board at once, for
         the first step boundary no rank has passed."""
         payload = self._payload(raw, connected, stage)
-        if payload != _NO_NEWS:
+        if payload != NO_NEWS:
             self._board.post(payload, self.boundary_every)
 
     def _exchange(self, payload):
         """The payloads every rank carries out at this boundary, in order.
         One process: the holder's own. Under torch.distributed with every
-        rank on one node: the board's (_Board), no collective. Else the
+        rank on one node: the board's (_board.Board), no collective. Else the
         holder's payload broadcast (one number saying whether there is
         news; only news is pickled and broadcast)."""
-        td = _dist()
+        td = dist()
         if td is None or td.get_world_size() == 1:
             return [payload]
         if self._board is not None:
@@ -643,11 +520,11 @@ class Run:
         if td.get_backend() == "nccl":  # NCCL's collectives take tensors on the rank's GPU
             device = torch.device("cuda", torch.cuda.current_device())
         news = torch.zeros(1, dtype=torch.int64, device=device)
-        if self.rank == self.channel_rank and payload != _NO_NEWS:
+        if self.rank == self.channel_rank and payload != NO_NEWS:
             news += 1
         td.broadcast(news, src=self.channel_rank)
         if not news.item():
-            return [_NO_NEWS]
+            return [NO_NEWS]
         box = [payload]
         td.broadcast_object_list(box, src=self.channel_rank, **({"device": device} if device is not None else {}))
         return [box[0]]
@@ -753,166 +630,19 @@ class Run:
 
     def _sync_start(self):
         """Under torch.distributed, every rank starts from the holder's stage and knows whether it is active."""
-        td = _dist()
+        td = dist()
         if td is None or td.get_world_size() == 1 or not self.active:  # PIXELIS_CHANNEL is every rank's or none's
             return
-        board = _Board.create(td.get_world_size(), self.rank, self._channel.path) if self._channel is not None else None
+        board = Board.create(td.get_world_size(), self.rank, self._channel.path) if self._channel is not None else None
         box = [(self.stage._wire(), self.active, self.run_dir, self.resume, board and board.address)]
         td.broadcast_object_list(box, src=self.channel_rank)
         st, self.active, self.run_dir, self.resume, address = box[0]
         self.stage = Stage(st["index"], st["name"], st["weights"])
         if board is None and address is not None:
-            board = _Board.open(address, self.rank)
-        self._board = _Board.agree(td, board, self.channel_rank)
+            board = Board.open(address, self.rank)
+        self._board = Board.agree(td, board, self.channel_rank)
         if self._board is not None and self._channel is not None:
             self._channel.forward_to(self._post_news)
-
-
-class _Board:
-    """The holder's commands for every rank of one node, without a collective per step.
-
-    A file, created by the holder at connect(), opened by every rank and then
-    unlinked, holds each rank's progress (its last step boundary, counted by
-    step_boundary calls) and the holder's posts: a payload (commands, a
-    reconnect's stage, a lost channel) and the boundary `at` at which every
-    rank carries it out. At each boundary a rank, under an exclusive lock,
-    reads the posts it has not seen and writes its progress. The holder's
-    reader thread posts news as it arrives, under the same lock, for the
-    first boundary no rank has passed: at = 1 + max over ranks of their
-    progress, or, while a pause is posted and not yet resumed, the pause's
-    boundary (no rank passes it). So every rank carries out every payload at
-    the same boundary, the first one after the news that is still ahead of
-    every rank, and a boundary without news costs a rank four system calls
-    (lock, read, write, unlock)."""
-
-    HEAD = struct.Struct("<4sI16sQ")  # magic, world size, token, end of the posts
-    MAGIC = b"PXB1"
-    LEN = struct.Struct("<I")         # a post: its length, then JSON {"at", "payload"}
-    PAUSED_WAIT_S = 0.05              # while paused, a rank without the channel looks for news this often
-
-    def __init__(self, fd, world, rank, path, token):
-        self.fd, self.world, self.rank, self.path, self.token = fd, world, rank, path, token
-        self.base = self.HEAD.size + 8 * world  # the posts start after the progress of every rank
-        self.read_to = self.base
-        self.pending = collections.deque()      # (at, payload) read, not yet due
-        self.hold_at = None                     # the holder's open pause: its boundary
-        self.lock = threading.Lock()            # flock does not exclude this process's own threads
-
-    @property
-    def address(self):
-        return (self.path, self.token.hex())
-
-    @classmethod
-    def create(cls, world, rank, channel_path):
-        """The holder's board, next to the channel's socket (None when it cannot be made)."""
-        try:
-            fd, path = tempfile.mkstemp(prefix="pixelis-board-", dir=os.path.dirname(channel_path) or None)
-        except OSError as e:
-            log.warning("pixelis: no command board (%s): step boundaries are collectives", e)
-            return None
-        token = os.urandom(16)
-        os.pwrite(fd, cls.HEAD.pack(cls.MAGIC, world, token, 0) + bytes(8 * world), 0)
-        b = cls(fd, world, rank, path, token)
-        os.pwrite(fd, struct.pack("<Q", b.base), cls.HEAD.size - 8)
-        return b
-
-    @classmethod
-    def open(cls, address, rank):
-        """The holder's board seen from another rank, or None when it is not on this node."""
-        path, token = address[0], bytes.fromhex(address[1])
-        try:
-            fd = os.open(path, os.O_RDWR)
-        except OSError:
-            return None
-        magic, world, tok, _ = cls.HEAD.unpack(os.pread(fd, cls.HEAD.size, 0).ljust(cls.HEAD.size, b"\0"))
-        if (magic, tok) != (cls.MAGIC, token):  # another machine's file of the same name
-            os.close(fd)
-            return None
-        return cls(fd, world, rank, path, token)
-
-    @classmethod
-    def agree(cls, td, board, holder):
-        """The board when every rank opened it, else None (ranks on other
-        nodes: step boundaries stay collectives). A collective; the holder
-        unlinks the file after it."""
-        opened = [None] * td.get_world_size()
-        td.all_gather_object(opened, board is not None)
-        if board is not None and td.get_rank() == holder:
-            os.unlink(board.path)
-        if all(opened):
-            return board
-        if board is not None:
-            os.close(board.fd)
-        return None
-
-    def exchange(self, boundary, payload, paused, every):
-        """The payloads due at this boundary, in order; payload: the
-        holder's news (None on other ranks, _NO_NEWS for none). While paused
-        with nothing due it waits PAUSED_WAIT_S first."""
-        with self._locked() as head:
-            end = self.HEAD.unpack_from(head)[3]
-            if payload is not None and payload != _NO_NEWS:
-                end = self._post(head, end, payload, every)
-            if end > self.read_to:
-                self._read(end)
-            os.pwrite(self.fd, struct.pack("<q", boundary), self.HEAD.size + 8 * self.rank)
-        due = []
-        while self.pending and self.pending[0][0] <= boundary:
-            at, p = self.pending.popleft()
-            if at < boundary:  # cannot happen: a post is never for a boundary a rank has passed
-                log.warning("pixelis: a command for step boundary %d seen at %d", at, boundary)
-            due.append(p)
-        if not due and paused:
-            time.sleep(self.PAUSED_WAIT_S)
-        return due
-
-    def post(self, payload, every):
-        """The holder's news, from any of its threads."""
-        with self._locked() as head:
-            self._post(head, self.HEAD.unpack_from(head)[3], payload, every)
-
-    @contextlib.contextmanager
-    def _locked(self):
-        """The board's header and progress, read under its lock (this
-        process's threads, then the other ranks' processes)."""
-        with self.lock:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-            try:
-                yield os.pread(self.fd, self.base, 0)
-            finally:
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-
-    def _post(self, head, end, payload, every):
-        """Append a post for the first boundary no rank has passed (or the
-        open pause's); the new end of the posts."""
-        if self.hold_at is not None:
-            at = self.hold_at
-        else:
-            at = 1 + max(struct.unpack_from("<%dq" % self.world, head, self.HEAD.size))
-            at += -(at - 1) % every  # a boundary every rank looks at (boundary_every)
-        for _, kind, _, verdict, _ in payload["commands"]:
-            if verdict is None and kind == "pause":
-                self.hold_at = at
-            elif verdict is None and kind in ("resume", "stop"):
-                self.hold_at = None
-        if not payload["connected"]:
-            self.hold_at = None
-        line = json.dumps({"at": at, "payload": payload}, separators=(",", ":"), default=str).encode("utf-8")
-        os.pwrite(self.fd, self.LEN.pack(len(line)) + line, end)
-        end += self.LEN.size + len(line)
-        os.pwrite(self.fd, struct.pack("<Q", end), self.HEAD.size - 8)
-        return end
-
-    def _read(self, end):
-        data = os.pread(self.fd, end - self.read_to, self.read_to)
-        off = 0
-        while off < len(data):
-            (n,) = self.LEN.unpack_from(data, off)
-            msg = json.loads(data[off + self.LEN.size:off + self.LEN.size + n])
-            self.pending.append((msg["at"], msg["payload"]))
-            off += self.LEN.size + n
-        self.read_to = end
-
 
 def training_loop(run, train_step, steps, *, save=None, evaluate=None, start=0):
     """A plain training loop under the channel.
@@ -944,327 +674,3 @@ def training_loop(run, train_step, steps, *, save=None, evaluate=None, start=0):
                 return "stopped"
     run.done()
     return "done"
-
-
-class _Channel:
-    """The socket to pixelis. Lines are written by whoever puts them (the
-    training thread), with non-blocking sends: a send that would block leaves
-    the lines queued (bounded for data, dropped and counted beyond) for the
-    flusher thread, which also writes the heartbeats and reconnects after a
-    drop. A reader thread puts commands into an inbox. So in the common case
-    a step costs one send and wakes no thread."""
-
-    def __init__(self, path, hello, queue_size, timeout, owner=None, on_owner_gone=None):
-        self.path, self.hello, self.queue_size, self.timeout = path, hello, queue_size, timeout
-        self.owner, self.on_owner_gone = owner, on_owner_gone
-        self.dropped = 0
-        self.connected = False
-        self._cv = threading.Condition()
-        self._lines = collections.deque()  # (bytes, control) not yet written; the first maybe in part
-        self._sent = 0                     # bytes of the first line written
-        self._ndata = 0                    # data lines in _lines
-        self._backlog = False              # a send would block: the flusher writes until the queue is empty
-        self._closing = False
-        self._inbox_cv = threading.Condition()
-        self._inbox = collections.deque()
-        self.stop_arrived = None  # time.monotonic() when the first stop command arrived
-        self._stage = None  # a reconnect's welcome stage, for the next boundary
-        self._forward = None  # when set: fn(commands, stage, connected) takes news as it arrives (the board)
-        self.heartbeat_every = HEARTBEAT_EVERY_S
-        self.lockstep = False  # the welcome's: pixelis answers each metrics message with observed
-        self.logged = None     # the newest step of a metrics line queued
-        self.observed = None   # the newest step pixelis said it observed
-        self.unanswered = False  # an observed timed out: not waited for until one arrives
-        self._sock = None
-        self.welcome = self._handshake()
-        self._flusher = threading.Thread(target=self._flush_loop, name="pixelis-channel", daemon=True)
-        self._flusher.start()
-        atexit.register(self.close, FLUSH_TIMEOUT_S)
-
-    # --- handshake and reading -------------------------------------------------------------
-
-    def _handshake(self):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(self.timeout)
-            sock.connect(self.path)
-            try:
-                sock.sendall(_encode(self.hello))
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # closed at once: a refused line may be waiting to be read
-            rf = sock.makefile("rb")
-            line = rf.readline(MAX_LINE + 1)
-            if not line:
-                raise ConnectionError("pixelis closed the channel %s before its welcome" % self.path)
-            msg = json.loads(line)
-            if msg.get("type") == "refused":
-                raise Refused(msg.get("reason", "refused"))
-            if msg.get("type") != "welcome":
-                raise ConnectionError("pixelis answered hello with %r, not a welcome" % (msg.get("type"),))
-            if msg.get("version") != PROTOCOL_VERSION:
-                raise Refused("pixelis speaks protocol version %r, this SDK %d" % (msg.get("version"), PROTOCOL_VERSION))
-            every = msg.get("heartbeat_every_s")
-            if isinstance(every, (int, float)) and 0 < every <= HEARTBEAT_EVERY_S:
-                self.heartbeat_every = float(every)
-            self.lockstep = bool(msg.get("lockstep"))
-        except BaseException:
-            sock.close()
-            raise
-        sock.settimeout(None)
-        with self._cv:
-            self._sock = sock
-            self.connected = True
-            self.observed = self.logged  # what the lost connection carried is not waited for
-            self.unanswered = False
-        threading.Thread(target=self._read_loop, args=(sock, rf), name="pixelis-channel-reader", daemon=True).start()
-        return msg
-
-    def _read_loop(self, sock, rf):
-        try:
-            while True:
-                line = rf.readline(MAX_LINE + 1)
-                if not line:
-                    break
-                if len(line) > MAX_LINE and not line.endswith(b"\n"):
-                    log.warning("pixelis sent a line over %d bytes: skipped", MAX_LINE)
-                    while line and not line.endswith(b"\n"):
-                        line = rf.readline(MAX_LINE + 1)
-                    continue
-                step = _observed_step(line)
-                if step is not None:
-                    self._observe(step)
-                    continue
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    log.warning("pixelis sent a line that is not JSON: %r", line[:200])
-                    continue
-                if not isinstance(msg, dict):
-                    log.warning("pixelis sent a line that is not a JSON object: %r", line[:200])
-                elif msg.get("type") == "observed":
-                    self._observe(msg.get("step"))
-                elif msg.get("type") == "command":
-                    if msg.get("kind") == "stop" and self.stop_arrived is None:
-                        self.stop_arrived = time.monotonic()
-                    with self._inbox_cv:
-                        forward = self._forward
-                        if forward is None:
-                            self._inbox.append(msg)
-                            self._inbox_cv.notify_all()
-                    if forward is not None:
-                        forward([msg], None, True)
-                else:
-                    log.warning("pixelis sent a message of unknown type %r", msg.get("type"))
-        except (OSError, ValueError):
-            pass
-        finally:
-            with self._cv:
-                if self._sock is sock:
-                    self.connected = False
-                self._cv.notify_all()
-            with self._inbox_cv:
-                self._inbox_cv.notify_all()
-                forward = self._forward
-            if forward is not None and not self._closing:
-                forward([], None, False)
-
-    def _observe(self, step):
-        with self._cv:
-            if isinstance(step, int):
-                self.observed = max(self.observed if self.observed is not None else step, step)
-            self.unanswered = False
-            self._cv.notify_all()
-
-    def forward_to(self, fn):
-        """From now on news goes to fn(commands, stage, connected) as it
-        arrives; what is in the inbox stays for take_commands."""
-        with self._inbox_cv:
-            self._forward = fn
-
-    def take_commands(self, wait):
-        """The commands that arrived, waiting up to wait seconds for one."""
-        with self._inbox_cv:
-            if not self._inbox and wait > 0 and self.connected:
-                self._inbox_cv.wait(wait)
-            out = list(self._inbox)
-            self._inbox.clear()
-        return out
-
-    def await_observed(self, timeout):
-        """Under lockstep, wait until pixelis observed the newest step logged
-        (or the channel is down); False when timeout passed first. After a
-        timeout pixelis is alive but not answering (stopped, stuck in I/O):
-        no step waits for it again until an observed arrives."""
-        deadline = time.monotonic() + timeout
-        with self._cv:
-            while self.lockstep and self.connected and not self._closing and not self.unanswered and (
-                    self.logged is not None and (self.observed is None or self.observed < self.logged)):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    self.observed = self.logged  # not waited for again
-                    self.unanswered = True
-                    return False
-                self._cv.wait(left)
-        return True
-
-    def take_stage(self):
-        with self._cv:
-            st, self._stage = self._stage, None
-        return st
-
-    # --- writing ---------------------------------------------------------------------------
-
-    def put(self, item, control=False, step=None):
-        """Write a message (control: a dict, never dropped) or a data line
-        (bytes, encoded by the caller; step: a metrics line's step). A data
-        line is dropped and counted when the queue is full, the channel is
-        down or the line is over MAX_LINE. Never blocks on the socket."""
-        line = _encode(item) if control else item
-        with self._cv:
-            if self._closing:
-                return
-            if not control:
-                if self._ndata >= self.queue_size or not self.connected or len(line) > MAX_LINE + 1:
-                    self.dropped += 1
-                    if len(line) > MAX_LINE + 1:
-                        log.warning("pixelis: a message of %d bytes is over the channel's %d: dropped", len(line), MAX_LINE)
-                    return
-                self._ndata += 1
-                if step is not None:
-                    self.logged = step if self.logged is None else max(self.logged, step)
-            self._lines.append((line, control))
-            if self.connected and not self._backlog:
-                self._flush_locked()
-
-    def _flush_locked(self):
-        """Write queued lines without blocking (the lock held); on would-block the flusher takes over."""
-        while self._lines:
-            first = self._lines[0][0]
-            chunk = [memoryview(first)[self._sent:]] if self._sent else [first]
-            size = len(chunk[0])
-            for line, _ in itertools.islice(self._lines, 1, None):
-                if size >= 1 << 16:
-                    break
-                chunk.append(line)
-                size += len(line)
-            try:
-                n = self._sock.send(chunk[0] if len(chunk) == 1 else b"".join(chunk), socket.MSG_DONTWAIT)
-            except (BlockingIOError, InterruptedError):
-                self._backlog = True
-                self._cv.notify_all()
-                return
-            except OSError:
-                self.connected = False
-                self._cv.notify_all()
-                return
-            while n:
-                line, control = self._lines[0]
-                rest = len(line) - self._sent
-                if n < rest:
-                    self._sent += n
-                    break
-                n -= rest
-                self._lines.popleft()
-                self._sent = 0
-                if not control:
-                    self._ndata -= 1
-        self._backlog = False
-
-    def _flush_loop(self):
-        """Heartbeats, the backlog after a would-block, reconnects."""
-        next_beat = time.monotonic()
-        while True:
-            with self._cv:
-                while not (self._closing or not self.connected or self._backlog):
-                    wait = next_beat - time.monotonic()
-                    if wait <= 0:
-                        break
-                    self._cv.wait(wait)
-                now = time.monotonic()
-                if self.connected and now >= next_beat:
-                    self._lines.append((_encode({"type": "heartbeat", "dropped": self.dropped}), True))
-                    next_beat = now + self.heartbeat_every
-                    if not self._backlog:
-                        self._flush_locked()
-                closing, connected, backlog, sock = self._closing, self.connected, self._backlog, self._sock
-            if not connected:
-                if closing or not self._reconnect():
-                    return
-                next_beat = time.monotonic()  # the new connection learns the drops at once
-            elif backlog:
-                try:
-                    select.select([], [sock], [], max(0.0, min(0.5, next_beat - time.monotonic())))
-                except (OSError, ValueError):
-                    pass
-                with self._cv:
-                    if self.connected:
-                        self._flush_locked()
-            elif closing:
-                return
-
-    def _reconnect(self):
-        """After a drop: hello again, every 0.5 s at first, then less often
-        (at most every HEARTBEAT_EVERY_S), until welcome or closed, while the
-        run's owner lives. False when closing or the owner is gone (then
-        on_owner_gone is called, once)."""
-        delay = 0.5
-        try:
-            self._sock.close()
-        except OSError:
-            pass
-        while True:
-            with self._cv:
-                if self._closing:
-                    return False
-                self._cv.wait(delay)
-                if self._closing:
-                    return False
-                if self._sent:  # a line half written on the lost connection
-                    _, control = self._lines.popleft()
-                    self._sent = 0
-                    self._ndata -= not control
-                self.dropped += self._ndata  # data waiting for the lost connection; control lines go on the new one
-                self._lines = collections.deque(x for x in self._lines if x[1])
-                self._ndata = 0
-                self._backlog = False
-            if self.owner is not None and not self.owner.alive():
-                if self.on_owner_gone is not None:
-                    self.on_owner_gone()
-                with self._inbox_cv:
-                    self._inbox_cv.notify_all()
-                return False
-            try:
-                welcome = self._handshake()
-            except Refused as e:  # the same hello was welcome before: most likely the old connection is not gone yet there
-                log.warning("pixelis refused the reconnection (trying again): %s", e)
-                delay = min(2 * delay, HEARTBEAT_EVERY_S)
-                continue
-            except (OSError, ValueError) as e:
-                log.debug("pixelis channel: reconnect failed: %s", e)
-                delay = min(2 * delay, HEARTBEAT_EVERY_S)
-                continue
-            with self._cv:
-                self._stage = welcome.get("stage")
-                self._flush_locked()
-            if self._forward is not None:
-                self._forward([], self.take_stage(), True)
-            return True
-
-    def close(self, flush_timeout=FLUSH_TIMEOUT_S):
-        """Write what is queued (waiting at most flush_timeout), then close."""
-        with self._cv:
-            if self._closing and not self._flusher.is_alive():
-                return
-            self._closing = True
-            self._cv.notify_all()
-        self._flusher.join(flush_timeout)
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._flusher.join(1.0)
-        self._sock.close()
-        with self._cv:
-            self.connected = False
-        with self._inbox_cv:
-            self._inbox_cv.notify_all()

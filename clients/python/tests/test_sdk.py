@@ -19,7 +19,7 @@ import threading
 import time
 import unittest
 
-from pixelis import sdk
+from pixelis import _board, _channel, sdk
 from launch_peer import ProtocolPeer, WAIT_S
 
 COMPONENTS = ["final", "coherence", "cost"]
@@ -97,12 +97,12 @@ class Standalone(unittest.TestCase):
 
 class ObservedLine(unittest.TestCase):
     def test_pixelis_form_is_read_without_json_and_any_other_form_is_left_to_json(self):
-        self.assertEqual(sdk._observed_step(b'{"type":"observed","step":12}\n'), 12)
-        self.assertEqual(sdk._observed_step(json.dumps({"type": "observed", "step": 7}, separators=(",", ":")).encode() + b"\n"), 7)
+        self.assertEqual(_channel.observed_step(b'{"type":"observed","step":12}\n'), 12)
+        self.assertEqual(_channel.observed_step(json.dumps({"type": "observed", "step": 7}, separators=(",", ":")).encode() + b"\n"), 7)
         for other in (b'{"type": "observed", "step": 12}\n', b'{"step":12,"type":"observed"}\n',
                       b'{"type":"observed","step":12,"x":1}\n', b'{"type":"observed","step":-1}\n',
                       b'{"type":"observed","step":12}', b'{"type":"observed","step":}\n', b'{"type":"command"}\n'):
-            self.assertIsNone(sdk._observed_step(other), other)
+            self.assertIsNone(_channel.observed_step(other), other)
 
 
 class Channel(unittest.TestCase):
@@ -602,14 +602,14 @@ class Channel(unittest.TestCase):
 
 
 class CommandBoard(unittest.TestCase):
-    """sdk._Board, two ranks' views of it in one process: the holder (rank 0)
+    """_board.Board, two ranks' views of it in one process: the holder (rank 0)
     and rank 1, each with its own open file, as two processes have."""
 
     def setUp(self):
         d = tempfile.mkdtemp(prefix="pxl-board-")
         self.addCleanup(shutil.rmtree, d, True)
-        self.holder = sdk._Board.create(2, 0, os.path.join(d, "channel.sock"))
-        self.other = sdk._Board.open(self.holder.address, 1)
+        self.holder = _board.Board.create(2, 0, os.path.join(d, "channel.sock"))
+        self.other = _board.Board.open(self.holder.address, 1)
         self.assertIsNotNone(self.other)
         os.unlink(self.holder.path)  # as agree() does once every rank opened it
         for b in (self.holder, self.other):
@@ -619,7 +619,7 @@ class CommandBoard(unittest.TestCase):
         return {"commands": [[k + "-id", k, {}, None, None] for k in kinds], "connected": True, "stage": None}
 
     def boundary(self, board, n, paused=False):
-        return board.exchange(n, sdk._NO_NEWS if board is self.holder else None, paused, 1)
+        return board.exchange(n, _board.NO_NEWS if board is self.holder else None, paused, 1)
 
     def test_news_is_for_the_first_boundary_no_rank_has_passed(self):
         self.assertEqual(self.boundary(self.holder, 1), [])
@@ -648,14 +648,14 @@ class CommandBoard(unittest.TestCase):
         self.assertEqual(self.boundary(self.holder, 3), [self.news("checkpoint")])
 
     def test_boundary_every_k_posts_for_a_boundary_every_rank_looks_at(self):
-        self.assertEqual(self.holder.exchange(1, sdk._NO_NEWS, False, 3), [])
+        self.assertEqual(self.holder.exchange(1, _board.NO_NEWS, False, 3), [])
         self.holder.post(self.news("checkpoint"), 3)
         self.assertEqual(self.other.exchange(4, None, False, 3), [self.news("checkpoint")])
 
     def test_another_file_of_the_same_name_is_not_the_board(self):
         path, token = self.holder.address
-        self.assertIsNone(sdk._Board.open((path, "00" * 16), 1))
-        self.assertIsNone(sdk._Board.open((path + "-gone", token), 1))
+        self.assertIsNone(_board.Board.open((path, "00" * 16), 1))
+        self.assertIsNone(_board.Board.open((path + "-gone", token), 1))
 
 
 if __name__ == "__main__":
