@@ -24,6 +24,11 @@ func TestGymnasiumStacks(t *testing.T) {
 	}
 }
 
+// TestTypecheckStack runs tests/stack_typecheck: mypy over the package's public
+// API, the package itself, and a user's script against the installed package,
+// whose py.typed marker makes its type hints the checker's.
+func TestTypecheckStack(t *testing.T) { stackTests(t, "typecheck") }
+
 // TestSkrlStack runs tests/stack_skrl: skrl's PPO trainer, a library that takes a
 // gymnasium vector environment, for 2,000 environment steps on VectorEnv.
 func TestSkrlStack(t *testing.T) { stackTests(t, "skrl") }

@@ -24,7 +24,7 @@ except ImportError:  # the standard library is enough; numpy is faster
 NPY_CONTENT_TYPE = "application/x-pixelis-npy"
 
 _DTYPES = {"<f4": ("f", 4), "<f8": ("d", 8), "|u1": ("B", 1), "|b1": ("?", 1), "<i4": ("i", 4)}
-_headers = {}  # .npy header text → (descr, shape), parsed once
+_headers: "dict[str, tuple[str, tuple[int, ...]]]" = {}  # .npy header text → (descr, shape), parsed once
 
 
 def _npy_header(text):

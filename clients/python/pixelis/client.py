@@ -17,11 +17,14 @@ the request field the server named for every 4xx or 5xx answer::
     ep.close()
 """
 
+from __future__ import annotations
+
 import http.client
 import json
 import threading
 import time
 import urllib.parse
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from . import _arrays
 from .png import decode_png
@@ -32,7 +35,7 @@ __all__ = ["Client", "Episode", "Scorer", "PixelisError", "decode_png"]
 class PixelisError(Exception):
     """An error answer of the server: HTTP status, the field at fault, the message."""
 
-    def __init__(self, status, field, message, retry_after=None):
+    def __init__(self, status: int, field: str | None, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.field = field
@@ -51,7 +54,7 @@ _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
 class Client:
     """Talks to one `pixelis serve` at base_url."""
 
-    def __init__(self, base_url="http://127.0.0.1:8765", token=None, timeout=60.0):
+    def __init__(self, base_url: str = "http://127.0.0.1:8765", token: str | None = None, timeout: float = 60.0) -> None:
         self.base_url = base_url.rstrip("/")
         u = urllib.parse.urlsplit(self.base_url)
         if u.scheme not in ("http", "https"):
@@ -79,7 +82,7 @@ class Client:
             loc.fresh = True
         return conn
 
-    def close(self, episode_id=None):
+    def close(self, episode_id: str | None = None) -> None:
         """Close this thread's connection (a new one opens when needed); with
         an episode id, close that episode instead (as pixelis_client did)."""
         if episode_id is not None:
@@ -89,7 +92,8 @@ class Client:
             conn.close()
             self._local.conn = None
 
-    def request(self, method, path, body=None, query=None, raw=False):
+    def request(self, method: str, path: str, body: Any = None, query: Mapping[str, Any] | None = None,
+                raw: bool = False) -> Any:
         """One request: body is JSON-encoded; the answer is decoded (a dict,
         arrays included) unless raw, which returns (bytes, headers)."""
         url = self._prefix + path
@@ -145,14 +149,14 @@ class Client:
 
     # -- the world ------------------------------------------------------------
 
-    def health(self):
+    def health(self) -> dict[str, Any]:
         return self.request("GET", "/v1/health")
 
-    def spec(self):
+    def spec(self) -> dict[str, Any]:
         """Families, operations, action space, answer vocabulary, observation, limits, reward."""
         return self.request("GET", "/v1/spec")
 
-    def openapi(self):
+    def openapi(self) -> dict[str, Any]:
         return self.request("GET", "/v1/openapi.json")
 
     @staticmethod
@@ -160,7 +164,8 @@ class Client:
         t = {"split": split, "index": index, "seed": seed, "family": family}
         return {k: v for k, v in t.items() if v is not None}
 
-    def create_episode(self, split=None, index=None, seed=None, family=None, observation=None):
+    def create_episode(self, split: str | None = None, index: int | None = None, seed: int | None = None,
+                       family: str | None = None, observation: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Start an episode: split and index, or seed, or neither (random, of
         family). observation chooses what its answers carry:
         {"coarse": bool, "pixels": size, "encoding": "json" | "npy"}."""
@@ -169,55 +174,58 @@ class Client:
             body["observation"] = observation
         return self.request("POST", "/v1/episodes", body)
 
-    def new_episode(self, **task):
+    def new_episode(self, **task: Any) -> Episode:
         """create_episode wrapped in an Episode."""
         return Episode(self, self.create_episode(**task))
 
-    def episode(self, episode_id):
+    def episode(self, episode_id: str) -> dict[str, Any]:
         return self.request("GET", "/v1/episodes/" + episode_id)
 
-    def reset(self, episode_id, **task):
+    def reset(self, episode_id: str, **task: Any) -> dict[str, Any]:
         """Restart on the same task, or on the task given (split, index, seed, family)."""
         body = self._task(**task) if task else None
         return self.request("POST", "/v1/episodes/%s/reset" % episode_id, body)
 
-    def step(self, episode_id, op=None, x=None, y=None, answer=None, index=None):
+    def step(self, episode_id: str, op: str | None = None, x: int | None = None, y: int | None = None,
+             answer: str | None = None, index: int | None = None) -> dict[str, Any]:
         """One action: op with its arguments, or index of the discrete action
         space. The answer holds the step, the next observation and mask,
         terminated/truncated and the step's reward terms."""
         a = {"op": op, "x": x, "y": y, "answer": answer, "index": index}
         return self.request("POST", "/v1/episodes/%s/step" % episode_id, {k: v for k, v in a.items() if v is not None})
 
-    def close_episode(self, episode_id):
+    def close_episode(self, episode_id: str) -> None:
         self.request("DELETE", "/v1/episodes/" + episode_id)
 
-    def view_png(self, episode_id, size=None, frame=None):
+    def view_png(self, episode_id: str, size: int | None = None, frame: int | None = None) -> bytes:
         """The current view as PNG bytes (view_size pixels unless size is given)."""
         data, _ = self.view_png_with_region(episode_id, size, frame)
         return data
 
-    def view_png_with_region(self, episode_id, size=None, frame=None):
+    def view_png_with_region(self, episode_id: str, size: int | None = None,
+                             frame: int | None = None) -> tuple[bytes, tuple[int, ...]]:
         """The view PNG and its region (x0, y0, x1, y1) in source pixels."""
         data, headers = self.request("GET", "/v1/episodes/%s/view.png" % episode_id,
                                      query={"size": size, "frame": frame}, raw=True)
         region = tuple(int(v) for v in headers["x-pixelis-region"].split(","))
         return data, region
 
-    def frame_png(self, episode_id, k=0, size=None):
+    def frame_png(self, episode_id: str, k: int = 0, size: int | None = None) -> bytes:
         """Source frame k of the task, whole, as PNG bytes."""
         data, _ = self.request("GET", "/v1/episodes/%s/frames/%d.png" % (episode_id, k), query={"size": size}, raw=True)
         return data
 
-    def results(self, episode_id):
+    def results(self, episode_id: str) -> list[Any]:
         """What each operation returned (CoTA result JSON), in step order."""
         return self.request("GET", "/v1/episodes/%s/results" % episode_id)["results"]
 
-    def trajectory(self, episode_id, cota=False):
+    def trajectory(self, episode_id: str, cota: bool = False) -> dict[str, Any]:
         """The steps so far; cota=True gives a finished episode as one CoTA record."""
         return self.request("GET", "/v1/episodes/%s/trajectory" % episode_id,
                             query={"format": "cota" if cota else None})
 
-    def expert(self, split=None, index=None, seed=None, family=None, observation=None):
+    def expert(self, split: str | None = None, index: int | None = None, seed: int | None = None,
+               family: str | None = None, observation: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The expert's actions and CoTA record for a task; with observation
         also the observation and mask each action was taken on."""
         body = self._task(split, index, seed, family)
@@ -225,41 +233,43 @@ class Client:
             body["observation"] = observation
         return self.request("POST", "/v1/expert", body)
 
-    def experts(self, tasks, observation=None):
+    def experts(self, tasks: Iterable[Mapping[str, Any]], observation: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The expert's demonstrations of many tasks (dicts of split, index,
         seed, family) with the observations along them: "experts" (each with
         "rows" [first, end) of the arrays), "obs", "action_mask", "pixels"."""
-        body = {"tasks": list(tasks)}
+        body: dict[str, Any] = {"tasks": list(tasks)}
         if observation is not None:
             body["observation"] = observation
         return self.request("POST", "/v1/experts", body)
 
     # -- vectors --------------------------------------------------------------
 
-    def create_vector(self, n=None, tasks=None, group=None, split=None, family=None, seed=None,
-                      autoreset=None, observation=None):
+    def create_vector(self, n: int | None = None, tasks: Sequence[Mapping[str, Any]] | None = None, group: int | None = None,
+                      split: str | None = None, family: str | None = None, seed: int | None = None,
+                      autoreset: str | None = None, observation: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """N episodes stepped together (see VectorEnv for the gymnasium API)."""
         body = {"n": n, "tasks": tasks, "group": group, "split": split, "family": family, "seed": seed,
                 "autoreset": autoreset, "observation": observation}
         return self.request("POST", "/v1/vectors", {k: v for k, v in body.items() if v is not None})
 
-    def step_vector(self, vector_id, actions):
+    def step_vector(self, vector_id: str, actions: Any) -> dict[str, Any]:
         """Step every slot: actions is one action index per slot."""
         if hasattr(actions, "tolist"):
             actions = actions.tolist()
         return self.request("POST", "/v1/vectors/%s/step" % vector_id, {"actions": actions})
 
-    def reset_vector(self, vector_id, tasks=None, split=None, family=None, seed=None, slots=None):
+    def reset_vector(self, vector_id: str, tasks: Sequence[Mapping[str, Any]] | None = None, split: str | None = None,
+                     family: str | None = None, seed: int | None = None, slots: Iterable[Any] | None = None) -> dict[str, Any]:
         """New episodes in every slot, or in the slots where slots (one bool per slot) is true."""
         if slots is not None:
             slots = [bool(x) for x in slots]
         body = {"tasks": tasks, "split": split, "family": family, "seed": seed, "slots": slots}
         return self.request("POST", "/v1/vectors/%s/reset" % vector_id, {k: v for k, v in body.items() if v is not None})
 
-    def vector(self, vector_id):
+    def vector(self, vector_id: str) -> dict[str, Any]:
         return self.request("GET", "/v1/vectors/" + vector_id)
 
-    def close_vector(self, vector_id):
+    def close_vector(self, vector_id: str) -> None:
         self.request("DELETE", "/v1/vectors/" + vector_id)
 
     # -- the reward -----------------------------------------------------------
@@ -273,7 +283,8 @@ class Client:
             body["weights"] = weights
         return body
 
-    def score(self, items, stage=None, weights=None):
+    def score(self, items: Iterable[Mapping[str, Any]], stage: int | str | None = None,
+              weights: Mapping[str, float] | None = None) -> dict[str, Any]:
         """Score finished trajectories with a fresh orchestrator.
 
         items: dicts {"episode": id} or {"task": {...}, "actions": [...]}, with
@@ -284,9 +295,9 @@ class Client:
         """
         return self.request("POST", "/v1/score", self._score_body(items, stage, weights))
 
-    def create_scorer(self, stage=None, weights=None):
+    def create_scorer(self, stage: int | str | None = None, weights: Mapping[str, float] | None = None) -> Scorer:
         """A reward orchestrator of one's own: normalisation and curiosity carry over."""
-        body = {}
+        body: dict[str, Any] = {}
         if stage is not None:
             body["stage"] = stage
         if weights is not None:
@@ -328,31 +339,31 @@ class Episode:
     finish. obs (and pixels, when the episode asked for them) is the current
     observation; mask the current action mask as booleans."""
 
-    def __init__(self, client, state):
+    def __init__(self, client: Client, state: dict[str, Any]) -> None:
         self.client = client
-        self.id = state["episode"]
+        self.id: str = state["episode"]
         self.state = state
 
     @property
-    def task(self):
+    def task(self) -> dict[str, Any]:
         return self.state["task"]
 
     @property
-    def obs(self):
+    def obs(self) -> Any:
         return self.state.get("obs")
 
     @property
-    def pixels(self):
+    def pixels(self) -> Any:
         return self.state.get("pixels")
 
     @property
-    def mask(self):
+    def mask(self) -> list[bool]:
         """The action mask of the next step: a bool per action index."""
         allowed = set(self.state["allowed_actions"])
         n = self.state["observation"]["action_mask"]["shape"][0]
         return [i in allowed for i in range(n)]
 
-    def step(self, **action):
+    def step(self, **action: Any) -> dict[str, Any]:
         s = self.client.step(self.id, **action)
         st = self.state
         st["steps"], st["done"], st["region"] = s["step"], s["done"], s["region"]
@@ -362,33 +373,33 @@ class Episode:
                 st[k] = s[k]
         return s
 
-    def refresh(self):
+    def refresh(self) -> dict[str, Any]:
         self.state = self.client.episode(self.id)
         return self.state
 
-    def reset(self, **task):
+    def reset(self, **task: Any) -> dict[str, Any]:
         self.state = self.client.reset(self.id, **task)
         return self.state
 
-    def view_png(self, size=None, frame=None):
+    def view_png(self, size: int | None = None, frame: int | None = None) -> bytes:
         return self.client.view_png(self.id, size, frame)
 
-    def frame_png(self, k=0, size=None):
+    def frame_png(self, k: int = 0, size: int | None = None) -> bytes:
         return self.client.frame_png(self.id, k, size)
 
-    def results(self):
+    def results(self) -> list[Any]:
         return self.client.results(self.id)
 
-    def trajectory(self, cota=False):
+    def trajectory(self, cota: bool = False) -> dict[str, Any]:
         return self.client.trajectory(self.id, cota)
 
-    def close(self):
+    def close(self) -> None:
         self.client.close_episode(self.id)
 
-    def __enter__(self):
+    def __enter__(self) -> Episode:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         try:
             self.close()
         except PixelisError:
@@ -399,17 +410,18 @@ class Episode:
 class Scorer:
     """A scorer session: one trainer's reward orchestrator on the server."""
 
-    def __init__(self, client, state):
+    def __init__(self, client: Client, state: dict[str, Any]) -> None:
         self.client = client
-        self.id = state["scorer"]
+        self.id: str = state["scorer"]
         self.state = state
 
-    def score(self, items, stage=None, weights=None):
+    def score(self, items: Iterable[Mapping[str, Any]], stage: int | str | None = None,
+              weights: Mapping[str, float] | None = None) -> dict[str, Any]:
         return self.client.request("POST", "/v1/scorers/%s/score" % self.id,
                                    Client._score_body(items, stage, weights))
 
-    def info(self):
+    def info(self) -> dict[str, Any]:
         return self.client.request("GET", "/v1/scorers/" + self.id)
 
-    def close(self):
+    def close(self) -> None:
         self.client.request("DELETE", "/v1/scorers/" + self.id)

@@ -2,6 +2,8 @@
 frames/{k}). A trainer reads pixels as arrays instead (ObservationOptions
 pixels), which need no decoding."""
 
+from __future__ import annotations
+
 import io
 import struct
 import zlib
@@ -12,7 +14,7 @@ except ImportError:  # the standard library decoder below works alone
     Image = None
 
 
-def decode_png(data):
+def decode_png(data: bytes) -> tuple[int, int, int, bytes]:
     """Decode a PNG: (width, height, channels, pixels), pixels row-major
     bytes with channels bytes per pixel. Through PIL when it is installed;
     otherwise a standard-library decoder of 8-bit, non-interlaced greyscale,
@@ -26,7 +28,7 @@ def decode_png(data):
     return decode_png_stdlib(data)
 
 
-def decode_png_stdlib(data):
+def decode_png_stdlib(data: bytes) -> tuple[int, int, int, bytes]:
     """decode_png with the standard library alone."""
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         raise ValueError("not a PNG")

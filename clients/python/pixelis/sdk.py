@@ -73,6 +73,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any, Callable, Iterable, Literal, Mapping, Union
 
 from ._board import NO_NEWS, Board
 from ._channel import Channel
@@ -85,7 +86,7 @@ __all__ = [
     "connect", "Run", "Stage", "Command", "Refused", "training_loop", "KINDS", "LOG_KEYS_HF", "PROTOCOL_VERSION",
     "CHANNEL_ENV", "RUN_DIR_ENV", "OWNER_ENV", "STOP_GRACE_ENV", "UNREPORTED_FILE", "MAX_LINE", "HEARTBEAT_EVERY_S",
     "FLUSH_TIMEOUT_S", "QUEUE_SIZE", "PAUSE_POLL_S", "CONNECT_TIMEOUT_S", "SAME_STOP_S", "OBSERVED_TIMEOUT_S",
-    "STOP_GRACE_S", "KILL_AFTER_S",
+    "STOP_GRACE_S", "KILL_AFTER_S", "CallbackResult",
 ]
 
 QUEUE_SIZE = 4096           # metrics and samples waiting to be written, at most
@@ -96,22 +97,26 @@ OBSERVED_TIMEOUT_S = 10.0   # under lockstep, step_boundary waits this long for 
 STOP_GRACE_S = 30.0         # pixelis's --grace when it does not say (PIXELIS_STOP_GRACE_S)
 KILL_AFTER_S = 10.0         # after the grace's SIGTERM, SIGKILL this much later, as pixelis does
 
+# What a command callback returns (Run.on): None or True takes the command,
+# False or (False, reason) refuses it.
+CallbackResult = Union[None, bool, "tuple[bool, str]"]
+
 
 class Stage:
     """A curriculum stage: index, name and reward weights {component: float}."""
 
     __slots__ = ("index", "name", "weights")
 
-    def __init__(self, index, name, weights):
+    def __init__(self, index: int, name: str, weights: Mapping[str, float]) -> None:
         self.index, self.name, self.weights = int(index), str(name), dict(weights)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Stage) and (self.index, self.name, self.weights) == (other.index, other.name, other.weights)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Stage(index=%d, name=%r, weights=%r)" % (self.index, self.name, self.weights)
 
-    def _wire(self):
+    def _wire(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "weights": self.weights}
 
 
@@ -126,12 +131,12 @@ class Command:
 
     __slots__ = ("id", "kind", "args", "acked", "from_step", "applies_from", "_run")
 
-    def __init__(self, run, id, kind, args, from_step=None):
+    def __init__(self, run: Run, id: int | None, kind: str, args: dict[str, Any], from_step: int | None = None) -> None:
         self._run, self.id, self.kind, self.args, self.acked = run, id, kind, args, False
         self.from_step = from_step
-        self.applies_from = None
+        self.applies_from: int | None = None
 
-    def ack(self, ok=True, reason=""):
+    def ack(self, ok: bool = True, reason: str = "") -> None:
         if self.acked:
             return
         self.acked = True
@@ -144,11 +149,14 @@ class Command:
             msg["reason"] = str(reason) or "refused"
         self._run._send_control(msg)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Command(id=%r, kind=%r, args=%r)" % (self.id, self.kind, self.args)
 
-def connect(components=(), reports=(), config=None, default_weights=None, *, total_steps=None, bounds=None, channel=None,
-            channel_rank=0, boundary_every=1, queue_size=QUEUE_SIZE, timeout=CONNECT_TIMEOUT_S, log_keys=None):
+def connect(components: Iterable[str] = (), reports: Iterable[str] = (), config: Mapping[str, Any] | None = None,
+            default_weights: Mapping[str, float] | None = None, *, total_steps: int | None = None,
+            bounds: Mapping[str, "tuple[float, float]"] | None = None, channel: str | None = None, channel_rank: int = 0,
+            boundary_every: int = 1, queue_size: int = QUEUE_SIZE, timeout: float = CONNECT_TIMEOUT_S,
+            log_keys: str | None = None) -> Run:
     """The run's channel to pixelis, or a Run that does nothing outside
     `pixelis launch` (no PIXELIS_CHANNEL).
 
@@ -177,8 +185,10 @@ class Run:
     """A run under `pixelis launch` (active), or the same calls doing nothing
     outside it. Made by connect()."""
 
-    def __init__(self, components, reports, config, default_weights, *, total_steps, bounds=None, channel, channel_rank,
-                 boundary_every, queue_size, timeout, log_keys=None):
+    def __init__(self, components: Iterable[str], reports: Iterable[str], config: Mapping[str, Any] | None,
+                 default_weights: Mapping[str, float] | None, *, total_steps: int | None,
+                 bounds: Mapping[str, "tuple[float, float]"] | None = None, channel: str | None, channel_rank: int,
+                 boundary_every: int, queue_size: int, timeout: float, log_keys: str | None = None) -> None:
         self.components = [str(c) for c in components]
         self.reports = [str(r) for r in reports]
         weights = dict(default_weights or {})
@@ -192,7 +202,7 @@ class Run:
         self.run_dir = os.environ.get(RUN_DIR_ENV)
         self.paused = False
         self.resume = None  # {"step", "checkpoint"} when `pixelis resume` restarted the trainer
-        self._callbacks = {}
+        self._callbacks: dict[str, Callable[[Command], CallbackResult]] = {}
         self._done = False
         self._channel = None
         self._stop_began = None    # time.monotonic() of the first stop or SIGTERM
@@ -200,7 +210,7 @@ class Run:
         self._stop_given = False   # a stop was handed to the trainer
         self._sigterm_guard = None  # the SIGTERM disposition connect() replaced
         self._closed = False
-        self._held = []  # commands whose from_step is later than the next step: carried out at the boundary before it
+        self._held: list[Command] = []  # commands whose from_step is later than the next step: carried out at the boundary before it
         self._closed_event = threading.Event()
         self._owner = Owner()
         self._owner_stop = False  # the owner died: a stop with a checkpoint the next boundary brings
@@ -234,21 +244,21 @@ class Run:
     # --- what the trainer sends ------------------------------------------------------------
 
     @property
-    def holds_channel(self):
+    def holds_channel(self) -> bool:
         """True on the rank that writes to pixelis."""
         return self._channel is not None
 
     @property
-    def connected(self):
+    def connected(self) -> bool:
         """True while the channel to pixelis is up (it reconnects after a drop)."""
         return self._channel is not None and self._channel.connected
 
     @property
-    def dropped(self):
+    def dropped(self) -> int:
         """Messages dropped so far: the queue was full, or a line was over 1 MiB."""
         return self._channel.dropped if self._channel else 0
 
-    def log(self, step, metrics, weights=None):
+    def log(self, step: int, metrics: Mapping[str, Any], weights: Mapping[str, float] | None = None) -> None:
         """A step's metrics {name: number or None}, sent with the reward
         weights the step ran with: weights, else run.stage's. Never blocks; a
         no-op on ranks that do not hold the channel (log the reduced values on one)."""
@@ -261,7 +271,7 @@ class Run:
             msg["weights"] = {str(k): number(k, v) for k, v in used.items()}
         self._channel.put(encode(msg), step=int(step))
 
-    def sample(self, step, sample):
+    def sample(self, step: int, sample: Mapping[str, Any]) -> None:
         """A sample trajectory {question, actions, answer, correct, reward, ...}. Never blocks."""
         if self._channel is None:
             return
@@ -271,7 +281,7 @@ class Run:
             raise ValueError("sample at step %s: %s" % (step, e)) from None
         self._channel.put(line)
 
-    def checkpoint_saved(self, path, step):
+    def checkpoint_saved(self, path: "str | os.PathLike[str]", step: int) -> None:
         """The trainer saved a checkpoint at path (resume uses the acknowledged ones).
         With its pixelis gone, the checkpoint is recorded in the run directory
         (UNREPORTED_FILE), where `pixelis resume` finds it."""
@@ -304,14 +314,14 @@ class Run:
             return
         log.warning("checkpoint %s (step %d) recorded in %s for `pixelis resume`", path, step, os.path.join(run_dir, UNREPORTED_FILE))
 
-    def phase(self, name, step=None):
+    def phase(self, name: str, step: int | None = None) -> None:
         """A phase starts: "sft", "rft", "eval", ... (free names)."""
-        msg = {"type": "phase", "name": str(name)}
+        msg: dict[str, Any] = {"type": "phase", "name": str(name)}
         if step is not None:
             msg["step"] = int(step)
         self._send_control(msg)
 
-    def done(self):
+    def done(self) -> None:
         """Training finished normally (an exit 0 without it means stopped early);
         writes what is queued and closes the channel."""
         if self._done:
@@ -320,7 +330,7 @@ class Run:
         self._send_control({"type": "done"})
         self.close()
 
-    def close(self, flush_timeout=FLUSH_TIMEOUT_S):
+    def close(self, flush_timeout: float = FLUSH_TIMEOUT_S) -> None:
         """Write what is queued (waiting at most flush_timeout) and close the channel."""
         if self._channel is not None:
             self._channel.close(flush_timeout)
@@ -393,10 +403,10 @@ class Run:
         if not self._closed_event.wait(KILL_AFTER_S):
             os.kill(os.getpid(), signal.SIGKILL)
 
-    def __enter__(self):
+    def __enter__(self) -> Run:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
         if exc_type is None:
             self.done()
         else:
@@ -409,7 +419,7 @@ class Run:
 
     # --- commands ------------------------------------------------------------------------
 
-    def on(self, kind, fn):
+    def on(self, kind: str, fn: Callable[[Command], CallbackResult]) -> None:
         """Handle commands of kind ("checkpoint", "evaluate", "stop", "stage")
         with fn(command) inside step_boundary, on every rank, also while
         paused: fn returning None or True acknowledges the command, returning
@@ -419,7 +429,7 @@ class Run:
             raise ValueError("on(%r): callbacks are for %s" % (kind, ", ".join(k for k in KINDS if k not in ("pause", "resume"))))
         self._callbacks[kind] = fn
 
-    def step_boundary(self, step):
+    def step_boundary(self, step: int) -> list[Command]:
         """The commands that arrived since the last call, the same on every
         rank (call it once a step on every rank: under torch.distributed a
         command is carried out at the same boundary everywhere, the first
@@ -644,7 +654,9 @@ class Run:
         if self._board is not None and self._channel is not None:
             self._channel.forward_to(self._post_news)
 
-def training_loop(run, train_step, steps, *, save=None, evaluate=None, start=0):
+def training_loop(run: Run, train_step: Callable[[int, Stage], Mapping[str, Any]], steps: int, *,
+                  save: Callable[[int], "str | os.PathLike[str]"] | None = None,
+                  evaluate: Callable[[int], Mapping[str, Any]] | None = None, start: int = 0) -> str:
     """A plain training loop under the channel.
 
     train_step(step, stage) runs one step and returns its metrics (logged);

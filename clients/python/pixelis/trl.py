@@ -56,20 +56,23 @@ under accelerate launch), and against a stand-in of the callback interface
 (clients/python/tests/trainer_standin.py) for the rest.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import time
+from typing import Any, Iterable, Mapping
 
 from . import sdk
 
 try:
     from transformers import TrainerCallback as _TrainerCallback
 except ImportError:  # no transformers: nothing can call the callback, but it can be built and read
-    class _TrainerCallback:
+    class _TrainerCallback:  # type: ignore[no-redef]
         pass
 
 
-def reward_names(trainer):
+def reward_names(trainer: Any) -> list[str]:
     """The trainer's reward functions' names, in reward_funcs order."""
     names = getattr(trainer, "reward_func_names", None)
     if names:
@@ -115,7 +118,9 @@ def _complete(path):
 class PixelisCallback(_TrainerCallback):
     """The channel to pixelis as a TrainerCallback (see the module's text)."""
 
-    def __init__(self, trainer, reports=(), config=None, default_weights=None, phase=None, channel=None):
+    def __init__(self, trainer: Any, reports: Iterable[str] = (), config: Mapping[str, Any] | None = None,
+                 default_weights: Mapping[str, float] | None = None, phase: str | None = None,
+                 channel: str | None = None) -> None:
         self.trainer = trainer
         self.names = reward_names(trainer)
         rw = getattr(trainer, "reward_weights", None)
@@ -132,8 +137,8 @@ class PixelisCallback(_TrainerCallback):
         self.phase_name = phase or ("rft" if self.names else "sft")
         self._reported = None      # the last checkpoint on_save reported
         self._built = time.time()  # a checkpoint written since is of this training
-        self._saves = []     # commands answered by the next on_save
-        self._evals = []     # commands answered by the next on_evaluate
+        self._saves: list[sdk.Command] = []     # commands answered by the next on_save
+        self._evals: list[sdk.Command] = []     # commands answered by the next on_evaluate
         self._stopped = False
         self._step = 0       # the newest step that ended
         self.run.on("stage", self._take_stage)
@@ -203,10 +208,10 @@ class PixelisCallback(_TrainerCallback):
 
     # --- the Trainer's events ---------------------------------------------------------------
 
-    def on_train_begin(self, args, state, control, **kwargs):
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.run.phase(self.phase_name, state.global_step)
 
-    def on_log(self, args, state, control, logs=None, **kwargs):
+    def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         if not logs:
             return
         metrics = {k: v for k, v in logs.items() if _number_or_none(v)}
@@ -217,7 +222,7 @@ class PixelisCallback(_TrainerCallback):
                     break
         self.run.log(state.global_step, metrics, weights=self._used(state.global_step))
 
-    def on_step_end(self, args, state, control, **kwargs):
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         self._step = state.global_step
         for c in self.run.step_boundary(state.global_step):  # blocks while paused
             if c.kind == "checkpoint":
@@ -236,7 +241,7 @@ class PixelisCallback(_TrainerCallback):
                     c.ack()
         return control
 
-    def on_save(self, args, state, control, **kwargs):
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         path = _checkpoint_dir(args, state)
         self.run.checkpoint_saved(path, state.global_step)
         self._reported = path
@@ -244,7 +249,7 @@ class PixelisCallback(_TrainerCallback):
             c.ack()
         self._saves = []
 
-    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+    def on_evaluate(self, args: Any, state: Any, control: Any, metrics: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         for c in self._evals:
             c.ack()
         self._evals = []
@@ -266,7 +271,7 @@ class PixelisCallback(_TrainerCallback):
         with open(state_file) as f:
             return path, int(json.load(f)["global_step"])
 
-    def on_train_end(self, args, state, control, **kwargs):
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         jit = self._jit_checkpoint(args)
         if jit is not None:  # transformers' SIGTERM handler saved it and stopped training
             self.run.checkpoint_saved(*jit)

@@ -35,6 +35,10 @@ compare episodes with each other, so they exist only when a batch is scored
 and actions).
 """
 
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping, Sequence, cast
+
 from . import spaces as _spaces
 from .client import Client
 
@@ -79,9 +83,10 @@ class VectorEnv(_Base):
     dict {"coarse", "pixels"}.
     """
 
-    def __init__(self, client="http://127.0.0.1:8765", num_envs=None, *, tasks=None, group=1, split="train",
-                 family=None, autoreset_mode="next_step", coarse=True, pixels=0, encoding=None, token=None,
-                 seed=None):
+    def __init__(self, client: Client | str = "http://127.0.0.1:8765", num_envs: int | None = None, *,
+                 tasks: Sequence[Mapping[str, Any]] | None = None, group: int = 1, split: str = "train",
+                 family: str | None = None, autoreset_mode: str = "next_step", coarse: bool = True, pixels: int = 0,
+                 encoding: str | None = None, token: str | None = None, seed: int | None = None) -> None:
         if not isinstance(client, Client):
             client = Client(client, token=token)
         if autoreset_mode not in _MODES:
@@ -132,13 +137,13 @@ class VectorEnv(_Base):
         return state
 
     @property
-    def id(self):
+    def id(self) -> str | None:
         """The server's id of the vector (vec-…)."""
         return self._id
 
     # -- gymnasium's API ------------------------------------------------------
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Start new episodes in every env: options["tasks"] (each played by
         group envs), else the tasks the VectorEnv was made with, else random
         tasks (of options["split"] and ["family"] when given; their streams
@@ -154,7 +159,7 @@ class VectorEnv(_Base):
         tasks = options.get("tasks", self._create["tasks"])
         reset = options.get("reset_mask")
         reset = [True] * self.num_envs if reset is None else [bool(x) for x in reset]
-        state = self.client.reset_vector(self._id, tasks=tasks, split=options.get("split"),
+        state = self.client.reset_vector(cast(str, self._id), tasks=tasks, split=options.get("split"),
                                          family=options.get("family"), seed=seed,
                                          slots=None if all(reset) else reset)
         self._state = state
@@ -168,7 +173,7 @@ class VectorEnv(_Base):
             info["_" + k] = mask
         return self._obs(state), _with_masks(info, self.num_envs)
 
-    def step(self, actions):
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Apply one action index per env (an array, a list, numpy scalars).
         Returns (obs, reward, terminated, truncated, info), info in
         gymnasium's vector convention (each key k one entry per env, and a
@@ -184,7 +189,7 @@ class VectorEnv(_Base):
         has one to draw: with next_step the step after an ending (it resets
         the env), with disabled every step of an ended env (it idles with
         reward 0, not ended again, until reset())."""
-        ans = self.client.step_vector(self._id, _action_list(actions, self.num_envs))
+        ans = self.client.step_vector(cast(str, self._id), _action_list(actions, self.num_envs))
         terms = ans["reward_terms"]
         terminated, truncated = ans["terminated"], ans["truncated"]
         if self.autoreset == "disabled":
@@ -198,12 +203,12 @@ class VectorEnv(_Base):
             self._final(ans, info)
         return self._obs(ans), ans["reward"], terminated, truncated, _with_masks(info, self.num_envs)
 
-    def ended(self):
+    def ended(self) -> Any:
         """Which envs' episodes have ended and wait for reset() (disabled
         mode; always none in the other modes, which reset by themselves)."""
         return np.asarray(self._ended) if np is not None else list(self._ended)
 
-    def close(self, **kwargs):
+    def close(self, **kwargs: Any) -> None:
         if not self.closed and self._id is not None:
             try:
                 self.client.close_vector(self._id)
@@ -264,14 +269,14 @@ class VectorEnv(_Base):
                 final[f["slot"]] = ans["final_obs"][k] if self._coarse else ans["final_pixels"][k]
         info["final_obs"], info["_final_obs"] = self._sparse(final)
 
-    def __enter__(self):
+    def __enter__(self) -> VectorEnv:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:  # at interpreter exit the client may be half torn down
