@@ -215,8 +215,8 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 	if err != nil {
 		return usageError{err}
 	}
-	if _, err := os.Stat(filepath.Join(runDir, launch.DoneFile)); err == nil {
-		return usagef("%s finished (its trainer said done: %s): there is nothing to resume", runDir, launch.DoneFile)
+	if err := runs.RefuseFinishedLaunch(runDir); err != nil {
+		return err
 	}
 	cfg, err := configs.Load(filepath.Join(runDir, "config.toml"))
 	if err != nil {

@@ -39,6 +39,15 @@ func RefuseUsed(runDir string) error {
 	return nil
 }
 
+// RefuseFinishedLaunch refuses to resume a launched run whose trainer said
+// done: it finished, and there is nothing to continue.
+func RefuseFinishedLaunch(runDir string) error {
+	if _, err := os.Stat(filepath.Join(runDir, launch.DoneFile)); err == nil {
+		return refusef("%s finished (its trainer said done: %s): there is nothing to resume", runDir, launch.DoneFile)
+	}
+	return nil
+}
+
 // A Saved is a checkpoint a launched trainer saved.
 type Saved struct {
 	Path       string

@@ -64,6 +64,18 @@ func TestLaunchedResume(t *testing.T) {
 	}
 }
 
+// A launched run whose trainer said done is finished: resume refuses it.
+func TestRefuseFinishedLaunch(t *testing.T) {
+	dir := t.TempDir()
+	if err := RefuseFinishedLaunch(dir); err != nil {
+		t.Fatalf("a run not done: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, launch.DoneFile), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantRefusal(t, RefuseFinishedLaunch(dir), dir+" finished (its trainer said done: "+launch.DoneFile+")", "nothing to resume")
+}
+
 // A new launch refuses a directory that holds any run's record.
 func TestRefuseUsed(t *testing.T) {
 	for _, f := range []string{launch.RecordFile, train.RunInfoFile, telemetry.MetricsFile} {
