@@ -15,17 +15,17 @@ import (
 // run.name under run.dir, else a name from the start time under run.dir,
 // which Claim makes the run's own.
 type Target struct {
-	Dir   string // the run directory (for a run without a name, the first candidate until Claim)
-	Where string // what chose it, as a refusal names it: "--run-dir" or "run.dir"
-	named bool   // --run-dir or run.name chose Dir
-	start time.Time
-	dirs  string // run.dir, the parent of a run without a name
+	Dir    string // the run directory (for a run without a name, the first candidate until Claim)
+	Where  string // what chose it, as a refusal names it: "--run-dir" or "run.dir"
+	named  bool   // --run-dir or run.name chose Dir
+	start  time.Time
+	parent string // run.dir, where a run without a name gets its directory
 }
 
 // NewTarget is the target of a run under cfg started at start, with flagDir
 // the --run-dir given ("" for none).
 func NewTarget(cfg *configs.Config, flagDir string, start time.Time) Target {
-	t := Target{Dir: flagDir, Where: "run.dir", named: flagDir != "" || cfg.Run.Name != "", start: start, dirs: cfg.Run.Dir}
+	t := Target{Dir: flagDir, Where: "run.dir", named: flagDir != "" || cfg.Run.Name != "", start: start, parent: cfg.Run.Dir}
 	if flagDir != "" {
 		t.Where = "--run-dir"
 		return t
@@ -44,7 +44,7 @@ func (t *Target) Claim() error {
 	if t.named {
 		return nil
 	}
-	dir, err := NewDir(t.dirs, t.start)
+	dir, err := NewDir(t.parent, t.start)
 	if err != nil {
 		return err
 	}
