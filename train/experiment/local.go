@@ -332,7 +332,7 @@ func waitStopped(ctx context.Context, ps []*process) error {
 }
 
 // runLockFile is a run directory's lock, held by the process that trains it
-// (cmd/pixelis's lockRun).
+// (internal/runs.Lock; runs.LockFile names the same file).
 const runLockFile = ".lock"
 
 // lockHolder is the process holding dir's run lock, nil when none does.
