@@ -8,6 +8,7 @@
 // refusal caused by what the user asked (a directory, a checkpoint, a phase)
 // is a *Refusal, which the command line reports as bad input.
 //
-// Start with Lock and NewDir (placing a run), then Continued and
-// StartCheckpoint (a phase after another), then PlanResume.
+// Start with NewTarget and Lock (placing a run), then StartCheckpoint and
+// Continued (a phase after another in one directory), then PlanResume (a
+// resume); launched.go holds the same rules for a launched trainer's runs.
 package runs
