@@ -113,10 +113,15 @@ type headerEntry struct {
 
 // WriteSafetensors writes tensors and string metadata in the safetensors format: an 8-byte
 // little-endian header length, a JSON header padded with spaces to 8-byte alignment, then the
-// tensors' bytes laid out contiguously in name order. The input slice is not modified.
+// tensors' bytes laid out contiguously, widest element type first and by name within a type
+// (the reference implementation's order). The input slice is not modified.
+//
+// That order puts every tensor at a file offset that is a multiple of its element size, so a
+// reader that maps the file and casts in place (numpy.memmap, torch.frombuffer) gets aligned
+// arrays: in name order, an I64 step counter after an odd number of F32 values sat 4 bytes off.
 func WriteSafetensors(w io.Writer, tensors []Tensor, meta map[string]string) error {
 	sorted := slices.Clone(tensors)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	sort.Slice(sorted, func(i, j int) bool { return layoutBefore(sorted[i], sorted[j]) })
 
 	header := make(map[string]any, len(sorted)+1)
 	if len(meta) > 0 {
@@ -124,15 +129,17 @@ func WriteSafetensors(w io.Writer, tensors []Tensor, meta map[string]string) err
 	}
 	var problems []error
 	var offset uint64
-	for i, t := range sorted {
+	seen := make(map[string]bool, len(sorted))
+	for _, t := range sorted {
 		if err := checkTensor(t); err != nil {
 			problems = append(problems, err)
 			continue
 		}
-		if i > 0 && sorted[i-1].Name == t.Name {
+		if seen[t.Name] {
 			problems = append(problems, fmt.Errorf("tensor %q: name used twice", t.Name))
 			continue
 		}
+		seen[t.Name] = true
 		n := uint64(t.NumElements() * t.dtype().size())
 		shape := make([]uint64, len(t.Shape)) // never nil: a scalar's shape must be [], not null
 		for k, d := range t.Shape {
@@ -177,6 +184,16 @@ func WriteSafetensors(w io.Writer, tensors []Tensor, meta map[string]string) err
 		return fmt.Errorf("write safetensors: %w", err)
 	}
 	return nil
+}
+
+// layoutBefore orders tensors in the data buffer: wider elements first, then by name. Every
+// size is a power of two no wider than the header's 8-byte alignment, so each tensor starts at a
+// multiple of its own element size.
+func layoutBefore(a, b Tensor) bool {
+	if sa, sb := a.dtype().size(), b.dtype().size(); sa != sb {
+		return sa > sb
+	}
+	return a.Name < b.Name
 }
 
 // checkTensor rejects a tensor the writer cannot describe honestly in a header.
