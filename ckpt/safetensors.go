@@ -95,7 +95,15 @@ func (t Tensor) dtype() DType {
 var (
 	ErrHeader = errors.New("bad safetensors header")
 	ErrShape  = errors.New("shape does not match data")
+	// ErrDType marks a well-formed file holding a tensor of a type pixelis has no use for (F16,
+	// BF16, F64, ...): the file is not damaged, it is not a pixelis file.
+	ErrDType = errors.New("tensor type pixelis does not read")
 )
+
+// formatDTypes are the element types of the safetensors format that pixelis does not read, so
+// that such a file is refused for what it is rather than as a damaged header.
+var formatDTypes = []DType{"BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E5M2FNUZ", "F8_E4M3FNUZ", "F8_E8M0",
+	"I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64", "C64", "I64", "U64"}
 
 // maxHeader bounds the JSON header. It is the limit of the reference implementation, so a file
 // it accepts is accepted here, and a corrupt length cannot make the reader allocate gigabytes.
@@ -327,6 +335,9 @@ func decode(header, buf []byte) ([]Tensor, map[string]string, error) {
 	tensors := make([]Tensor, 0, len(entries))
 	for name, e := range entries {
 		size := e.DType.size()
+		if size == 0 && slices.Contains(formatDTypes, e.DType) {
+			return nil, nil, fmt.Errorf("tensor %q is %s, a type pixelis does not read (it reads F32, I64 and U8): %w", name, e.DType, ErrDType)
+		}
 		if size == 0 {
 			return nil, nil, fmt.Errorf("tensor %q: unknown dtype %q (want F32, I64 or U8): %w", name, e.DType, ErrHeader)
 		}
