@@ -29,8 +29,8 @@ const observations = 1000
 // checkpoint saved at its export (adapter directory name → checkpoint name).
 const metaAdapters = "adapters"
 
-// TestCheckpointsUnderTorchAndPEFT hands the files of a real run (SFT, then RFT through three
-// reward stages) to the safetensors, torch and PEFT of the pinned TRL stack, and the files
+// TestCheckpointsUnderTorchAndPEFT hands the files of a real run (SFT, RFT with PPO through
+// three reward stages, TTRL) to the safetensors, torch and PEFT of the pinned TRL stack, and the files
 // those libraries write back to pixelis (tests/stack_trl/check_checkpoints.py):
 //
 //   - every .safetensors file opens with safe_open (pt and np), both load_file, and a memory
@@ -46,12 +46,14 @@ func TestCheckpointsUnderTorchAndPEFT(t *testing.T) {
 	readSources(t)
 	py := pyenv.Python(t, "trl")
 	site := install(t, py, t.TempDir())
-	cfg, err := configs.Resolve("smoke", nil)
+	// PPO and TTRL, so that the run writes every file a checkpoint can hold (critic.safetensors,
+	// TTRL's memory and EMA anchor).
+	cfg, err := configs.Resolve("smoke", []string{"rft.estimator=ppo"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := filepath.Join(t.TempDir(), "run")
-	r, err := train.New(cfg, train.Options{RunDir: run, Phases: []string{train.PhaseSFT, train.PhaseRFT}})
+	r, err := train.New(cfg, train.Options{RunDir: run, Phases: []string{train.PhaseSFT, train.PhaseRFT, train.PhaseTTRL}})
 	if err != nil {
 		t.Fatal(err)
 	}
