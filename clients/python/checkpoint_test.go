@@ -36,7 +36,8 @@ const metaAdapters = "adapters"
 //   - every .safetensors file opens with safe_open (pt and np), both load_file, and a memory
 //     map with each tensor aligned to its element size;
 //   - pixelis.torch_policy's module gives every checkpoint's logits on 1,000 observations of
-//     validation episodes to |Δ| ≤ 1e-5, and PEFT's PeftModel.from_pretrained, on the base the
+//     validation episodes to |Δ| ≤ 1e-5 (also for a checkpoint without the architecture record
+//     of policy.safetensors' metadata), and PEFT's PeftModel.from_pretrained, on the base the
 //     adapter names, gives the logits of the checkpoint saved with each stage adapter;
 //   - files the library writes (torch and numpy save_file, a policy.safetensors re-saved by
 //     torch, an adapter re-saved by PEFT) load in pixelis, and dtypes it cannot use fail

@@ -40,7 +40,7 @@ adapter, equal pixelis's to 1e-5 on 1,000 observations (docs/checkpoints.md).
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Tuple, Union
+from typing import Any, Dict, List, Mapping, Tuple, Union
 
 import torch
 from safetensors import safe_open
@@ -78,17 +78,16 @@ class PolicyConfig:
         return self.global_features + self.cells * self.cell_features
 
     @classmethod
-    def from_record(cls, record: Mapping[str, object]) -> "PolicyConfig":
-        lora = record.get("lora") or {}
+    def from_record(cls, record: Mapping[str, Any]) -> "PolicyConfig":
         return cls(
-            global_features=int(record["global_features"]),  # type: ignore[arg-type]
-            cells=int(record["cells"]),  # type: ignore[arg-type]
-            cell_features=int(record["cell_features"]),  # type: ignore[arg-type]
-            actions=int(record["actions"]),  # type: ignore[arg-type]
-            cell_embed=int(record["cell_embed"]),  # type: ignore[arg-type]
-            loc_hidden=int(record["loc_hidden"]),  # type: ignore[arg-type]
-            hidden=[int(h) for h in record["hidden"]],  # type: ignore[union-attr]
-            lora={name: (int(v["rank"]), float(v["alpha"])) for name, v in lora.items()},  # type: ignore[union-attr]
+            global_features=int(record["global_features"]),
+            cells=int(record["cells"]),
+            cell_features=int(record["cell_features"]),
+            actions=int(record["actions"]),
+            cell_embed=int(record["cell_embed"]),
+            loc_hidden=int(record["loc_hidden"]),
+            hidden=[int(h) for h in record["hidden"]],
+            lora={name: (int(v["rank"]), float(v["alpha"])) for name, v in (record.get("lora") or {}).items()},
         )
 
 
@@ -115,6 +114,8 @@ class PixelisPolicy(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         c = self.config
+        if obs.dim() != 2 or obs.shape[1] != c.obs_dim:
+            raise ValueError("observations of shape %s, want [N, %d]" % (tuple(obs.shape), c.obs_dim))
         n = obs.shape[0]
         cells = obs[:, c.global_features : c.obs_dim].reshape(n, c.cells, c.cell_features)
         pooled = torch.relu(self.cell.enc(cells)).mean(dim=1)

@@ -100,6 +100,21 @@ def check_policies(run, logits):
     return worst
 
 
+def check_without_record(run, logits):
+    """A checkpoint written before policy.safetensors carried pixelis_policy_config: the sizes
+    from the shapes and the manifest's observation width give the same network."""
+    with tempfile.TemporaryDirectory() as tmp:
+        dst = os.path.join(tmp, "sft_final")
+        shutil.copytree(os.path.join(run, "checkpoints", "sft_final"), dst)
+        policy = os.path.join(dst, "policy.safetensors")
+        with safe_open(policy, framework="pt") as f:
+            meta = {k: v for k, v in f.metadata().items() if k != "pixelis_policy_config"}
+        safetensors.torch.save_file(safetensors.torch.load_file(policy), policy, metadata=meta)
+        d = max_delta(load_policy(dst), logits["obs"], logits["logits/sft_final"])
+    assert d <= TOLERANCE, "sft_final without its record: logits differ by %g" % d
+    return d
+
+
 def check_adapters(run, logits, pairs):
     """Each stage adapter under PEFT, with no warning and no edit, gives the logits of the
     checkpoint saved with it; returns the worst difference and the full stage's PeftModel."""
@@ -187,7 +202,7 @@ def main():
     logits = safetensors.torch.load_file(logits_path)
     with safe_open(logits_path, framework="pt") as f:
         pairs = json.loads(f.metadata()["adapters"])
-    policy_delta = check_policies(run, logits)
+    policy_delta = max(check_policies(run, logits), check_without_record(run, logits))
     peft_delta, models = check_adapters(run, logits, pairs)
     models["rft_adapters_full"].save_pretrained(os.path.join(out, "peft"))
     write_library_files(out)
