@@ -49,6 +49,7 @@
 //     when the damaged one's manifest is gone and its place in the run is known another way.
 //   - retention.go: Prune keeps the newest periodic checkpoints and every stage, manual and final one.
 //   - adapter.go: ExportAdapter writes LoRA adapters in PEFT's layout so other tools can load them.
+//   - peft.go: how ReadAdapter reads adapter_config.json as PEFT does, so PEFT's own adapters load.
 //   - layout.go: the orientation of policy.safetensors' weights, recorded in its metadata.
 //   - safetensors.go: the file format, written and validated from its specification, with the
 //     data laid out as the reference implementation lays it out (widest type first), so every

@@ -18,6 +18,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/pyenv"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/analysis"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 )
@@ -40,8 +41,9 @@ const metaAdapters = "adapters"
 //     of policy.safetensors' metadata), and PEFT's PeftModel.from_pretrained, on the base the
 //     adapter names, gives the logits of the checkpoint saved with each stage adapter;
 //   - files the library writes (torch and numpy save_file, a policy.safetensors re-saved by
-//     torch, an adapter re-saved by PEFT) load in pixelis, and dtypes it cannot use fail
-//     naming the tensor and the dtype;
+//     torch, an adapter re-saved by PEFT, one PEFT made with a LoraConfig of its own) load in
+//     pixelis, the last with PEFT's logits, and dtypes it cannot use fail naming the tensor and
+//     the dtype;
 //   - the snippet of docs/checkpoints.md runs as written.
 func TestCheckpointsUnderTorchAndPEFT(t *testing.T) {
 	readSources(t)
@@ -49,7 +51,8 @@ func TestCheckpointsUnderTorchAndPEFT(t *testing.T) {
 	site := install(t, py, t.TempDir())
 	// PPO and TTRL, so that the run writes every file a checkpoint can hold (critic.safetensors,
 	// TTRL's memory and EMA anchor).
-	cfg, err := configs.Resolve("smoke", []string{"rft.estimator=ppo"})
+	// head's adapter of rank 3 among rank-2 ones: the export then has a rank_pattern.
+	cfg, err := configs.Resolve("smoke", []string{"rft.estimator=ppo", "policy.lora_ranks.head=3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +82,7 @@ func TestCheckpointsUnderTorchAndPEFT(t *testing.T) {
 	readLibraryFiles(t, out)
 	readResavedCheckpoint(t, cfg, run, out)
 	readPEFTAdapter(t, run, out)
+	playPEFTAdapter(t, cfg, run, logits, out)
 }
 
 func pythonLimit(t *testing.T) time.Duration {
@@ -261,4 +265,38 @@ func readPEFTAdapter(t *testing.T, run, out string) {
 
 func describeLayer(l ckpt.LoRALayer) string {
 	return fmt.Sprintf("%s rank %d alpha %g in %d out %d", l.Module, l.Rank, l.Alpha, l.In, l.Out)
+}
+
+// playPEFTAdapter loads, as pixelis eval and analyze load an adapter, the one PEFT made with a
+// config of its own (a regular expression for target_modules, pattern keys for rank and alpha)
+// and compares the policy's logits with PEFT's.
+func playPEFTAdapter(t *testing.T, cfg *configs.Config, run, logitsFile, out string) {
+	l, err := analysis.Load(cfg, filepath.Join(run, "adapters", "peft_made"))
+	if err != nil {
+		t.Fatalf("the adapter PEFT made: %v", err)
+	}
+	ts, _, err := ckpt.ReadSafetensorsFile(logitsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := func(name string) []float32 { return ts[slices.IndexFunc(ts, func(x ckpt.Tensor) bool { return x.Name == name })].Data }
+	obs, base := named("obs"), named("logits/"+train.SFTFinal)
+	peft, _, err := ckpt.ReadSafetensorsFile(filepath.Join(out, "peft_made_logits.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, len(peft[0].Data))
+	policy.NewInference(l.Params).Logits(obs, observations, got)
+	worst, changed := 0.0, 0.0
+	for i, want := range peft[0].Data {
+		worst = max(worst, math.Abs(float64(got[i]-want)))
+		changed = max(changed, math.Abs(float64(base[i]-want)))
+	}
+	if changed < 1e-3 {
+		t.Errorf("the adapter PEFT made changes the base's logits by only %g: the comparison cannot tell it applied", changed)
+	}
+	if worst > 1e-5 {
+		t.Errorf("pixelis's logits with the adapter PEFT made differ from PEFT's by %g", worst)
+	}
+	t.Logf("adapter PEFT made, played by pixelis: max |Δ| %g", worst)
 }

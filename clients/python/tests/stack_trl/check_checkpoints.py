@@ -29,7 +29,7 @@ import numpy as np
 import safetensors.numpy
 import safetensors.torch
 import torch
-from peft import PeftConfig, PeftModel
+from peft import LoraConfig, PeftConfig, PeftModel, get_peft_model
 from safetensors import safe_open
 
 from pixelis.torch_policy import adapter_base, load_policy
@@ -143,6 +143,21 @@ def check_adapters(run, logits, pairs):
     return worst, models
 
 
+def write_fresh_adapter(run, logits, out):
+    """An adapter made in PEFT with a config of its own, in the forms LoraConfig allows beyond
+    pixelis's (target_modules a regular expression, pattern keys), saved into the run's
+    adapters/ with its logits, for pixelis to load and compare."""
+    torch.manual_seed(7)
+    base = load_policy(os.path.abspath(os.path.join(run, "checkpoints", "sft_final")), merge_adapters=False)
+    config = LoraConfig(target_modules=r"(trunk\.\d+|head|loc\.score)", r=2, lora_alpha=5,
+                        rank_pattern={"head": 3}, alpha_pattern={r"loc\..*": 7}, init_lora_weights=False)
+    model = get_peft_model(base, config).eval()
+    with torch.no_grad():
+        got = model(logits["obs"])
+    model.save_pretrained(os.path.join(run, "adapters", "peft_made"))
+    safetensors.torch.save_file({"logits": got.contiguous()}, os.path.join(out, "peft_made_logits.safetensors"))
+
+
 def write_library_files(out):
     tensors = {
         "f32": torch.arange(6, dtype=torch.float32).reshape(2, 3) / 2,
@@ -205,6 +220,7 @@ def main():
     policy_delta = max(check_policies(run, logits), check_without_record(run, logits))
     peft_delta, models = check_adapters(run, logits, pairs)
     models["rft_adapters_full"].save_pretrained(os.path.join(out, "peft"))
+    write_fresh_adapter(run, logits, out)
     write_library_files(out)
     resave_checkpoint(run, out)
     snippets = run_doc_snippet(run, doc)
