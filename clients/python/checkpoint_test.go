@@ -279,7 +279,9 @@ func playPEFTAdapter(t *testing.T, cfg *configs.Config, run, logitsFile, out str
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := func(name string) []float32 { return ts[slices.IndexFunc(ts, func(x ckpt.Tensor) bool { return x.Name == name })].Data }
+	named := func(name string) []float32 {
+		return ts[slices.IndexFunc(ts, func(x ckpt.Tensor) bool { return x.Name == name })].Data
+	}
 	obs, base := named("obs"), named("logits/"+train.SFTFinal)
 	peft, _, err := ckpt.ReadSafetensorsFile(filepath.Join(out, "peft_made_logits.safetensors"))
 	if err != nil {
