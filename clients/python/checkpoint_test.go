@@ -66,6 +66,7 @@ func TestCheckpointsUnderTorchAndPEFT(t *testing.T) {
 	}
 	logits := filepath.Join(t.TempDir(), "logits.safetensors")
 	writeLogits(t, cfg, run, logits)
+	writeEdgeCases(t, filepath.Dir(logits))
 	out := t.TempDir()
 
 	ctx, cancel := context.WithTimeout(context.Background(), pythonLimit(t))
@@ -156,6 +157,37 @@ func writeLogits(t *testing.T, cfg *configs.Config, run, path string) {
 	defer f.Close()
 	if err := ckpt.WriteSafetensors(f, tensors, map[string]string{metaAdapters: string(js)}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// writeEdgeCases writes, beside the logits, files of shapes a run writes only sometimes: no
+// tensors at all, empty tensors of each type, scalars, and one byte before wider types.
+func writeEdgeCases(t *testing.T, dir string) {
+	files := map[string][]ckpt.Tensor{
+		"edge_no_tensors.safetensors": nil,
+		"edge_empty.safetensors": {
+			{Name: "f", Shape: []int{0}, Data: []float32{}},
+			{Name: "i", DType: ckpt.I64, Shape: []int{0, 3}, Raw: []byte{}},
+			{Name: "u", DType: ckpt.U8, Shape: []int{2, 0}, Raw: []byte{}},
+		},
+		"edge_mixed.safetensors": {
+			{Name: "a", DType: ckpt.U8, Shape: []int{1}, Raw: []byte{9}},
+			{Name: "b", Shape: []int{}, Data: []float32{1.5}},
+			ckpt.Int64Tensor("c", []int{}, []int64{-3}),
+			{Name: "d", Shape: []int{3}, Data: []float32{1, 2, 3}},
+		},
+	}
+	for name, ts := range files {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ckpt.WriteSafetensors(f, ts, map[string]string{"case": name}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -209,7 +209,8 @@ def run_doc_snippet(run, doc):
 def main():
     run, logits_path, out, doc = sys.argv[1:5]
     torch.set_num_threads(1)
-    files = sorted(glob.glob(os.path.join(run, "**", "*.safetensors"), recursive=True)) + [logits_path]
+    files = sorted(glob.glob(os.path.join(run, "**", "*.safetensors"), recursive=True))
+    files += sorted(glob.glob(os.path.join(os.path.dirname(logits_path), "*.safetensors")))  # the logits, the edge cases
     kinds = {os.path.basename(p) for p in files}
     for want in ("policy", "optimizer", "replay", "curiosity", "critic", "memory", "ema"):
         assert want + ".safetensors" in kinds, "the run wrote no %s.safetensors to check (files: %s)" % (want, sorted(kinds))
