@@ -51,8 +51,8 @@ func TestCheckpointsUnderTorchAndPEFT(t *testing.T) {
 	site := install(t, py, t.TempDir())
 	// PPO and TTRL, so that the run writes every file a checkpoint can hold (critic.safetensors,
 	// TTRL's memory and EMA anchor).
-	// head's adapter of rank 3 among rank-2 ones: the export then has a rank_pattern.
-	cfg, err := configs.Resolve("smoke", []string{"rft.estimator=ppo", "policy.lora_ranks.head=3"})
+	// Two trunk layers; head's adapter of rank 3 among rank-2 ones, so the export has a rank_pattern.
+	cfg, err := configs.Resolve("smoke", []string{"rft.estimator=ppo", "policy.hidden=[24,16]", "policy.lora_ranks.head=3"})
 	if err != nil {
 		t.Fatal(err)
 	}
