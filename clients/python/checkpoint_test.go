@@ -299,7 +299,7 @@ func describeLayer(l ckpt.LoRALayer) string {
 	return fmt.Sprintf("%s rank %d alpha %g in %d out %d", l.Module, l.Rank, l.Alpha, l.In, l.Out)
 }
 
-// playPEFTAdapter loads, as pixelis eval and analyze load an adapter, the one PEFT made with a
+// playPEFTAdapter loads, as pixelis analyze loads an adapter, the one PEFT made with a
 // config of its own (a regular expression for target_modules, pattern keys for rank and alpha)
 // and compares the policy's logits with PEFT's.
 func playPEFTAdapter(t *testing.T, cfg *configs.Config, run, logitsFile, out string) {
