@@ -254,7 +254,7 @@ func readLibraryFiles(t *testing.T, out string) {
 
 // readResavedCheckpoint loads rft_final with its policy.safetensors re-saved by
 // safetensors.torch.save_file (the manifest's size and hash brought up to date) and checks
-// the policy computes the same logits, bit for bit.
+// the policy has the same weights, bit for bit; re-saved in float16 it is refused for the type.
 func readResavedCheckpoint(t *testing.T, cfg *configs.Config, run, out string) {
 	want, err := train.LoadPolicy(cfg, filepath.Join(run, "checkpoints", train.RFTFinal))
 	if err != nil {
@@ -269,6 +269,11 @@ func readResavedCheckpoint(t *testing.T, cfg *configs.Config, run, out string) {
 		if wt[i].Name != gt[i].Name || !slices.Equal(wt[i].Data, gt[i].Data) {
 			t.Errorf("%s: differs after torch re-saved it", wt[i].Name)
 		}
+	}
+	// The same in float16: refused for its type, not as damage.
+	_, err = train.LoadPolicy(cfg, filepath.Join(out, "checkpoint_f16"))
+	if err == nil || !strings.Contains(err.Error(), "unreadable type") || !strings.Contains(err.Error(), "is F16, a type pixelis does not read") {
+		t.Errorf("a checkpoint whose policy torch re-saved in float16: error %v, want it refused for the F16 type", err)
 	}
 }
 

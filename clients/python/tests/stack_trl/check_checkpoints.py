@@ -172,15 +172,16 @@ def write_library_files(out):
         safetensors.torch.save_file({"x": torch.ones(3, dtype=dtype), "y": torch.ones(2)}, os.path.join(out, "dtype_%s.safetensors" % name))
 
 
-def resave_checkpoint(run, out):
-    """rft_final with policy.safetensors written by safetensors.torch.save_file, its metadata
-    kept, and the manifest's size and sha256 of that file updated."""
-    dst = os.path.join(out, "checkpoint")
+def resave_checkpoint(run, out, name, dtype):
+    """rft_final with policy.safetensors written by safetensors.torch.save_file in dtype, its
+    metadata kept, and the manifest's size and sha256 of that file updated."""
+    dst = os.path.join(out, name)
     shutil.copytree(os.path.join(run, "checkpoints", "rft_final"), dst)
     policy = os.path.join(dst, "policy.safetensors")
     with safe_open(policy, framework="pt") as f:
         meta = f.metadata()
-    safetensors.torch.save_file(safetensors.torch.load_file(policy), policy, metadata=meta)
+    tensors = {k: v.to(dtype) for k, v in safetensors.torch.load_file(policy).items()}
+    safetensors.torch.save_file(tensors, policy, metadata=meta)
     manifest = os.path.join(dst, "manifest.json")
     with open(manifest, encoding="utf-8") as f:
         m = json.load(f)
@@ -223,7 +224,8 @@ def main():
     models["rft_adapters_full"].save_pretrained(os.path.join(out, "peft"))
     write_fresh_adapter(run, logits, out)
     write_library_files(out)
-    resave_checkpoint(run, out)
+    resave_checkpoint(run, out, "checkpoint", torch.float32)
+    resave_checkpoint(run, out, "checkpoint_f16", torch.float16)
     snippets = run_doc_snippet(run, doc)
     print(json.dumps({
         "files": len(files), "tensors": tensors, "observations": int(logits["obs"].shape[0]),
