@@ -51,7 +51,6 @@ __all__ = ["PolicyConfig", "PixelisPolicy", "load_policy", "adapter_base", "POLI
 POLICY_FILE = "policy.safetensors"
 MANIFEST_FILE = "manifest.json"
 ADAPTER_CONFIG_FILE = "adapter_config.json"
-ADAPTER_MODEL_FILE = "adapter_model.safetensors"
 META_POLICY_CONFIG = "pixelis_policy_config"  # ckpt.MetaPolicyConfig
 META_WEIGHT_LAYOUT = "pixelis_weight_layout"  # ckpt.MetaWeightLayout
 WEIGHT_LAYOUT_IN_OUT = "in_out"
@@ -101,6 +100,7 @@ class PixelisPolicy(nn.Module):
     def __init__(self, config: PolicyConfig) -> None:
         super().__init__()
         self.config = config
+        self.name_or_path = ""  # the checkpoint it was loaded from (load_policy)
         self.cell = _Layers()
         self.cell.enc = nn.Linear(config.cell_features, config.cell_embed)
         widths = [config.global_features + config.cell_embed] + list(config.hidden)
@@ -202,6 +202,8 @@ def load_policy(path: PathLike, *, merge_adapters: bool = True) -> PixelisPolicy
         state[name + ".weight"] = _weight(file, tensors, name, config, merge_adapters).t().contiguous()
         used.update({name + ".weight", name + ".lora_A", name + ".lora_B"})
         if module.bias is not None:
+            if name + ".bias" not in tensors:
+                raise ValueError("%s: no tensor %s.bias for layer %s" % (file, name, name))
             state[name + ".bias"] = tensors[name + ".bias"]
             used.add(name + ".bias")
     extra = sorted(set(tensors) - used)
