@@ -265,8 +265,11 @@ func mode(vs []float64) float64 {
 	return best
 }
 
-// ReadAdapter reads an adapter directory written by ExportAdapter (or by PEFT, for the LoRA
-// fields it shares) and checks that the weights agree with the config. Layers come back sorted
+// ReadAdapter reads an adapter directory written by ExportAdapter or by PEFT's save_pretrained
+// (LoRA on linear layers) and checks that the weights agree with the config. The layers are the
+// modules whose factors the weights hold, each of which target_modules must select as PEFT
+// selects (names, suffixes or a regular expression, peft.go), with its rank and alpha from r and
+// lora_alpha or the first matching rank_pattern and alpha_pattern key. Layers come back sorted
 // by module. A base model stored relative to the adapter directory comes back joined to dir;
 // exports made before pixelis moved its own fields to the safetensors metadata are read too.
 func ReadAdapter(dir string) (Adapter, error) {
@@ -275,7 +278,7 @@ func ReadAdapter(dir string) (Adapter, error) {
 	if err != nil {
 		return Adapter{}, fmt.Errorf("read adapter: %w", err)
 	}
-	var cfg adapterConfig
+	var cfg peftConfig
 	var legacy legacyConfig
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return Adapter{}, fmt.Errorf("read adapter: %s: %w", cfgPath, err)
@@ -318,42 +321,9 @@ func ReadAdapter(dir string) (Adapter, error) {
 			a.BaseModel = filepath.Join(dir, filepath.FromSlash(a.BaseModel))
 		}
 	}
-	for _, m := range cfg.TargetModules {
-		rank, ok := cfg.RankPattern[m]
-		if !ok {
-			rank = cfg.R
-		}
-		alpha, ok := cfg.AlphaPattern[m]
-		if !ok {
-			alpha = cfg.LoraAlpha
-		}
-		an, bn := tensorPrefix+m+".lora_A.weight", tensorPrefix+m+".lora_B.weight"
-		ta, okA := byName[an]
-		tb, okB := byName[bn]
-		delete(byName, an)
-		delete(byName, bn)
-		if !okA || !okB {
-			errs = append(errs, fmt.Errorf("module %q: lora_A or lora_B weight missing", m))
-			continue
-		}
-		if ta.DType != F32 || tb.DType != F32 || len(ta.Shape) != 2 || len(tb.Shape) != 2 ||
-			ta.Shape[0] != rank || tb.Shape[1] != rank {
-			errs = append(errs, fmt.Errorf("module %q: lora_A %s%v and lora_B %s%v do not fit rank %d",
-				m, ta.DType, ta.Shape, tb.DType, tb.Shape, rank))
-			continue
-		}
-		if err := finiteFactors(AdapterModelFile, ta, tb); err != nil {
-			errs = append(errs, fmt.Errorf("module %q: %w", m, err))
-			continue
-		}
-		a.Layers = append(a.Layers, LoRALayer{
-			Module: m, Rank: rank, Alpha: alpha,
-			In: ta.Shape[1], Out: tb.Shape[0], A: ta.Data, B: tb.Data,
-		})
-	}
-	for _, name := range sortedKeys(byName) {
-		errs = append(errs, fmt.Errorf("tensor %q belongs to no target module", name))
-	}
+	layers, err := cfg.layers(byName)
+	a.Layers = layers
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return Adapter{}, fmt.Errorf("read adapter %s: %w", dir, err)
 	}

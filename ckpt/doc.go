@@ -15,7 +15,8 @@
 //	                         transpose of torch.nn.Linear.weight), <layer>.bias [out],
 //	                         <layer>.lora_A [in, r], <layer>.lora_B [r, out]; Save records this
 //	                         in the file's __metadata__ (pixelis_weight_layout = "in_out",
-//	                         layout.go)
+//	                         layout.go), and the train package the network's architecture
+//	                         (pixelis_policy_config: train/policy.Record)
 //	  optimizer.safetensors  Adam moments ("m/<param>", "v/<param>") as F32, the step as I64
 //	  replay.safetensors     RFT: the high-|advantage| replay buffer
 //	  curiosity.safetensors  RFT with ICM curiosity: the curiosity model and its optimiser
@@ -48,8 +49,11 @@
 //     when the damaged one's manifest is gone and its place in the run is known another way.
 //   - retention.go: Prune keeps the newest periodic checkpoints and every stage, manual and final one.
 //   - adapter.go: ExportAdapter writes LoRA adapters in PEFT's layout so other tools can load them.
+//   - peft.go: how ReadAdapter reads adapter_config.json as PEFT does, so PEFT's own adapters load.
 //   - layout.go: the orientation of policy.safetensors' weights, recorded in its metadata.
-//   - safetensors.go: the file format, written and validated from its specification.
+//   - safetensors.go: the file format, written and validated from its specification, with the
+//     data laid out as the reference implementation lays it out (widest type first), so every
+//     tensor is aligned for readers that map the file.
 //
 // The package uses only the standard library and never prints; callers log what it returns.
 package ckpt

@@ -31,3 +31,8 @@ func withPolicyLayout(meta map[string]string) map[string]string {
 	maps.Copy(out, meta)
 	return out
 }
+
+// MetaPolicyConfig is the __metadata__ key of policy.safetensors that holds the network's
+// architecture as JSON (train/policy.Record): observation split, widths, and each adapter's rank
+// and alpha, what a reader needs beyond the tensors' shapes to rebuild the network.
+const MetaPolicyConfig = "pixelis_policy_config"

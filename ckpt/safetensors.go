@@ -95,7 +95,15 @@ func (t Tensor) dtype() DType {
 var (
 	ErrHeader = errors.New("bad safetensors header")
 	ErrShape  = errors.New("shape does not match data")
+	// ErrDType marks a well-formed file holding a tensor of a type pixelis has no use for (F16,
+	// BF16, F64, ...): the file is not damaged, it is not a pixelis file.
+	ErrDType = errors.New("tensor type pixelis does not read")
 )
+
+// formatDTypes are the element types of the safetensors format that pixelis does not read, so
+// that such a file is refused for what it is rather than as a damaged header.
+var formatDTypes = []DType{"BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E5M2FNUZ", "F8_E4M3FNUZ", "F8_E8M0",
+	"I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64", "C64", "I64", "U64"}
 
 // maxHeader bounds the JSON header. It is the limit of the reference implementation, so a file
 // it accepts is accepted here, and a corrupt length cannot make the reader allocate gigabytes.
@@ -113,10 +121,15 @@ type headerEntry struct {
 
 // WriteSafetensors writes tensors and string metadata in the safetensors format: an 8-byte
 // little-endian header length, a JSON header padded with spaces to 8-byte alignment, then the
-// tensors' bytes laid out contiguously in name order. The input slice is not modified.
+// tensors' bytes laid out contiguously, widest element type first and by name within a type
+// (the reference implementation's order). The input slice is not modified.
+//
+// That order puts every tensor at a file offset that is a multiple of its element size, so a
+// reader that maps the file and casts in place (numpy.memmap, torch.frombuffer) gets aligned
+// arrays: in name order, an I64 step counter after an odd number of F32 values sat 4 bytes off.
 func WriteSafetensors(w io.Writer, tensors []Tensor, meta map[string]string) error {
 	sorted := slices.Clone(tensors)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	sort.Slice(sorted, func(i, j int) bool { return layoutBefore(sorted[i], sorted[j]) })
 
 	header := make(map[string]any, len(sorted)+1)
 	if len(meta) > 0 {
@@ -124,15 +137,17 @@ func WriteSafetensors(w io.Writer, tensors []Tensor, meta map[string]string) err
 	}
 	var problems []error
 	var offset uint64
-	for i, t := range sorted {
+	seen := make(map[string]bool, len(sorted))
+	for _, t := range sorted {
 		if err := checkTensor(t); err != nil {
 			problems = append(problems, err)
 			continue
 		}
-		if i > 0 && sorted[i-1].Name == t.Name {
+		if seen[t.Name] {
 			problems = append(problems, fmt.Errorf("tensor %q: name used twice", t.Name))
 			continue
 		}
+		seen[t.Name] = true
 		n := uint64(t.NumElements() * t.dtype().size())
 		shape := make([]uint64, len(t.Shape)) // never nil: a scalar's shape must be [], not null
 		for k, d := range t.Shape {
@@ -177,6 +192,16 @@ func WriteSafetensors(w io.Writer, tensors []Tensor, meta map[string]string) err
 		return fmt.Errorf("write safetensors: %w", err)
 	}
 	return nil
+}
+
+// layoutBefore orders tensors in the data buffer: wider elements first, then by name. Every
+// size is a power of two no wider than the header's 8-byte alignment, so each tensor starts at a
+// multiple of its own element size.
+func layoutBefore(a, b Tensor) bool {
+	if sa, sb := a.dtype().size(), b.dtype().size(); sa != sb {
+		return sa > sb
+	}
+	return a.Name < b.Name
 }
 
 // checkTensor rejects a tensor the writer cannot describe honestly in a header.
@@ -310,6 +335,9 @@ func decode(header, buf []byte) ([]Tensor, map[string]string, error) {
 	tensors := make([]Tensor, 0, len(entries))
 	for name, e := range entries {
 		size := e.DType.size()
+		if size == 0 && slices.Contains(formatDTypes, e.DType) {
+			return nil, nil, fmt.Errorf("tensor %q is %s, a type pixelis does not read (it reads F32, I64 and U8): %w", name, e.DType, ErrDType)
+		}
 		if size == 0 {
 			return nil, nil, fmt.Errorf("tensor %q: unknown dtype %q (want F32, I64 or U8): %w", name, e.DType, ErrHeader)
 		}

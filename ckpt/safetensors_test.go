@@ -3,6 +3,7 @@ package ckpt
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -113,17 +114,68 @@ func TestSafetensorsLayoutMatchesSpec(t *testing.T) {
 	if meta["k"] != "v" {
 		t.Errorf("metadata %v", meta)
 	}
-	// Sorted-name order, contiguous from offset 0: a.first [0,12), m.step [12,20), z.last [20,28).
+	// Widest type first, then name order, contiguous from offset 0: m.step [0,8), a.first [8,20),
+	// z.last [20,28).
 	n := binary.LittleEndian.Uint64(buf.Bytes())
 	data := buf.Bytes()[8+n:]
 	if len(data) != 28 {
 		t.Fatalf("data buffer is %d bytes, want 28", len(data))
 	}
-	if !bytes.Equal(data[:12], f32le(1, 2, 3)) || !bytes.Equal(data[20:], f32le(7, 8)) {
-		t.Errorf("tensors not laid out in sorted-name order: % x", data)
+	if !bytes.Equal(data[8:20], f32le(1, 2, 3)) || !bytes.Equal(data[20:], f32le(7, 8)) {
+		t.Errorf("F32 tensors not laid out after the I64 one in name order: % x", data)
 	}
-	if v := binary.LittleEndian.Uint64(data[12:20]); v != 42 || got["m.step"].DType != "I64" || len(got["m.step"].Shape) != 0 {
+	if v := binary.LittleEndian.Uint64(data[:8]); v != 42 || got["m.step"].DType != "I64" || len(got["m.step"].Shape) != 0 {
 		t.Errorf("m.step = %d %+v", v, got["m.step"])
+	}
+}
+
+// TestSafetensorsTensorsAreAligned checks what a reader that maps the file and casts in place
+// needs: each tensor's file offset (8 + header length + its first data offset) a multiple of its
+// element size, for every mix of the types pixelis writes (a checkpoint's optimizer and replay
+// files hold F32 moments and tensors, an I64 step and U8 bytes side by side).
+func TestSafetensorsTensorsAreAligned(t *testing.T) {
+	mixes := map[string][]Tensor{
+		"odd F32 before an I64": {
+			{Name: "m/a", Shape: []int{3}, Data: []float32{1, 2, 3}},
+			Int64Tensor("step", []int{1}, []int64{7}),
+			{Name: "v/a", Shape: []int{3}, Data: []float32{4, 5, 6}},
+		},
+		"odd U8 before F32 and I64": {
+			{Name: "a.bytes", DType: U8, Shape: []int{5}, Raw: []byte{1, 2, 3, 4, 5}},
+			{Name: "b.floats", Shape: []int{1}, Data: []float32{9}},
+			Int64Tensor("c.ints", []int{2}, []int64{1, 2}),
+			{Name: "d.bytes", DType: U8, Shape: []int{3}, Raw: []byte{6, 7, 8}},
+		},
+	}
+	for name, tensors := range mixes {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteSafetensors(&buf, tensors, map[string]string{"odd": "x"}); err != nil {
+				t.Fatal(err)
+			}
+			b := buf.Bytes()
+			n := binary.LittleEndian.Uint64(b)
+			if n%8 != 0 {
+				t.Errorf("header length %d is not a multiple of 8", n)
+			}
+			var header map[string]json.RawMessage
+			if err := json.Unmarshal(b[8:8+n], &header); err != nil {
+				t.Fatal(err)
+			}
+			for _, tn := range tensors {
+				var e headerEntry
+				if err := json.Unmarshal(header[tn.Name], &e); err != nil {
+					t.Fatal(err)
+				}
+				if at := 8 + n + e.DataOffsets[0]; at%uint64(e.DType.size()) != 0 {
+					t.Errorf("%s (%s) starts at file offset %d, not a multiple of %d", tn.Name, e.DType, at, e.DType.size())
+				}
+			}
+			back, _, err := ReadSafetensors(bytes.NewReader(b))
+			if err != nil || len(back) != len(tensors) {
+				t.Fatalf("read back %d tensors, %v", len(back), err)
+			}
+		})
 	}
 }
 
@@ -179,7 +231,8 @@ func TestReadSafetensorsRejects(t *testing.T) {
 		{"not an object", rawFile(`[1,2]`, nil), ErrHeader, "not a JSON object"},
 		{"trailing bytes", rawFile(`{} {}`, nil), ErrHeader, "after its JSON object"},
 		{"invalid utf8", rawFile("{\"\xff\":1}", nil), ErrHeader, "UTF-8"},
-		{"unknown dtype", rawFile(`{"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}}`, eight), ErrHeader, `unknown dtype "F16"`},
+		{"dtype pixelis does not read", rawFile(`{"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}}`, eight), ErrDType, `tensor "a" is F16, a type pixelis does not read (it reads F32, I64 and U8)`},
+		{"unknown dtype", rawFile(`{"a":{"dtype":"F17","shape":[4],"data_offsets":[0,8]}}`, eight), ErrHeader, `unknown dtype "F17"`},
 		{"missing dtype", rawFile(`{"a":{"shape":[2],"data_offsets":[0,8]}}`, eight), ErrHeader, "unknown dtype"},
 		{"unknown field", rawFile(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}}`, eight), ErrHeader, `tensor "a"`},
 		{"null shape", rawFile(`{"a":{"dtype":"F32","shape":null,"data_offsets":[0,8]}}`, eight), ErrHeader, "no shape"},
@@ -238,6 +291,8 @@ func TestWriteSafetensorsRejects(t *testing.T) {
 		{"empty name", []Tensor{{Shape: []int{1}, Data: []float32{1}}}, "empty name"},
 		{"reserved name", []Tensor{{Name: "__metadata__", Shape: []int{}, Data: []float32{1}}}, "reserved"},
 		{"duplicate", []Tensor{{Name: "a", Shape: []int{1}, Data: []float32{1}}, {Name: "a", Shape: []int{1}, Data: []float32{2}}}, "twice"},
+		{"duplicate of another dtype", []Tensor{{Name: "a", Shape: []int{1}, Data: []float32{1}}, {Name: "b", Shape: []int{1}, Data: []float32{1}},
+			{Name: "a", DType: U8, Shape: []int{1}, Raw: []byte{1}}}, "twice"},
 		{"too few values", []Tensor{{Name: "a", Shape: []int{2, 2}, Data: []float32{1, 2, 3}}}, "holds 4 values, Data has 3"},
 		{"negative dim", []Tensor{{Name: "a", Shape: []int{-1}, Data: nil}}, "negative"},
 		{"unknown dtype", []Tensor{{Name: "a", DType: "BF16", Shape: []int{1}, Raw: []byte{0, 0}}}, "unknown dtype"},

@@ -17,16 +17,17 @@ import (
 type ProblemKind string
 
 const (
-	Missing       ProblemKind = "missing"        // listed in the manifest, not on disk
-	Truncated     ProblemKind = "truncated"      // shorter than the manifest says
-	Grown         ProblemKind = "grown"          // longer than the manifest says
-	HashMismatch  ProblemKind = "hash mismatch"  // right size, different bytes
-	BadHeader     ProblemKind = "bad header"     // safetensors header unreadable or inconsistent
-	ShapeMismatch ProblemKind = "shape mismatch" // shapes disagree with the data or the manifest
-	Unlisted      ProblemKind = "unlisted"       // a file or directory the manifest does not vouch for
-	BadManifest   ProblemKind = "bad manifest"   // manifest.json unreadable or invalid
-	BadState      ProblemKind = "bad state"      // state.json is not JSON
-	NotFinite     ProblemKind = "non-finite"     // an F32 tensor holds NaN or ±Inf
+	Missing        ProblemKind = "missing"         // listed in the manifest, not on disk
+	Truncated      ProblemKind = "truncated"       // shorter than the manifest says
+	Grown          ProblemKind = "grown"           // longer than the manifest says
+	HashMismatch   ProblemKind = "hash mismatch"   // right size, different bytes
+	BadHeader      ProblemKind = "bad header"      // safetensors header unreadable or inconsistent
+	UnreadableType ProblemKind = "unreadable type" // a well-formed tensor of a type pixelis does not read (F16, ...)
+	ShapeMismatch  ProblemKind = "shape mismatch"  // shapes disagree with the data or the manifest
+	Unlisted       ProblemKind = "unlisted"        // a file or directory the manifest does not vouch for
+	BadManifest    ProblemKind = "bad manifest"    // manifest.json unreadable or invalid
+	BadState       ProblemKind = "bad state"       // state.json is not JSON
+	NotFinite      ProblemKind = "non-finite"      // an F32 tensor holds NaN or ±Inf
 )
 
 // Problem is one thing wrong with a checkpoint, named by file.
@@ -127,6 +128,8 @@ func check(path string) (*Loaded, []Problem) {
 				kind := BadHeader
 				if errors.Is(err, ErrShape) {
 					kind = ShapeMismatch
+				} else if errors.Is(err, ErrDType) {
+					kind = UnreadableType
 				}
 				add(f.Name, kind, "%v", err)
 				continue

@@ -104,6 +104,9 @@ func verifyDamageCases() []damageCase {
 			b := rawFile(`{"head.weight":{"dtype":"F32","shape":[5,4],"data_offsets":[0,48]}}`, make([]byte, 48))
 			rewrite(t, dir, policy, b)
 		}, []found{{policy, ShapeMismatch}}},
+		{"a tensor type pixelis does not read", func(t *testing.T, dir string) {
+			rewrite(t, dir, policy, rawFile(`{"head.weight":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}`, make([]byte, 4)))
+		}, []found{{policy, UnreadableType}}},
 		{"shapes differ from manifest", func(t *testing.T, dir string) {
 			var buf bytes.Buffer
 			WriteSafetensors(&buf, []Tensor{{Name: "head.weight", Shape: []int{4, 3}, Data: make([]float32, 12)}}, nil)

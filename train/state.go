@@ -223,11 +223,28 @@ func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, st
 		prev.Phase == st.Phase && prev.Step == int64(st.Step) && kind.Prunable() && !prev.Kind.Prunable() {
 		kind = prev.Kind
 	}
+	meta, err := policyMeta(r.cfg, files)
+	if err != nil {
+		return "", err
+	}
 	return ckpt.Save(r.ckptRoot, ckpt.Checkpoint{
 		Name: name, Phase: st.Phase, Step: int64(st.Step), Stage: stage, StageIndex: stageIdx,
-		Kind: kind, ConfigHash: TrainingHash(r.cfg), Files: files, State: data,
+		Kind: kind, ConfigHash: TrainingHash(r.cfg), Files: files, State: data, Meta: meta,
 		Observation: &ckpt.Observation{Version: env.ObsVersion, Width: env.ObsDim},
 	})
+}
+
+// policyMeta records the policy's architecture (policy.Record) in the metadata of
+// policy.safetensors, so the checkpoint alone rebuilds the network outside pixelis.
+func policyMeta(cfg *configs.Config, files map[string][]ckpt.Tensor) (map[string]map[string]string, error) {
+	if _, ok := files[filePolicy]; !ok {
+		return nil, nil
+	}
+	js, err := json.Marshal(policyConfig(cfg).Record())
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: policy record: %w", filePolicy, err)
+	}
+	return map[string]map[string]string{filePolicy: {ckpt.MetaPolicyConfig: string(js)}}, nil
 }
 
 // policyTensors lists the policy's weights for a safetensors file (shared, not copied).

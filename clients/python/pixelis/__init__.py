@@ -9,6 +9,8 @@
 - pixelis.sdk: a trainer's side of the channel to `pixelis launch` (metrics,
   samples, checkpoints; commands and curriculum stages), a no-op outside it.
 - pixelis.trl: PixelisCallback, the sdk as a transformers/TRL TrainerCallback.
+- pixelis.torch_policy: a checkpoint's policy as a torch.nn.Module (torch and
+  safetensors), the base a stage adapter applies to under PEFT.
 
 The standard library is enough; numpy, when installed, makes observations
 numpy arrays decoded without copying.
