@@ -46,7 +46,7 @@ TOOL_WORDS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response
 IMAGE_PIXELS = 56 * 56
 IMAGE_SIZE = {"shortest_edge": IMAGE_PIXELS, "longest_edge": IMAGE_PIXELS}  # the processor's bounds, in pixels
 
-# The tiny model's sizes: 1.5 M parameters (0.1 M of them the vision tower).
+# The tiny model's sizes: 1.4 M parameters (0.1 M of them the vision tower).
 TINY = dict(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=512, vision_hidden=64, vision_depth=2,
             vision_heads=2, max_positions=4096, vocab=2048)
 
@@ -145,14 +145,18 @@ def _ready(proc):
     return add_response_schema(proc)
 
 
-def load(model_dir, dtype=torch.float32):
+def load(model_dir, dtype=torch.float32, image_pixels=IMAGE_PIXELS):
     """(model, processor) of model_dir: what tiny() saved, or a real Qwen2.5-VL
-    checkpoint (a local directory or a hub name, fetched as transformers does)."""
+    checkpoint (a local directory or a hub name, fetched as transformers does).
+    Images are resized to image_pixels (a multiple of 28² keeps them whole
+    patches): 56² = 4 image tokens a view for the tiny model, more for a real
+    one (224² = 64)."""
     model = Qwen2_5_VLForConditionalGeneration.from_pretrained(model_dir, dtype=dtype)
+    size = {"shortest_edge": image_pixels, "longest_edge": image_pixels}
     if is_torchvision_available():
-        proc = AutoProcessor.from_pretrained(model_dir, size=IMAGE_SIZE)
+        proc = AutoProcessor.from_pretrained(model_dir, size=size)
     else:
-        proc = ImageProcessor.from_pretrained(model_dir, size=IMAGE_SIZE)
+        proc = ImageProcessor.from_pretrained(model_dir, size=size)
     return model, _ready(proc)
 
 

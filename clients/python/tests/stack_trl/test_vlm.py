@@ -269,3 +269,17 @@ class GRPO(VLM):
               [h.get("rewards/answered/mean") for h in logs], file=sys.stderr)
         for w in worlds:
             w._close()
+
+
+class Script(VLM):
+    def test_grpo_tools_runs_a_step_of_the_tiny_model(self):
+        """examples/trl_vlm/grpo_tools.py as docs/trl-vlm.md runs it, one step."""
+        out = os.path.join(self.tmp, "script")
+        env = dict(os.environ, PIXELIS_SERVE_TOKEN=self.server.token, TRL_EXPERIMENTAL_SILENCE="1")
+        p = subprocess.run([sys.executable, os.path.join(REPO, "examples", "trl_vlm", "grpo_tools.py"), out,
+                            "--data", self.data, "--serve", self.server.url, "--tiny", "--steps", "1", "--batch", "2",
+                            "--generations", "2", "--max-completion-length", "32"],
+                           env=env, capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        self.assertIn("rewards/final/mean", p.stdout + p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "model", "config.json")))
