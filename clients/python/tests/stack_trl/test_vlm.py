@@ -130,6 +130,25 @@ class Template(VLM):
                 self.assertEqual(parsed["content"], m["content"][0]["text"])
                 self.assertNotIn("tool_calls", parsed)
 
+    def test_the_training_template_masks_the_assistant_turns(self):
+        """TRL's training version of the template marks the assistant's turns,
+        so that SFT puts its loss on them alone: the tool calls and the answer,
+        none of the prompt, the tools' answers or their images."""
+        from trl.chat_template_utils import get_training_chat_template
+
+        _, proc = self.load()
+        template = get_training_chat_template(proc)
+        row = next(r for r in self.convs if len(r["images"]) > 1)
+        msgs = data.chat(row["messages"], row["images"])
+        enc = proc.apply_chat_template(msgs, tools=tools.schemas(), tokenize=True, return_dict=True,
+                                       return_tensors="pt", chat_template=template, return_assistant_tokens_mask=True)
+        mask = enc["assistant_masks"][0].bool()
+        want = ""
+        for k, m in enumerate(msgs):
+            if m["role"] == "assistant":
+                want += render(proc, msgs[:k + 1])[len(render(proc, msgs[:k], add_generation_prompt=True)):]
+        self.assertEqual(proc.tokenizer.decode(enc["input_ids"][0][mask]), want)
+
     def test_lora_trains_the_language_model_only(self):
         m, _ = self.load()
         pm = model.lora(m, rank=4)
