@@ -8,7 +8,7 @@ reaching the next generation call's pixel_values.
 
 Run by `go test ./clients/python` (TestTRLStack)."""
 
-import json
+import io
 import os
 import shutil
 import subprocess
@@ -18,6 +18,7 @@ import unittest
 
 import torch
 import transformers
+from PIL import Image
 
 from serve_fixture import REPO, Server
 
@@ -37,7 +38,10 @@ def render(proc, messages, **kw):
 
 
 class VLM(unittest.TestCase):
-    """One serve, one data directory and one tiny model for the whole class."""
+    """One serve, one data directory and (where with_model) one tiny model
+    for the whole class."""
+
+    with_model = True
 
     @classmethod
     def setUpClass(cls):
@@ -49,7 +53,8 @@ class VLM(unittest.TestCase):
                        check=True, capture_output=True)
         cls.convs = data.conversations(cls.data)
         cls.model_dir = os.path.join(cls.tmp, "model")
-        model.tiny(cls.convs, tools.schemas(), cls.model_dir)
+        if cls.with_model:
+            model.tiny(cls.convs, tools.schemas(), cls.model_dir)
 
     @classmethod
     def tearDownClass(cls):
@@ -61,6 +66,8 @@ class VLM(unittest.TestCase):
 
 
 class Data(VLM):
+    with_model = False
+
     def test_conversations_load_offline_with_their_images(self):
         self.assertEqual(len(self.convs), N_TASKS)
         ops = set()
@@ -88,6 +95,44 @@ class Data(VLM):
             self.assertEqual(task["prompt"], conv["messages"][:2])
             self.assertEqual(len(task["images"]), 1)
             self.assertNotIn("ground_truth", task)
+
+
+class Tools(VLM):
+    with_model = False
+
+    def test_the_tools_answer_the_expert_s_calls_as_the_data_does(self):
+        """PixelWorld, replaying each conversation's tool calls on serve, gets
+        the tool messages the conversation holds: the same summaries, and the
+        same pixels where an image came back; its first view is the data's."""
+        client = pixelis.Client(self.server.url, token=self.server.token)
+        world = tools.PixelWorld(client)
+        for row in self.convs:
+            world.reset(split=row["split"], index=row["index"])
+            first = Image.open(io.BytesIO(client.view_png(world.episode))).convert("RGB")
+            self.assertEqual(first.tobytes(), row["images"][0].convert("RGB").tobytes(), row["id"])
+            msgs = data.chat(row["messages"], row["images"])
+            for call, answer in zip(msgs, msgs[1:]):
+                if not call.get("tool_calls"):
+                    continue
+                fn = call["tool_calls"][0]["function"]
+                got = getattr(world, fn["name"])(**fn["arguments"])
+                self.assertEqual(got[0]["text"], answer["content"][0]["text"], (row["id"], fn))
+                self.assertEqual(len(got), len(answer["content"]), (row["id"], fn))
+                if len(got) == 2:
+                    self.assertEqual(got[1]["image"].tobytes(), answer["content"][1]["image"].convert("RGB").tobytes())
+            self.assertEqual([op for op, _ in world.calls],
+                             [m["tool_calls"][0]["function"]["name"] for m in msgs if m.get("tool_calls")])
+        world._close()
+
+    def test_the_tools_are_the_five_operations_in_the_trainer_s_order(self):
+        import inspect
+
+        methods = [n for n, _ in inspect.getmembers(tools.PixelWorld, predicate=inspect.isfunction)
+                   if not n.startswith("_") and n != "reset"]
+        self.assertEqual(tuple(methods), tools.OPERATIONS)
+        self.assertEqual([s["function"]["name"] for s in tools.schemas()], list(tools.OPERATIONS))
+        seg = tools.schemas()[tools.OPERATIONS.index("SEGMENT_OBJECT_AT")]["function"]["parameters"]
+        self.assertEqual(seg["required"], ["x", "y"])
 
 
 class Template(VLM):
