@@ -58,6 +58,8 @@ def _corpus(conversations, tools):
     the template renders them (JSON), and the template's own words."""
     yield json.dumps(tools, ensure_ascii=False)
     yield CHAT_TEMPLATE
+    if hasattr(conversations, "select_columns"):  # a Dataset: leave its images undecoded
+        conversations = conversations.select_columns(["messages"])
     for row in conversations:
         for m in row["messages"]:
             for part in m["content"]:
