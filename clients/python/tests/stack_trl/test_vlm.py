@@ -24,6 +24,7 @@ from serve_fixture import REPO, Server
 
 sys.path.insert(0, os.path.join(REPO, "examples", "trl_vlm"))
 
+from grpo_tools import final  # noqa: E402
 from pixelis_vlm import data, grpo, model, tools  # noqa: E402
 
 import pixelis  # noqa: E402
@@ -227,16 +228,6 @@ def memorize(m, proc, rows, steps):
     return loss.item()
 
 
-def answered(completions, environments, **kwargs):
-    """1 for a right answer (serve's finish), 0 otherwise: the last message's
-    text is the answer."""
-    out = []
-    for completion, env in zip(completions, environments):
-        finish = env._answer(completion[-1].get("content") or "")
-        out.append(1.0 if finish and finish.get("correct") else 0.0)
-    return out
-
-
 class GRPO(VLM):
     """GRPO steps on a text-reading task whose expert zooms in, by the tiny
     model after memorize() on that task's conversation."""
@@ -269,7 +260,7 @@ class GRPO(VLM):
                              num_generations=2, max_completion_length=256, temperature=0.2, learning_rate=1e-4,
                              logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True,
                              seed=0)
-        return trainer_class(model=model.lora(m, rank=4), processing_class=proc, reward_funcs=[answered], args=cfg,
+        return trainer_class(model=model.lora(m, rank=4), processing_class=proc, reward_funcs=[final], args=cfg,
                              train_dataset=datasets.concatenate_datasets([task] * 4), environment_factory=factory)
 
     def test_the_pinned_trainer_fails_on_a_round_of_tools_without_an_image(self):
@@ -329,8 +320,11 @@ class GRPO(VLM):
         self.assertTrue(any(kind == "pixels" and grad and n > 2 for kind, grad, n in events), events)
         logs = [h for h in trainer.state.log_history if "loss" in h]
         self.assertEqual(len(logs), 2)
+        # The answers went to serve, which found right ones (the memorized "H4").
+        self.assertGreater(max(h["rewards/final/mean"] for h in logs), 0, logs)
+        self.assertTrue(all(w.finish and "correct" in w.finish for w in worlds if w.calls), [w.finish for w in worlds])
         print("tool calls:", calls, "generation images:", gens, "rewards:",
-              [h.get("rewards/answered/mean") for h in logs], file=sys.stderr)
+              [h.get("rewards/final/mean") for h in logs], file=sys.stderr)
         for w in worlds:
             w._close()
 
