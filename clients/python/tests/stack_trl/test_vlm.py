@@ -47,7 +47,9 @@ class VLM(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="pxl-vlm-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
         cls.server = Server()
+        cls.addClassCleanup(cls.server.stop)  # also when the rest of the set-up fails
         cls.data = os.path.join(cls.tmp, "train")
         subprocess.run([cls.server.bin, "data", "gen", "--config", "smoke", "--n", str(N_TASKS),
                         "--out", os.path.join(cls.tmp, "cota.jsonl"), "--chat", cls.data],
@@ -56,11 +58,6 @@ class VLM(unittest.TestCase):
         cls.model_dir = os.path.join(cls.tmp, "model")
         if cls.with_model:
             model.tiny(cls.convs, tools.schemas(), cls.model_dir)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        shutil.rmtree(cls.tmp, True)
 
     def load(self):
         return model.load(self.model_dir)
