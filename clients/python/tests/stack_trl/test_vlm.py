@@ -16,6 +16,7 @@ import sys
 import tempfile
 import unittest
 
+import datasets
 import torch
 import transformers
 from PIL import Image
@@ -30,6 +31,8 @@ from pixelis_vlm import data, grpo, model, tools  # noqa: E402
 import pixelis  # noqa: E402
 
 transformers.logging.set_verbosity_error()
+transformers.logging.disable_progress_bar()
+datasets.disable_progress_bars()
 
 N_TASKS = 24  # tasks of the tests' data: every family several times
 
@@ -243,7 +246,6 @@ class GRPO(VLM):
         proc.save_pretrained(cls.memorized)
 
     def trainer(self, trainer_class, m, proc, worlds, steps):
-        import datasets
         import trl
 
         client = pixelis.Client(self.server.url, token=self.server.token)
