@@ -67,19 +67,22 @@ var skippedLine = regexp.MustCompile(`(?m)^(OK|FAILED) \(.*skipped=\d+`)
 
 // readSources reads the package's sources and tests, so that go test's cache
 // counts them among the test's inputs (the Python processes that read them
-// are not seen by it): an edit to a .py file runs the tests again.
+// are not seen by it): an edit to a .py file runs the tests again. The
+// repository's examples count too: tests/stack_trl imports examples/trl_vlm.
 func readSources(t *testing.T) {
-	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+	for _, root := range []string{".", filepath.Join("..", "..", "examples")} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if ext := filepath.Ext(path); ext == ".py" || ext == ".toml" || ext == ".md" || ext == ".in" || ext == ".txt" { // .in, .txt: the lock files
+				_, err = os.ReadFile(path)
+			}
 			return err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if ext := filepath.Ext(path); ext == ".py" || ext == ".toml" || ext == ".md" || ext == ".in" || ext == ".txt" { // .in, .txt: the lock files
-			_, err = os.ReadFile(path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/internal/cputime"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/baseline"
+	"github.com/pixelis/pixelis/train/chat"
 	"github.com/pixelis/pixelis/train/env"
 )
 
@@ -97,6 +98,7 @@ func dataGen(ctx context.Context, args []string, std stdio) error {
 	n := fs.Int("n", 1000, "number of samples `N`")
 	out := fs.String("out", "", "CoTA JSONL `FILE` to write")
 	split := fs.String("split", "train", "task split: train, val or test")
+	chatDir := fs.String("chat", "", "also write the samples as chat conversations with images to `DIR` (conversations.jsonl, tasks.jsonl, images/: what TRL's vision-language trainers read, docs/trl-vlm.md)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -146,7 +148,14 @@ func dataGen(ctx context.Context, args []string, std stdio) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(std.out, "wrote %d %s samples to %s\n\n%s", len(samples), sp, *out, env.Summarize(samples))
+	fmt.Fprintf(std.out, "wrote %d %s samples to %s\n", len(samples), sp, *out)
+	if *chatDir != "" {
+		if err := chat.Write(*chatDir, ec, samples); err != nil {
+			return err
+		}
+		fmt.Fprintf(std.out, "wrote them as chat conversations to %s\n", *chatDir)
+	}
+	fmt.Fprintf(std.out, "\n%s", env.Summarize(samples))
 	return nil
 }
 

@@ -113,6 +113,32 @@ func TestDataGenAndShow(t *testing.T) {
 	}
 }
 
+// data gen --chat writes the samples also as chat conversations and tasks,
+// one line a sample, with the images they name (train/chat tests the rows).
+func TestDataGenChat(t *testing.T) {
+	dir := t.TempDir()
+	chatDir := filepath.Join(dir, "chat")
+	code, out, errOut := run(t, "data", "gen", "--config", "smoke", "--n", "6", "--out", filepath.Join(dir, "d.jsonl"), "--chat", chatDir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "wrote them as chat conversations to "+chatDir) {
+		t.Fatalf("output:\n%s", out)
+	}
+	for _, name := range []string{"conversations.jsonl", "tasks.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(chatDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "\n"); n != 6 {
+			t.Fatalf("%s: %d lines, want 6", name, n)
+		}
+	}
+	if imgs, _ := filepath.Glob(filepath.Join(chatDir, "images", "train-*-0.png")); len(imgs) != 6 {
+		t.Fatalf("%d first views, want 6: %v", len(imgs), imgs)
+	}
+}
+
 // -h on a command prints how it is called, what it does and its flags, and
 // exits 0, like help.
 func TestCommandHelpExitsZero(t *testing.T) {

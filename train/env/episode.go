@@ -430,3 +430,19 @@ func (e *Episode) ActionMask(dst []bool) {
 		}
 	}
 }
+
+// Region is the source region of frame 0 the view shows: the whole frame
+// until ZOOM_IN narrows it.
+func (e *Episode) Region() image.Rectangle { return e.region }
+
+// ViewImage is a copy of the current view, ViewSize² pixels of Region
+// (the pixels serve's view.png answers at its default size).
+func (e *Episode) ViewImage() *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, ViewSize, ViewSize))
+	v := e.currentView()
+	for i := range ViewSize * ViewSize {
+		copy(img.Pix[4*i:4*i+3], v[3*i:3*i+3])
+		img.Pix[4*i+3] = 255
+	}
+	return img
+}

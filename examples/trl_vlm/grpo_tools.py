@@ -1,0 +1,90 @@
+"""GRPO with the five pixel operations as tools: TRL's GRPOTrainer on a
+Qwen2.5-VL policy with LoRA, one `pixelis serve` episode a rollout
+(pixelis_vlm.tools.PixelWorld), rewarded 1 for a right answer. Docs:
+docs/trl-vlm.md.
+
+    pixelis data gen --n 1000 --out cota.jsonl --chat data/train
+    pixelis serve &
+    python examples/trl_vlm/grpo_tools.py --data data/train --tiny OUT        # the tiny model, built from the data
+    python examples/trl_vlm/grpo_tools.py --data data/train --model DIR OUT   # a real checkpoint (a GPU box)
+    pixelis launch --no-curriculum -- python examples/trl_vlm/grpo_tools.py …
+
+`--model` takes a Qwen2.5-VL checkpoint (Qwen/Qwen2.5-VL-3B-Instruct, or a
+directory `--tiny` saved). The serve URL and token come from --serve and
+PIXELIS_SERVE_TOKEN.
+"""
+
+import argparse
+import os
+import sys
+
+import torch
+import trl
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import pixelis  # noqa: E402
+from pixelis.trl import PixelisCallback  # noqa: E402
+from pixelis_vlm import data, grpo, model, tools  # noqa: E402
+
+
+def final(completions, environments, **kwargs):
+    """1 for a right answer, 0 otherwise: the last message's text answers
+    the rollout's episode, and serve says whether it was right."""
+    out = []
+    for completion, world in zip(completions, environments):
+        finish = world._answer(completion[-1].get("content") or "")
+        out.append(1.0 if finish and finish.get("correct") else 0.0)
+    return out
+
+
+def arguments(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("output_dir")
+    ap.add_argument("--data", required=True, help="a directory of `pixelis data gen --chat` (its tasks)")
+    ap.add_argument("--serve", default="http://127.0.0.1:8765", help="pixelis serve's URL")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", help="a Qwen2.5-VL checkpoint: a directory or a hub name")
+    src.add_argument("--tiny", action="store_true", help="build the tiny model from --data into OUTPUT_DIR/model")
+    ap.add_argument("--image-pixels", type=int, default=model.IMAGE_PIXELS,
+                    help="pixels an image is resized to (default %(default)s: 4 tokens a view)")
+    ap.add_argument("--lora-rank", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--batch", type=int, default=4, help="rollouts a step (per device)")
+    ap.add_argument("--generations", type=int, default=4, help="rollouts a task (GRPO's group)")
+    ap.add_argument("--max-completion-length", type=int, default=256,
+                    help="tokens of a rollout: the model's turns and the tools' answers")
+    ap.add_argument("--learning-rate", type=float, default=1e-5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--resume", help="a checkpoint-N directory to go on from (pixelis resume passes it)")
+    args = ap.parse_args(argv)
+    if args.batch % args.generations:
+        ap.error("--batch %d: must be a multiple of --generations %d" % (args.batch, args.generations))
+    return args
+
+
+def main(argv=None):
+    args = arguments(argv)
+    gpu = torch.cuda.is_available()
+    if args.tiny:
+        model_dir = os.path.join(args.output_dir, "model")
+        model.tiny(data.conversations(args.data), tools.schemas(), model_dir, seed=args.seed)
+    else:
+        model_dir = args.model
+    policy, proc = model.load(model_dir, dtype=torch.bfloat16 if gpu else torch.float32,
+                              image_pixels=args.image_pixels)
+    client = pixelis.Client(args.serve, token=os.environ.get("PIXELIS_SERVE_TOKEN"))
+    cfg = trl.GRPOConfig(args.output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch,
+                         num_generations=args.generations, max_completion_length=args.max_completion_length,
+                         learning_rate=args.learning_rate, logging_steps=1, save_strategy="no", report_to="none",
+                         use_cpu=not gpu, bf16=gpu, seed=args.seed)
+    trainer = grpo.GRPOTrainer(model=model.lora(policy, rank=args.lora_rank), processing_class=proc,
+                               reward_funcs=[final], args=cfg, train_dataset=data.tasks(args.data),
+                               environment_factory=lambda: tools.PixelWorld(client))
+    trainer.add_callback(PixelisCallback(trainer))
+    trainer.train(resume_from_checkpoint=args.resume)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""The five pixel operations as tools of TRL's GRPOTrainer (`environment_factory`).
+
+    client = pixelis.Client(url, token)
+    trainer = GRPOTrainer(..., train_dataset=data.tasks(dir),
+                          environment_factory=lambda: PixelWorld(client))
+
+GRPOTrainer makes one PixelWorld per rollout and calls `reset(**row)` with the
+task's row (its split and index) before generating; every public method is a
+tool the model may call, its schema read from the signature and docstring.
+A tool steps the rollout's episode of `pixelis serve` and returns what the
+operation measured as text (the summary serve answers), and the new view as an
+image when the operation moved it (ZOOM_IN) — the same turns `pixelis data gen
+--chat` writes for the expert's trajectories. The methods whose names begin
+with an underscore are not tools: `_answer` ends the episode with the model's
+answer, `_close` closes it; `calls`, `episode` and `finish` say what happened,
+for the reward functions (GRPOTrainer hands them `environments`).
+"""
+
+import io
+
+from PIL import Image
+
+from pixelis.client import PixelisError
+
+
+class PixelWorld:
+    """One rollout's episode of pixelis serve, its operations as tools."""
+
+    def __init__(self, client):
+        self.client = client
+        self.episode = None  # serve's episode id
+        self.region = None  # the source region the view shows
+        self.calls = []  # (operation, arguments) the model called, in order
+        self.finish = None  # serve's finish of the episode once answered or cut off
+
+    def reset(self, split, index, **row):
+        """Start an episode of task (split, index), closing the previous one.
+        The prompt already holds the task's question and first view: nothing
+        is added to it."""
+        self._close()
+        state = self.client.create_episode(split=split, index=index, observation={"coarse": False})
+        self.episode, self.region = state["episode"], state["region"]
+        self.calls, self.finish = [], None
+        return None
+
+    def _step(self, op, **args):
+        """One operation: its summary, and the view if the operation moved it."""
+        self.calls.append((op, args))
+        try:
+            ans = self.client.step(self.episode, op=op, **args)
+        except PixelisError as e:  # the episode ended, or a malformed call: the model reads why
+            return "error: %s" % e
+        if ans.get("finish") is not None:
+            self.finish = ans["finish"]
+        content = [{"type": "text", "text": ans["result"]["summary"]}]
+        if ans["region"] != self.region:
+            self.region = ans["region"]
+            view = Image.open(io.BytesIO(self.client.view_png(self.episode))).convert("RGB")
+            content.append({"type": "image", "image": view})
+        return content
+
+    def SEGMENT_OBJECT_AT(self, x: int, y: int) -> list:
+        """Segment the object at a pixel of the view.
+
+        Args:
+            x: column of the pixel in the 64×64 view, from 0 at the left
+            y: row of the pixel in the 64×64 view, from 0 at the top
+
+        Returns:
+            The object's id, area and bounding box.
+        """
+        return self._step("SEGMENT_OBJECT_AT", x=int(x), y=int(y))
+
+    def GET_PROPERTIES(self) -> list:
+        """Measure the last segmented object: its colour, shape, area and centre.
+
+        Returns:
+            The object's properties.
+        """
+        return self._step("GET_PROPERTIES")
+
+    def ZOOM_IN(self) -> list:
+        """Zoom the view in on the last segmented object.
+
+        Returns:
+            The zoomed region, and the new view as an image.
+        """
+        return self._step("ZOOM_IN")
+
+    def READ_TEXT(self) -> list:
+        """Read the text of the label in the view (zoom in first on a small one).
+
+        Returns:
+            The text read and its confidence.
+        """
+        return self._step("READ_TEXT")
+
+    def TRACK_OBJECT(self) -> list:
+        """Track the last segmented object through the video's frames.
+
+        Returns:
+            The object's boxes frame by frame.
+        """
+        return self._step("TRACK_OBJECT")
+
+    def _answer(self, text):
+        """End the episode with the model's answer (its last message's text);
+        serve's finish says whether it was right. An answer serve refuses (an
+        empty one, one over its length limit) is wrong: the finish then says
+        why, and the episode stays open for scoring as unanswered."""
+        if self.finish is None:
+            try:
+                ans = self.client.step(self.episode, op="ANSWER", answer=text.strip())
+                self.finish = ans.get("finish")
+            except PixelisError as e:
+                self.finish = {"answered": False, "correct": False, "refused": str(e)}
+        return self.finish
+
+    def _close(self):
+        if self.episode is not None:
+            try:
+                self.client.close_episode(self.episode)
+            except PixelisError:  # expired already
+                pass
+            self.episode = None
+
+
+# The tools, in the order GRPOTrainer lists an environment's methods in the
+# prompt (inspect.getmembers: by name). A prompt rendered with them in another
+# order is another prompt.
+OPERATIONS = ("GET_PROPERTIES", "READ_TEXT", "SEGMENT_OBJECT_AT", "TRACK_OBJECT", "ZOOM_IN")
+
+
+def schemas():
+    """The tools' JSON schemas as GRPOTrainer renders them into the prompt
+    (transformers' get_json_schema of each method): what an SFT run passes to
+    the chat template as `tools`, for the same prompts."""
+    from transformers.utils import get_json_schema
+
+    return [get_json_schema(getattr(PixelWorld, op)) for op in OPERATIONS]
