@@ -76,12 +76,14 @@ func (s size) of(total int) int {
 
 var fill = size{rest: true}
 
-// slot is a pane's place in a row: its width, and the window width below
-// which it is left out (0: always shown).
+// slot is a pane's place in a row: its width, the window width below
+// which it is left out (0: always shown), and whether it takes no focus (a
+// pane no key moves).
 type slot struct {
-	pane   paneID
-	w      size
-	minWin int
+	pane    paneID
+	w       size
+	minWin  int
+	passive bool
 }
 
 // band is the rows' heights for a body at least minBody rows tall; rows
@@ -136,7 +138,7 @@ func trainingScreen(first, left, middle paneID) screenLayout {
 func compareScreen(table paneID) screenLayout {
 	return screenLayout{
 		rows: [][]slot{
-			{{pane: paneRuns, w: size{pct: 30, lo: 32, hi: 56}}, {pane: paneOverlaid, w: fill}},
+			{{pane: paneRuns, w: size{pct: 30, lo: 32, hi: 56}}, {pane: paneOverlaid, w: fill, passive: true}},
 			{{pane: table, w: fill}},
 		},
 		bands: []band{{heights: []size{{pct: 58, lo: 8, keep: 6}, fill}}},
@@ -185,6 +187,7 @@ type layout struct {
 	rowH     []int
 	rects    [numPanes]rect
 	visible  [numPanes]bool
+	passive  [numPanes]bool // takes no focus
 }
 
 func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
@@ -216,6 +219,7 @@ func computeLayout(w, h, footerH int, kind screenKind) layout {
 			ids[j] = sl.pane
 			l.rects[sl.pane] = rect{x: x, y: y, w: widths[j], h: heights[i]}
 			l.visible[sl.pane] = true
+			l.passive[sl.pane] = sl.passive
 			x += widths[j]
 		}
 		l.rows = append(l.rows, ids)
@@ -271,11 +275,16 @@ func (s screenLayout) panes() []paneID {
 // panes are, or the overlay drawn over them.
 func (l layout) body() rect { return rect{x: 0, y: 1, w: l.w, h: l.h - 1 - l.footerH} }
 
-// order is the focus order of the visible panes: reading order.
+// order is the focus order of the visible panes that take focus: reading
+// order.
 func (l layout) order() []paneID {
 	var out []paneID
 	for _, row := range l.rows {
-		out = append(out, row...)
+		for _, p := range row {
+			if !l.passive[p] {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }
