@@ -481,15 +481,25 @@ func (c *Compare) key(msg tea.KeyPressMsg) tea.Cmd {
 // toggleTable shows the other table (results or arms × seeds) from its top;
 // focus on the table stays on the table.
 func (c *Compare) toggleTable() {
-	onTable := !c.focus.is(paneRuns)
-	c.screen = screenCompare + screenCompareArms - c.screen
+	onTable := c.focus.is(c.table())
+	next := screenCompareArms
+	if c.screen == screenCompareArms {
+		next = screenCompare
+	}
+	c.screen = next
 	c.relayout()
-	for _, id := range []paneID{paneResults, paneArms} {
-		c.toPane(id, scrollTopMsg{})
-	}
+	c.toPane(c.table(), scrollTopMsg{})
 	if onTable {
-		c.focus.set(screens[c.screen].rows[1][0].pane)
+		c.focus.set(c.table())
 	}
+}
+
+// table is the table the screen shows: the results or the arms × seeds.
+func (c *Compare) table() paneID {
+	if c.screen == screenCompareArms {
+		return paneArms
+	}
+	return paneResults
 }
 
 // relayout places the panes for the window, the table shown and the
@@ -503,11 +513,9 @@ func (c *Compare) relayout() {
 // env is what pane id is lent for one update or one frame: its size in the
 // layout and the runs.
 func (c *Compare) env(id paneID) env {
-	c.data.sel = -1
-	if l, ok := c.panes[paneRuns].(runListPane); ok {
-		c.data.sel = l.selected(&c.data)
-	}
-	return env{area: c.lay.rects[id].inner(), keys: &c.keys, st: &c.st, now: c.now, cmp: &c.data}
+	d := c.data
+	d.sel = c.runList().selected(&d)
+	return env{area: c.lay.rects[id].inner(), keys: &c.keys, st: &c.st, now: c.now, cmp: &d}
 }
 
 // toPane gives msg to pane id.

@@ -15,7 +15,7 @@ type cmpRuns struct {
 	runs       []*cmpRun
 	jobs       []Job
 	experiment bool            // the view shows an experiment's jobs (CompareOptions.Jobs)
-	sel        int             // the run selected in the run list; -1 when none
+	sel        int             // the run selected in the run list, -1 when none: set in the copy env lends
 	phase      telemetry.Phase // the phase the charts show
 }
 
