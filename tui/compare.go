@@ -546,7 +546,7 @@ func (c *Compare) drawCharts() {
 }
 
 // charts is the overlaid charts as last drawn.
-func (c *Compare) charts() []cmpChart { return c.panes[paneOverlaid].(overlaidPane).charts }
+func (c *Compare) charts() []kpiChart { return c.panes[paneOverlaid].(overlaidPane).charts }
 
 // open shows the selected run alone: its own console, over a feed of its
 // own, back here when it quits.

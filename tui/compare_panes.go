@@ -92,19 +92,9 @@ func (p runListPane) selected(d *cmpRuns) int {
 type overlaidPane struct {
 	set    int // the set shown, among the phase's sets (taken modulo their number)
 	window chartView
-	charts []cmpChart // the shown set's charts, drawn in update
+	charts []kpiChart // the shown set's charts, drawn in update; have: a run's lines are drawn
 	win    xrange     // the window drawn
 	zoomed bool
-}
-
-// cmpChart is one overlaid chart: its label, the range of the values drawn
-// and its lines.
-type cmpChart struct {
-	key    uint64
-	label  string
-	lo, hi float64
-	lines  []string
-	have   bool
 }
 
 func (p overlaidPane) update(msg tea.Msg, e env) pane {
@@ -219,7 +209,7 @@ func (p overlaidPane) draw(e env) overlaidPane {
 		}
 		chartW := g.cw - kpiTextW(ch) - 1
 		item := set.items[i]
-		cc := cmpChart{label: item.label}
+		cc := kpiChart{label: item.label}
 		if chartW < 4 {
 			p.charts = append(p.charts, cc)
 			continue
@@ -249,13 +239,8 @@ func (p overlaidPane) draw(e env) overlaidPane {
 			lines = append(lines, pl)
 		}
 		if len(lines) > 0 {
-			cc.have, cc.lo, cc.hi = true, lo, hi
-			cc.key = chartKey(lines, lo, hi, chartW, ch, e.st.color)
-			if i < len(old) && old[i].key == cc.key && old[i].lines != nil {
-				cc.lines = old[i].lines
-			} else {
-				cc.lines = drawChart(e.st, lines, lo, hi, chartW, ch)
-			}
+			cc.have = true
+			cc.plot(e.st, lines, lo, hi, chartW, ch, old, i)
 		}
 		p.charts = append(p.charts, cc)
 	}
