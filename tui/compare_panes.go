@@ -345,6 +345,36 @@ var resultColumns = []resultColumn{
 	{title: "Δ test pass@1", k: kpi{label: "Δ test", metrics: []string{"test/ttrl_minus_rft/pass@1", "test/rft_minus_sft/pass@1"}}},
 }
 
+// order is the runs' order in the table: as listed, or by the sort
+// column's value, highest first.
+func (p resultsPane) order(d *cmpRuns) []int {
+	order := make([]int, len(d.runs))
+	for i := range order {
+		order[i] = i
+	}
+	if p.sort <= 0 || p.sort > len(resultColumns) {
+		return order
+	}
+	col := resultColumns[p.sort-1]
+	val := func(i int) float64 {
+		if v, ok := col.value(d.runs[i].metrics); ok {
+			return v
+		}
+		return math.Inf(-1)
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		va, vb := val(a), val(b)
+		switch {
+		case va > vb:
+			return -1
+		case va < vb:
+			return 1
+		}
+		return 0
+	})
+	return order
+}
+
 // view is the results table: a run a row, its newest value a column.
 func (p resultsPane) view(e env) (string, []string) {
 	d, st, a := e.cmp, e.st, e.area
@@ -358,29 +388,9 @@ func (p resultsPane) view(e env) (string, []string) {
 			}
 		}
 	}
-	order := make([]int, len(d.runs))
-	for i := range order {
-		order[i] = i
-	}
-	if p.sort > 0 && p.sort-1 < len(resultColumns) {
-		col := resultColumns[p.sort-1]
-		title += " · sorted by " + col.title
-		val := func(i int) float64 {
-			if v, ok := col.value(d.runs[i].metrics); ok {
-				return v
-			}
-			return math.Inf(-1)
-		}
-		slices.SortStableFunc(order, func(a, b int) int {
-			va, vb := val(a), val(b)
-			switch {
-			case va > vb:
-				return -1
-			case va < vb:
-				return 1
-			}
-			return 0
-		})
+	order := p.order(d)
+	if p.sort > 0 {
+		title += " · sorted by " + resultColumns[p.sort-1].title
 	}
 	nameW := 8
 	for _, r := range d.runs {
