@@ -89,7 +89,11 @@ type cmpRun struct {
 	err       string // why its feed did not open
 }
 
-// Compare is the compare view's root model.
+// Compare is the compare view's root model: it keeps what the view shares —
+// the runs and the jobs (cmpRuns), the layout, which pane has focus — and
+// routes every other message to its panes (compare_panes.go), as Model does
+// the console's. A run shown alone (enter) is a Model of its own, given every
+// message while it is open.
 type Compare struct {
 	opts    CompareOptions
 	keys    keyMap
@@ -100,24 +104,13 @@ type Compare struct {
 	width, height int
 	now           time.Time
 
-	runs     []*cmpRun
-	jobs     []Job
+	data     cmpRuns
 	jobsOpen bool // an experiment is running: its jobs channel is open
 
-	cursor  int // the selected run, among those the filter lets through
-	input   lineInput
-	filter  string
-	set     int // the KPI set, among the charted phase's sets
-	window  chartView
-	table   int // 0: results; 1: arms × seeds
-	sortCol int // the results table's sort column; 0: as listed
-	focus   int // 0: run list (↑/↓ select), 1: table (↑/↓ scroll)
-	tscroll int
-
-	charts []cmpChart // the shown set's charts, drawn in update
-	win    xrange
-	zoomed bool
-	phase  telemetry.Phase
+	screen screenKind // screenCompare (results) or screenCompareArms (t)
+	lay    layout
+	focus  focus
+	panes  [numPanes]pane // the sub-models the layout places, by id
 
 	detail    *Model // a run shown alone (enter); nil when none
 	detailRun int
@@ -133,16 +126,6 @@ type Compare struct {
 	frameGap         time.Duration
 	tick             func(time.Duration, tea.Msg) tea.Cmd
 	frame            string
-}
-
-// cmpChart is one overlaid chart: its label, the range of the values drawn
-// and its lines.
-type cmpChart struct {
-	key    uint64
-	label  string
-	lo, hi float64
-	lines  []string
-	have   bool
 }
 
 type (
@@ -180,12 +163,19 @@ func NewCompare(opts CompareOptions) Compare {
 	c := Compare{
 		opts: opts, keys: defaultKeys(), help: h, st: st, profile: p,
 		now:      opts.Now(),
+		data:     cmpRuns{experiment: opts.Jobs != nil, sel: -1},
 		jobsOpen: opts.Jobs != nil,
+		screen:   screenCompare,
+		focus:    newFocus(paneRuns),
 		frameGap: time.Second / time.Duration(opts.FPS),
 		tick: func(d time.Duration, msg tea.Msg) tea.Cmd {
 			return tea.Tick(d, func(time.Time) tea.Msg { return msg })
 		},
 	}
+	c.panes[paneRuns] = runListPane{}
+	c.panes[paneOverlaid] = overlaidPane{}
+	c.panes[paneResults] = resultsPane{}
+	c.panes[paneArms] = armsPane{}
 	for _, r := range opts.Runs {
 		c.addRun(r.Name, r.Dir, r.Feed)
 	}
@@ -216,8 +206,8 @@ func compareNames(name string) bool {
 func (c *Compare) addRun(name, dir string, feed telemetry.Feed) int {
 	st := newStore(c.opts.History)
 	st.keep = compareNames
-	c.runs = append(c.runs, &cmpRun{name: name, dir: dir, feed: feed, metrics: st, shown: true})
-	return len(c.runs) - 1
+	c.data.runs = append(c.data.runs, &cmpRun{name: name, dir: dir, feed: feed, metrics: st, shown: true})
+	return len(c.data.runs) - 1
 }
 
 // StopRequested reports whether the user stopped a running experiment.
@@ -227,7 +217,7 @@ func (c Compare) StopRequested() bool { return c.userQuit }
 // runs given without a feed.
 func (c Compare) Init() tea.Cmd {
 	cmds := []tea.Cmd{c.tick(time.Second, clockMsg{}), c.waitJobs()}
-	for i, r := range c.runs {
+	for i, r := range c.data.runs {
 		if r.feed != nil {
 			cmds = append(cmds, c.wait(i))
 		}
@@ -238,7 +228,7 @@ func (c Compare) Init() tea.Cmd {
 // wait turns run i's next feed update into a message, a frame after it is
 // ready, like Model.wait.
 func (c *Compare) wait(i int) tea.Cmd {
-	feed, done, gap := c.runs[i].feed, c.done, c.frameGap
+	feed, done, gap := c.data.runs[i].feed, c.done, c.frameGap
 	return func() tea.Msg {
 		select {
 		case <-feed.Ready():
@@ -274,7 +264,7 @@ func (c *Compare) waitJobs() tea.Cmd {
 // openMissing opens the feeds of runs that have none yet.
 func (c *Compare) openMissing() []tea.Cmd {
 	var cmds []tea.Cmd
-	for i, r := range c.runs {
+	for i, r := range c.data.runs {
 		if r.feed != nil || r.opening || c.opts.Open == nil {
 			continue
 		}
@@ -313,7 +303,7 @@ func (c *Compare) update(msg tea.Msg) (tea.Cmd, bool) {
 		c.fold(msg.run, msg.u)
 		return tea.Batch(c.wait(msg.run), c.schedule()), false
 	case cmpOpenedMsg:
-		r := c.runs[msg.run]
+		r := c.data.runs[msg.run]
 		r.opening = false
 		if msg.err != nil {
 			r.err = msg.err.Error()
@@ -326,7 +316,7 @@ func (c *Compare) update(msg tea.Msg) (tea.Cmd, bool) {
 		if msg.closed {
 			c.jobsOpen = false
 		} else {
-			c.jobs = msg.jobs
+			c.data.jobs = msg.jobs
 			c.syncJobs()
 			cmds = append(cmds, c.waitJobs())
 		}
@@ -344,6 +334,7 @@ func (c *Compare) update(msg tea.Msg) (tea.Cmd, bool) {
 		return nil, true
 	case tea.WindowSizeMsg:
 		c.width, c.height = msg.Width, msg.Height
+		c.relayout()
 		if c.detail != nil {
 			return c.toDetail(msg), false
 		}
@@ -360,7 +351,7 @@ func (c *Compare) update(msg tea.Msg) (tea.Cmd, bool) {
 		c.profile = msg.Profile
 		c.st = newStyles(msg.Profile)
 		c.help.Styles = c.st.help
-		c.charts = nil
+		c.broadcast(msg)
 		return nil, true
 	case clockMsg:
 		return c.tick(time.Second, clockMsg{}), !c.quitting
@@ -382,7 +373,7 @@ func (c *Compare) schedule() tea.Cmd {
 
 // fold merges one update of run i.
 func (c *Compare) fold(i int, u telemetry.Update) {
-	r := c.runs[i]
+	r := c.data.runs[i]
 	if u.Reset {
 		r.metrics = newStore(c.opts.History)
 		r.metrics.keep = compareNames
@@ -405,48 +396,33 @@ func (c *Compare) fold(i int, u telemetry.Update) {
 // syncJobs adds a run for every job whose directory the jobs name and the
 // view does not show yet: an experiment's runs appear as they start.
 func (c *Compare) syncJobs() {
-	for _, j := range c.jobs {
+	for _, j := range c.data.jobs {
 		if j.Dir == "" || j.State == "waiting" {
 			continue
 		}
-		if slices.ContainsFunc(c.runs, func(r *cmpRun) bool { return r.dir == j.Dir }) {
+		if slices.ContainsFunc(c.data.runs, func(r *cmpRun) bool { return r.dir == j.Dir }) {
 			continue
 		}
 		c.addRun(j.Name, j.Dir, nil)
 	}
 }
 
+// runList is the run list pane, which holds the filter and the selection.
+func (c *Compare) runList() runListPane { return c.panes[paneRuns].(runListPane) }
+
 // visible is the indices of the runs the filter lets through, in order.
-func (c *Compare) visible() []int {
-	var out []int
-	for i, r := range c.runs {
-		if c.filter == "" || containsFold(r.name, c.filter) {
-			out = append(out, i)
-		}
-	}
-	return out
-}
+func (c *Compare) visible() []int { return c.runList().visible(&c.data) }
 
 // selected is the selected run's index, -1 when the list is empty.
-func (c *Compare) selected() int {
-	vis := c.visible()
-	if len(vis) == 0 {
-		return -1
-	}
-	return vis[clamp(c.cursor, 0, len(vis)-1)]
-}
+func (c *Compare) selected() int { return c.runList().selected(&c.data) }
 
+// key handles a key press: text for the run list while it reads a filter,
+// the question while one is asked, else the view's own keys, else
+// navigation for the focused pane.
 func (c *Compare) key(msg tea.KeyPressMsg) tea.Cmd {
 	k := c.keys
-	if c.input.on {
-		var r inputResult
-		c.input, r = c.input.key(msg)
-		if r == inputCancelled {
-			c.filter = ""
-		} else {
-			c.filter = c.input.String()
-		}
-		c.cursor = 0
+	if isTyping(c.panes[paneRuns]) {
+		c.navigate(paneRuns, msg)
 		return nil
 	}
 	if c.ask {
@@ -469,40 +445,108 @@ func (c *Compare) key(msg tea.KeyPressMsg) tea.Cmd {
 		return tea.Quit
 	case key.Matches(msg, k.Help):
 		c.help.ShowAll = !c.help.ShowAll
+		c.relayout()
 	case key.Matches(msg, k.Search):
-		c.input = lineInput{on: true, text: []rune(c.filter)}
+		c.toPane(paneRuns, filterMsg{})
 	case key.Matches(msg, k.Close):
-		c.filter = ""
-	case key.Matches(msg, k.KPISet), key.Matches(msg, k.Right) && c.focus == 0:
-		c.set++
-	case key.Matches(msg, k.Left) && c.focus == 0:
-		c.set--
+		c.toPane(paneRuns, clearFilterMsg{})
+	case key.Matches(msg, k.KPISet), key.Matches(msg, k.Right) && c.focus.is(paneRuns):
+		c.toPane(paneOverlaid, setStepMsg{d: 1})
+	case key.Matches(msg, k.Left) && c.focus.is(paneRuns):
+		c.toPane(paneOverlaid, setStepMsg{d: -1})
 	case key.Matches(msg, k.Table):
-		c.table = 1 - c.table
-		c.tscroll = 0
+		c.toggleTable()
 	case key.Matches(msg, k.Sort):
-		c.sortCol = (c.sortCol + 1) % (len(resultColumns) + 1)
-	case key.Matches(msg, k.NextPane), key.Matches(msg, k.PrevPane):
-		c.focus = 1 - c.focus
+		c.toPane(paneResults, sortMsg{})
+	case key.Matches(msg, k.NextPane):
+		c.focus.next()
+	case key.Matches(msg, k.PrevPane):
+		c.focus.prev()
 	case key.Matches(msg, k.Toggle):
 		if i := c.selected(); i >= 0 {
-			c.runs[i].shown = !c.runs[i].shown
+			c.data.runs[i].shown = !c.data.runs[i].shown
 		}
 	case key.Matches(msg, k.Open):
 		return c.open()
 	default:
 		if m, ok := chartKey2msg(&k, msg); ok {
-			c.window = c.window.apply(m)
+			c.toPane(paneOverlaid, m)
 			return nil
 		}
-		if c.focus == 0 {
-			c.cursor, _ = scrollKey(&k, msg, c.cursor, len(c.visible())-1, 5, false)
-		} else {
-			c.tscroll, _ = scrollKey(&k, msg, c.tscroll, 1<<20, 5, false)
-		}
+		c.navigate(c.focus.current, msg)
 	}
 	return nil
 }
+
+// toggleTable shows the other table (results or arms × seeds) from its top;
+// focus on the table stays on the table.
+func (c *Compare) toggleTable() {
+	onTable := c.focus.is(c.table())
+	next := screenCompareArms
+	if c.screen == screenCompareArms {
+		next = screenCompare
+	}
+	c.screen = next
+	c.relayout()
+	c.toPane(c.table(), scrollTopMsg{})
+	if onTable {
+		c.focus.set(c.table())
+	}
+}
+
+// table is the table the screen shows: the results or the arms × seeds.
+func (c *Compare) table() paneID {
+	if c.screen == screenCompareArms {
+		return paneArms
+	}
+	return paneResults
+}
+
+// relayout places the panes for the window, the table shown and the
+// footer, and tells them.
+func (c *Compare) relayout() {
+	c.lay = computeLayout(c.width, c.height, c.footerH(), c.screen)
+	c.focus.setVisible(c.lay.order())
+	c.broadcast(resizeMsg{})
+}
+
+// env is what pane id is lent for one update or one frame: its size in the
+// layout and the runs.
+func (c *Compare) env(id paneID) env {
+	d := c.data
+	d.sel = c.runList().selected(&d)
+	return env{area: c.lay.rects[id].inner(), keys: &c.keys, st: &c.st, now: c.now, cmp: &d}
+}
+
+// toPane gives msg to pane id.
+func (c *Compare) toPane(id paneID, msg tea.Msg) { c.panes[id] = c.panes[id].update(msg, c.env(id)) }
+
+// broadcast gives msg to every pane.
+func (c *Compare) broadcast(msg tea.Msg) {
+	for id, p := range c.panes {
+		if p != nil {
+			c.panes[id] = p.update(msg, c.env(paneID(id)))
+		}
+	}
+}
+
+// navigate gives a navigation key to pane id.
+func (c *Compare) navigate(id paneID, msg tea.KeyPressMsg) {
+	c.panes[id], _ = c.panes[id].key(msg, c.env(id))
+}
+
+// drawCharts draws the overlaid charts again, for the phase the runs have
+// reached.
+func (c *Compare) drawCharts() {
+	if c.width <= 0 || c.height <= 0 {
+		return
+	}
+	c.data.phase = c.data.chartPhase()
+	c.toPane(paneOverlaid, cmpDrawMsg{})
+}
+
+// charts is the overlaid charts as last drawn.
+func (c *Compare) charts() []kpiChart { return c.panes[paneOverlaid].(overlaidPane).charts }
 
 // open shows the selected run alone: its own console, over a feed of its
 // own, back here when it quits.
@@ -511,8 +555,8 @@ func (c *Compare) open() tea.Cmd {
 	if i < 0 || c.opts.Open == nil {
 		return nil
 	}
-	open, dir := c.opts.Open, c.runs[i].dir
-	c.status = "opening " + c.runs[i].name + "…"
+	open, dir := c.opts.Open, c.data.runs[i].dir
+	c.status = "opening " + c.data.runs[i].name + "…"
 	return func() tea.Msg {
 		f, err := open(dir)
 		return detailMsg{run: i, feed: f, err: err}
@@ -522,10 +566,10 @@ func (c *Compare) open() tea.Cmd {
 func (c *Compare) openDetail(msg detailMsg) tea.Cmd {
 	c.status = ""
 	if msg.err != nil {
-		c.status = "cannot open " + c.runs[msg.run].name + ": " + msg.err.Error()
+		c.status = "cannot open " + c.data.runs[msg.run].name + ": " + msg.err.Error()
 		return nil
 	}
-	r := c.runs[msg.run]
+	r := c.data.runs[msg.run]
 	opts := c.opts.Options
 	opts.Role, opts.RunDir, opts.Config = RoleAttached, r.dir, ""
 	if c.opts.Config != nil {
@@ -597,12 +641,12 @@ func (c Compare) View() tea.View {
 
 // summary counts runs by state for the header.
 func (c *Compare) summary() string {
-	if len(c.jobs) > 0 {
+	if len(c.data.jobs) > 0 {
 		n := map[string]int{}
-		for _, j := range c.jobs {
+		for _, j := range c.data.jobs {
 			n[j.State]++
 		}
-		parts := []string{fmt.Sprintf("%d/%d jobs done", n["done"], len(c.jobs))}
+		parts := []string{fmt.Sprintf("%d/%d jobs done", n["done"], len(c.data.jobs))}
 		for _, s := range []string{"running", "queued", "waiting", "partial", "interrupted", "cancelled", "failed"} {
 			if n[s] > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
@@ -611,12 +655,12 @@ func (c *Compare) summary() string {
 		return strings.Join(parts, " · ")
 	}
 	n := map[telemetry.State]int{}
-	for _, r := range c.runs {
+	for _, r := range c.data.runs {
 		if r.snap != nil {
 			n[r.snap.State]++
 		}
 	}
-	parts := []string{fmt.Sprintf("%d runs", len(c.runs))}
+	parts := []string{fmt.Sprintf("%d runs", len(c.data.runs))}
 	for _, s := range []telemetry.State{telemetry.StateRunning, telemetry.StatePaused, telemetry.StateDone, telemetry.StateStopped, telemetry.StateFailed} {
 		if n[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))

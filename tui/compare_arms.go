@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 )
 
@@ -26,8 +27,8 @@ func armSeed(name string) (arm string, seed uint64, ok bool) {
 	return name[:i], s, true
 }
 
-func (c *Compare) hasArms() bool {
-	for _, r := range c.runs {
+func (d *cmpRuns) hasArms() bool {
+	for _, r := range d.runs {
 		if _, _, ok := armSeed(r.name); ok {
 			return true
 		}
@@ -68,27 +69,27 @@ func (g *armGrid) put(arm string, seed uint64, cell armCell) {
 
 // armGrid collects the table from the experiment's jobs, or without an
 // experiment from the runs named arm/seed-N.
-func (c *Compare) armGrid() armGrid {
+func (d *cmpRuns) armGrid() armGrid {
 	g := armGrid{kpiName: "success"}
-	for _, j := range c.jobs {
+	for _, j := range d.jobs {
 		arm := j.Arm
 		if arm == "" {
 			shared, _, _ := strings.Cut(j.Name, "/") // sft/seed-N, or rft/seed-N for a shared RFT model
 			arm = shared + " (shared)"
 		}
-		cell, name := c.jobCell(j)
+		cell, name := d.jobCell(j)
 		if name != "" {
 			g.kpiName = name
 		}
 		g.put(arm, j.Seed, cell)
 	}
-	if len(c.jobs) == 0 {
-		for i, r := range c.runs {
+	if len(d.jobs) == 0 {
+		for i, r := range d.runs {
 			arm, seed, ok := armSeed(r.name)
 			if !ok {
 				continue
 			}
-			state, step, _ := c.runLine(i)
+			state, step, _ := d.runLine(i)
 			if _, place, ok := strings.Cut(step, " "); ok {
 				step = place // "rft 120/3,000": the cell has no room for the phase
 			}
@@ -97,7 +98,7 @@ func (c *Compare) armGrid() armGrid {
 			g.put(arm, seed, cell)
 		}
 	}
-	for _, r := range c.runs {
+	for _, r := range d.runs {
 		g.ttrl = g.ttrl || r.metrics.get(ttrlSuccess) != nil
 	}
 	slices.Sort(g.seeds)
@@ -107,9 +108,9 @@ func (c *Compare) armGrid() armGrid {
 // jobCell is a job's cell: its state, step and success, from its run when
 // the view reads it (fresher than the experiment's last look at its status).
 // kpiName is the metric shown when it is not the success rate.
-func (c *Compare) jobCell(j Job) (cell armCell, kpiName string) {
+func (d *cmpRuns) jobCell(j Job) (cell armCell, kpiName string) {
 	var run *cmpRun
-	for _, r := range c.runs {
+	for _, r := range d.runs {
 		if r.dir == j.Dir && r.snap != nil {
 			run = r
 		}
@@ -147,9 +148,9 @@ const armCellW = 21
 // cell the job's state, step and success (or the experiment's first watched
 // metric), and the arm's mean over its seeds; below it, for an experiment,
 // each job as its scheduler has it.
-func (c *Compare) viewArms(a area) (string, []string) {
-	st := c.st
-	g := c.armGrid()
+func (p armsPane) view(e env) (string, []string) {
+	st, a := e.st, e.area
+	g := e.cmp.armGrid()
 	kpiName := g.kpiName
 	if g.ttrl && kpiName == "success" {
 		kpiName = "success (TTRL: online stream acc, diag)"
@@ -170,10 +171,10 @@ func (c *Compare) viewArms(a area) (string, []string) {
 	head += " " + padLeft("mean (n)", 14)
 	out := []string{st.render(st.label, head)}
 	for _, arm := range g.arms {
-		out = append(out, c.armRow(g, arm, armW))
+		out = append(out, armRow(st, g, arm, armW))
 	}
-	out = append(out, c.jobLines(a.w)...)
-	scroll := clamp(c.tscroll, 0, max(0, len(out)-a.h))
+	out = append(out, jobLines(st, e.cmp.jobs, a.w)...)
+	scroll := clamp(p.scroll, 0, max(0, len(out)-a.h))
 	if scroll > 0 {
 		out = append(out[:1], out[1+scroll:]...)
 	}
@@ -181,8 +182,7 @@ func (c *Compare) viewArms(a area) (string, []string) {
 }
 
 // armRow is one arm's row: a cell per seed and the mean of the cells' values.
-func (c *Compare) armRow(g armGrid, arm string, armW int) string {
-	st := c.st
+func armRow(st *styles, g armGrid, arm string, armW int) string {
 	line := fit(clean(arm), armW, true)
 	var vals []float64
 	for _, s := range g.seeds {
@@ -195,7 +195,7 @@ func (c *Compare) armRow(g armGrid, arm string, armW int) string {
 				vals = append(vals, cell.kpi)
 			}
 		}
-		line += " " + st.render(c.jobStyle(cell.state), padLeft(text, armCellW))
+		line += " " + st.render(jobStyle(st, cell.state), padLeft(text, armCellW))
 	}
 	mean := "—"
 	if len(vals) > 0 {
@@ -212,30 +212,29 @@ func (c *Compare) armRow(g armGrid, arm string, armW int) string {
 // id, the scheduler's state, and what it says of the job (the reason it
 // waits, the node it runs on, its requeues, its exit code and the last line
 // of its log). None for the local scheduler's jobs that never started.
-func (c *Compare) jobLines(w int) []string {
-	st := c.st
+func jobLines(st *styles, jobs []Job, w int) []string {
 	have := false
-	for _, j := range c.jobs {
+	for _, j := range jobs {
 		have = have || j.Sched.ID != ""
 	}
 	if !have {
 		return nil
 	}
-	sched := c.jobs[0].Scheduler
+	sched := jobs[0].Scheduler
 	out := []string{"", st.render(st.label, "Jobs · "+sched+" · id · state · where, why")}
 	nameW := 8
-	for _, j := range c.jobs {
+	for _, j := range jobs {
 		nameW = max(nameW, len([]rune(j.Name)))
 	}
 	nameW = min(nameW, 24)
-	for _, j := range c.jobs {
+	for _, j := range jobs {
 		s := j.Sched
 		id, state := s.ID, strings.ToLower(s.State)
 		if id == "" {
 			id, state = "—", "not submitted"
 		}
 		line := fit(clean(j.Name), nameW, true) + " " + fit(clean(id), 12, true) + " " +
-			st.render(c.jobStyle(j.State), fit(state, 11, true)) + " " + clean(jobDetail(j))
+			st.render(jobStyle(st, j.State), fit(state, 11, true)) + " " + clean(jobDetail(j))
 		out = append(out, fit(line, w, true))
 	}
 	return out
@@ -268,8 +267,7 @@ func jobDetail(j Job) string {
 }
 
 // jobStyle colours a job's state.
-func (c *Compare) jobStyle(state string) lipgloss.Style {
-	st := c.st
+func jobStyle(st *styles, state string) lipgloss.Style {
 	switch state {
 	case "running":
 		return st.accent
@@ -303,3 +301,21 @@ func jobGlyph(state string) string {
 	}
 	return "·"
 }
+
+// armsPane is the arms × seeds table (t): ↑/↓ scroll it.
+type armsPane struct{ scroll int }
+
+func (p armsPane) update(msg tea.Msg, e env) pane {
+	if _, ok := msg.(scrollTopMsg); ok {
+		p.scroll = 0
+	}
+	return p
+}
+
+func (p armsPane) key(msg tea.KeyPressMsg, e env) (pane, bool) {
+	var used bool
+	p.scroll, used = scrollKey(e.keys, msg, p.scroll, 1<<20, 5, false)
+	return p, used
+}
+
+func (armsPane) nav() (string, string) { return "", "scroll" }

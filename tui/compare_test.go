@@ -156,12 +156,12 @@ func TestCompareGolden(t *testing.T) {
 // The run list: ↓ selects, space hides a run from the charts, / filters.
 func TestCompareKeys(t *testing.T) {
 	hs := compareFixture(t, 120, 40, "never")
-	before := hs.c.charts[0].lines
+	before := hs.c.charts()[0].lines
 	hs.press("down", "space")
-	if hs.c.runs[1].shown || hs.c.selected() != 1 {
+	if hs.c.data.runs[1].shown || hs.c.selected() != 1 {
 		t.Fatalf("space did not hide the selected run (selected %d)", hs.c.selected())
 	}
-	if reflect.DeepEqual(hs.c.charts[0].lines, before) {
+	if reflect.DeepEqual(hs.c.charts()[0].lines, before) {
 		t.Fatal("the charts still draw the hidden run")
 	}
 	hs.press("space")
@@ -169,7 +169,7 @@ func TestCompareKeys(t *testing.T) {
 	for _, r := range "curio" {
 		hs.press(string(r))
 	}
-	if got := hs.c.visible(); len(got) != 2 || hs.c.runs[got[0]].name != "curiosity/seed-1" {
+	if got := hs.c.visible(); len(got) != 2 || hs.c.data.runs[got[0]].name != "curiosity/seed-1" {
 		t.Fatalf("filter kept %v", got)
 	}
 	if !strings.Contains(hs.frame(), `2 of 4 match "curio"`) {
@@ -245,8 +245,8 @@ func TestCompareExperiment(t *testing.T) {
 	}
 	hs.send(jobsMsg{jobs: js})
 	hs.send(cmpFrameMsg{})
-	if len(hs.c.runs) != 3 || len(hs.opened) != 3 {
-		t.Fatalf("%d runs, opened %v", len(hs.c.runs), hs.opened)
+	if len(hs.c.data.runs) != 3 || len(hs.opened) != 3 {
+		t.Fatalf("%d runs, opened %v", len(hs.c.data.runs), hs.opened)
 	}
 	hs.press("t")
 	f := hs.frame()
@@ -294,7 +294,7 @@ func BenchmarkCompare(b *testing.B) {
 		}
 	}
 	hs.send(cmpFrameMsg{})
-	if s := hs.c.runs[7].metrics.get("policy/kl"); s.held() != 10000 {
+	if s := hs.c.data.runs[7].metrics.get("policy/kl"); s.held() != 10000 {
 		b.Fatalf("%d points", s.held())
 	}
 	for _, cold := range []bool{false, true} {
@@ -308,7 +308,7 @@ func BenchmarkCompare(b *testing.B) {
 			cpu0 := processCPU()
 			for b.Loop() {
 				if cold {
-					c.charts = nil
+					c.panes[paneOverlaid] = overlaidPane{}
 				}
 				c.drawCharts()
 				_ = c.render()
@@ -396,7 +396,7 @@ func TestCompareTTRLRun(t *testing.T) {
 	hs.send(cmpFeedMsg{run: 1, u: u})
 	hs.send(cmpFrameMsg{})
 
-	if _, _, kpi := hs.c.runLine(1); kpi != "0.900" {
+	if _, _, kpi := hs.c.data.runLine(1); kpi != "0.900" {
 		t.Errorf("the run list's success of the TTRL run = %q, want 0.900 (its last 100 steps)", kpi)
 	}
 	f := hs.frame()

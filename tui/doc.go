@@ -24,16 +24,22 @@
 // overlay_info.go (the run and its config); input.go is the line they read
 // after /. commands.go sends the run its commands and follows their
 // acknowledgements and the quit question; view.go assembles the frame, with
-// the header (pane_header.go) and the footer; layout.go places the panes
-// for a terminal size and the kind of run (SFT, RFT, watched), focus.go
-// decides which pane gets the arrow keys, keys.go declares the bindings the
+// the header (pane_header.go) and the footer; layout.go holds every
+// screen's layout as data (its rows of panes, their widths, the rows'
+// heights by body height: a new screen or pane is a row of that table) and
+// places them for a terminal size, focus.go decides which pane gets the
+// arrow keys, keys.go declares the bindings the
 // help bar is generated from, styles.go holds every colour. store.go keeps
 // the metric series and chart.go draws them. Plain (plain.go) is the
 // headless printer for --no-tui.
 //
-// compare.go and compare_view.go are the compare view (RunCompare): a run
-// list, the KPI charts of the shown runs overlaid, a results table or an
-// experiment's arms × seeds; enter shows one run alone in its own Model.
+// The compare view (RunCompare) is built the same way: compare.go holds its
+// root, Compare, which keeps the runs and an experiment's jobs (cmpRuns, in
+// compare_runs.go) and routes messages to its panes on the same layout table
+// and focus manager; compare_panes.go holds the run list, the shown runs' KPI
+// charts overlaid (laid out and drawn as the KPI pane's) and the results
+// table, compare_arms.go an experiment's arms × seeds, compare_view.go its
+// header and footer. enter shows one run alone in its own Model.
 //
 // Memory is bounded however long the run: each metric series is a ring of
 // Options.History points, the event log holds 1,000 events, and only the

@@ -28,15 +28,23 @@ const (
 	paneSample
 	paneTTRL
 	paneCorridor
+	// The compare view's panes.
+	paneRuns
+	paneOverlaid
+	paneResults
+	paneArms
 	numPanes
 )
 
 func (p paneID) String() string {
-	return [...]string{"reward", "validation", "kpi", "curriculum", "tools", "imitation", "metrics", "events", "sample", "ttrl", "corridor"}[p]
+	return [...]string{"reward", "validation", "kpi", "curriculum", "tools", "imitation", "metrics", "events", "sample", "ttrl", "corridor",
+		"runs", "overlaid", "results", "arms"}[p]
 }
 
-// screenKind is what the console shows, and so which panes it lays out: an
-// RFT run, an SFT run, or a run of another trainer watched through its logs.
+// screenKind is what a console shows, and so which panes it lays out: an
+// RFT run, an SFT run, a run of another trainer watched through its logs, a
+// TTRL run, or several runs compared (with their results, or an
+// experiment's arms × seeds).
 type screenKind int
 
 const (
@@ -44,7 +52,125 @@ const (
 	screenSFT
 	screenWatch
 	screenTTRL
+	screenCompare
+	screenCompareArms
+	numScreens
 )
+
+// size is how many cells a row takes of the body's height, or a slot of the
+// window's width: pct percent of the whole, clamped to lo..hi (no upper
+// bound when hi is 0), leaving at least keep cells to the others. A size
+// with rest set takes what the others leave.
+type size struct {
+	pct, lo, hi, keep int
+	rest              bool
+}
+
+func (s size) of(total int) int {
+	hi := total - s.keep
+	if s.hi > 0 {
+		hi = min(hi, s.hi)
+	}
+	return clamp(total*s.pct/100, s.lo, hi)
+}
+
+var fill = size{rest: true}
+
+// slot is a pane's place in a row: its width, the window width below
+// which it is left out (0: always shown), and whether it takes no focus (a
+// pane no key moves).
+type slot struct {
+	pane    paneID
+	w       size
+	minWin  int
+	passive bool
+}
+
+// band is the rows' heights for a body at least minBody rows tall; rows
+// past the last height are left out.
+type band struct {
+	minBody int
+	heights []size
+}
+
+// screenLayout is one screen as data: its rows of panes, top to bottom and
+// each left to right, and how tall the rows are for each body height (the
+// first band the body reaches).
+type screenLayout struct {
+	rows  [][]slot
+	bands []band
+}
+
+// The main console's widths: the first pane of a row takes a third of the
+// window, the tools and imitation panes (only from 100 columns) a quarter,
+// the events beside a watched run's metrics a third.
+var (
+	leftW   = size{pct: 36, lo: 40, hi: 60}
+	middleW = size{pct: 26, lo: 28, hi: 44}
+	eventsW = size{pct: 36, lo: 40, hi: 70}
+)
+
+// trainingBands are the heights of a training run's three rows. From 30
+// body rows the sample pane needs little more than its image: extra rows go
+// to the charts and to the event log and curriculum history. Below 18 there
+// is no sample row.
+var trainingBands = []band{
+	{minBody: 30, heights: []size{{pct: 30, lo: 6, hi: 18}, fill, {pct: 34, lo: 9, hi: 18}}},
+	{minBody: 18, heights: []size{{lo: 6, hi: 6}, {lo: 7, hi: 7}, fill}},
+	{heights: []size{{pct: 50, hi: 6}, fill}},
+}
+
+// trainingScreen is the layout of a training run's screen: first and
+// KPIs; left, middle (from 100 columns) and events; the sample trajectory.
+func trainingScreen(first, left, middle paneID) screenLayout {
+	return screenLayout{
+		rows: [][]slot{
+			{{pane: first, w: leftW}, {pane: paneKPI, w: fill}},
+			{{pane: left, w: leftW}, {pane: middle, w: middleW, minWin: 100}, {pane: paneEvents, w: fill}},
+			{{pane: paneSample, w: fill}},
+		},
+		bands: trainingBands,
+	}
+}
+
+// compareScreen is the compare view's layout: the run list and the
+// overlaid charts side by side, a table below them.
+func compareScreen(table paneID) screenLayout {
+	return screenLayout{
+		rows: [][]slot{
+			{{pane: paneRuns, w: size{pct: 30, lo: 32, hi: 56}}, {pane: paneOverlaid, w: fill, passive: true}},
+			{{pane: table, w: fill}},
+		},
+		bands: []band{{heights: []size{{pct: 58, lo: 8, keep: 6}, fill}}},
+	}
+}
+
+// screens is every screen's layout:
+//
+//	RFT                            SFT                              watched run
+//	Reward | KPIs                  Validation | KPIs                Reward | KPIs
+//	Curriculum | Tools | Events    Curriculum | Imitation | Events  Metrics | Events
+//	Sample trajectory              Validation trajectory
+//
+//	TTRL                                  compare
+//	TTRL (vote, gate, retrieval) | KPIs   Runs | overlaid KPIs
+//	Corridor | Tools | Events             Results (t: Arms × seeds)
+//	Sample trajectory
+var screens = [numScreens]screenLayout{
+	screenRFT:  trainingScreen(paneReward, paneCurriculum, paneTools),
+	screenSFT:  trainingScreen(paneValidation, paneCurriculum, paneImitation),
+	screenTTRL: trainingScreen(paneTTRL, paneCorridor, paneTools),
+	screenWatch: {
+		rows: [][]slot{
+			{{pane: paneReward, w: leftW}, {pane: paneKPI, w: fill}},
+			{{pane: paneMetrics, w: fill}, {pane: paneEvents, w: eventsW}},
+		},
+		// No samples: the generic charts take the rest.
+		bands: []band{{heights: []size{{pct: 40, lo: 6, hi: 20}, fill}}},
+	},
+	screenCompare:     compareScreen(paneResults),
+	screenCompareArms: compareScreen(paneArms),
+}
 
 type rect struct{ x, y, w, h int }
 
@@ -61,107 +187,104 @@ type layout struct {
 	rowH     []int
 	rects    [numPanes]rect
 	visible  [numPanes]bool
+	passive  [numPanes]bool // takes no focus
 }
 
 func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
 
-// computeLayout splits the screen: a header line, up to three rows of panes,
-// and a footer of footerH lines (the help bar or the full help).
-//
-//	RFT                            SFT                              watched run
-//	Reward | KPIs                  Validation | KPIs                Reward | KPIs
-//	Curriculum | Tools | Events    Curriculum | Imitation | Events  Metrics | Events
-//	Sample trajectory              Validation trajectory
-//
-//	TTRL
-//	TTRL (vote, gate, retrieval) | KPIs
-//	Corridor | Tools | Events
-//	Sample trajectory
-//
-// The middle pane of the second row needs 100 columns; the bottom row needs
-// at least 18 body rows.
+// computeLayout places screen kind's panes between a header line and a
+// footer of footerH lines (the help bar or the full help), as its
+// screenLayout says.
 func computeLayout(w, h, footerH int, kind screenKind) layout {
 	l := layout{w: w, h: h, footerH: footerH}
 	if w < minWidth || h < minHeight {
 		l.tooSmall = true
 		return l
 	}
+	s := screens[kind]
 	bodyH := h - 1 - footerH
-	var top, mid, bottom int
-	switch {
-	case kind == screenWatch:
-		// No samples: the generic charts take the rest.
-		top = clamp(bodyH*40/100, 6, 20)
-		mid = bodyH - top
-	case bodyH >= 30:
-		// The sample pane needs little more than its image; extra rows go
-		// to the charts and to the event log and curriculum history.
-		bottom = clamp(bodyH*34/100, 9, 18)
-		top = clamp(bodyH*30/100, 6, 18)
-		mid = bodyH - top - bottom
-	case bodyH >= 18:
-		top, mid = 6, 7
-		bottom = bodyH - top - mid
-	default:
-		top = min(6, bodyH/2)
-		mid = bodyH - top
-	}
-	leftW := clamp(w*36/100, 40, 60)
-	first, middle, left := paneReward, paneTools, paneCurriculum
-	switch kind {
-	case screenSFT:
-		first, middle = paneValidation, paneImitation
-	case screenTTRL:
-		first, left = paneTTRL, paneCorridor
-	}
-	l.rows = append(l.rows, []paneID{first, paneKPI})
-	l.rowH = append(l.rowH, top)
-	switch {
-	case kind == screenWatch:
-		l.rows = append(l.rows, []paneID{paneMetrics, paneEvents})
-	case w >= 100:
-		l.rows = append(l.rows, []paneID{left, middle, paneEvents})
-	default:
-		l.rows = append(l.rows, []paneID{left, paneEvents})
-	}
-	l.rowH = append(l.rowH, mid)
-	if bottom > 0 {
-		l.rows = append(l.rows, []paneID{paneSample})
-		l.rowH = append(l.rowH, bottom)
-	}
+	heights := s.heightsFor(bodyH)
 	y := 1
-	for i, row := range l.rows {
-		widths := []int{w}
-		switch {
-		case len(row) == 2 && row[0] == paneMetrics:
-			ev := clamp(w*36/100, 40, 70)
-			widths = []int{w - ev, ev}
-		case len(row) == 2:
-			widths = []int{leftW, w - leftW}
-		case len(row) == 3:
-			tools := clamp(w*26/100, 28, 44)
-			widths = []int{leftW, tools, w - leftW - tools}
+	for i, row := range s.rows[:len(heights)] {
+		slots := row[:0:0]
+		for _, sl := range row {
+			if w >= sl.minWin {
+				slots = append(slots, sl)
+			}
 		}
+		widths := split(w, func(i int) size { return slots[i].w }, len(slots))
+		ids := make([]paneID, len(slots))
 		x := 0
-		for j, p := range row {
-			l.rects[p] = rect{x: x, y: y, w: widths[j], h: l.rowH[i]}
-			l.visible[p] = true
+		for j, sl := range slots {
+			ids[j] = sl.pane
+			l.rects[sl.pane] = rect{x: x, y: y, w: widths[j], h: heights[i]}
+			l.visible[sl.pane] = true
+			l.passive[sl.pane] = sl.passive
 			x += widths[j]
 		}
-		y += l.rowH[i]
+		l.rows = append(l.rows, ids)
+		l.rowH = append(l.rowH, heights[i])
+		y += heights[i]
 	}
 	return l
+}
+
+// heightsFor is the rows' heights in a body bodyH rows tall: the first band
+// it reaches.
+func (s screenLayout) heightsFor(bodyH int) []int {
+	for _, b := range s.bands {
+		if bodyH >= b.minBody {
+			n := min(len(b.heights), len(s.rows))
+			return split(bodyH, func(i int) size { return b.heights[i] }, n)
+		}
+	}
+	return nil
+}
+
+// split shares total among n sizes: each its own, the rest to the one
+// that takes the rest.
+func split(total int, sizeOf func(int) size, n int) []int {
+	out := make([]int, n)
+	left, restAt := total, -1
+	for i := range n {
+		if s := sizeOf(i); s.rest {
+			restAt = i
+		} else {
+			out[i] = s.of(total)
+			left -= out[i]
+		}
+	}
+	if restAt >= 0 {
+		out[restAt] = left
+	}
+	return out
+}
+
+// panes is every pane the screen places at some size.
+func (s screenLayout) panes() []paneID {
+	var out []paneID
+	for _, row := range s.rows {
+		for _, sl := range row {
+			out = append(out, sl.pane)
+		}
+	}
+	return out
 }
 
 // body is the screen between the header line and the footer, where the
 // panes are, or the overlay drawn over them.
 func (l layout) body() rect { return rect{x: 0, y: 1, w: l.w, h: l.h - 1 - l.footerH} }
 
-// order is the focus order of the visible panes: reading order.
+// order is the focus order of the visible panes that take focus: reading
+// order.
 func (l layout) order() []paneID {
 	var out []paneID
 	for _, row := range l.rows {
-		out = append(out, row...)
+		for _, p := range row {
+			if !l.passive[p] {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }
@@ -175,6 +298,26 @@ func (l layout) paneAt(x, y int) (paneID, bool) {
 		}
 	}
 	return 0, false
+}
+
+// grid draws the panes row by row, side by side within a row; box draws
+// one pane, border included, at its place.
+func (l layout) grid(box func(paneID) []string) []string {
+	var lines []string
+	for i, row := range l.rows {
+		boxes := make([][]string, len(row))
+		for j, p := range row {
+			boxes[j] = box(p)
+		}
+		for y := range l.rowH[i] {
+			var b strings.Builder
+			for _, bx := range boxes {
+				b.WriteString(bx[y])
+			}
+			lines = append(lines, b.String())
+		}
+	}
+	return lines
 }
 
 func tooSmallLine(w, h int) string {

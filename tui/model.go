@@ -331,7 +331,9 @@ func (m *Model) overlayEnv() env { return m.env(m.lay.body().inner()) }
 // broadcast gives msg to every pane and to the overlay.
 func (m *Model) broadcast(msg tea.Msg) {
 	for id, p := range m.panes {
-		m.panes[id] = p.update(msg, m.paneEnv(paneID(id)))
+		if p != nil { // the compare view's panes are not the console's
+			m.panes[id] = p.update(msg, m.paneEnv(paneID(id)))
+		}
 	}
 	if m.overlay != nil {
 		m.overlay = m.overlay.update(msg, m.overlayEnv())

@@ -76,6 +76,7 @@ type env struct {
 	runKind string              // a watched run's kind (Snapshot.Kind): its panes' choice
 	phase   telemetry.Phase     // the training phase shown (the newest data's)
 	now     time.Time           // the console's clock, as of this update
+	cmp     *cmpRuns            // the compare view's runs, for its panes; nil in the console
 }
 
 // area is a size in cells.

@@ -360,19 +360,24 @@ func (p kpiPane) draw(e env) kpiPane {
 			buf = resize(buf, 2*sparkW)
 			lo, hi, n := s.buckets(p.win, buf)
 			if n > 0 {
-				c.lo, c.hi = lo, hi
-				line := []plotLine{{ys: buf, style: e.st.spark}}
-				c.key = chartKey(line, lo, hi, sparkW, ch, e.st.color)
-				if i < len(old) && old[i].key == c.key && old[i].lines != nil {
-					c.lines = old[i].lines
-				} else {
-					c.lines = drawChart(e.st, line, lo, hi, sparkW, ch)
-				}
+				c.plot(e.st, []plotLine{{ys: buf, style: e.st.spark}}, lo, hi, sparkW, ch, old, i)
 			}
 		}
 		p.charts = append(p.charts, c)
 	}
 	return p
+}
+
+// plot sets c's range and draws its lines, w×h cells, or takes those of
+// prev[i] when they were drawn from the same inputs.
+func (c *kpiChart) plot(st *styles, lines []plotLine, lo, hi float64, w, h int, prev []kpiChart, i int) {
+	c.lo, c.hi = lo, hi
+	c.key = chartKey(lines, lo, hi, w, h, st.color)
+	if i < len(prev) && prev[i].key == c.key && prev[i].lines != nil {
+		c.lines = prev[i].lines
+		return
+	}
+	c.lines = drawChart(st, lines, lo, hi, w, h)
 }
 
 // resize returns buf with length n, reusing its array when it is big enough.

@@ -57,24 +57,8 @@ func (m Model) render() string {
 	return strings.Join(lines, "\n")
 }
 
-// grid draws the panes row by row, side by side within a row.
-func (m Model) grid() []string {
-	var lines []string
-	for i, row := range m.lay.rows {
-		boxes := make([][]string, len(row))
-		for j, p := range row {
-			boxes[j] = m.pane(p)
-		}
-		for y := range m.lay.rowH[i] {
-			var b strings.Builder
-			for _, bx := range boxes {
-				b.WriteString(bx[y])
-			}
-			lines = append(lines, b.String())
-		}
-	}
-	return lines
-}
+// grid draws the panes as the layout places them.
+func (m Model) grid() []string { return m.lay.grid(m.pane) }
 
 // pane draws one pane, border included, at its place in the layout.
 func (m Model) pane(p paneID) []string {
