@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/internal/cputime"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/stream"
 )
 
 // newBenchRFT builds the RFT phase of the default config around a freshly
@@ -107,7 +108,7 @@ func BenchmarkRollout(b *testing.B) {
 		tasks := freshTasks(envCfg, i, 16)
 		b.StartTimer()
 		cpu0 := cputime.Process()
-		rs, err := rl.run(context.Background(), tasks, 8, sampling{temperature: 1}, func(k int) *rand.Rand { return stream(1, streamEpisode, i, k) })
+		rs, err := rl.run(context.Background(), tasks, 8, sampling{temperature: 1}, func(k int) *rand.Rand { return stream.New(1, stream.Episode, i, k) })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -131,7 +132,7 @@ func BenchmarkLogProbs(b *testing.B) {
 	cfg, envCfg, params := benchPolicy(b)
 	inf := policy.NewInference(params)
 	rs, err := newRoller(inf, envCfg, 2).run(context.Background(), freshTasks(envCfg, 0, 16), 8,
-		sampling{temperature: 1}, func(k int) *rand.Rand { return stream(1, streamEpisode, 0, k) })
+		sampling{temperature: 1}, func(k int) *rand.Rand { return stream.New(1, stream.Episode, 0, k) })
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
 	"github.com/pixelis/pixelis/train/sft"
+	"github.com/pixelis/pixelis/train/stream"
 )
 
 // The one translation from the run's config to each component: every phase,
@@ -72,13 +73,13 @@ func newOrchestrator(cfg *configs.Config) (*reward.Orchestrator, error) {
 	var emb reward.Embedder
 	switch rc.Curiosity.Mode {
 	case "icm":
-		icm, err := reward.NewICM(rc.Curiosity, env.ObsDim, env.NumActions(), stream(seed, streamCuriosity, 0, 0))
+		icm, err := reward.NewICM(rc.Curiosity, env.ObsDim, env.NumActions(), stream.New(seed, stream.Curiosity, 0, 0))
 		if err != nil {
 			return nil, fmt.Errorf("reward.curiosity: %w", err)
 		}
 		curiosity, emb = icm, icm
 	default:
-		rp, err := reward.NewRandomProjection(env.ObsDim, rc.Curiosity.EmbedDim, stream(seed, streamCuriosity, 0, 1))
+		rp, err := reward.NewRandomProjection(env.ObsDim, rc.Curiosity.EmbedDim, stream.New(seed, stream.Curiosity, 0, 1))
 		if err != nil {
 			return nil, fmt.Errorf("reward.curiosity: %w", err)
 		}

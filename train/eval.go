@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/stream"
 )
 
 // EvalResult is the score of a policy on a set of tasks, overall ("all") and per
@@ -93,7 +94,7 @@ func evaluate(ctx context.Context, r *roller, tasks taskList, spec evalSpec) (Ev
 		if spec.samples > 0 {
 			base := lo * spec.samples
 			sampled, err = r.run(ctx, chunk, spec.samples, sampling{temperature: spec.temperature, noObs: true}, func(i int) *rand.Rand {
-				return stream(spec.seed, streamEval, spec.step, base+i)
+				return stream.New(spec.seed, stream.Eval, spec.step, base+i)
 			})
 			if err != nil {
 				return res, err
@@ -229,7 +230,7 @@ func Rollouts(ctx context.Context, cfg *configs.Config, params *policy.Params, t
 	workers := WorkerCount(cfg)
 	how := sampling{greedy: temperature <= 0, temperature: temperature}
 	return newRoller(policy.NewInference(params), envCfg, workers).run(ctx, tasks, copies, how, func(i int) *rand.Rand {
-		return stream(seed, streamEval, 0, i)
+		return stream.New(seed, stream.Eval, 0, i)
 	})
 }
 

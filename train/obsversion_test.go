@@ -9,6 +9,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/stream"
 )
 
 // A checkpoint made on another observation is refused by evaluation, RFT's
@@ -16,7 +17,7 @@ import (
 // is compared; one made on this observation loads.
 func TestCheckpointOfAnotherObservationIsRefused(t *testing.T) {
 	cfg := configs.Default()
-	params, err := policy.New(policyConfig(cfg), stream(1, streamInit, 0, 0))
+	params, err := policy.New(policyConfig(cfg), stream.New(1, stream.Init, 0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

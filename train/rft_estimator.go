@@ -11,6 +11,7 @@ import (
 	"github.com/pixelis/pixelis/train/critic"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -71,7 +72,7 @@ func (s *rftRun) buildCritic() error {
 	if cfg.RFT.Estimator != estimatorPPO {
 		return nil
 	}
-	net, err := critic.New(criticConfig(cfg), s.params, stream(cfg.Run.Seed, streamCritic, 0, 0))
+	net, err := critic.New(criticConfig(cfg), s.params, stream.New(cfg.Run.Seed, stream.Critic, 0, 0))
 	if err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ func (s *rftRun) updateCritic(step int, b *stepBatch, est *estimate) error {
 			rows = append(rows, critic.Row{Obs: st.Obs, Return: float32(est.returns[i][t]), Old: float32(est.values[i][t])})
 		}
 	}
-	st, err := s.value.upd.Update(rows, rf.Epochs, rf.Minibatches, rf.Critic.LR, stream(seed, streamCritic, step, 1))
+	st, err := s.value.upd.Update(rows, rf.Epochs, rf.Minibatches, rf.Critic.LR, stream.New(seed, stream.Critic, step, 1))
 	if err != nil {
 		return fmt.Errorf("rft step %d: critic: %w", step, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -52,7 +53,7 @@ func (s *rftRun) collect(ctx context.Context, step int) (*stepBatch, error) {
 		tasks := s.sampleTasks(step, round, need)
 		t := time.Now()
 		rs, err := s.roller.run(ctx, tasks, g, sampling{temperature: rf.Temperature}, func(i int) *rand.Rand {
-			return stream(s.r.cfg.Run.Seed, streamEpisode, step, round<<20|i)
+			return stream.New(s.r.cfg.Run.Seed, stream.Episode, step, round<<20|i)
 		})
 		if err != nil {
 			return nil, err
@@ -104,14 +105,14 @@ func (s *rftRun) update(step int, b *stepBatch, est *estimate, kept []int, lr fl
 	}
 	s.fillLogProbs(fresh)
 	s.replay.Expire(step)
-	mixed := s.replay.Mix(stream(seed, streamReplay, step, 0), len(fresh), rf.ReplayRatio)
+	mixed := s.replay.Mix(stream.New(seed, stream.Replay, step, 0), len(fresh), rf.ReplayRatio)
 	batch := append(append([]*grpo.Sample(nil), fresh...), mixed...)
 	s.replay.Add(fresh...)
 	rows, err := s.rows(batch)
 	if err != nil {
 		return updateResult{}, err
 	}
-	st, err := s.upd.Update(rows, rf.Epochs, rf.Minibatches, lr, stream(seed, streamShuffle, step, 0))
+	st, err := s.upd.Update(rows, rf.Epochs, rf.Minibatches, lr, stream.New(seed, stream.Shuffle, step, 0))
 	if err == nil {
 		err = s.guard.observe(st.Updates, st.Skipped, s.params)
 	}
@@ -139,7 +140,7 @@ func rftTaskRange(cfg *configs.Config) (base, size int) {
 // sampleTasks draws n training tasks for one step and round.
 func (s *rftRun) sampleTasks(step, round, n int) []*env.Task {
 	base, size := rftTaskRange(s.r.cfg)
-	rng := stream(s.r.cfg.Run.Seed, streamTasks, step, round)
+	rng := stream.New(s.r.cfg.Run.Seed, stream.Tasks, step, round)
 	tasks := make([]*env.Task, n)
 	for i := range tasks {
 		tasks[i] = env.Generate(s.r.envCfg, env.Train, base+rng.IntN(size))

@@ -12,6 +12,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/stream"
 )
 
 // RFT draws its tasks after the SFT set unless task_pool is 0, and every task
@@ -95,7 +96,7 @@ func TestRolloutLogProbsAreRecomputedOnes(t *testing.T) {
 	inf := policy.NewInference(params)
 	for _, temp := range []float64{1, 0.7} {
 		rs, err := newRoller(inf, envCfg, 2).run(context.Background(), generateTasks(envCfg, env.Train, 4), 3,
-			sampling{temperature: temp}, func(i int) *rand.Rand { return stream(1, streamEpisode, 0, i) })
+			sampling{temperature: temp}, func(i int) *rand.Rand { return stream.New(1, stream.Episode, 0, i) })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 	"github.com/pixelis/pixelis/train/sft"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -82,7 +83,7 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	if err != nil {
 		return fmt.Errorf("sft.curriculum: %w", err)
 	}
-	params, err := policy.New(policyConfig(cfg), stream(cfg.Run.Seed, streamInit, 0, 0))
+	params, err := policy.New(policyConfig(cfg), stream.New(cfg.Run.Seed, stream.Init, 0, 0))
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
@@ -150,7 +151,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 		faults.AtContext(ctx, faults.TrainingStep)
 		step := s.step + 1
 		t0 := time.Now()
-		batch.Idx = s.pools.Sample(stream(cfg.Run.Seed, streamSFTBatch, step, 0), cfg.SFT.BatchSize, batch.Idx[:0])
+		batch.Idx = s.pools.Sample(stream.New(cfg.Run.Seed, stream.SFTBatch, step, 0), cfg.SFT.BatchSize, batch.Idx[:0])
 		batch.Pairs = batch.Pairs[:0]
 		for _, i := range batch.Idx {
 			batch.Pairs = append(batch.Pairs, s.data.pairs[i])

@@ -15,6 +15,7 @@ import (
 	"github.com/pixelis/pixelis/internal/par"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -211,7 +212,7 @@ func LoadPolicy(cfg *configs.Config, path string) (*policy.Params, error) {
 	if err := env.CheckObsVersion(path, l.Manifest.ObservationVersion()); err != nil {
 		return nil, err
 	}
-	params, err := policy.New(policyConfig(cfg), stream(cfg.Run.Seed, streamInit, 0, 0))
+	params, err := policy.New(policyConfig(cfg), stream.New(cfg.Run.Seed, stream.Init, 0, 0))
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/stream"
 )
 
 func TestPairedDiffByHand(t *testing.T) {
@@ -69,7 +70,7 @@ func TestEvaluateInChunksIsEvaluateAtOnce(t *testing.T) {
 	r := newRoller(policy.NewInference(params), envCfg, 1)
 	greedy, _ := r.run(context.Background(), tasks, 1, sampling{greedy: true}, func(int) *rand.Rand { return nil })
 	sampled, _ := r.run(context.Background(), tasks, samples, sampling{temperature: 1}, func(i int) *rand.Rand {
-		return stream(5, streamEval, 7, i)
+		return stream.New(5, stream.Eval, 7, i)
 	})
 	want := EvalResult{Tasks: n, Samples: samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{},
 		Pass1: map[string]float64{}, PassN: map[string]float64{}}

@@ -13,6 +13,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -274,7 +275,7 @@ func (s *ttrlRun) rollStream(ctx context.Context, step int) (*ttrlBatch, error) 
 	b := &ttrlBatch{tasks: s.streamTasks(s.tc.TasksPerStep)}
 	t := time.Now()
 	rolls, err := s.roller.run(ctx, b.tasks, s.tc.Samples, sampling{temperature: s.tc.Temperature}, func(i int) *rand.Rand {
-		return stream(s.r.cfg.Run.Seed, streamTTRL, step, i)
+		return stream.New(s.r.cfg.Run.Seed, stream.TTRL, step, i)
 	})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -59,7 +60,7 @@ func (s *ttrlRun) update(step int, b *ttrlBatch) (grpo.Stats, float64, error) {
 	if s.r.beforeUpdate != nil {
 		s.r.beforeUpdate(PhaseTTRL, step, &lr)
 	}
-	st, err := s.upd.Update(rows, s.tc.Epochs, s.tc.Minibatches, lr, stream(s.r.cfg.Run.Seed, streamTTRLShuffle, step, 0))
+	st, err := s.upd.Update(rows, s.tc.Epochs, s.tc.Minibatches, lr, stream.New(s.r.cfg.Run.Seed, stream.TTRLShuffle, step, 0))
 	if err == nil {
 		err = s.guard.observe(st.Updates, st.Skipped, s.params)
 	}
