@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/internal/cputime"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 )
 
@@ -22,7 +23,7 @@ func newBenchRFT(b *testing.B) *rftRun {
 	if err != nil {
 		b.Fatal(err)
 	}
-	params, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
+	params, err := policy.New(setup.PolicyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,11 +74,11 @@ func BenchmarkRFTStep(b *testing.B) {
 func benchPolicy(b *testing.B) (*configs.Config, env.Config, *policy.Params) {
 	b.Helper()
 	cfg := configs.Default()
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	params, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
+	params, err := policy.New(setup.PolicyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -30,7 +31,7 @@ func TestRateMeterLeavesOutPause(t *testing.T) {
 // A segment step says which space its numbers are in: the point in the
 // agent's view, the box in the source frame.
 func TestSampleSaysCoordinateSpaces(t *testing.T) {
-	cfg, err := EnvConfig(smoke(t))
+	cfg, err := setup.EnvConfig(smoke(t))
 	if err != nil {
 		t.Fatal(err)
 	}

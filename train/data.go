@@ -9,6 +9,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/sft"
 )
 
@@ -52,7 +53,7 @@ func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
 	} else {
 		faults.AtContext(ctx, faults.DataBuild)
 		var err error
-		samples, err = env.GenerateDatasetContext(ctx, r.envCfg, env.Train, r.cfg.Data.TrainTasks, sampleMix(r.cfg), r.workers)
+		samples, err = env.GenerateDatasetContext(ctx, r.envCfg, env.Train, r.cfg.Data.TrainTasks, setup.SampleMix(r.cfg), r.workers)
 		if err != nil {
 			return nil, err
 		}

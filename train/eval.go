@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 )
 
@@ -208,11 +209,11 @@ func (e EvalResult) Groups() []string {
 // streams derive from the run seed and the task's place in the range, so two
 // models see the same tasks and the same streams.
 func Evaluate(ctx context.Context, cfg *configs.Config, params *policy.Params, split env.Split, from, n, samples int) (EvalResult, error) {
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return EvalResult{}, err
 	}
-	workers := WorkerCount(cfg)
+	workers := setup.Workers(cfg)
 	return evaluate(ctx, newRoller(policy.NewInference(params), envCfg, workers), splitRange(envCfg, split, from, n), evalSpec{
 		samples: samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
 	})
@@ -223,11 +224,11 @@ func Evaluate(ctx context.Context, cfg *configs.Config, params *policy.Params, s
 // several models can be run on the same tasks with the same streams. Episode
 // i plays tasks[i/copies].
 func Rollouts(ctx context.Context, cfg *configs.Config, params *policy.Params, tasks []*env.Task, copies int, temperature float64, seed uint64) ([]*Rollout, error) {
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	workers := WorkerCount(cfg)
+	workers := setup.Workers(cfg)
 	how := sampling{greedy: temperature <= 0, temperature: temperature}
 	return newRoller(policy.NewInference(params), envCfg, workers).run(ctx, tasks, copies, how, func(i int) *rand.Rand {
 		return stream.New(seed, stream.Eval, 0, i)
@@ -236,7 +237,7 @@ func Rollouts(ctx context.Context, cfg *configs.Config, params *policy.Params, t
 
 // Tasks returns the first n tasks of a split under cfg's [env].
 func Tasks(cfg *configs.Config, split env.Split, n int) ([]*env.Task, error) {
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return nil, err
 	}

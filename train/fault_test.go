@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // smokeRun runs SFT of the smoke config into dir and returns the final checkpoint.
@@ -115,7 +116,7 @@ func TestResumeRefusesBadCheckpoints(t *testing.T) {
 		}
 	})
 	t.Run("other policy shape", func(t *testing.T) {
-		_, err := LoadPolicy(smoke(t, "policy.hidden=[16]"), final)
+		_, err := setup.LoadPolicy(smoke(t, "policy.hidden=[16]"), final)
 		if err == nil || !strings.Contains(err.Error(), "does not match the policy config") {
 			t.Fatalf("err = %v, want a shape mismatch", err)
 		}

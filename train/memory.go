@@ -17,6 +17,7 @@ import (
 	"github.com/pixelis/pixelis/internal/nn"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/sft"
 )
 
@@ -71,7 +72,7 @@ const baseBytes = 40 << 20
 // trainer can use (an SFT batch beyond its training set) is a
 // *configs.FieldError whatever the memory.
 func EstimateMemory(cfg *configs.Config, phases []string) ([]MemoryPhase, error) {
-	ec, err := EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func EstimateMemory(cfg *configs.Config, phases []string) ([]MemoryPhase, error)
 // rollouts of every model are kept to the end (analyze compares them), else
 // the evaluation streams them (Evaluate).
 func EstimateEvalMemory(cfg *configs.Config, tasks, samples, models int, keep bool) (MemoryPhase, error) {
-	ec, err := EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return MemoryPhase{}, err
 	}
@@ -115,11 +116,11 @@ func EstimateEvalMemory(cfg *configs.Config, tasks, samples, models int, keep bo
 // EstimateDataMemory is the peak of generating n trajectories (pixelis data
 // gen holds them all before writing them).
 func EstimateDataMemory(cfg *configs.Config, n int) (MemoryPhase, error) {
-	ec, err := EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return MemoryPhase{}, err
 	}
-	w := measureWorld(ec, sampleMix(cfg))
+	w := measureWorld(ec, setup.SampleMix(cfg))
 	return MemoryPhase{Name: "data generation", Terms: []MemoryTerm{
 		{What: "the runtime", Bytes: baseBytes},
 		{What: fmt.Sprintf("the trajectories, %d × %s", n, FormatBytes(w.sample)), Keys: []string{"--n"}, Bytes: float64(n) * w.sample},
@@ -260,8 +261,8 @@ type memModel struct {
 }
 
 func newMemModel(cfg *configs.Config, ec env.Config) *memModel {
-	pc := policyConfig(cfg)
-	m := &memModel{cfg: cfg, world: measureWorld(ec, sampleMix(cfg)), workers: float64(WorkerCount(cfg)),
+	pc := setup.PolicyConfig(cfg)
+	m := &memModel{cfg: cfg, world: measureWorld(ec, setup.SampleMix(cfg)), workers: float64(setup.Workers(cfg)),
 		policyKS: []string{"policy.hidden", "policy.cell_embed", "policy.loc_hidden", "policy.lora_rank"}}
 	m.obs = 4 * float64(env.ObsDim)
 	var hidden float64
@@ -338,7 +339,7 @@ func updateRows(rows int, perRow float64, keys []string) MemoryTerm {
 // policy's encoder and trunk at most) with gradients and Adam's moments, and
 // its graph of criticChunkRows rows.
 func (m *memModel) critic() MemoryTerm {
-	pc := policyConfig(m.cfg)
+	pc := setup.PolicyConfig(m.cfg)
 	chunk := float64(criticChunkRows(m.cfg))
 	row := m.obs + 4*float64(pc.Cells)*float64(pc.CellEmbed)*3
 	for _, h := range m.cfg.Policy.Hidden {

@@ -9,6 +9,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 )
 
@@ -17,7 +18,7 @@ import (
 // is compared; one made on this observation loads.
 func TestCheckpointOfAnotherObservationIsRefused(t *testing.T) {
 	cfg := configs.Default()
-	params, err := policy.New(policyConfig(cfg), stream.New(1, stream.Init, 0, 0))
+	params, err := policy.New(setup.PolicyConfig(cfg), stream.New(1, stream.Init, 0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestCheckpointOfAnotherObservationIsRefused(t *testing.T) {
 	save := func(name string, obs *ckpt.Observation) string {
 		path, err := ckpt.Save(root, ckpt.Checkpoint{
 			Name: name, Phase: ckpt.PhaseSFT, Step: 1, Kind: ckpt.KindFinal, ConfigHash: TrainingHash(cfg),
-			Files: map[string][]ckpt.Tensor{filePolicy: policyTensors(params)}, State: []byte(`{"phase":"sft","step":1}`),
+			Files: map[string][]ckpt.Tensor{filePolicy: setup.PolicyTensors(params)}, State: []byte(`{"phase":"sft","step":1}`),
 			Observation: obs,
 		})
 		if err != nil {
@@ -36,7 +37,7 @@ func TestCheckpointOfAnotherObservationIsRefused(t *testing.T) {
 	want := fmt.Sprintf("was made on observation version 1, this pixelis observes version %d", env.ObsVersion)
 	for name, obs := range map[string]*ckpt.Observation{"unrecorded": nil, "older": {Version: 1, Width: env.ObsDim}} {
 		path := save(name, obs)
-		if _, err := LoadPolicy(cfg, path); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := setup.LoadPolicy(cfg, path); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: LoadPolicy: %v, want %q", name, err, want)
 		}
 		if err := CheckResume(cfg, path); err == nil || !strings.Contains(err.Error(), want) {
@@ -44,7 +45,7 @@ func TestCheckpointOfAnotherObservationIsRefused(t *testing.T) {
 		}
 	}
 	path := save("current", &ckpt.Observation{Version: env.ObsVersion, Width: env.ObsDim})
-	if _, err := LoadPolicy(cfg, path); err != nil {
+	if _, err := setup.LoadPolicy(cfg, path); err != nil {
 		t.Errorf("a checkpoint of this observation: %v", err)
 	}
 	m, err := ckpt.Inspect(path)

@@ -14,6 +14,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/internal/faults"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -327,7 +328,7 @@ func TestNaNCheckpointIsRefused(t *testing.T) {
 	if err := CheckResume(smoke(t), bad); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("CheckResume = %v", err)
 	}
-	if _, err := LoadPolicy(smoke(t), bad); err == nil || !strings.Contains(err.Error(), "NaN or infinite") {
+	if _, err := setup.LoadPolicy(smoke(t), bad); err == nil || !strings.Contains(err.Error(), "NaN or infinite") {
 		t.Fatalf("LoadPolicy = %v", err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
-	"github.com/pixelis/pixelis/train/steer"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -73,7 +73,7 @@ func (r *Runner) runRFT(ctx context.Context, res *resumePoint) error {
 	if _, err := os.Stat(init); err != nil {
 		return fmt.Errorf("rft: the SFT checkpoint %s does not exist: run `pixelis sft` first or pass --init PATH", init)
 	}
-	params, err := LoadPolicy(cfg, init)
+	params, err := setup.LoadPolicy(cfg, init)
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
 	}
@@ -99,20 +99,20 @@ func (s *rftRun) build() error {
 	cfg := s.r.cfg
 	rf := cfg.RFT
 	var err error
-	if s.orch, err = newOrchestrator(cfg); err != nil {
+	if s.orch, err = setup.Orchestrator(cfg); err != nil {
 		return err
 	}
-	if s.cur, err = curriculum.NewManager(steer.RewardConfig(cfg)); err != nil {
+	if s.cur, err = curriculum.NewManager(setup.RewardCurriculum(cfg)); err != nil {
 		return fmt.Errorf("curriculum: %w", err)
 	}
 	if err := s.orch.SetWeights(s.cur.Weights()); err != nil {
 		return err
 	}
-	if s.kpi, err = curriculum.NewTracker(steer.TrackerConfig(cfg)); err != nil {
+	if s.kpi, err = curriculum.NewTracker(setup.Tracker(cfg)); err != nil {
 		return err
 	}
 	s.replay = grpo.NewReplay(rf.ReplaySize, rf.ReplayMaxAge)
-	s.upd, err = grpo.NewUpdater(s.params, rftChunkRows(cfg), s.params.Trainable(true), lossConfig(rf), guardedAdam(cfg, 0, rf.GradClip))
+	s.upd, err = grpo.NewUpdater(s.params, rftChunkRows(cfg), s.params.Trainable(true), setup.Loss(rf), guardedAdam(cfg, 0, rf.GradClip))
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
 	}
@@ -123,7 +123,7 @@ func (s *rftRun) build() error {
 
 func (s *rftRun) restore(res *resumePoint) error {
 	l := res.loaded
-	if err := assignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
+	if err := setup.AssignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
 		return fmt.Errorf("%s: %w", filePolicy, err)
 	}
 	if err := restoreAdam(s.upd.Optimizer(), l.Tensors[fileOptimizer]); err != nil {
@@ -404,7 +404,7 @@ func (s *rftRun) checkpoint(kind ckpt.Kind) (string, error) {
 func (s *rftRun) saveAs(name string, kind ckpt.Kind) (string, error) {
 	rs := s.orch.State()
 	files := map[string][]ckpt.Tensor{
-		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()), fileReplay: replayTensors(s.replay),
+		filePolicy: setup.PolicyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()), fileReplay: replayTensors(s.replay),
 	}
 	if ct := curiosityTensors(&rs); ct != nil {
 		files[fileCuriosity] = ct

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/ckpt"
-	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/critic"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -58,12 +58,6 @@ type valueFn struct {
 	time time.Duration
 }
 
-// criticConfig maps [rft.critic] onto the value network.
-func criticConfig(cfg *configs.Config) critic.Config {
-	c := cfg.RFT.Critic
-	return critic.Config{Network: c.Network, Hidden: c.Hidden, CellEmbed: c.CellEmbed, LoRARank: c.LoRARank, LoRAAlpha: c.LoRAAlpha}
-}
-
 // buildCritic creates the value function of estimator "ppo" (nil otherwise),
 // initialised from the run's critic stream and, for a trunk network, the
 // policy's frozen base.
@@ -72,12 +66,12 @@ func (s *rftRun) buildCritic() error {
 	if cfg.RFT.Estimator != estimatorPPO {
 		return nil
 	}
-	net, err := critic.New(criticConfig(cfg), s.params, stream.New(cfg.Run.Seed, stream.Critic, 0, 0))
+	net, err := critic.New(setup.CriticConfig(cfg), s.params, stream.New(cfg.Run.Seed, stream.Critic, 0, 0))
 	if err != nil {
 		return err
 	}
 	rf := cfg.RFT
-	upd, err := critic.NewUpdater(net, criticChunkRows(cfg), rf.Critic.ClipValue, adamConfig(0, rf.Critic.GradClip))
+	upd, err := critic.NewUpdater(net, criticChunkRows(cfg), rf.Critic.ClipValue, setup.Adam(0, rf.Critic.GradClip))
 	if err != nil {
 		return fmt.Errorf("rft.critic: %w", err)
 	}

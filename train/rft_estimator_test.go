@@ -8,6 +8,7 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // fakeBatch is one group of four rollouts of 1 to 4 actions with random
@@ -45,7 +46,7 @@ func TestEstimatorsByHand(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := smoke(t, "rft.estimator="+name, "rft.gae_lambda=1", "rft.gamma=1")
 			rng := rand.New(rand.NewPCG(1, 2))
-			params, err := policy.New(policyConfig(cfg), rng)
+			params, err := policy.New(setup.PolicyConfig(cfg), rng)
 			if err != nil {
 				t.Fatal(err)
 			}

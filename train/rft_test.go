@@ -12,6 +12,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 )
 
@@ -32,7 +33,7 @@ func TestRFTTaskRange(t *testing.T) {
 			t.Errorf("task_pool %d: base %d size %d, want %d and %d", c.pool, base, size, c.wantBase, c.wantSize)
 			continue
 		}
-		envCfg, err := EnvConfig(cfg)
+		envCfg, err := setup.EnvConfig(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,11 +86,11 @@ func TestResaveKeepsKeptKind(t *testing.T) {
 // weights, bit for bit, so the update reuses them instead of recomputing.
 func TestRolloutLogProbsAreRecomputedOnes(t *testing.T) {
 	cfg := configs.Default()
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
+	params, err := policy.New(setup.PolicyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/sft"
 	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -79,15 +80,15 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	if err != nil {
 		return fmt.Errorf("sft curriculum: %w", err)
 	}
-	dm, err := curriculum.NewDataManager(dataCurriculumConfig(cfg, len(mixes)))
+	dm, err := curriculum.NewDataManager(setup.DataCurriculum(cfg, len(mixes)))
 	if err != nil {
 		return fmt.Errorf("sft.curriculum: %w", err)
 	}
-	params, err := policy.New(policyConfig(cfg), stream.New(cfg.Run.Seed, stream.Init, 0, 0))
+	params, err := policy.New(setup.PolicyConfig(cfg), stream.New(cfg.Run.Seed, stream.Init, 0, 0))
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, sftWeights(cfg), guardedAdam(cfg, cfg.SFT.WeightDecay, cfg.SFT.GradClip))
+	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, setup.SFTWeights(cfg), guardedAdam(cfg, cfg.SFT.WeightDecay, cfg.SFT.GradClip))
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 
 func (s *sftRun) restore(res *resumePoint) error {
 	l := res.loaded
-	if err := assignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
+	if err := setup.AssignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
 		return fmt.Errorf("%s: %w", filePolicy, err)
 	}
 	if err := restoreAdam(s.trainer.Optimizer(), l.Tensors[fileOptimizer]); err != nil {
@@ -310,7 +311,7 @@ func (s *sftRun) checkpoint(kind ckpt.Kind) (string, error) {
 func (s *sftRun) saveAs(name string, kind ckpt.Kind) (string, error) {
 	st := runState{Phase: PhaseSFT, Step: s.step, SFT: &sftState{Pools: s.pools.State(), Data: s.dm.State(), Pending: s.pending}}
 	return s.r.save(name, kind, st, s.pools.Mix(s.pools.Stage()), s.pools.Stage(), map[string][]ckpt.Tensor{
-		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.trainer.Optimizer()),
+		filePolicy: setup.PolicyTensors(s.params), fileOptimizer: adamTensors(s.trainer.Optimizer()),
 	})
 }
 

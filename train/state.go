@@ -15,12 +15,11 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
-	"github.com/pixelis/pixelis/train/policy"
 )
 
 // Files of a checkpoint.
 const (
-	filePolicy    = "policy.safetensors"    // every weight of the policy, adapters included
+	filePolicy    = ckpt.PolicyFile         // every weight of the policy, adapters included
 	fileOptimizer = "optimizer.safetensors" // Adam moments and step count
 	fileCuriosity = "curiosity.safetensors" // the curiosity model and its optimiser (RFT)
 )
@@ -228,25 +227,6 @@ func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, st
 		Kind: kind, ConfigHash: TrainingHash(r.cfg), Files: files, State: data,
 		Observation: &ckpt.Observation{Version: env.ObsVersion, Width: env.ObsDim},
 	})
-}
-
-// policyTensors lists the policy's weights for a safetensors file (shared, not copied).
-func policyTensors(p *policy.Params) []ckpt.Tensor {
-	ts := p.Tensors()
-	out := make([]ckpt.Tensor, len(ts))
-	for i, t := range ts {
-		out[i] = ckpt.Tensor{Name: t.Name, DType: ckpt.F32, Shape: t.Shape, Data: t.Data}
-	}
-	return out
-}
-
-// assignPolicy copies checkpoint tensors into p, checking names and shapes.
-func assignPolicy(p *policy.Params, ts []ckpt.Tensor) error {
-	in := make([]policy.Tensor, len(ts))
-	for i, t := range ts {
-		in[i] = policy.Tensor{Name: t.Name, Shape: t.Shape, Data: t.Data}
-	}
-	return p.Assign(in)
 }
 
 // adamTensors stores an optimiser's moments as "m/<param>", "v/<param>" and its step count.

@@ -9,13 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/pixelis/pixelis/ckpt"
-	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/internal/par"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
-	"github.com/pixelis/pixelis/train/stream"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -127,7 +125,7 @@ func (r *Runner) runTest(ctx context.Context) error {
 	evals := make([]func(), len(models))
 	for i, model := range models {
 		evals[i] = func() {
-			params, err := LoadPolicy(cfg, paths[model])
+			params, err := setup.LoadPolicy(cfg, paths[model])
 			if err != nil {
 				errs[i] = err
 				return
@@ -200,30 +198,6 @@ func pairedChange(scores map[string]perTask, a, b string, m map[string]float64) 
 	c.Pass1, c.Pass1SE = pairedDiff(sa.pass1, sb.pass1)
 	m["test/"+b+"_minus_"+a+"/greedy"], m["test/"+b+"_minus_"+a+"/pass@1"] = c.Greedy, c.Pass1
 	return c
-}
-
-// LoadPolicy reads a verified checkpoint's policy weights into a network shaped
-// by cfg; a checkpoint of another shape is refused with the mismatch named.
-func LoadPolicy(cfg *configs.Config, path string) (*policy.Params, error) {
-	l, err := ckpt.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := env.CheckObsVersion(path, l.Manifest.ObservationVersion()); err != nil {
-		return nil, err
-	}
-	params, err := policy.New(policyConfig(cfg), stream.New(cfg.Run.Seed, stream.Init, 0, 0))
-	if err != nil {
-		return nil, err
-	}
-	ts, ok := l.Tensors[filePolicy]
-	if !ok {
-		return nil, fmt.Errorf("%s: no %s", path, filePolicy)
-	}
-	if err := assignPolicy(params, ts); err != nil {
-		return nil, fmt.Errorf("%s does not match the policy config: %w", path, err)
-	}
-	return params, nil
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames it over path.

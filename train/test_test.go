@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 )
 
@@ -40,11 +41,11 @@ func TestPerTaskScores(t *testing.T) {
 // of its index in the whole evaluation, and the sums run in task order.
 func TestEvaluateInChunksIsEvaluateAtOnce(t *testing.T) {
 	cfg := configs.Default()
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(3, 4)))
+	params, err := policy.New(setup.PolicyConfig(cfg), rand.New(rand.NewPCG(3, 4)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestEvaluateInChunksIsEvaluateAtOnce(t *testing.T) {
 // A range of a split is that split's tasks from its first index on: the
 // tasks `pixelis eval --from` scores are the ones a run at that index sees.
 func TestSplitRangeStartsAtItsIndex(t *testing.T) {
-	envCfg, err := EnvConfig(configs.Default())
+	envCfg, err := setup.EnvConfig(configs.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -100,7 +101,7 @@ func (r *Runner) runTTRL(ctx context.Context, res *resumePoint) error {
 	if _, err := os.Stat(init); err != nil {
 		return fmt.Errorf("ttrl: the RFT checkpoint %s does not exist: run `pixelis rft` first or pass --init PATH", init)
 	}
-	params, err := LoadPolicy(r.cfg, init)
+	params, err := setup.LoadPolicy(r.cfg, init)
 	if err != nil {
 		return fmt.Errorf("ttrl: %w", err)
 	}
@@ -162,10 +163,10 @@ func (s *ttrlRun) restore(res *resumePoint) error {
 	if res.state.TTRL == nil {
 		return fmt.Errorf("%s has no TTRL state", ckpt.StateFile)
 	}
-	if err := assignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
+	if err := setup.AssignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
 		return fmt.Errorf("%s: %w", filePolicy, err)
 	}
-	if err := assignPolicy(s.ema, l.Tensors[fileEMA]); err != nil {
+	if err := setup.AssignPolicy(s.ema, l.Tensors[fileEMA]); err != nil {
 		return fmt.Errorf("%s: %w", fileEMA, err)
 	}
 	if err := restoreAdam(s.upd.Optimizer(), l.Tensors[fileOptimizer]); err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // TTRL's anchor: an exponential moving average (EMA) of the policy, the KL of
@@ -96,4 +97,4 @@ func nextLRScale(s, kl, low, high float64) float64 {
 
 // emaTensors are the EMA policy in a checkpoint (its every tensor, in
 // policy.safetensors' layout).
-func emaTensors(ema *policy.Params) []ckpt.Tensor { return policyTensors(ema) }
+func emaTensors(ema *policy.Params) []ckpt.Tensor { return setup.PolicyTensors(ema) }

@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -255,7 +256,7 @@ func (s *ttrlRun) checkpoint(kind ckpt.Kind) (string, error) {
 
 func (s *ttrlRun) saveAs(name string, kind ckpt.Kind) (string, error) {
 	files := map[string][]ckpt.Tensor{
-		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()),
+		filePolicy: setup.PolicyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()),
 		fileEMA: emaTensors(s.ema), fileMemory: s.mem.tensors(),
 	}
 	st := s.st

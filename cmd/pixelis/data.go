@@ -11,6 +11,7 @@ import (
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/baseline"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // cmdData: data gen | data show | data probe.
@@ -58,7 +59,7 @@ func dataProbe(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return usageError{err}
 	}
@@ -118,7 +119,7 @@ func dataGen(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return usageError{err}
 	}
@@ -131,7 +132,7 @@ func dataGen(ctx context.Context, args []string, std stdio) error {
 			return usageError{err}
 		}
 	}
-	samples, err := env.GenerateDatasetContext(ctx, ec, sp, *n, train.SampleMix(cfg), train.WorkerCount(cfg))
+	samples, err := env.GenerateDatasetContext(ctx, ec, sp, *n, setup.SampleMix(cfg), setup.Workers(cfg))
 	if err != nil {
 		return err
 	}

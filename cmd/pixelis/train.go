@@ -21,6 +21,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/owner"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 	"github.com/pixelis/pixelis/tui"
 )
@@ -180,7 +181,7 @@ func startCheckpoint(cfg *configs.Config, runDir, init, first string) (string, e
 	if abs, err := filepath.Abs(init); err == nil {
 		init = abs
 	}
-	if _, err := train.LoadPolicy(cfg, init); err != nil {
+	if _, err := setup.LoadPolicy(cfg, init); err != nil {
 		if first == train.PhaseTTRL {
 			return "", usagef("ttrl needs an RFT checkpoint that matches [policy]: %v\n(run `pixelis rft` first, or pass --init DIR)", err)
 		}

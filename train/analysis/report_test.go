@@ -16,6 +16,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -54,7 +55,7 @@ func TestDisagreement(t *testing.T) {
 //	        score ½ + ¼·(3−2)/3
 func crafted(t *testing.T) *Report {
 	t.Helper()
-	ec, err := train.EnvConfig(configs.Default())
+	ec, err := setup.EnvConfig(configs.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/cputime"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // Vector environments against pixelis's own in-process rollout, both driven
@@ -44,7 +44,7 @@ func defaultWorld(b testing.TB) (*configs.Config, env.Config) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 //
 // It is the built-in GRPO trainer's curriculum, not a second one: the same
 // curriculum.Tracker and curriculum.Manager, built from the same [curriculum]
-// section by the same mapping (RewardConfig, TrackerConfig, which the
+// section by the same mapping (setup.RewardCurriculum, setup.Tracker, which the
 // built-in trainer uses too), fed the same per-step batch means:
 //
 //	success_rate   = successes / episodes      (the step's episodes)
