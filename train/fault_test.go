@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 )
 
@@ -25,7 +26,7 @@ func smokeRun(t *testing.T, dir string, sets ...string) string {
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, "checkpoints", SFTFinal)
+	return filepath.Join(dir, "checkpoints", rundir.SFTFinal)
 }
 
 // A damaged or foreign checkpoint is refused with the file and the problem named,

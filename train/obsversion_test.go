@@ -25,7 +25,7 @@ func TestCheckpointOfAnotherObservationIsRefused(t *testing.T) {
 	root := t.TempDir()
 	save := func(name string, obs *ckpt.Observation) string {
 		path, err := ckpt.Save(root, ckpt.Checkpoint{
-			Name: name, Phase: ckpt.PhaseSFT, Step: 1, Kind: ckpt.KindFinal, ConfigHash: TrainingHash(cfg),
+			Name: name, Phase: ckpt.PhaseSFT, Step: 1, Kind: ckpt.KindFinal, ConfigHash: cfg.TrainingHash(),
 			Files: map[string][]ckpt.Tensor{filePolicy: setup.PolicyTensors(params)}, State: []byte(`{"phase":"sft","step":1}`),
 			Observation: obs,
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/internal/faults"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -121,7 +122,7 @@ func TestDivergenceStopsTheRun(t *testing.T) {
 				t.Errorf("latest %q, want %q (checkpoints %v)", latest, c.latest, names)
 			}
 			for _, n := range names {
-				if n == SFTFinal && c.phases[len(c.phases)-1] == PhaseSFT || n == RFTFinal {
+				if n == rundir.SFTFinal && c.phases[len(c.phases)-1] == PhaseSFT || n == rundir.RFTFinal {
 					t.Errorf("the diverged run saved %s", n)
 				}
 			}
@@ -237,8 +238,8 @@ func TestInterruptStopsTestPhase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "final_eval.json")); err == nil {
 		t.Error("the interrupted test phase wrote final_eval.json")
 	}
-	if _, latest := checkpointsOf(t, dir); latest != RFTFinal {
-		t.Errorf("latest %s, want %s", latest, RFTFinal)
+	if _, latest := checkpointsOf(t, dir); latest != rundir.RFTFinal {
+		t.Errorf("latest %s, want %s", latest, rundir.RFTFinal)
 	}
 }
 
@@ -291,8 +292,8 @@ func TestRefusalOffersOnlyOlderCheckpoints(t *testing.T) {
 	}
 	root := filepath.Join(dir, "checkpoints")
 	for _, c := range []struct{ refused, offered, word string }{
-		{"step_000015", "step_000012", "an older"}, // SFT step 15, placed by its state.json
-		{SFTFinal, "step_000018", "an older"},      // the end of SFT, placed by its name
+		{"step_000015", "step_000012", "an older"},   // SFT step 15, placed by its state.json
+		{rundir.SFTFinal, "step_000018", "an older"}, // the end of SFT, placed by its name
 	} {
 		path := filepath.Join(root, c.refused)
 		if err := os.Remove(filepath.Join(path, ckpt.ManifestFile)); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -65,7 +66,7 @@ func (r *Runner) runRFT(ctx context.Context, res *resumePoint) error {
 		init = cfg.RFT.Init
 	}
 	if init == "" {
-		init = filepath.Join(r.ckptRoot, SFTFinal)
+		init = filepath.Join(r.ckptRoot, rundir.SFTFinal)
 	}
 	if res != nil && res.state.RFT != nil && res.state.RFT.Init != "" {
 		init = res.state.RFT.Init
@@ -191,7 +192,7 @@ func (s *rftRun) loop(ctx context.Context) error {
 	}
 	s.exportStage(s.cur.Stage())
 	s.publish() // flushes every recorded step to the run's files before the checkpoint that covers them
-	path, err := s.saveAs(RFTFinal, ckpt.KindFinal)
+	path, err := s.saveAs(rundir.RFTFinal, ckpt.KindFinal)
 	if err != nil {
 		return fmt.Errorf("save the RFT model: %w", err)
 	}

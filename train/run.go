@@ -24,6 +24,7 @@ import (
 	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -131,10 +132,10 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if err := configs.Encode(&conf, cfg); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(opt.RunDir, "config.toml"), conf.Bytes()); err != nil {
+	if err := rundir.WriteFileAtomic(filepath.Join(opt.RunDir, rundir.ConfigFile), conf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
-	if err := writeRunInfo(opt.RunDir, RunInfo{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init}); err != nil {
+	if err := rundir.WriteInfo(opt.RunDir, rundir.Info{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init}); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	workers := setup.Workers(cfg)
@@ -143,7 +144,7 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 		name:     filepath.Base(opt.RunDir),
 		workers:  workers,
 		state:    telemetry.StateStarting,
-		ckptRoot: filepath.Join(opt.RunDir, "checkpoints"),
+		ckptRoot: filepath.Join(opt.RunDir, rundir.Checkpoints),
 	}, nil
 }
 

@@ -13,14 +13,12 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/sft"
 	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
-
-// SFTFinal names the checkpoint that ends the SFT phase; RFT starts from it.
-const SFTFinal = "sft_final"
 
 // sftState is the SFT part of state.json.
 type sftState struct {
@@ -202,7 +200,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 		}
 	}
 	s.publish() // flushes every recorded step to the run's files before the checkpoint that covers them
-	path, err := s.saveAs(SFTFinal, ckpt.KindFinal)
+	path, err := s.saveAs(rundir.SFTFinal, ckpt.KindFinal)
 	if err != nil {
 		return fmt.Errorf("save the SFT model: %w", err)
 	}

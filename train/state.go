@@ -15,6 +15,7 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // Files of a checkpoint.
@@ -79,17 +80,17 @@ func CheckResume(cfg *configs.Config, path string) error {
 func readResume(cfg *configs.Config, path string) (*resumePoint, error) {
 	l, err := ckpt.Load(path)
 	if err != nil {
-		return nil, refuseCheckpoint(path, TrainingHash(cfg), err)
+		return nil, refuseCheckpoint(path, cfg.TrainingHash(), err)
 	}
 	if err := env.CheckObsVersion(path, l.Manifest.ObservationVersion()); err != nil {
 		return nil, err
 	}
-	if want := TrainingHash(cfg); l.Manifest.ConfigHash != want {
+	if want := cfg.TrainingHash(); l.Manifest.ConfigHash != want {
 		return nil, refuseCheckpoint(path, want, fmt.Errorf("it was written under another config (hash %.12s, this run's is %.12s)", l.Manifest.ConfigHash, want))
 	}
 	st, err := decodeState(l.State)
 	if err != nil {
-		return nil, refuseCheckpoint(path, TrainingHash(cfg), fmt.Errorf("%s: %w", ckpt.StateFile, err))
+		return nil, refuseCheckpoint(path, cfg.TrainingHash(), fmt.Errorf("%s: %w", ckpt.StateFile, err))
 	}
 	return &resumePoint{phase: st.Phase, step: st.Step, loaded: l, state: st}, nil
 }
@@ -138,7 +139,7 @@ func VerifyCheckpoint(path string) []ckpt.Problem {
 
 // refuse explains why a checkpoint cannot be used and points at an older one.
 func (r *Runner) refuse(path string, err error) error {
-	return refuseCheckpoint(path, TrainingHash(r.cfg), err)
+	return refuseCheckpoint(path, r.cfg.TrainingHash(), err)
 }
 
 // refuseCheckpoint is the error for a checkpoint that cannot be resumed from:
@@ -179,32 +180,14 @@ func checkpointPlace(path string) (phase string, step int64, ok bool) {
 		}
 	}
 	switch filepath.Base(path) {
-	case SFTFinal:
+	case rundir.SFTFinal:
 		return PhaseSFT, math.MaxInt64, true
-	case RFTFinal:
+	case rundir.RFTFinal:
 		return PhaseRFT, math.MaxInt64, true
-	case TTRLFinal:
+	case rundir.TTRLFinal:
 		return PhaseTTRL, math.MaxInt64, true
 	}
 	return "", 0, false
-}
-
-// TrainingHash is the config hash a checkpoint records: the config with the
-// fields that cannot change a later number (run naming, console, exports,
-// checkpoint cadence, the memory cap, the divergence guard, which only decide
-// whether a run may go on) set to fixed values, so a resume may change those.
-// Two configs with the same TrainingHash train the same numbers.
-func TrainingHash(cfg *configs.Config) string { return TrainingConfig(cfg).Hash() }
-
-// TrainingConfig is the copy of cfg that TrainingHash digests.
-func TrainingConfig(cfg *configs.Config) *configs.Config {
-	c := cfg.Clone()
-	c.Run.Name, c.Run.Dir, c.Run.Workers, c.Run.LogEvery, c.Run.MaxMemoryGB = "", "", 0, 0, 0
-	c.Divergence = configs.Divergence{}
-	c.UI = configs.UI{}
-	c.Export = configs.Export{}
-	c.Checkpoint = configs.Checkpoint{}
-	return c
 }
 
 // save writes a checkpoint of the current phase into the run's checkpoint root.
@@ -224,7 +207,7 @@ func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, st
 	}
 	return ckpt.Save(r.ckptRoot, ckpt.Checkpoint{
 		Name: name, Phase: st.Phase, Step: int64(st.Step), Stage: stage, StageIndex: stageIdx,
-		Kind: kind, ConfigHash: TrainingHash(r.cfg), Files: files, State: data,
+		Kind: kind, ConfigHash: r.cfg.TrainingHash(), Files: files, State: data,
 		Observation: &ckpt.Observation{Version: env.ObsVersion, Width: env.ObsDim},
 	})
 }

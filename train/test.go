@@ -13,12 +13,10 @@ import (
 	"github.com/pixelis/pixelis/internal/par"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
-
-// RFTFinal names the checkpoint that ends the RFT phase.
-const RFTFinal = "rft_final"
 
 // FinalEval is final_eval.json: every model of the run on the same held-out tasks.
 type FinalEval struct {
@@ -86,7 +84,7 @@ func pairedDiff(a, b []float64) (mean, se float64) {
 // run's SFT model (its own, or the one its RFT started from), its RFT model
 // (its own, or the one its TTRL started from) and its TTRL model.
 func (r *Runner) testModels() map[string]string {
-	m := map[string]string{"sft": filepath.Join(r.ckptRoot, SFTFinal), "rft": filepath.Join(r.ckptRoot, RFTFinal), "ttrl": filepath.Join(r.ckptRoot, TTRLFinal)}
+	m := map[string]string{"sft": filepath.Join(r.ckptRoot, rundir.SFTFinal), "rft": filepath.Join(r.ckptRoot, rundir.RFTFinal), "ttrl": filepath.Join(r.ckptRoot, rundir.TTRLFinal)}
 	if all := r.allPhases(); r.opt.Init != "" && len(all) > 0 {
 		switch all[0] {
 		case PhaseRFT:
@@ -164,8 +162,8 @@ func (r *Runner) runTest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(r.opt.RunDir, "final_eval.json")
-	if err := writeFileAtomic(path, data); err != nil {
+	path := filepath.Join(r.opt.RunDir, rundir.FinalEvalFile)
+	if err := rundir.WriteFileAtomic(path, data); err != nil {
 		return err
 	}
 	msg := "test results: " + path
@@ -198,27 +196,4 @@ func pairedChange(scores map[string]perTask, a, b string, m map[string]float64) 
 	c.Pass1, c.Pass1SE = pairedDiff(sa.pass1, sb.pass1)
 	m["test/"+b+"_minus_"+a+"/greedy"], m["test/"+b+"_minus_"+a+"/pass@1"] = c.Greedy, c.Pass1
 	return c
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it over path.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -13,13 +13,11 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
-
-// TTRLFinal names the checkpoint that ends the TTRL phase.
-const TTRLFinal = "ttrl_final"
 
 // The TTRL phase: test-time reinforcement learning without labels. From an
 // RFT model, on a stream of unlabeled tasks (a range of the validation split,
@@ -129,13 +127,13 @@ func (r *Runner) ttrlInit() string {
 	if r.opt.Init != "" && len(r.opt.Phases) > 0 && r.opt.Phases[0] == PhaseTTRL {
 		return r.opt.Init
 	}
-	return filepath.Join(r.ckptRoot, RFTFinal)
+	return filepath.Join(r.ckptRoot, rundir.RFTFinal)
 }
 
 // initShift is the [env] shift of the run a checkpoint belongs to, read from
 // its run directory's config.toml; "?" when that cannot be read.
 func initShift(init string) string {
-	cfg, err := configs.Load(filepath.Join(filepath.Dir(filepath.Dir(init)), "config.toml"))
+	cfg, err := configs.Load(filepath.Join(filepath.Dir(filepath.Dir(init)), rundir.ConfigFile))
 	if err != nil {
 		return "?"
 	}
@@ -205,7 +203,7 @@ func (s *ttrlRun) loop(ctx context.Context) error {
 		}
 	}
 	s.publish()
-	path, err := s.saveAs(TTRLFinal, ckpt.KindFinal)
+	path, err := s.saveAs(rundir.TTRLFinal, ckpt.KindFinal)
 	if err != nil {
 		return fmt.Errorf("save the TTRL model: %w", err)
 	}

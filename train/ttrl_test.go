@@ -14,6 +14,7 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -56,7 +57,7 @@ func rftModel(t *testing.T) string {
 	if rftFixture.err != nil {
 		t.Fatal(rftFixture.err)
 	}
-	return filepath.Join(rftFixture.dir, "checkpoints", RFTFinal)
+	return filepath.Join(rftFixture.dir, "checkpoints", rundir.RFTFinal)
 }
 
 // runTTRL runs the TTRL phase of cfg from the shared RFT model into dir.
@@ -113,7 +114,7 @@ func TestTTRLNeverTrainsOnLabels(t *testing.T) {
 	if !diagnosticsDiffer {
 		t.Error("no label diagnostic saw the scrambled answers: the test did not reach them")
 	}
-	equalCheckpoints(t, filepath.Join(dirA, "checkpoints", TTRLFinal), filepath.Join(dirB, "checkpoints", TTRLFinal), fileEMA, filePolicy, fileMemory)
+	equalCheckpoints(t, filepath.Join(dirA, "checkpoints", rundir.TTRLFinal), filepath.Join(dirB, "checkpoints", rundir.TTRLFinal), fileEMA, filePolicy, fileMemory)
 }
 
 // equalCheckpoints fails unless the named files of two checkpoints hold the same tensors, bit for bit.
@@ -182,7 +183,7 @@ func TestTTRLResumeIsExact(t *testing.T) {
 				}
 			}
 		}
-		equalCheckpoints(t, filepath.Join(fullDir, "checkpoints", TTRLFinal), filepath.Join(dir, "checkpoints", TTRLFinal),
+		equalCheckpoints(t, filepath.Join(fullDir, "checkpoints", rundir.TTRLFinal), filepath.Join(dir, "checkpoints", rundir.TTRLFinal),
 			filePolicy, fileEMA, fileMemory, fileOptimizer)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // BenchmarkSoakKillResume is the kill-and-resume soak: a run is killed with
@@ -286,7 +287,7 @@ func countRunDiffs(b *testing.B, want, got string) int {
 	if a, c := mustJSON(b, fw), mustJSON(b, fg); a != c {
 		report("final_eval.json differs:\n%s\nuninterrupted:\n%s", c, a)
 	}
-	for _, name := range []string{train.SFTFinal, train.RFTFinal} {
+	for _, name := range []string{rundir.SFTFinal, rundir.RFTFinal} {
 		lw, err := ckpt.Load(filepath.Join(want, "checkpoints", name))
 		if err != nil {
 			b.Fatal(err)

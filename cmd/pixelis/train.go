@@ -21,6 +21,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/owner"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 	"github.com/pixelis/pixelis/tui"
@@ -139,7 +140,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	defer lock.Release()
 	opt := train.Options{RunDir: runDir, Phases: phases, Init: init}
 	// Read under the lock: a run that finished in this directory a moment ago is seen.
-	if prev, err := train.ReadRunInfo(runDir); err == nil {
+	if prev, err := rundir.ReadInfo(runDir); err == nil {
 		if opt.Done, err = continuedPhases(runDir, prev, phases[0], init); err != nil {
 			return err
 		}
@@ -172,9 +173,9 @@ func startCheckpoint(cfg *configs.Config, runDir, init, first string) (string, e
 		init = cfg.RFT.Init
 	}
 	if init == "" {
-		own := train.SFTFinal
+		own := rundir.SFTFinal
 		if first == train.PhaseTTRL {
-			own = train.RFTFinal
+			own = rundir.RFTFinal
 		}
 		init = filepath.Join(runDir, "checkpoints", own)
 	}
@@ -195,9 +196,9 @@ func startCheckpoint(cfg *configs.Config, runDir, init, first string) (string, e
 // from the SFT model of an SFT-only run, or `pixelis ttrl` from the RFT model
 // of a run that ended with RFT, continues it (its steps follow on the
 // run-wide axis); anything else would mix two runs' files and is refused.
-func continuedPhases(runDir string, prev train.RunInfo, first, init string) ([]string, error) {
-	own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.SFTFinal))
-	ownRFT, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", train.RFTFinal))
+func continuedPhases(runDir string, prev rundir.Info, first, init string) ([]string, error) {
+	own, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", rundir.SFTFinal))
+	ownRFT, _ := filepath.Abs(filepath.Join(runDir, "checkpoints", rundir.RFTFinal))
 	if first == train.PhaseTTRL && len(prev.Phases) > 0 && prev.Phases[len(prev.Phases)-1] == train.PhaseRFT && init == ownRFT {
 		if _, err := os.Stat(ownRFT); err == nil {
 			return prev.Phases, nil
@@ -208,7 +209,7 @@ func continuedPhases(runDir string, prev train.RunInfo, first, init string) ([]s
 	}
 	if _, done := finished(runDir, prev.Phases); done {
 		return nil, usagef("%s already holds a finished run (phases %v); choose another --run-dir (`pixelis rft --init %s --run-dir NEW` trains again from its SFT model)",
-			runDir, prev.Phases, filepath.Join(runDir, "checkpoints", train.SFTFinal))
+			runDir, prev.Phases, filepath.Join(runDir, "checkpoints", rundir.SFTFinal))
 	}
 	return nil, usagef("%s already holds a run (phases %v); continue it with `pixelis resume %s`, or choose another --run-dir", runDir, prev.Phases, runDir)
 }
@@ -229,7 +230,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	if _, err := launch.ReadRecord(runDir); err == nil {
 		return resumeLaunched(ctx, io, runDir, *from, *noTUI)
 	}
-	if _, err := train.ReadRunInfo(runDir); err != nil {
+	if _, err := rundir.ReadInfo(runDir); err != nil {
 		return usageError{err}
 	}
 	// Nothing is read for the resume, let alone cut back, before the lock is held.
@@ -238,7 +239,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	defer lock.Release()
-	info, err := train.ReadRunInfo(runDir)
+	info, err := rundir.ReadInfo(runDir)
 	if err != nil {
 		return usageError{err}
 	}
@@ -420,11 +421,11 @@ func finished(runDir string, phases []string) (string, bool) {
 	case train.PhaseTest:
 		mark = "final_eval.json"
 	case train.PhaseRFT:
-		mark = filepath.Join("checkpoints", train.RFTFinal)
+		mark = filepath.Join("checkpoints", rundir.RFTFinal)
 	case train.PhaseTTRL:
-		mark = filepath.Join("checkpoints", train.TTRLFinal)
+		mark = filepath.Join("checkpoints", rundir.TTRLFinal)
 	default:
-		mark = filepath.Join("checkpoints", train.SFTFinal)
+		mark = filepath.Join("checkpoints", rundir.SFTFinal)
 	}
 	_, err := os.Stat(filepath.Join(runDir, mark))
 	return mark, err == nil

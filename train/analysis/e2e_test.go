@@ -15,6 +15,7 @@ import (
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -67,7 +68,7 @@ func adapterEqualsCheckpoint(t *testing.T, cfg *configs.Config, run string) {
 	if fromAdapter.Source != SourceAdapter || fromAdapter.Base != filepath.Join(run, "checkpoints", "sft_final") {
 		t.Errorf("loaded %+v", fromAdapter)
 	}
-	final, err := setup.LoadPolicy(cfg, filepath.Join(run, "checkpoints", train.RFTFinal))
+	final, err := setup.LoadPolicy(cfg, filepath.Join(run, "checkpoints", rundir.RFTFinal))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 )
 
@@ -73,7 +74,7 @@ func adapterBase(dir, base string) (string, error) {
 		return base, nil
 	}
 	// adapters/<name>/ sits beside checkpoints/ in a run directory.
-	local := filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(dir))), "checkpoints", filepath.Base(base))
+	local := filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(dir))), rundir.Checkpoints, filepath.Base(base))
 	if exists(filepath.Join(local, ckpt.ManifestFile)) {
 		return local, nil
 	}
