@@ -17,6 +17,7 @@ import (
 	"github.com/pixelis/pixelis/internal/nn"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
+	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/sft"
 )
@@ -403,7 +404,7 @@ func (m *memModel) sft() (MemoryPhase, error) {
 		{What: fmt.Sprintf("the SFT pairs, about %.0f × %s", pairs, FormatBytes(m.world.pair)), Keys: []string{nKey}, Bytes: pairs * m.world.pair},
 		m.sftGraphs(c.SFT.BatchSize),
 		{What: fmt.Sprintf("validation on %.0f tasks", v), Keys: []string{"sft.eval_tasks"},
-			Bytes: v*(m.world.task+m.rollout) + min(v, evalChunk)*(m.world.episode+m.row) + m.workers*m.world.episode},
+			Bytes: v*(m.world.task+m.rollout) + min(v, rollout.EvalChunk)*(m.world.episode+m.row) + m.workers*m.world.episode},
 	}}, nil
 }
 
@@ -417,7 +418,7 @@ func (m *memModel) rft() MemoryPhase {
 	v, s := float64(rf.ValTasks), float64(rf.ValSamples)
 	stepRolls := rounds*group*m.rollout + rounds*float64(rf.TasksPerStep)*m.world.task + group*m.row
 	// A validation streams: a chunk of tasks' episodes at a time.
-	vc := min(v, evalChunk)
+	vc := min(v, rollout.EvalChunk)
 	valRolls := vc*(1+s)*m.rollout + vc*s*m.row
 	rolls := MemoryTerm{What: fmt.Sprintf("the rollouts of a step, up to %.0f rounds × %.0f episodes", rounds, group),
 		Keys: []string{"rft.group_size", "rft.tasks_per_step", "rft.max_resample"}, Bytes: stepRolls}
@@ -496,7 +497,7 @@ func (m *memModel) evaluation(name string, tasks, samples, models, kept int, key
 	t, s := float64(tasks), float64(samples)
 	at := 1.0 // models whose chunks are live at once
 	if kept == 0 {
-		t, at = min(t, evalChunk), float64(models)
+		t, at = min(t, rollout.EvalChunk), float64(models)
 	}
 	eps := t * max(s, 1)
 	each := ""

@@ -15,6 +15,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -37,7 +38,7 @@ type rftRun struct {
 	params  *policy.Params // SFT base (frozen) + adapters (trained)
 	inf     *policy.Inference
 	refInf  *policy.Inference // the SFT policy: the KL anchor
-	roller  *roller
+	roller  *rollout.Roller
 	upd     *grpo.Updater
 	orch    *reward.Orchestrator
 	cur     *curriculum.Manager
@@ -90,8 +91,8 @@ func (r *Runner) runRFT(ctx context.Context, res *resumePoint) error {
 		r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("RFT resumed at step %d from %s", s.step, res.loaded.Path), nil)
 	}
 	s.inf = policy.NewInference(params)
-	s.roller = newRoller(s.inf, r.envCfg, r.workers)
-	s.val = generateTasks(r.envCfg, env.Val, cfg.RFT.ValTasks)
+	s.roller = rollout.NewRoller(s.inf, r.envCfg, r.workers)
+	s.val = rollout.FirstTasks(r.envCfg, env.Val, cfg.RFT.ValTasks)
 	return s.loop(ctx)
 }
 
@@ -269,7 +270,7 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	s.last = m
 	if step%s.r.cfg.Run.LogEvery == 0 || step == rf.Steps || s.lastSamples == nil {
 		// Sampled trajectories every log interval, as samples.jsonl keeps them.
-		s.lastSamples = samplesOf(b.rolls, b.breakdown, step, s.r.offset+step, rf.GroupSize, 8)
+		s.lastSamples = rollout.Samples(b.rolls, b.breakdown, step, s.r.offset+step, rf.GroupSize, 8)
 	}
 	s.r.record(telemetry.PhaseRFT, step, m)
 	// A stage that ended exports its adapters and keeps a full checkpoint, taken
@@ -359,19 +360,19 @@ func transpose(m []float32, rows, cols int) []float32 {
 // validate runs the validation split: greedy, pass@1 and pass@n per family.
 func (s *rftRun) validate(ctx context.Context) (map[string]float64, error) {
 	cfg := s.r.cfg
-	spec := evalSpec{samples: cfg.RFT.ValSamples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed, step: s.step}
+	spec := rollout.EvalSpec{Samples: cfg.RFT.ValSamples, Temperature: cfg.Eval.Temperature, Seed: cfg.Run.Seed, Step: s.step}
 	var saveErr error
 	if cfg.Eval.SaveEpisodes {
 		dir := filepath.Join(s.r.opt.RunDir, "episodes", fmt.Sprintf("val_step_%06d", s.step))
 		saveErr = os.MkdirAll(dir, 0o755)
-		spec.each = func(_ int, greedy *Rollout, sampled []*Rollout) error {
+		spec.Each = func(_ int, greedy *rollout.Rollout, sampled []*rollout.Rollout) error {
 			if saveErr == nil {
-				saveErr = saveTaskEpisodes(dir, greedy, sampled)
+				saveErr = rollout.SaveEpisodes(dir, greedy, sampled)
 			}
 			return nil
 		}
 	}
-	res, err := evaluate(ctx, s.roller, tasksOf(s.val), spec)
+	res, err := rollout.Evaluate(ctx, s.roller, rollout.TasksOf(s.val), spec)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/setup"
 )
 
@@ -16,7 +17,7 @@ import (
 func fakeBatch(rng *rand.Rand) *stepBatch {
 	b := &stepBatch{}
 	for i := range 4 {
-		ro := &Rollout{}
+		ro := &rollout.Rollout{}
 		tr := reward.TrajReward{}
 		for range i + 1 {
 			obs := make([]float32, env.ObsDim)

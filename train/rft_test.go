@@ -12,6 +12,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 )
@@ -96,8 +97,8 @@ func TestRolloutLogProbsAreRecomputedOnes(t *testing.T) {
 	}
 	inf := policy.NewInference(params)
 	for _, temp := range []float64{1, 0.7} {
-		rs, err := newRoller(inf, envCfg, 2).run(context.Background(), generateTasks(envCfg, env.Train, 4), 3,
-			sampling{temperature: temp}, func(i int) *rand.Rand { return stream.New(1, stream.Episode, 0, i) })
+		rs, err := rollout.NewRoller(inf, envCfg, 2).Run(context.Background(), rollout.FirstTasks(envCfg, env.Train, 4), 3,
+			rollout.Sampling{Temperature: temp}, func(i int) *rand.Rand { return stream.New(1, stream.Episode, 0, i) })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/sft"
@@ -39,7 +40,7 @@ type sftRun struct {
 	params  *policy.Params
 	trainer *sft.Trainer
 	inf     *policy.Inference
-	roller  *roller
+	roller  *rollout.Roller
 	pools   *curriculum.Pools
 	dm      *curriculum.DataManager
 	data    *dataset
@@ -48,7 +49,7 @@ type sftRun struct {
 	sched   optim.Schedule
 	step    int
 	last    map[string]float64
-	lastVal EvalResult
+	lastVal rollout.EvalResult
 	rate    rateMeter
 	// lastSamples are validation episodes shown by the console.
 	lastSamples []telemetry.Sample
@@ -102,8 +103,8 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 		r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("SFT resumed at step %d from %s", s.step, res.loaded.Path), nil)
 	}
 	s.inf = policy.NewInference(params)
-	s.roller = newRoller(s.inf, r.envCfg, r.workers)
-	s.val = generateTasks(r.envCfg, env.Val, cfg.SFT.EvalTasks)
+	s.roller = rollout.NewRoller(s.inf, r.envCfg, r.workers)
+	s.val = rollout.FirstTasks(r.envCfg, env.Val, cfg.SFT.EvalTasks)
 	s.valB = data.bucketsOf(s.val)
 	return s.loop(ctx)
 }
@@ -227,16 +228,16 @@ func (s *sftRun) validate(ctx context.Context, decide bool) (map[string]float64,
 	for i, t := range s.val {
 		bucket[t] = s.valB[i]
 	}
-	var greedy []*Rollout
-	res, err := evaluate(ctx, s.roller, tasksOf(s.val), evalSpec{
-		groups: func(t *env.Task) []string { return []string{t.Family.String(), bucket[t]} },
-		each:   func(_ int, g *Rollout, _ []*Rollout) error { greedy = append(greedy, g); return nil },
+	var greedy []*rollout.Rollout
+	res, err := rollout.Evaluate(ctx, s.roller, rollout.TasksOf(s.val), rollout.EvalSpec{
+		Groups: func(t *env.Task) []string { return []string{t.Family.String(), bucket[t]} },
+		Each:   func(_ int, g *rollout.Rollout, _ []*rollout.Rollout) error { greedy = append(greedy, g); return nil },
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.lastVal = res
-	s.lastSamples = samplesOf(greedy, reward.Breakdown{}, s.step, s.r.offset+s.step, max(1, len(greedy)/8), 8)
+	s.lastSamples = rollout.Samples(greedy, reward.Breakdown{}, s.step, s.r.offset+s.step, max(1, len(greedy)/8), 8)
 	m := res.Metrics("val")
 	current := mixScore(s.pools.Mix(s.pools.Stage()), greedy, s.valB)
 	switch {
@@ -271,7 +272,7 @@ func (s *sftRun) validate(ctx context.Context, decide bool) (map[string]float64,
 }
 
 // mixScore is the greedy success rate on the validation tasks whose bucket is in mix.
-func mixScore(mix string, greedy []*Rollout, buckets []string) float64 {
+func mixScore(mix string, greedy []*rollout.Rollout, buckets []string) float64 {
 	in := map[string]bool{}
 	for _, b := range strings.Split(mix, "+") {
 		in[b] = true
@@ -385,13 +386,4 @@ func (m *rateMeter) rate(step int) float64 {
 		return 0
 	}
 	return float64(step-m.step0) / dt
-}
-
-// generateTasks returns the first n tasks of a split.
-func generateTasks(cfg env.Config, split env.Split, n int) []*env.Task {
-	out := make([]*env.Task, n)
-	for i := range out {
-		out[i] = env.Generate(cfg, split, i)
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
@@ -77,7 +78,7 @@ type ttrlRun struct {
 	ema    *policy.Params // θ̄, the KL anchor
 	inf    *policy.Inference
 	emaInf *policy.Inference
-	roller *roller
+	roller *rollout.Roller
 	upd    *grpo.Updater
 	mem    *retrievalMemory
 	names  []string // the trainable tensors (adapters)
@@ -117,7 +118,7 @@ func (r *Runner) runTTRL(ctx context.Context, res *resumePoint) error {
 		r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("TTRL resumed at step %d from %s", s.step, res.loaded.Path), nil)
 	}
 	s.inf, s.emaInf = policy.NewInference(s.params), policy.NewInference(s.ema)
-	s.roller = newRoller(s.inf, r.envCfg, r.workers)
+	s.roller = rollout.NewRoller(s.inf, r.envCfg, r.workers)
 	return s.loop(ctx)
 }
 
@@ -214,7 +215,7 @@ func (s *ttrlRun) loop(ctx context.Context) error {
 // ttrlBatch is one step's stream tasks, their trajectories and votes.
 type ttrlBatch struct {
 	tasks                   []*env.Task
-	rolls                   []*Rollout // k consecutive per task
+	rolls                   []*rollout.Rollout // k consecutive per task
 	votes                   []taskVote
 	passed                  []int // indices of the tasks that passed the gate
 	rewards                 []float64
@@ -249,7 +250,7 @@ func (s *ttrlRun) stepOnce(ctx context.Context) error {
 	m["timing_s/rollout"], m["timing_s/update"] = b.timeRollout.Seconds(), b.timeUpdate.Seconds()
 	s.last = m
 	if step%s.r.cfg.Run.LogEvery == 0 || step == s.tc.Steps || s.lastSamples == nil {
-		s.lastSamples = samplesOf(b.rolls, pseudoBreakdown(b), step, s.r.offset+step, s.tc.Samples, 8)
+		s.lastSamples = rollout.Samples(b.rolls, pseudoBreakdown(b), step, s.r.offset+step, s.tc.Samples, 8)
 	}
 	s.r.record(telemetry.PhaseTTRL, step, m)
 	return nil
@@ -273,7 +274,7 @@ func (s *ttrlRun) streamTasks(n int) []*env.Task {
 func (s *ttrlRun) rollStream(ctx context.Context, step int) (*ttrlBatch, error) {
 	b := &ttrlBatch{tasks: s.streamTasks(s.tc.TasksPerStep)}
 	t := time.Now()
-	rolls, err := s.roller.run(ctx, b.tasks, s.tc.Samples, sampling{temperature: s.tc.Temperature}, func(i int) *rand.Rand {
+	rolls, err := s.roller.Run(ctx, b.tasks, s.tc.Samples, rollout.Sampling{Temperature: s.tc.Temperature}, func(i int) *rand.Rand {
 		return stream.New(s.r.cfg.Run.Seed, stream.TTRL, step, i)
 	})
 	if err != nil {
@@ -325,7 +326,7 @@ func (s *ttrlRun) voteAndGate(b *ttrlBatch) {
 }
 
 // rolloutSample is a trajectory as an update sample with its behaviour log-probs.
-func rolloutSample(ro *Rollout, adv float64, step int) *grpo.Sample {
+func rolloutSample(ro *rollout.Rollout, adv float64, step int) *grpo.Sample {
 	smp := &grpo.Sample{Advantage: adv, Step: step, OldLogP: append([]float32(nil), ro.LogP...)}
 	for _, st := range ro.Steps {
 		smp.Obs = append(smp.Obs, st.Obs)

@@ -10,6 +10,7 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
+	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -215,7 +216,7 @@ func (s *ttrlRun) metrics(b *ttrlBatch, u grpo.Stats, kl float64, c corridor) ma
 		}
 		m["ttrl/pseudo_reward"] = sum / float64(len(b.rewards))
 	}
-	behaviour(b.rolls, m) // behavior/ and tools/, as RFT records them
+	rollout.Behaviour(b.rolls, m) // behavior/ and tools/, as RFT records them
 	if u.Updates+u.Skipped > 0 {
 		m["ttrl/loss"], m["ttrl/entropy"], m["ttrl/grad_norm"], m["ttrl/clip_ratio"] = u.Loss, u.Entropy, u.GradNorm, u.ClipRatio
 	}
@@ -239,8 +240,8 @@ func pseudoBreakdown(b *ttrlBatch) reward.Breakdown {
 // run's world) on request.
 func (s *ttrlRun) evaluate(ctx context.Context) error {
 	cfg := s.r.cfg
-	tasks := generateTasks(s.r.envCfg, env.Val, cfg.RFT.ValTasks)
-	res, err := evaluate(ctx, s.roller, tasksOf(tasks), evalSpec{samples: cfg.RFT.ValSamples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed, step: s.step})
+	tasks := rollout.FirstTasks(s.r.envCfg, env.Val, cfg.RFT.ValTasks)
+	res, err := rollout.Evaluate(ctx, s.roller, rollout.TasksOf(tasks), rollout.EvalSpec{Samples: cfg.RFT.ValSamples, Temperature: cfg.Eval.Temperature, Seed: cfg.Run.Seed, Step: s.step})
 	if err != nil {
 		return err
 	}

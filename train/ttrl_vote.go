@@ -2,6 +2,7 @@ package train
 
 import (
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
 )
 
 // The vote of a TTRL step: which answer the k sampled trajectories of one
@@ -30,7 +31,7 @@ const (
 // coarse view unchanged), so an answer given without reading counts half, and
 // a trajectory that fumbles its tools is less likely to have read the right
 // object. A trajectory cut off without an answer casts no vote.
-func consistency(ro *Rollout) float64 {
+func consistency(ro *rollout.Rollout) float64 {
 	misused, read := 0, false
 	for _, st := range ro.Steps {
 		if st.Result.Misuse != env.MisuseNone || st.Result.CutOff {
@@ -62,7 +63,7 @@ type taskVote struct {
 // given (so the outcome depends on the trajectories alone), and its share is
 //
 //	s(ŷ) = Σ_{i: a_i = ŷ} w_i / Σ_{i answered} w_i.
-func vote(rolls []*Rollout, how string) taskVote {
+func vote(rolls []*rollout.Rollout, how string) taskVote {
 	v := taskVote{weight: make([]float64, len(rolls))}
 	total := 0.0
 	var answers []string
@@ -107,7 +108,7 @@ func (v taskVote) passes(gate float64) bool { return v.winner != "" && v.share >
 // c_i the trajectory's consistency (1 under VoteAnswer), |τ_i| its number of
 // actions, L the step budget (env.max_steps): among the trajectories that
 // agree with the winner, the short, well-grounded ones get most.
-func pseudoRewards(rolls []*Rollout, v taskVote, how string, beta float64, maxSteps int) []float64 {
+func pseudoRewards(rolls []*rollout.Rollout, v taskVote, how string, beta float64, maxSteps int) []float64 {
 	r := make([]float64, len(rolls))
 	for i, ro := range rolls {
 		if ro.Answered && ro.Answer == v.winner {

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
 )
 
 // roll is a made-up trajectory: its operations (by Op) and answer; misuse
 // marks the steps whose call was a misuse.
-func roll(answer string, ops []env.Op, misuse ...int) *Rollout {
-	ro := &Rollout{Answer: answer, Answered: answer != ""}
+func roll(answer string, ops []env.Op, misuse ...int) *rollout.Rollout {
+	ro := &rollout.Rollout{Answer: answer, Answered: answer != ""}
 	for i, op := range ops {
 		st := env.Step{Action: env.Action{Op: op}}
 		for _, m := range misuse {
@@ -34,7 +35,7 @@ var (
 func TestConsistency(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		ro   *Rollout
+		ro   *rollout.Rollout
 		want float64
 	}{
 		{"read, no misuse", roll("red", looked), 1},
@@ -51,7 +52,7 @@ func TestConsistency(t *testing.T) {
 // The trajectory vote lets two trajectories that read outvote three glances;
 // the answer vote does not. Unanswered trajectories cast nothing.
 func TestVote(t *testing.T) {
-	rolls := []*Rollout{roll("red", glance), roll("red", glance), roll("red", glance),
+	rolls := []*rollout.Rollout{roll("red", glance), roll("red", glance), roll("red", glance),
 		roll("orange", looked), roll("orange", looked), roll("", looked)}
 	if v := vote(rolls, VoteAnswer); v.winner != "red" || v.share != 0.6 {
 		t.Errorf("answer vote: %q %v, want red 0.6", v.winner, v.share)
@@ -64,17 +65,17 @@ func TestVote(t *testing.T) {
 		t.Errorf("share %v: gate 0.5 passes, 0.6 does not", v.share)
 	}
 	// ties go to the answer given first
-	if v := vote([]*Rollout{roll("b", looked), roll("a", looked)}, VoteTrajectory); v.winner != "b" {
+	if v := vote([]*rollout.Rollout{roll("b", looked), roll("a", looked)}, VoteTrajectory); v.winner != "b" {
 		t.Errorf("tie: %q, want b", v.winner)
 	}
-	if v := vote([]*Rollout{roll("", looked)}, VoteTrajectory); v.winner != "" || v.passes(0) {
+	if v := vote([]*rollout.Rollout{roll("", looked)}, VoteTrajectory); v.winner != "" || v.passes(0) {
 		t.Errorf("no answer: %q passes %v", v.winner, v.passes(0))
 	}
 }
 
 // Agreeing with the winner pays its consistency; every action costs β/L.
 func TestPseudoRewards(t *testing.T) {
-	rolls := []*Rollout{roll("orange", looked), roll("orange", glance), roll("red", glance)}
+	rolls := []*rollout.Rollout{roll("orange", looked), roll("orange", glance), roll("red", glance)}
 	r := pseudoRewards(rolls, taskVote{winner: "orange"}, VoteTrajectory, 0.1, 10)
 	want := []float64{1 - 0.1*3/10, 0.5 - 0.1*1/10, -0.1 * 1 / 10}
 	for i := range want {

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/setup"
 )
 
@@ -67,7 +67,7 @@ func cmdEval(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return usageError{err}
 	}
-	res, err := train.Evaluate(ctx, cfg, params, sp, *from, *tasks, *samples)
+	res, err := rollout.EvaluateSplit(ctx, cfg, params, sp, *from, *tasks, *samples)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/ckpt"
-	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/rundir"
 )
 
@@ -280,7 +280,7 @@ func countRunDiffs(b *testing.B, want, got string) int {
 	if a, c := sampleLines(b, want), sampleLines(b, got); !slices.Equal(a, c) {
 		report("samples.jsonl: %d lines, uninterrupted %d", len(c), len(a))
 	}
-	var fw, fg train.FinalEval
+	var fw, fg rollout.FinalEval
 	readJSON(b, filepath.Join(want, "final_eval.json"), &fw)
 	readJSON(b, filepath.Join(got, "final_eval.json"), &fg)
 	fw.Time, fg.Time = time.Time{}, time.Time{}

@@ -26,7 +26,7 @@ import (
 //
 //	go test ./train/serve -run '^$' -bench 'RandomPolicy' -benchtime 2000x
 //
-// RandomPolicyInProcess is the rollout loop of train/rollout.go with the
+// RandomPolicyInProcess is the rollout loop of train/rollout/rollout.go with the
 // policy replaced by the random one: observe every environment (the coarse
 // view the policy reads), mask, choose, step, on GOMAXPROCS workers.
 // RandomPolicyVector is the same through POST /v1/vectors/{id}/step on a
