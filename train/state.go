@@ -16,6 +16,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/ttrl"
 )
 
 // Files of a checkpoint.
@@ -391,4 +392,39 @@ func restoreCuriosity(st *reward.OrchestratorState, ts []ckpt.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// memoryTensors are TTRL's retrieval memory in a checkpoint: the embeddings, and the samples in
+// the replay buffer's layout.
+func memoryTensors(m *ttrl.Memory) []ckpt.Tensor {
+	embs, items := m.Entries()
+	flat := make([]float32, 0, len(embs)*env.ObsDim)
+	for _, e := range embs {
+		flat = append(flat, e...)
+	}
+	ts := replayTensors(&grpo.Replay{Items: items})
+	return append(ts, ckpt.Tensor{Name: "embedding", DType: ckpt.F32, Shape: []int{len(embs), env.ObsDim}, Data: flat})
+}
+
+// restoreMemory rebuilds a memory of capacity entries from memoryTensors' output.
+func restoreMemory(capacity int, ts []ckpt.Tensor) (*ttrl.Memory, error) {
+	r, err := restoreReplay(0, 0, ts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ttrl.MemoryFile, err)
+	}
+	var flat []float32
+	found := false
+	for _, t := range ts {
+		if t.Name == "embedding" {
+			flat, found = t.Data, true
+		}
+	}
+	if !found || len(flat) != len(r.Items)*env.ObsDim {
+		return nil, fmt.Errorf("%s: %d embeddings for %d entries", ttrl.MemoryFile, len(flat)/env.ObsDim, len(r.Items))
+	}
+	m := ttrl.NewMemory(capacity)
+	for i, s := range r.Items {
+		m.Add(flat[i*env.ObsDim:(i+1)*env.ObsDim], s)
+	}
+	return m, nil
 }

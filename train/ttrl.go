@@ -18,6 +18,7 @@ import (
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/train/ttrl"
 )
 
 // The TTRL phase: test-time reinforcement learning without labels. From an
@@ -25,14 +26,14 @@ import (
 // of the world [env] describes, shifted or not), each step
 //
 //  1. takes the stream's next tasks and samples k trajectories of each;
-//  2. votes over them (ttrl_vote.go): the winning answer is the task's
+//  2. votes over them (train/ttrl/vote.go): the winning answer is the task's
 //     pseudo-label, its share the vote's confidence;
 //  3. keeps the tasks whose vote passes the confidence gate;
-//  4. retrieves the nearest earlier passed tasks (ttrl_memory.go) and replays
+//  4. retrieves the nearest earlier passed tasks (train/ttrl/memory.go) and replays
 //     their winning trajectories;
 //  5. updates the adapters with the GRPO objective towards trajectories that
 //     agree with the pseudo-label, short ones most (the length prior), with a
-//     KL term to an EMA of the policy (ttrl_anchor.go);
+//     KL term to an EMA of the policy (train/ttrl/anchor.go);
 //  6. places the KL to the EMA against its corridor, applies the corridor
 //     rule and adapts the learning rate, and moves the EMA.
 //
@@ -80,7 +81,7 @@ type ttrlRun struct {
 	emaInf *policy.Inference
 	roller *rollout.Roller
 	upd    *grpo.Updater
-	mem    *retrievalMemory
+	mem    *ttrl.Memory
 	names  []string // the trainable tensors (adapters)
 	st     ttrlState
 	step   int
@@ -106,8 +107,8 @@ func (r *Runner) runTTRL(ctx context.Context, res *resumePoint) error {
 	}
 	tc := r.cfg.TTRL
 	s := &ttrlRun{r: r, tc: tc, params: params, ema: params.Clone(), names: params.Trainable(true), guard: divergenceGuard{cfg: r.cfg},
-		mem: &retrievalMemory{cap: tc.MemorySize},
-		st:  ttrlState{Init: init, InitShift: initShift(init), Shift: r.cfg.Env.Shift, LRScale: 1, Corridor: corridorInside.String()}}
+		mem: ttrl.NewMemory(tc.MemorySize),
+		st:  ttrlState{Init: init, InitShift: initShift(init), Shift: r.cfg.Env.Shift, LRScale: 1, Corridor: ttrl.Inside.String()}}
 	if err := s.build(); err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func initShift(init string) string {
 func (s *ttrlRun) build() error {
 	tc := s.tc
 	kl := tc.KLCoef
-	if tc.Anchor == AnchorNone {
+	if tc.Anchor == ttrl.AnchorNone {
 		kl = 0
 	}
 	loss := grpo.LossConfig{ClipLow: s.r.cfg.RFT.ClipLow, ClipHigh: s.r.cfg.RFT.ClipHigh, KLCoef: kl, KLEstimator: "k3", Temperature: tc.Temperature}
@@ -165,13 +166,13 @@ func (s *ttrlRun) restore(res *resumePoint) error {
 	if err := setup.AssignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
 		return fmt.Errorf("%s: %w", filePolicy, err)
 	}
-	if err := setup.AssignPolicy(s.ema, l.Tensors[fileEMA]); err != nil {
-		return fmt.Errorf("%s: %w", fileEMA, err)
+	if err := setup.AssignPolicy(s.ema, l.Tensors[ttrl.EMAFile]); err != nil {
+		return fmt.Errorf("%s: %w", ttrl.EMAFile, err)
 	}
 	if err := restoreAdam(s.upd.Optimizer(), l.Tensors[fileOptimizer]); err != nil {
 		return err
 	}
-	mem, err := restoreMemory(s.tc.MemorySize, l.Tensors[fileMemory])
+	mem, err := restoreMemory(s.tc.MemorySize, l.Tensors[ttrl.MemoryFile])
 	if err != nil {
 		return err
 	}
@@ -216,7 +217,7 @@ func (s *ttrlRun) loop(ctx context.Context) error {
 type ttrlBatch struct {
 	tasks                   []*env.Task
 	rolls                   []*rollout.Rollout // k consecutive per task
-	votes                   []taskVote
+	votes                   []ttrl.Vote
 	passed                  []int // indices of the tasks that passed the gate
 	rewards                 []float64
 	fresh                   []*grpo.Sample
@@ -297,18 +298,18 @@ func (s *ttrlRun) voteAndGate(b *ttrlBatch) {
 	k, tc := s.tc.Samples, s.tc
 	for g := range b.tasks {
 		group := b.rolls[g*k : (g+1)*k]
-		v := vote(group, tc.Vote)
+		v := ttrl.Tally(group, tc.Vote)
 		b.votes = append(b.votes, v)
 		s.st.Gate.Seen++
-		if !v.passes(tc.Gate) {
+		if !v.Passes(tc.Gate) {
 			continue
 		}
 		s.st.Gate.Passed++
 		b.passed = append(b.passed, g)
-		if v.winner == b.tasks[g].Answer { // diagnostic only
+		if v.Winner == b.tasks[g].Answer { // diagnostic only
 			s.st.PseudoRight++
 		}
-		b.rewards = append(b.rewards, pseudoRewards(group, v, tc.Vote, tc.LengthPrior, s.r.cfg.Env.MaxSteps)...)
+		b.rewards = append(b.rewards, ttrl.PseudoRewards(group, v, tc.Vote, tc.LengthPrior, s.r.cfg.Env.MaxSteps)...)
 	}
 	if len(b.passed) == 0 {
 		return
@@ -346,8 +347,8 @@ func (s *ttrlRun) retrieveAndRemember(b *ttrlBatch, step int) {
 	}
 	var add []entry
 	for n, g := range b.passed {
-		emb := embedFirst(b.rolls[g*k].Steps[0].Obs)
-		for _, hit := range s.mem.nearest(emb, s.tc.Retrieval, s.tc.RetrievalMinSim) {
+		emb := ttrl.Embed(b.rolls[g*k].Steps[0].Obs)
+		for _, hit := range s.mem.Nearest(emb, s.tc.Retrieval, s.tc.RetrievalMinSim) {
 			b.replay = append(b.replay, &grpo.Sample{Obs: hit.Obs, Actions: hit.Actions, Advantage: hit.Advantage, Step: hit.Step})
 			b.hits++
 		}
@@ -359,7 +360,7 @@ func (s *ttrlRun) retrieveAndRemember(b *ttrlBatch, step int) {
 			}
 		}
 		ro := b.rolls[g*k+best]
-		if ro.Answer != b.votes[g].winner {
+		if ro.Answer != b.votes[g].Winner {
 			continue // no trajectory agreed with a good enough record
 		}
 		// Replayed with advantage 1; its log-probs are recomputed by the step
@@ -373,6 +374,6 @@ func (s *ttrlRun) retrieveAndRemember(b *ttrlBatch, step int) {
 		return
 	}
 	for _, e := range add {
-		s.mem.add(e.emb, e.win)
+		s.mem.Add(e.emb, e.win)
 	}
 }

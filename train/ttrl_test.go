@@ -16,6 +16,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/train/ttrl"
 )
 
 // rftFixture is one smoke RFT model shared by the TTRL tests, trained once.
@@ -114,7 +115,7 @@ func TestTTRLNeverTrainsOnLabels(t *testing.T) {
 	if !diagnosticsDiffer {
 		t.Error("no label diagnostic saw the scrambled answers: the test did not reach them")
 	}
-	equalCheckpoints(t, filepath.Join(dirA, "checkpoints", rundir.TTRLFinal), filepath.Join(dirB, "checkpoints", rundir.TTRLFinal), fileEMA, filePolicy, fileMemory)
+	equalCheckpoints(t, filepath.Join(dirA, "checkpoints", rundir.TTRLFinal), filepath.Join(dirB, "checkpoints", rundir.TTRLFinal), ttrl.EMAFile, filePolicy, ttrl.MemoryFile)
 }
 
 // equalCheckpoints fails unless the named files of two checkpoints hold the same tensors, bit for bit.
@@ -184,7 +185,7 @@ func TestTTRLResumeIsExact(t *testing.T) {
 			}
 		}
 		equalCheckpoints(t, filepath.Join(fullDir, "checkpoints", rundir.TTRLFinal), filepath.Join(dir, "checkpoints", rundir.TTRLFinal),
-			filePolicy, fileEMA, fileMemory, fileOptimizer)
+			filePolicy, ttrl.EMAFile, ttrl.MemoryFile, fileOptimizer)
 	}
 }
 
