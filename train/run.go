@@ -1,10 +1,3 @@
-// Package train runs pixelis: the SFT phase, the GRPO phase and the final test
-// evaluation, in one goroutine, publishing telemetry and applying commands
-// between steps. Start with Runner.Run; each phase lives in its own file
-// (sft.go, rft.go, test.go), the rollout engine in rollout.go, and
-// train/setup builds every part from the run's config. An RFT step reads top
-// to bottom in rftRun.stepOnce (rft.go); its halves that touch the policy are in
-// rft_step.go and its metrics in rft_metrics.go.
 package train
 
 import (
