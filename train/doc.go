@@ -12,7 +12,8 @@
 //
 // and around them the run's checkpoints and resume (state.go), the training
 // set (data.go), stopping (interrupt.go), the divergence guard (guard.go), the
-// config's checks (check.go) and the memory estimate (memory.go, sizing.go).
+// config's checks (check.go) and the memory estimate of the phases a run goes
+// through (memory.go, each phase sized by train/footprint).
 //
 // The parts the phases are made of are leaf packages the runner imports, and
 // that the tools beside it (train/analysis, train/serve, train/experiment,
@@ -22,6 +23,7 @@
 //	train/rollout    the rollout engine and evaluation: episodes played in batches
 //	train/rundir     the names of a run directory's files
 //	train/stream     the run's random streams
+//	train/footprint  the memory estimate of each phase's peak
 //	train/grpo, train/sft, train/ttrl, train/critic   the algorithms
 //	train/policy, train/env, train/telemetry          the network, the world, the stream out
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/internal/faults"
+	"github.com/pixelis/pixelis/train/footprint"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -380,10 +381,10 @@ func TestMemoryEstimate(t *testing.T) {
 	// The default run measures 500 MiB resident at its peak, while SFT builds
 	// its training set; its live heap is about half of that.
 	if p := peak(configs.Default()); p < 0.15*GiB || p > 1*GiB {
-		t.Errorf("default: %s", FormatBytes(p))
+		t.Errorf("default: %s", footprint.FormatBytes(p))
 	}
 	if p := peak(smoke(t)); p > 0.5*GiB {
-		t.Errorf("smoke: %s", FormatBytes(p))
+		t.Errorf("smoke: %s", footprint.FormatBytes(p))
 	}
 	for _, c := range []struct{ set, key, rule string }{
 		// A batch beyond the training set is refused before its memory is weighed.
@@ -397,7 +398,7 @@ func TestMemoryEstimate(t *testing.T) {
 		cfg := smoke(t, c.set)
 		ph, err := EstimateMemory(cfg, []string{PhaseSFT, PhaseRFT, PhaseTTRL, PhaseTest})
 		if err == nil {
-			err = CheckMemory(cfg, ph, 64*GiB, "allowed")
+			err = footprint.Check(cfg, ph, 64*GiB, "allowed")
 		}
 		var fe *configs.FieldError
 		if !errors.As(err, &fe) || fe.Path != c.key || !strings.Contains(fe.Rule, c.rule) {
@@ -406,15 +407,15 @@ func TestMemoryEstimate(t *testing.T) {
 	}
 	// The largest batch the smoke config's training set allows weighs 16
 	// bytes a pair at most beside the graphs: it fits.
-	if err := CheckMemory(smoke(t), mustEstimate(t, smoke(t, "sft.batch_size=2400"), all), 64*GiB, "allowed"); err != nil {
+	if err := footprint.Check(smoke(t), mustEstimate(t, smoke(t, "sft.batch_size=2400"), all), 64*GiB, "allowed"); err != nil {
 		t.Errorf("the largest smoke batch refused: %v", err)
 	}
-	if err := CheckMemory(smoke(t), mustEstimate(t, smoke(t), all), 64*GiB, "allowed"); err != nil {
+	if err := footprint.Check(smoke(t), mustEstimate(t, smoke(t), all), 64*GiB, "allowed"); err != nil {
 		t.Errorf("smoke refused: %v", err)
 	}
 }
 
-func mustEstimate(t *testing.T, cfg *configs.Config, phases []string) []MemoryPhase {
+func mustEstimate(t *testing.T, cfg *configs.Config, phases []string) []footprint.Phase {
 	t.Helper()
 	ph, err := EstimateMemory(cfg, phases)
 	if err != nil {

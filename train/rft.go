@@ -114,7 +114,7 @@ func (s *rftRun) build() error {
 		return err
 	}
 	s.replay = grpo.NewReplay(rf.ReplaySize, rf.ReplayMaxAge)
-	s.upd, err = grpo.NewUpdater(s.params, rftChunkRows(cfg), s.params.Trainable(true), setup.Loss(rf), guardedAdam(cfg, 0, rf.GradClip))
+	s.upd, err = grpo.NewUpdater(s.params, setup.RFTChunkRows(cfg), s.params.Trainable(true), setup.Loss(rf), guardedAdam(cfg, 0, rf.GradClip))
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
 	}

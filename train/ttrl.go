@@ -150,7 +150,7 @@ func (s *ttrlRun) build() error {
 	}
 	loss := grpo.LossConfig{ClipLow: s.r.cfg.RFT.ClipLow, ClipHigh: s.r.cfg.RFT.ClipHigh, KLCoef: kl, KLEstimator: "k3", Temperature: tc.Temperature}
 	var err error
-	s.upd, err = grpo.NewUpdater(s.params, ttrlChunkRows(s.r.cfg), s.names, loss, guardedAdam(s.r.cfg, 0, tc.GradClip))
+	s.upd, err = grpo.NewUpdater(s.params, setup.TTRLChunkRows(s.r.cfg), s.names, loss, guardedAdam(s.r.cfg, 0, tc.GradClip))
 	if err != nil {
 		return fmt.Errorf("ttrl: %w", err)
 	}

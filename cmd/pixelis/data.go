@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/internal/cputime"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/baseline"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/footprint"
 	"github.com/pixelis/pixelis/train/setup"
 )
 
@@ -124,11 +124,11 @@ func dataGen(ctx context.Context, args []string, std stdio) error {
 		return usageError{err}
 	}
 	if limit, desc := memoryLimit(cfg); limit > 0 {
-		est, err := train.EstimateDataMemory(cfg, *n)
+		est, err := footprint.Data(cfg, *n)
 		if err != nil {
 			return usageError{err}
 		}
-		if err := train.CheckMemory(cfg, []train.MemoryPhase{est}, limit, desc); err != nil {
+		if err := footprint.Check(cfg, []footprint.Phase{est}, limit, desc); err != nil {
 			return usageError{err}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/footprint"
 	"github.com/pixelis/pixelis/train/rundir"
 )
 
@@ -72,10 +73,10 @@ func TestMemoryEstimateHoldsAgainstPeakRSS(t *testing.T) {
 				runDir := filepath.Join(dir, phase)
 				rss := runPhase(t, bin, append(slices.Clone(args), "--run-dir", runDir), dir, phase)
 				ratio := rss / est[0].Bytes()
-				t.Logf("%s: estimated %s, peak resident %s (%.2f×)", phase, train.FormatBytes(est[0].Bytes()), train.FormatBytes(rss), ratio)
+				t.Logf("%s: estimated %s, peak resident %s (%.2f×)", phase, footprint.FormatBytes(est[0].Bytes()), footprint.FormatBytes(rss), ratio)
 				if ratio < rssAtLeast || ratio > rssAtMost {
 					t.Errorf("%s: peak resident %s is %.2f× the estimate %s, outside [%g, %g]×",
-						phase, train.FormatBytes(rss), ratio, train.FormatBytes(est[0].Bytes()), rssAtLeast, rssAtMost)
+						phase, footprint.FormatBytes(rss), ratio, footprint.FormatBytes(est[0].Bytes()), rssAtLeast, rssAtMost)
 				}
 			}
 		})
