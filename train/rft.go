@@ -270,7 +270,7 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	s.last = m
 	if step%s.r.cfg.Run.LogEvery == 0 || step == rf.Steps || s.lastSamples == nil {
 		// Sampled trajectories every log interval, as samples.jsonl keeps them.
-		s.lastSamples = rollout.Samples(b.rolls, b.breakdown, step, s.r.offset+step, rf.GroupSize, 8)
+		s.lastSamples = rollout.SampleViews(b.rolls, b.breakdown, step, s.r.offset+step, rf.GroupSize, 8)
 	}
 	s.r.record(telemetry.PhaseRFT, step, m)
 	// A stage that ended exports its adapters and keeps a full checkpoint, taken

@@ -237,7 +237,7 @@ func (s *sftRun) validate(ctx context.Context, decide bool) (map[string]float64,
 		return nil, err
 	}
 	s.lastVal = res
-	s.lastSamples = rollout.Samples(greedy, reward.Breakdown{}, s.step, s.r.offset+s.step, max(1, len(greedy)/8), 8)
+	s.lastSamples = rollout.SampleViews(greedy, reward.Breakdown{}, s.step, s.r.offset+s.step, max(1, len(greedy)/8), 8)
 	m := res.Metrics("val")
 	current := mixScore(s.pools.Mix(s.pools.Stage()), greedy, s.valB)
 	switch {

@@ -251,7 +251,7 @@ func (s *ttrlRun) stepOnce(ctx context.Context) error {
 	m["timing_s/rollout"], m["timing_s/update"] = b.timeRollout.Seconds(), b.timeUpdate.Seconds()
 	s.last = m
 	if step%s.r.cfg.Run.LogEvery == 0 || step == s.tc.Steps || s.lastSamples == nil {
-		s.lastSamples = rollout.Samples(b.rolls, pseudoBreakdown(b), step, s.r.offset+step, s.tc.Samples, 8)
+		s.lastSamples = rollout.SampleViews(b.rolls, pseudoBreakdown(b), step, s.r.offset+step, s.tc.Samples, 8)
 	}
 	s.r.record(telemetry.PhaseTTRL, step, m)
 	return nil

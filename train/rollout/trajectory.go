@@ -74,10 +74,10 @@ func Behaviour(rs []*Rollout, m map[string]float64) {
 // columns × 16 rows of half-block characters.
 const thumbSize = 32
 
-// Samples picks up to k trajectories for the console: the first of each group,
+// SampleViews picks up to k trajectories for the console: the first of each group,
 // so different tasks show, with their per-step reward parts.
 // step is the phase's step and runStep the run-wide one.
-func Samples(rs []*Rollout, bd reward.Breakdown, step, runStep, groupSize, k int) []telemetry.Sample {
+func SampleViews(rs []*Rollout, bd reward.Breakdown, step, runStep, groupSize, k int) []telemetry.Sample {
 	var out []telemetry.Sample
 	for i := 0; i < len(rs) && len(out) < k; i += groupSize {
 		var tr *reward.TrajReward
