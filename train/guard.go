@@ -22,7 +22,7 @@ var ErrDiverged = errors.New("the run diverged")
 // divergence guard's norm-growth limit, so an update that would blow the weights
 // up is refused before it is applied.
 func guardedAdam(cfg *configs.Config, weightDecay, gradClip float64) optim.AdamConfig {
-	a := setup.Adam(weightDecay, gradClip)
+	a := setup.AdamConfig(weightDecay, gradClip)
 	a.MaxGrowth = cfg.Divergence.MaxNormGrowth
 	return a
 }

@@ -104,17 +104,17 @@ func (s *rftRun) build() error {
 	if s.orch, err = setup.Orchestrator(cfg); err != nil {
 		return err
 	}
-	if s.cur, err = curriculum.NewManager(setup.RewardCurriculum(cfg)); err != nil {
+	if s.cur, err = curriculum.NewManager(setup.RewardCurriculumConfig(cfg)); err != nil {
 		return fmt.Errorf("curriculum: %w", err)
 	}
 	if err := s.orch.SetWeights(s.cur.Weights()); err != nil {
 		return err
 	}
-	if s.kpi, err = curriculum.NewTracker(setup.Tracker(cfg)); err != nil {
+	if s.kpi, err = curriculum.NewTracker(setup.TrackerConfig(cfg)); err != nil {
 		return err
 	}
 	s.replay = grpo.NewReplay(rf.ReplaySize, rf.ReplayMaxAge)
-	s.upd, err = grpo.NewUpdater(s.params, setup.RFTChunkRows(cfg), s.params.Trainable(true), setup.Loss(rf), guardedAdam(cfg, 0, rf.GradClip))
+	s.upd, err = grpo.NewUpdater(s.params, setup.RFTChunkRows(cfg), s.params.Trainable(true), setup.LossConfig(rf), guardedAdam(cfg, 0, rf.GradClip))
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
 	}

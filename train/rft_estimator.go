@@ -68,7 +68,7 @@ func (s *rftRun) buildCritic() error {
 		return err
 	}
 	rf := cfg.RFT
-	upd, err := critic.NewUpdater(net, setup.CriticChunkRows(cfg), rf.Critic.ClipValue, setup.Adam(0, rf.Critic.GradClip))
+	upd, err := critic.NewUpdater(net, setup.CriticChunkRows(cfg), rf.Critic.ClipValue, setup.AdamConfig(0, rf.Critic.GradClip))
 	if err != nil {
 		return fmt.Errorf("rft.critic: %w", err)
 	}

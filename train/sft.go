@@ -79,7 +79,7 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	if err != nil {
 		return fmt.Errorf("sft curriculum: %w", err)
 	}
-	dm, err := curriculum.NewDataManager(setup.DataCurriculum(cfg, len(mixes)))
+	dm, err := curriculum.NewDataManager(setup.DataCurriculumConfig(cfg, len(mixes)))
 	if err != nil {
 		return fmt.Errorf("sft.curriculum: %w", err)
 	}

@@ -95,9 +95,9 @@ func Orchestrator(cfg *configs.Config) (*reward.Orchestrator, error) {
 		reward.NewMisuse(rc.Misuse), reward.NewCost(rc.ToolCost))
 }
 
-// DataCurriculum maps [sft.curriculum] onto the data curriculum over
+// DataCurriculumConfig maps [sft.curriculum] onto the data curriculum over
 // stages difficulty mixes.
-func DataCurriculum(cfg *configs.Config, stages int) curriculum.DataConfig {
+func DataCurriculumConfig(cfg *configs.Config, stages int) curriculum.DataConfig {
 	dc := cfg.SFT.Curriculum
 	return curriculum.DataConfig{
 		AdvanceEvery: dc.AdvanceEvery, RollbackThreshold: dc.RollbackThreshold, Cooldown: dc.Cooldown,
@@ -106,26 +106,26 @@ func DataCurriculum(cfg *configs.Config, stages int) curriculum.DataConfig {
 	}
 }
 
-// Adam is Adam with the phase's weight decay and gradient clip.
-func Adam(weightDecay, gradClip float64) optim.AdamConfig {
+// AdamConfig is Adam's config with the phase's weight decay and gradient clip.
+func AdamConfig(weightDecay, gradClip float64) optim.AdamConfig {
 	a := optim.DefaultAdam()
 	a.WeightDecay, a.ClipNorm = weightDecay, gradClip
 	return a
 }
 
-// Loss maps [rft] onto the GRPO objective.
-func Loss(rf configs.RFT) grpo.LossConfig {
+// LossConfig maps [rft] onto the GRPO objective.
+func LossConfig(rf configs.RFT) grpo.LossConfig {
 	return grpo.LossConfig{
 		ClipLow: rf.ClipLow, ClipHigh: rf.ClipHigh, KLCoef: rf.KLCoef, KLEstimator: rf.KLEstimator,
 		EntropyCoef: rf.EntropyCoef, Temperature: rf.Temperature,
 	}
 }
 
-// RewardCurriculum maps [curriculum] onto the reward-stage curriculum, the
-// built-in trainer's and a launched trainer's alike (train/steer): the
+// RewardCurriculumConfig maps [curriculum] onto the reward-stage curriculum,
+// the built-in trainer's and a launched trainer's alike (train/steer): the
 // section's rollback_window counts checks, the curriculum's Rollback.Window
 // steps (checks × eval_every).
-func RewardCurriculum(cfg *configs.Config) curriculum.RewardConfig {
+func RewardCurriculumConfig(cfg *configs.Config) curriculum.RewardConfig {
 	cu := cfg.Curriculum
 	rc := curriculum.RewardConfig{MinSamples: cu.MinSamples, Rollback: curriculum.RollbackConfig{
 		Metric: cu.RollbackMetric, Drop: cu.RollbackDrop, Window: cu.RollbackWindow * cu.EvalEvery, Backoff: cu.Backoff,
@@ -142,8 +142,9 @@ func RewardCurriculum(cfg *configs.Config) curriculum.RewardConfig {
 	return rc
 }
 
-// Tracker is the moving-average window of [curriculum] over the KPIs.
-func Tracker(cfg *configs.Config) curriculum.TrackerConfig {
+// TrackerConfig is the KPI tracker's config: the moving-average window of
+// [curriculum] over the KPIs.
+func TrackerConfig(cfg *configs.Config) curriculum.TrackerConfig {
 	return curriculum.TrackerConfig{Window: cfg.Curriculum.KPIWindow, Names: configs.KPIs}
 }
 

@@ -31,11 +31,11 @@ var fullDeclaration = Declaration{
 // episodes, and at step % eval_every == 0 the manager checks the KPIs.
 // It returns the stage after every step and every decision.
 func builtInStages(t *testing.T, cfg *configs.Config, stream []stepReport) ([]int, []curriculum.Decision, []map[string]float64) {
-	cur, err := curriculum.NewManager(setup.RewardCurriculum(cfg))
+	cur, err := curriculum.NewManager(setup.RewardCurriculumConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kpi, err := curriculum.NewTracker(setup.Tracker(cfg))
+	kpi, err := curriculum.NewTracker(setup.TrackerConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

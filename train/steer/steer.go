@@ -82,12 +82,12 @@ func New(cfg *configs.Config, d Declaration) (*Steerer, error) {
 	if cfg.Curriculum.EvalEvery < 1 {
 		return nil, fmt.Errorf("curriculum.eval_every: must be ≥ 1, got %d", cfg.Curriculum.EvalEvery)
 	}
-	rc := setup.RewardCurriculum(cfg)
+	rc := setup.RewardCurriculumConfig(cfg)
 	cur, err := curriculum.NewManager(rc)
 	if err != nil {
 		return nil, err
 	}
-	kpi, err := curriculum.NewTracker(setup.Tracker(cfg))
+	kpi, err := curriculum.NewTracker(setup.TrackerConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
