@@ -2,15 +2,22 @@ package configs
 
 import "fmt"
 
+// The values of rft.estimator (config.go says what each does).
+const (
+	EstimatorGRPO        = "grpo"
+	EstimatorReinforcePP = "reinforce++"
+	EstimatorPPO         = "ppo"
+)
+
 // Estimators are the values of rft.estimator.
-var Estimators = []string{"grpo", "reinforce++", "ppo"}
+var Estimators = []string{EstimatorGRPO, EstimatorReinforcePP, EstimatorPPO}
 
 // estimator checks rft.estimator, its discount and GAE λ, and [rft.critic]. The critic's keys are
 // checked whatever the estimator, so a config that switches to ppo later is already valid.
 func (c *checker) estimator(r *RFT) {
 	c.oneOf("rft.estimator", r.Estimator, Estimators...)
 	// RLOO is a group baseline: only the group-relative estimator has one to leave a sample out of.
-	if r.Advantage == "rloo" && r.Estimator != "grpo" && r.Estimator != "" {
+	if r.Advantage == "rloo" && r.Estimator != EstimatorGRPO && r.Estimator != "" {
 		c.add("rft.advantage", `"rloo" is a baseline of rft.estimator = "grpo", got estimator %q`, r.Estimator)
 	}
 	if c.finite("rft.gamma", r.Gamma) && !(r.Gamma > 0 && r.Gamma <= 1) {

@@ -10,6 +10,9 @@ import (
 	"github.com/pixelis/pixelis/internal/cputime"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/setup"
+	"github.com/pixelis/pixelis/train/stream"
 )
 
 // newBenchRFT builds the RFT phase of the default config around a freshly
@@ -21,7 +24,7 @@ func newBenchRFT(b *testing.B) *rftRun {
 	if err != nil {
 		b.Fatal(err)
 	}
-	params, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
+	params, err := policy.New(setup.PolicyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -31,7 +34,7 @@ func newBenchRFT(b *testing.B) *rftRun {
 		b.Fatal(err)
 	}
 	s.inf = policy.NewInference(params)
-	s.roller = newRoller(s.inf, r.envCfg, r.workers)
+	s.roller = rollout.NewRoller(s.inf, r.envCfg, r.workers)
 	return s
 }
 
@@ -72,11 +75,11 @@ func BenchmarkRFTStep(b *testing.B) {
 func benchPolicy(b *testing.B) (*configs.Config, env.Config, *policy.Params) {
 	b.Helper()
 	cfg := configs.Default()
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	params, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
+	params, err := policy.New(setup.PolicyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,7 +101,7 @@ func freshTasks(envCfg env.Config, k, n int) []*env.Task {
 // Generating the tasks is left out of both clocks.
 func BenchmarkRollout(b *testing.B) {
 	_, envCfg, params := benchPolicy(b)
-	rl := newRoller(policy.NewInference(params), envCfg, 2)
+	rl := rollout.NewRoller(policy.NewInference(params), envCfg, 2)
 	var actions int
 	var cpu time.Duration
 	b.ReportAllocs()
@@ -107,7 +110,7 @@ func BenchmarkRollout(b *testing.B) {
 		tasks := freshTasks(envCfg, i, 16)
 		b.StartTimer()
 		cpu0 := cputime.Process()
-		rs, err := rl.run(context.Background(), tasks, 8, sampling{temperature: 1}, func(k int) *rand.Rand { return stream(1, streamEpisode, i, k) })
+		rs, err := rl.Run(context.Background(), tasks, 8, rollout.Sampling{Temperature: 1}, func(k int) *rand.Rand { return stream.New(1, stream.Episode, i, k) })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -130,8 +133,8 @@ func BenchmarkRollout(b *testing.B) {
 func BenchmarkLogProbs(b *testing.B) {
 	cfg, envCfg, params := benchPolicy(b)
 	inf := policy.NewInference(params)
-	rs, err := newRoller(inf, envCfg, 2).run(context.Background(), freshTasks(envCfg, 0, 16), 8,
-		sampling{temperature: 1}, func(k int) *rand.Rand { return stream(1, streamEpisode, 0, k) })
+	rs, err := rollout.NewRoller(inf, envCfg, 2).Run(context.Background(), freshTasks(envCfg, 0, 16), 8,
+		rollout.Sampling{Temperature: 1}, func(k int) *rand.Rand { return stream.New(1, stream.Episode, 0, k) })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,18 +166,18 @@ func BenchmarkLogProbs(b *testing.B) {
 func BenchmarkEvaluate(b *testing.B) {
 	cfg, envCfg, params := benchPolicy(b)
 	const tasks = 64
-	spec := evalSpec{samples: cfg.Eval.Samples, temperature: cfg.Eval.Temperature, seed: 1}
-	r := newRoller(policy.NewInference(params), envCfg, 2)
+	spec := rollout.EvalSpec{Samples: cfg.Eval.Samples, Temperature: cfg.Eval.Temperature, Seed: 1}
+	r := rollout.NewRoller(policy.NewInference(params), envCfg, 2)
 	b.ReportAllocs()
 	var cpu time.Duration
 	for b.Loop() {
 		cpu0 := cputime.Process()
-		if _, err := evaluate(context.Background(), r, splitTasks(envCfg, env.Val, tasks), spec); err != nil {
+		if _, err := rollout.Evaluate(context.Background(), r, rollout.SplitTasks(envCfg, env.Val, tasks), spec); err != nil {
 			b.Fatal(err)
 		}
 		cpu += cputime.Process() - cpu0
 	}
-	eps := float64(tasks * (1 + spec.samples) * b.N)
+	eps := float64(tasks * (1 + spec.Samples) * b.N)
 	if cpu > 0 {
 		b.ReportMetric(eps/cpu.Seconds(), "episodes/cpu-s")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // CheckConfig applies the rules of a config that need the network's shapes, which the
@@ -16,7 +17,7 @@ import (
 // and no adapter is wider than the layer it sits on. Each problem is a *configs.FieldError
 // naming its key; configs.Validate has checked the rest.
 func CheckConfig(cfg *configs.Config) error {
-	pc := policyConfig(cfg)
+	pc := setup.PolicyConfig(cfg)
 	var errs []error
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, &configs.FieldError{Path: path, Rule: fmt.Sprintf(format, args...)})

@@ -9,6 +9,8 @@ import (
 
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -30,11 +32,11 @@ func TestRateMeterLeavesOutPause(t *testing.T) {
 // A segment step says which space its numbers are in: the point in the
 // agent's view, the box in the source frame.
 func TestSampleSaysCoordinateSpaces(t *testing.T) {
-	cfg, err := EnvConfig(smoke(t))
+	cfg, err := setup.EnvConfig(smoke(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ro *Rollout
+	var ro *rollout.Rollout
 	for i := range 50 {
 		task := env.Generate(cfg, env.Val, i)
 		ep := env.NewEpisode(cfg)
@@ -45,14 +47,14 @@ func TestSampleSaysCoordinateSpaces(t *testing.T) {
 			}
 		}
 		if tr := ep.Trajectory(); len(tr) > 0 && tr[0].Action.Op == env.OpSegment {
-			ro = &Rollout{Task: task, Steps: tr}
+			ro = &rollout.Rollout{Task: task, Steps: tr}
 			break
 		}
 	}
 	if ro == nil {
 		t.Fatal("no expert trajectory starts with a segment")
 	}
-	s := sampleView(ro, &reward.TrajReward{}, 1)
+	s := rollout.SampleView(ro, &reward.TrajReward{}, 1)
 	if s.ViewSize != env.ViewSize || s.SourceSize != env.SourceSize {
 		t.Fatalf("sizes %d %d", s.ViewSize, s.SourceSize)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/footprint"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/sft"
 )
 
@@ -52,7 +54,7 @@ func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
 	} else {
 		faults.AtContext(ctx, faults.DataBuild)
 		var err error
-		samples, err = env.GenerateDatasetContext(ctx, r.envCfg, env.Train, r.cfg.Data.TrainTasks, sampleMix(r.cfg), r.workers)
+		samples, err = env.GenerateDatasetContext(ctx, r.envCfg, env.Train, r.cfg.Data.TrainTasks, setup.SampleMix(r.cfg), r.workers)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +144,7 @@ func CheckTrainSamples(cfg *configs.Config, path string, samples []env.Sample) e
 			return fmt.Errorf("%s line %d: sample %s is training task %d, in RFT's task range [%d, %d) (data.train_tasks onwards, rft.task_pool of them): SFT may not imitate the tasks RFT is rewarded on", path, s.Line, s.SampleID, s.Index, base, base+size)
 		}
 	}
-	if err := checkSFTBatch(cfg, float64(len(samples)), "data.train_file"); err != nil {
+	if err := footprint.CheckSFTBatch(cfg, float64(len(samples)), "data.train_file"); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/ckpt"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // smokeRun runs SFT of the smoke config into dir and returns the final checkpoint.
@@ -24,7 +26,7 @@ func smokeRun(t *testing.T, dir string, sets ...string) string {
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, "checkpoints", SFTFinal)
+	return filepath.Join(dir, "checkpoints", rundir.SFTFinal)
 }
 
 // A damaged or foreign checkpoint is refused with the file and the problem named,
@@ -115,7 +117,7 @@ func TestResumeRefusesBadCheckpoints(t *testing.T) {
 		}
 	})
 	t.Run("other policy shape", func(t *testing.T) {
-		_, err := LoadPolicy(smoke(t, "policy.hidden=[16]"), final)
+		_, err := setup.LoadPolicy(smoke(t, "policy.hidden=[16]"), final)
 		if err == nil || !strings.Contains(err.Error(), "does not match the policy config") {
 			t.Fatalf("err = %v, want a shape mismatch", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/optim"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // ErrDiverged is wrapped by the error of a run stopped by the divergence guard
@@ -21,7 +22,7 @@ var ErrDiverged = errors.New("the run diverged")
 // divergence guard's norm-growth limit, so an update that would blow the weights
 // up is refused before it is applied.
 func guardedAdam(cfg *configs.Config, weightDecay, gradClip float64) optim.AdamConfig {
-	a := adamConfig(weightDecay, gradClip)
+	a := setup.AdamConfig(weightDecay, gradClip)
 	a.MaxGrowth = cfg.Divergence.MaxNormGrowth
 	return a
 }

@@ -7,24 +7,25 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // TestPolicyTensorsAreInOut holds the policy to the orientation ckpt records in
 // policy.safetensors (ckpt.PolicyWeightLayout): weights [in, out], LoRA A [in, r], B [r, out].
 func TestPolicyTensorsAreInOut(t *testing.T) {
-	if ckpt.PolicyWeightLayout != "in_out" || filePolicy != ckpt.PolicyFile {
+	if ckpt.PolicyWeightLayout != "in_out" {
 		t.Fatalf("layout %q of %s", ckpt.PolicyWeightLayout, ckpt.PolicyFile)
 	}
 	cfg, err := configs.Named("smoke")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
+	p, err := policy.New(setup.PolicyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	shapes := map[string][]int{}
-	for _, ts := range policyTensors(p) {
+	for _, ts := range setup.PolicyTensors(p) {
 		shapes[ts.Name] = ts.Shape
 	}
 	checked := 0

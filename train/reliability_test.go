@@ -14,6 +14,9 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/internal/faults"
+	"github.com/pixelis/pixelis/train/footprint"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -120,7 +123,7 @@ func TestDivergenceStopsTheRun(t *testing.T) {
 				t.Errorf("latest %q, want %q (checkpoints %v)", latest, c.latest, names)
 			}
 			for _, n := range names {
-				if n == SFTFinal && c.phases[len(c.phases)-1] == PhaseSFT || n == RFTFinal {
+				if n == rundir.SFTFinal && c.phases[len(c.phases)-1] == PhaseSFT || n == rundir.RFTFinal {
 					t.Errorf("the diverged run saved %s", n)
 				}
 			}
@@ -236,8 +239,8 @@ func TestInterruptStopsTestPhase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "final_eval.json")); err == nil {
 		t.Error("the interrupted test phase wrote final_eval.json")
 	}
-	if _, latest := checkpointsOf(t, dir); latest != RFTFinal {
-		t.Errorf("latest %s, want %s", latest, RFTFinal)
+	if _, latest := checkpointsOf(t, dir); latest != rundir.RFTFinal {
+		t.Errorf("latest %s, want %s", latest, rundir.RFTFinal)
 	}
 }
 
@@ -290,8 +293,8 @@ func TestRefusalOffersOnlyOlderCheckpoints(t *testing.T) {
 	}
 	root := filepath.Join(dir, "checkpoints")
 	for _, c := range []struct{ refused, offered, word string }{
-		{"step_000015", "step_000012", "an older"}, // SFT step 15, placed by its state.json
-		{SFTFinal, "step_000018", "an older"},      // the end of SFT, placed by its name
+		{"step_000015", "step_000012", "an older"},   // SFT step 15, placed by its state.json
+		{rundir.SFTFinal, "step_000018", "an older"}, // the end of SFT, placed by its name
 	} {
 		path := filepath.Join(root, c.refused)
 		if err := os.Remove(filepath.Join(path, ckpt.ManifestFile)); err != nil {
@@ -327,7 +330,7 @@ func TestNaNCheckpointIsRefused(t *testing.T) {
 	if err := CheckResume(smoke(t), bad); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("CheckResume = %v", err)
 	}
-	if _, err := LoadPolicy(smoke(t), bad); err == nil || !strings.Contains(err.Error(), "NaN or infinite") {
+	if _, err := setup.LoadPolicy(smoke(t), bad); err == nil || !strings.Contains(err.Error(), "NaN or infinite") {
 		t.Fatalf("LoadPolicy = %v", err)
 	}
 }
@@ -378,10 +381,10 @@ func TestMemoryEstimate(t *testing.T) {
 	// The default run measures 500 MiB resident at its peak, while SFT builds
 	// its training set; its live heap is about half of that.
 	if p := peak(configs.Default()); p < 0.15*GiB || p > 1*GiB {
-		t.Errorf("default: %s", FormatBytes(p))
+		t.Errorf("default: %s", footprint.FormatBytes(p))
 	}
 	if p := peak(smoke(t)); p > 0.5*GiB {
-		t.Errorf("smoke: %s", FormatBytes(p))
+		t.Errorf("smoke: %s", footprint.FormatBytes(p))
 	}
 	for _, c := range []struct{ set, key, rule string }{
 		// A batch beyond the training set is refused before its memory is weighed.
@@ -395,7 +398,7 @@ func TestMemoryEstimate(t *testing.T) {
 		cfg := smoke(t, c.set)
 		ph, err := EstimateMemory(cfg, []string{PhaseSFT, PhaseRFT, PhaseTTRL, PhaseTest})
 		if err == nil {
-			err = CheckMemory(cfg, ph, 64*GiB, "allowed")
+			err = footprint.Check(cfg, ph, 64*GiB, "allowed")
 		}
 		var fe *configs.FieldError
 		if !errors.As(err, &fe) || fe.Path != c.key || !strings.Contains(fe.Rule, c.rule) {
@@ -404,15 +407,15 @@ func TestMemoryEstimate(t *testing.T) {
 	}
 	// The largest batch the smoke config's training set allows weighs 16
 	// bytes a pair at most beside the graphs: it fits.
-	if err := CheckMemory(smoke(t), mustEstimate(t, smoke(t, "sft.batch_size=2400"), all), 64*GiB, "allowed"); err != nil {
+	if err := footprint.Check(smoke(t), mustEstimate(t, smoke(t, "sft.batch_size=2400"), all), 64*GiB, "allowed"); err != nil {
 		t.Errorf("the largest smoke batch refused: %v", err)
 	}
-	if err := CheckMemory(smoke(t), mustEstimate(t, smoke(t), all), 64*GiB, "allowed"); err != nil {
+	if err := footprint.Check(smoke(t), mustEstimate(t, smoke(t), all), 64*GiB, "allowed"); err != nil {
 		t.Errorf("smoke refused: %v", err)
 	}
 }
 
-func mustEstimate(t *testing.T, cfg *configs.Config, phases []string) []MemoryPhase {
+func mustEstimate(t *testing.T, cfg *configs.Config, phases []string) []footprint.Phase {
 	t.Helper()
 	ph, err := EstimateMemory(cfg, phases)
 	if err != nil {

@@ -78,7 +78,7 @@ func testResumeIsExact(t *testing.T, cfg *configs.Config, stops []int) {
 	total := cfg.SFT.Steps + cfg.RFT.Steps
 	// the comparison covers the critic/ family, and the critic's own metrics with one
 	_, values := want[total]["critic/values/mean"]
-	if _, ok := want[total]["critic/score/mean"]; !ok || values != (cfg.RFT.Estimator == estimatorPPO) {
+	if _, ok := want[total]["critic/score/mean"]; !ok || values != (cfg.RFT.Estimator == configs.EstimatorPPO) {
 		t.Fatalf("the last step records critic/score/mean %v and critic/values/mean %v under estimator %s", ok, values, cfg.RFT.Estimator)
 	}
 	for _, k := range stops {

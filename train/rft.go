@@ -15,7 +15,9 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
-	"github.com/pixelis/pixelis/train/steer"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -36,7 +38,7 @@ type rftRun struct {
 	params  *policy.Params // SFT base (frozen) + adapters (trained)
 	inf     *policy.Inference
 	refInf  *policy.Inference // the SFT policy: the KL anchor
-	roller  *roller
+	roller  *rollout.Roller
 	upd     *grpo.Updater
 	orch    *reward.Orchestrator
 	cur     *curriculum.Manager
@@ -65,7 +67,7 @@ func (r *Runner) runRFT(ctx context.Context, res *resumePoint) error {
 		init = cfg.RFT.Init
 	}
 	if init == "" {
-		init = filepath.Join(r.ckptRoot, SFTFinal)
+		init = filepath.Join(r.ckptRoot, rundir.SFTFinal)
 	}
 	if res != nil && res.state.RFT != nil && res.state.RFT.Init != "" {
 		init = res.state.RFT.Init
@@ -73,7 +75,7 @@ func (r *Runner) runRFT(ctx context.Context, res *resumePoint) error {
 	if _, err := os.Stat(init); err != nil {
 		return fmt.Errorf("rft: the SFT checkpoint %s does not exist: run `pixelis sft` first or pass --init PATH", init)
 	}
-	params, err := LoadPolicy(cfg, init)
+	params, err := setup.LoadPolicy(cfg, init)
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
 	}
@@ -89,8 +91,8 @@ func (r *Runner) runRFT(ctx context.Context, res *resumePoint) error {
 		r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("RFT resumed at step %d from %s", s.step, res.loaded.Path), nil)
 	}
 	s.inf = policy.NewInference(params)
-	s.roller = newRoller(s.inf, r.envCfg, r.workers)
-	s.val = generateTasks(r.envCfg, env.Val, cfg.RFT.ValTasks)
+	s.roller = rollout.NewRoller(s.inf, r.envCfg, r.workers)
+	s.val = rollout.FirstTasks(r.envCfg, env.Val, cfg.RFT.ValTasks)
 	return s.loop(ctx)
 }
 
@@ -99,20 +101,20 @@ func (s *rftRun) build() error {
 	cfg := s.r.cfg
 	rf := cfg.RFT
 	var err error
-	if s.orch, err = newOrchestrator(cfg); err != nil {
+	if s.orch, err = setup.Orchestrator(cfg); err != nil {
 		return err
 	}
-	if s.cur, err = curriculum.NewManager(steer.RewardConfig(cfg)); err != nil {
+	if s.cur, err = curriculum.NewManager(setup.RewardCurriculumConfig(cfg)); err != nil {
 		return fmt.Errorf("curriculum: %w", err)
 	}
 	if err := s.orch.SetWeights(s.cur.Weights()); err != nil {
 		return err
 	}
-	if s.kpi, err = curriculum.NewTracker(steer.TrackerConfig(cfg)); err != nil {
+	if s.kpi, err = curriculum.NewTracker(setup.TrackerConfig(cfg)); err != nil {
 		return err
 	}
 	s.replay = grpo.NewReplay(rf.ReplaySize, rf.ReplayMaxAge)
-	s.upd, err = grpo.NewUpdater(s.params, rftChunkRows(cfg), s.params.Trainable(true), lossConfig(rf), guardedAdam(cfg, 0, rf.GradClip))
+	s.upd, err = grpo.NewUpdater(s.params, setup.RFTChunkRows(cfg), s.params.Trainable(true), setup.LossConfig(rf), guardedAdam(cfg, 0, rf.GradClip))
 	if err != nil {
 		return fmt.Errorf("rft: %w", err)
 	}
@@ -123,7 +125,7 @@ func (s *rftRun) build() error {
 
 func (s *rftRun) restore(res *resumePoint) error {
 	l := res.loaded
-	if err := assignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
+	if err := setup.AssignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
 		return fmt.Errorf("%s: %w", filePolicy, err)
 	}
 	if err := restoreAdam(s.upd.Optimizer(), l.Tensors[fileOptimizer]); err != nil {
@@ -191,7 +193,7 @@ func (s *rftRun) loop(ctx context.Context) error {
 	}
 	s.exportStage(s.cur.Stage())
 	s.publish() // flushes every recorded step to the run's files before the checkpoint that covers them
-	path, err := s.saveAs(RFTFinal, ckpt.KindFinal)
+	path, err := s.saveAs(rundir.RFTFinal, ckpt.KindFinal)
 	if err != nil {
 		return fmt.Errorf("save the RFT model: %w", err)
 	}
@@ -268,7 +270,7 @@ func (s *rftRun) stepOnce(ctx context.Context) error {
 	s.last = m
 	if step%s.r.cfg.Run.LogEvery == 0 || step == rf.Steps || s.lastSamples == nil {
 		// Sampled trajectories every log interval, as samples.jsonl keeps them.
-		s.lastSamples = samplesOf(b.rolls, b.breakdown, step, s.r.offset+step, rf.GroupSize, 8)
+		s.lastSamples = rollout.SampleViews(b.rolls, b.breakdown, step, s.r.offset+step, rf.GroupSize, 8)
 	}
 	s.r.record(telemetry.PhaseRFT, step, m)
 	// A stage that ended exports its adapters and keeps a full checkpoint, taken
@@ -358,19 +360,19 @@ func transpose(m []float32, rows, cols int) []float32 {
 // validate runs the validation split: greedy, pass@1 and pass@n per family.
 func (s *rftRun) validate(ctx context.Context) (map[string]float64, error) {
 	cfg := s.r.cfg
-	spec := evalSpec{samples: cfg.RFT.ValSamples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed, step: s.step}
+	spec := rollout.EvalSpec{Samples: cfg.RFT.ValSamples, Temperature: cfg.Eval.Temperature, Seed: cfg.Run.Seed, Step: s.step}
 	var saveErr error
 	if cfg.Eval.SaveEpisodes {
 		dir := filepath.Join(s.r.opt.RunDir, "episodes", fmt.Sprintf("val_step_%06d", s.step))
 		saveErr = os.MkdirAll(dir, 0o755)
-		spec.each = func(_ int, greedy *Rollout, sampled []*Rollout) error {
+		spec.Each = func(_ int, greedy *rollout.Rollout, sampled []*rollout.Rollout) error {
 			if saveErr == nil {
-				saveErr = saveTaskEpisodes(dir, greedy, sampled)
+				saveErr = rollout.SaveEpisodes(dir, greedy, sampled)
 			}
 			return nil
 		}
 	}
-	res, err := evaluate(ctx, s.roller, tasksOf(s.val), spec)
+	res, err := rollout.Evaluate(ctx, s.roller, rollout.TasksOf(s.val), spec)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +406,7 @@ func (s *rftRun) checkpoint(kind ckpt.Kind) (string, error) {
 func (s *rftRun) saveAs(name string, kind ckpt.Kind) (string, error) {
 	rs := s.orch.State()
 	files := map[string][]ckpt.Tensor{
-		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()), fileReplay: replayTensors(s.replay),
+		filePolicy: setup.PolicyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()), fileReplay: replayTensors(s.replay),
 	}
 	if ct := curiosityTensors(&rs); ct != nil {
 		files[fileCuriosity] = ct

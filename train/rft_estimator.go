@@ -11,6 +11,8 @@ import (
 	"github.com/pixelis/pixelis/train/critic"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -23,12 +25,8 @@ import (
 //	             regresses V(s_t) on R_t = GAE's Â_t + V(s_t)
 //
 // r_t is the orchestrator's reward per step (reward.TrajReward.StepReward),
-// which sums to the total Rᵢ GRPO receives.
-const (
-	estimatorGRPO        = "grpo"
-	estimatorReinforcePP = "reinforce++"
-	estimatorPPO         = "ppo"
-)
+// which sums to the total Rᵢ GRPO receives. The names are configs'
+// (configs.EstimatorGRPO, configs.EstimatorReinforcePP, configs.EstimatorPPO).
 
 // estimate is a step's advantages for the kept groups' rollouts.
 type estimate struct {
@@ -57,26 +55,20 @@ type valueFn struct {
 	time time.Duration
 }
 
-// criticConfig maps [rft.critic] onto the value network.
-func criticConfig(cfg *configs.Config) critic.Config {
-	c := cfg.RFT.Critic
-	return critic.Config{Network: c.Network, Hidden: c.Hidden, CellEmbed: c.CellEmbed, LoRARank: c.LoRARank, LoRAAlpha: c.LoRAAlpha}
-}
-
 // buildCritic creates the value function of estimator "ppo" (nil otherwise),
 // initialised from the run's critic stream and, for a trunk network, the
 // policy's frozen base.
 func (s *rftRun) buildCritic() error {
 	cfg := s.r.cfg
-	if cfg.RFT.Estimator != estimatorPPO {
+	if cfg.RFT.Estimator != configs.EstimatorPPO {
 		return nil
 	}
-	net, err := critic.New(criticConfig(cfg), s.params, stream(cfg.Run.Seed, streamCritic, 0, 0))
+	net, err := critic.New(setup.CriticConfig(cfg), s.params, stream.New(cfg.Run.Seed, stream.Critic, 0, 0))
 	if err != nil {
 		return err
 	}
 	rf := cfg.RFT
-	upd, err := critic.NewUpdater(net, criticChunkRows(cfg), rf.Critic.ClipValue, adamConfig(0, rf.Critic.GradClip))
+	upd, err := critic.NewUpdater(net, setup.CriticChunkRows(cfg), rf.Critic.ClipValue, setup.AdamConfig(0, rf.Critic.GradClip))
 	if err != nil {
 		return fmt.Errorf("rft.critic: %w", err)
 	}
@@ -96,12 +88,12 @@ func (s *rftRun) advantages(b *stepBatch) (*estimate, error) {
 	trajs := b.breakdown.Trajs
 	est := &estimate{traj: make([]float64, len(trajs)), steps: make([][]float64, len(trajs)), returns: make([][]float64, len(trajs))}
 	switch rf.Estimator {
-	case estimatorReinforcePP:
+	case configs.EstimatorReinforcePP:
 		for i, tr := range trajs {
 			est.returns[i] = grpo.DiscountedReturns(tr.StepReward, rf.Gamma)
 		}
 		est.steps = grpo.Whiten(est.returns)
-	case estimatorPPO:
+	case configs.EstimatorPPO:
 		est.values = s.values(b)
 		gae := make([][]float64, len(trajs))
 		for i, tr := range trajs {
@@ -175,7 +167,7 @@ func (s *rftRun) updateCritic(step int, b *stepBatch, est *estimate) error {
 			rows = append(rows, critic.Row{Obs: st.Obs, Return: float32(est.returns[i][t]), Old: float32(est.values[i][t])})
 		}
 	}
-	st, err := s.value.upd.Update(rows, rf.Epochs, rf.Minibatches, rf.Critic.LR, stream(seed, streamCritic, step, 1))
+	st, err := s.value.upd.Update(rows, rf.Epochs, rf.Minibatches, rf.Critic.LR, stream.New(seed, stream.Critic, step, 1))
 	if err != nil {
 		return fmt.Errorf("rft step %d: critic: %w", step, err)
 	}
@@ -280,7 +272,7 @@ func (v *valueFn) tensors() []ckpt.Tensor {
 
 func (v *valueFn) restore(ts []ckpt.Tensor) error {
 	if len(ts) == 0 {
-		return fmt.Errorf("the checkpoint has no %s for the critic of rft.estimator = %q", fileCritic, estimatorPPO)
+		return fmt.Errorf("the checkpoint has no %s for the critic of rft.estimator = %q", fileCritic, configs.EstimatorPPO)
 	}
 	var w []policy.Tensor
 	var adam []ckpt.Tensor

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/grpo"
+	"github.com/pixelis/pixelis/train/rollout"
 )
 
 // The metrics of an RFT step, under the names of docs/metrics.md's table:
@@ -23,7 +24,7 @@ func (s *rftRun) stepMetrics(b *stepBatch, u updateResult, adv grpo.AdvantageSta
 	m["grpo/replay_used"] = float64(u.replayed)
 	m["policy/loss"], m["policy/kl"], m["policy/entropy"] = u.Loss, u.KL, u.Entropy
 	m["policy/clip_ratio"], m["policy/grad_norm"], m["policy/lr"] = u.ClipRatio, u.GradNorm, lr
-	behaviour(b.sampled.rolls, m)
+	rollout.Behaviour(b.sampled.rolls, m)
 	return m
 }
 
@@ -53,11 +54,11 @@ func perfMetrics(b *stepBatch, dt time.Duration, m map[string]float64) {
 
 // rolledOut is every episode of a step with the sums its KPIs are made of.
 type rolledOut struct {
-	rolls                            []*Rollout
+	rolls                            []*rollout.Rollout
 	correct, final, coherence, total float64
 }
 
-func (t *rolledOut) add(ro *Rollout, r reward.TrajReward) {
+func (t *rolledOut) add(ro *rollout.Rollout, r reward.TrajReward) {
 	t.rolls = append(t.rolls, ro)
 	if ro.Correct {
 		t.correct++

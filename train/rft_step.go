@@ -12,6 +12,8 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -22,9 +24,9 @@ import (
 // stepBatch is one step's rollouts: the groups kept for the update with their
 // rewards, and every episode the step rolled out.
 type stepBatch struct {
-	rolls     []*Rollout       // kept groups, G consecutive rollouts per task
-	breakdown reward.Breakdown // their rewards, in the same order
-	sampled   rolledOut        // every episode rolled out, kept or not
+	rolls     []*rollout.Rollout // kept groups, G consecutive rollouts per task
+	breakdown reward.Breakdown   // their rewards, in the same order
+	sampled   rolledOut          // every episode rolled out, kept or not
 	sampling  grpo.SamplingStats
 
 	timeRollout, timeReward, timeUpdate time.Duration
@@ -45,21 +47,21 @@ func (s *rftRun) collect(ctx context.Context, step int) (*stepBatch, error) {
 	rf := s.r.cfg.RFT
 	g := rf.GroupSize
 	b := &stepBatch{}
-	var all []*Rollout
+	var all []*rollout.Rollout
 	var scores []reward.TrajReward
 	sampler := grpo.GroupSampler{G: g, Want: rf.TasksPerStep, Dynamic: rf.DynamicSampling, MaxResample: rf.MaxResample}
 	kept, st, err := sampler.Collect(func(round, need int) ([]float64, error) {
 		tasks := s.sampleTasks(step, round, need)
 		t := time.Now()
-		rs, err := s.roller.run(ctx, tasks, g, sampling{temperature: rf.Temperature}, func(i int) *rand.Rand {
-			return stream(s.r.cfg.Run.Seed, streamEpisode, step, round<<20|i)
+		rs, err := s.roller.Run(ctx, tasks, g, rollout.Sampling{Temperature: rf.Temperature}, func(i int) *rand.Rand {
+			return stream.New(s.r.cfg.Run.Seed, stream.Episode, step, round<<20|i)
 		})
 		if err != nil {
 			return nil, err
 		}
 		b.timeRollout += time.Since(t)
 		t = time.Now()
-		bd := s.orch.Compute(toRewardTrajectories(rs, rf.TasksPerStep-need))
+		bd := s.orch.Compute(rollout.RewardTrajectories(rs, rf.TasksPerStep-need))
 		b.timeReward += time.Since(t)
 		b.breakdown.Names = bd.Names
 		totals := make([]float64, len(rs))
@@ -104,14 +106,14 @@ func (s *rftRun) update(step int, b *stepBatch, est *estimate, kept []int, lr fl
 	}
 	s.fillLogProbs(fresh)
 	s.replay.Expire(step)
-	mixed := s.replay.Mix(stream(seed, streamReplay, step, 0), len(fresh), rf.ReplayRatio)
+	mixed := s.replay.Mix(stream.New(seed, stream.Replay, step, 0), len(fresh), rf.ReplayRatio)
 	batch := append(append([]*grpo.Sample(nil), fresh...), mixed...)
 	s.replay.Add(fresh...)
 	rows, err := s.rows(batch)
 	if err != nil {
 		return updateResult{}, err
 	}
-	st, err := s.upd.Update(rows, rf.Epochs, rf.Minibatches, lr, stream(seed, streamShuffle, step, 0))
+	st, err := s.upd.Update(rows, rf.Epochs, rf.Minibatches, lr, stream.New(seed, stream.Shuffle, step, 0))
 	if err == nil {
 		err = s.guard.observe(st.Updates, st.Skipped, s.params)
 	}
@@ -139,7 +141,7 @@ func rftTaskRange(cfg *configs.Config) (base, size int) {
 // sampleTasks draws n training tasks for one step and round.
 func (s *rftRun) sampleTasks(step, round, n int) []*env.Task {
 	base, size := rftTaskRange(s.r.cfg)
-	rng := stream(s.r.cfg.Run.Seed, streamTasks, step, round)
+	rng := stream.New(s.r.cfg.Run.Seed, stream.Tasks, step, round)
 	tasks := make([]*env.Task, n)
 	for i := range tasks {
 		tasks[i] = env.Generate(s.r.envCfg, env.Train, base+rng.IntN(size))
@@ -152,7 +154,7 @@ func (s *rftRun) sampleTasks(step, round, n int) []*env.Task {
 // being updated (it is refreshed only after the update), and policy.Sample
 // computes log π from the same logits exactly as logProbs does, so
 // recomputing them gave the same bits (TestRolloutLogProbsAreRecomputedOnes).
-func (s *rftRun) sampleOf(ro *Rollout, adv float64, step int) *grpo.Sample {
+func (s *rftRun) sampleOf(ro *rollout.Rollout, adv float64, step int) *grpo.Sample {
 	smp := &grpo.Sample{Advantage: adv, Step: step}
 	for _, st := range ro.Steps {
 		smp.Obs = append(smp.Obs, st.Obs)
@@ -203,7 +205,7 @@ func (s *rftRun) fillLogProbs(samples []*grpo.Sample) {
 func logProbs(inf *policy.Inference, obs []float32, acts []int, temperature float64, workers int) []float32 {
 	nA, od := env.NumActions(), env.ObsDim
 	out := make([]float32, len(acts))
-	(&roller{workers: workers}).parallel(len(acts), func(lo, hi int) {
+	rollout.Parallel(workers, len(acts), func(lo, hi int) {
 		logits := make([]float32, (hi-lo)*nA)
 		inf.Logits(obs[lo*od:hi*od], hi-lo, logits)
 		for i, a := range acts[lo:hi] {

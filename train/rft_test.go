@@ -12,6 +12,9 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/setup"
+	"github.com/pixelis/pixelis/train/stream"
 )
 
 // RFT draws its tasks after the SFT set unless task_pool is 0, and every task
@@ -31,7 +34,7 @@ func TestRFTTaskRange(t *testing.T) {
 			t.Errorf("task_pool %d: base %d size %d, want %d and %d", c.pool, base, size, c.wantBase, c.wantSize)
 			continue
 		}
-		envCfg, err := EnvConfig(cfg)
+		envCfg, err := setup.EnvConfig(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,18 +87,18 @@ func TestResaveKeepsKeptKind(t *testing.T) {
 // weights, bit for bit, so the update reuses them instead of recomputing.
 func TestRolloutLogProbsAreRecomputedOnes(t *testing.T) {
 	cfg := configs.Default()
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
+	params, err := policy.New(setup.PolicyConfig(cfg), rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	inf := policy.NewInference(params)
 	for _, temp := range []float64{1, 0.7} {
-		rs, err := newRoller(inf, envCfg, 2).run(context.Background(), generateTasks(envCfg, env.Train, 4), 3,
-			sampling{temperature: temp}, func(i int) *rand.Rand { return stream(1, streamEpisode, 0, i) })
+		rs, err := rollout.NewRoller(inf, envCfg, 2).Run(context.Background(), rollout.FirstTasks(envCfg, env.Train, 4), 3,
+			rollout.Sampling{Temperature: temp}, func(i int) *rand.Rand { return stream.New(1, stream.Episode, 0, i) })
 		if err != nil {
 			t.Fatal(err)
 		}

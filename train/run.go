@@ -1,10 +1,3 @@
-// Package train runs pixelis: the SFT phase, the GRPO phase and the final test
-// evaluation, in one goroutine, publishing telemetry and applying commands
-// between steps. Start with Runner.Run; each phase lives in its own file
-// (sft.go, rft.go, test.go), the rollout engine in rollout.go, and
-// components.go builds every part from the run's config. An RFT step reads top
-// to bottom in rftRun.stepOnce (rft.go); its halves that touch the policy are in
-// rft_step.go and its metrics in rft_metrics.go.
 package train
 
 import (
@@ -16,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
 
@@ -25,6 +17,8 @@ import (
 	"github.com/pixelis/pixelis/internal/crash"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -119,7 +113,7 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -131,19 +125,19 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if err := configs.Encode(&conf, cfg); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(opt.RunDir, "config.toml"), conf.Bytes()); err != nil {
+	if err := rundir.WriteFileAtomic(filepath.Join(opt.RunDir, rundir.ConfigFile), conf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
-	if err := writeRunInfo(opt.RunDir, RunInfo{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init}); err != nil {
+	if err := rundir.WriteInfo(opt.RunDir, rundir.Info{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init}); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	workers := WorkerCount(cfg)
+	workers := setup.Workers(cfg)
 	return &Runner{
 		cfg: cfg, opt: opt, envCfg: envCfg, log: opt.Log,
 		name:     filepath.Base(opt.RunDir),
 		workers:  workers,
 		state:    telemetry.StateStarting,
-		ckptRoot: filepath.Join(opt.RunDir, "checkpoints"),
+		ckptRoot: filepath.Join(opt.RunDir, rundir.Checkpoints),
 	}, nil
 }
 
@@ -453,12 +447,3 @@ type discard struct{}
 func (discard) Record(telemetry.Point)     {}
 func (discard) Publish(telemetry.Snapshot) {}
 func (discard) Emit(telemetry.Event)       {}
-
-// WorkerCount is how many goroutines a run of cfg computes on: run.workers,
-// or every core when it is 0.
-func WorkerCount(cfg *configs.Config) int {
-	if cfg.Run.Workers > 0 {
-		return cfg.Run.Workers
-	}
-	return runtime.GOMAXPROCS(0)
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -72,7 +73,7 @@ func TestSmokePipeline(t *testing.T) {
 			t.Errorf("missing %s", p)
 		}
 	}
-	var fe FinalEval
+	var fe rollout.FinalEval
 	data, err := os.ReadFile(filepath.Join(dir, "final_eval.json"))
 	if err != nil {
 		t.Fatal(err)

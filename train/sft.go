@@ -13,12 +13,13 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/sft"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
-
-// SFTFinal names the checkpoint that ends the SFT phase; RFT starts from it.
-const SFTFinal = "sft_final"
 
 // sftState is the SFT part of state.json.
 type sftState struct {
@@ -39,7 +40,7 @@ type sftRun struct {
 	params  *policy.Params
 	trainer *sft.Trainer
 	inf     *policy.Inference
-	roller  *roller
+	roller  *rollout.Roller
 	pools   *curriculum.Pools
 	dm      *curriculum.DataManager
 	data    *dataset
@@ -48,7 +49,7 @@ type sftRun struct {
 	sched   optim.Schedule
 	step    int
 	last    map[string]float64
-	lastVal EvalResult
+	lastVal rollout.EvalResult
 	rate    rateMeter
 	// lastSamples are validation episodes shown by the console.
 	lastSamples []telemetry.Sample
@@ -78,15 +79,15 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 	if err != nil {
 		return fmt.Errorf("sft curriculum: %w", err)
 	}
-	dm, err := curriculum.NewDataManager(dataCurriculumConfig(cfg, len(mixes)))
+	dm, err := curriculum.NewDataManager(setup.DataCurriculumConfig(cfg, len(mixes)))
 	if err != nil {
 		return fmt.Errorf("sft.curriculum: %w", err)
 	}
-	params, err := policy.New(policyConfig(cfg), stream(cfg.Run.Seed, streamInit, 0, 0))
+	params, err := policy.New(setup.PolicyConfig(cfg), stream.New(cfg.Run.Seed, stream.Init, 0, 0))
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, sftWeights(cfg), guardedAdam(cfg, cfg.SFT.WeightDecay, cfg.SFT.GradClip))
+	trainer, err := sft.NewTrainer(params, cfg.SFT.BatchSize, setup.SFTWeights(cfg), guardedAdam(cfg, cfg.SFT.WeightDecay, cfg.SFT.GradClip))
 	if err != nil {
 		return err
 	}
@@ -102,15 +103,15 @@ func (r *Runner) runSFT(ctx context.Context, res *resumePoint) error {
 		r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("SFT resumed at step %d from %s", s.step, res.loaded.Path), nil)
 	}
 	s.inf = policy.NewInference(params)
-	s.roller = newRoller(s.inf, r.envCfg, r.workers)
-	s.val = generateTasks(r.envCfg, env.Val, cfg.SFT.EvalTasks)
+	s.roller = rollout.NewRoller(s.inf, r.envCfg, r.workers)
+	s.val = rollout.FirstTasks(r.envCfg, env.Val, cfg.SFT.EvalTasks)
 	s.valB = data.bucketsOf(s.val)
 	return s.loop(ctx)
 }
 
 func (s *sftRun) restore(res *resumePoint) error {
 	l := res.loaded
-	if err := assignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
+	if err := setup.AssignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
 		return fmt.Errorf("%s: %w", filePolicy, err)
 	}
 	if err := restoreAdam(s.trainer.Optimizer(), l.Tensors[fileOptimizer]); err != nil {
@@ -150,7 +151,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 		faults.AtContext(ctx, faults.TrainingStep)
 		step := s.step + 1
 		t0 := time.Now()
-		batch.Idx = s.pools.Sample(stream(cfg.Run.Seed, streamSFTBatch, step, 0), cfg.SFT.BatchSize, batch.Idx[:0])
+		batch.Idx = s.pools.Sample(stream.New(cfg.Run.Seed, stream.SFTBatch, step, 0), cfg.SFT.BatchSize, batch.Idx[:0])
 		batch.Pairs = batch.Pairs[:0]
 		for _, i := range batch.Idx {
 			batch.Pairs = append(batch.Pairs, s.data.pairs[i])
@@ -200,7 +201,7 @@ func (s *sftRun) loop(ctx context.Context) error {
 		}
 	}
 	s.publish() // flushes every recorded step to the run's files before the checkpoint that covers them
-	path, err := s.saveAs(SFTFinal, ckpt.KindFinal)
+	path, err := s.saveAs(rundir.SFTFinal, ckpt.KindFinal)
 	if err != nil {
 		return fmt.Errorf("save the SFT model: %w", err)
 	}
@@ -227,16 +228,16 @@ func (s *sftRun) validate(ctx context.Context, decide bool) (map[string]float64,
 	for i, t := range s.val {
 		bucket[t] = s.valB[i]
 	}
-	var greedy []*Rollout
-	res, err := evaluate(ctx, s.roller, tasksOf(s.val), evalSpec{
-		groups: func(t *env.Task) []string { return []string{t.Family.String(), bucket[t]} },
-		each:   func(_ int, g *Rollout, _ []*Rollout) error { greedy = append(greedy, g); return nil },
+	var greedy []*rollout.Rollout
+	res, err := rollout.Evaluate(ctx, s.roller, rollout.TasksOf(s.val), rollout.EvalSpec{
+		Groups: func(t *env.Task) []string { return []string{t.Family.String(), bucket[t]} },
+		Each:   func(_ int, g *rollout.Rollout, _ []*rollout.Rollout) error { greedy = append(greedy, g); return nil },
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.lastVal = res
-	s.lastSamples = samplesOf(greedy, reward.Breakdown{}, s.step, s.r.offset+s.step, max(1, len(greedy)/8), 8)
+	s.lastSamples = rollout.SampleViews(greedy, reward.Breakdown{}, s.step, s.r.offset+s.step, max(1, len(greedy)/8), 8)
 	m := res.Metrics("val")
 	current := mixScore(s.pools.Mix(s.pools.Stage()), greedy, s.valB)
 	switch {
@@ -271,7 +272,7 @@ func (s *sftRun) validate(ctx context.Context, decide bool) (map[string]float64,
 }
 
 // mixScore is the greedy success rate on the validation tasks whose bucket is in mix.
-func mixScore(mix string, greedy []*Rollout, buckets []string) float64 {
+func mixScore(mix string, greedy []*rollout.Rollout, buckets []string) float64 {
 	in := map[string]bool{}
 	for _, b := range strings.Split(mix, "+") {
 		in[b] = true
@@ -309,7 +310,7 @@ func (s *sftRun) checkpoint(kind ckpt.Kind) (string, error) {
 func (s *sftRun) saveAs(name string, kind ckpt.Kind) (string, error) {
 	st := runState{Phase: PhaseSFT, Step: s.step, SFT: &sftState{Pools: s.pools.State(), Data: s.dm.State(), Pending: s.pending}}
 	return s.r.save(name, kind, st, s.pools.Mix(s.pools.Stage()), s.pools.Stage(), map[string][]ckpt.Tensor{
-		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.trainer.Optimizer()),
+		filePolicy: setup.PolicyTensors(s.params), fileOptimizer: adamTensors(s.trainer.Optimizer()),
 	})
 }
 
@@ -385,13 +386,4 @@ func (m *rateMeter) rate(step int) float64 {
 		return 0
 	}
 	return float64(step-m.step0) / dt
-}
-
-// generateTasks returns the first n tasks of a split.
-func generateTasks(cfg env.Config, split env.Split, n int) []*env.Task {
-	out := make([]*env.Task, n)
-	for i := range out {
-		out[i] = env.Generate(cfg, split, i)
-	}
-	return out
 }

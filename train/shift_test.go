@@ -7,6 +7,7 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // TestShiftNamesAgree: [env] shift accepts exactly the shifts the world draws,
@@ -23,7 +24,7 @@ func TestShiftNamesAgree(t *testing.T) {
 	}
 	for _, s := range configs.Shifts {
 		cfg.Env.Shift = s
-		ec, err := EnvConfig(cfg)
+		ec, err := setup.EnvConfig(cfg)
 		if err != nil || ec.Shift != s {
 			t.Fatalf("shift %q: %v, env shift %q", s, err, ec.Shift)
 		}

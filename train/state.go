@@ -15,12 +15,14 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
-	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
+	"github.com/pixelis/pixelis/train/ttrl"
 )
 
 // Files of a checkpoint.
 const (
-	filePolicy    = "policy.safetensors"    // every weight of the policy, adapters included
+	filePolicy    = ckpt.PolicyFile         // every weight of the policy, adapters included
 	fileOptimizer = "optimizer.safetensors" // Adam moments and step count
 	fileCuriosity = "curiosity.safetensors" // the curiosity model and its optimiser (RFT)
 )
@@ -80,17 +82,17 @@ func CheckResume(cfg *configs.Config, path string) error {
 func readResume(cfg *configs.Config, path string) (*resumePoint, error) {
 	l, err := ckpt.Load(path)
 	if err != nil {
-		return nil, refuseCheckpoint(path, TrainingHash(cfg), err)
+		return nil, refuseCheckpoint(path, cfg.TrainingHash(), err)
 	}
 	if err := env.CheckObsVersion(path, l.Manifest.ObservationVersion()); err != nil {
 		return nil, err
 	}
-	if want := TrainingHash(cfg); l.Manifest.ConfigHash != want {
+	if want := cfg.TrainingHash(); l.Manifest.ConfigHash != want {
 		return nil, refuseCheckpoint(path, want, fmt.Errorf("it was written under another config (hash %.12s, this run's is %.12s)", l.Manifest.ConfigHash, want))
 	}
 	st, err := decodeState(l.State)
 	if err != nil {
-		return nil, refuseCheckpoint(path, TrainingHash(cfg), fmt.Errorf("%s: %w", ckpt.StateFile, err))
+		return nil, refuseCheckpoint(path, cfg.TrainingHash(), fmt.Errorf("%s: %w", ckpt.StateFile, err))
 	}
 	return &resumePoint{phase: st.Phase, step: st.Step, loaded: l, state: st}, nil
 }
@@ -139,7 +141,7 @@ func VerifyCheckpoint(path string) []ckpt.Problem {
 
 // refuse explains why a checkpoint cannot be used and points at an older one.
 func (r *Runner) refuse(path string, err error) error {
-	return refuseCheckpoint(path, TrainingHash(r.cfg), err)
+	return refuseCheckpoint(path, r.cfg.TrainingHash(), err)
 }
 
 // refuseCheckpoint is the error for a checkpoint that cannot be resumed from:
@@ -180,32 +182,14 @@ func checkpointPlace(path string) (phase string, step int64, ok bool) {
 		}
 	}
 	switch filepath.Base(path) {
-	case SFTFinal:
+	case rundir.SFTFinal:
 		return PhaseSFT, math.MaxInt64, true
-	case RFTFinal:
+	case rundir.RFTFinal:
 		return PhaseRFT, math.MaxInt64, true
-	case TTRLFinal:
+	case rundir.TTRLFinal:
 		return PhaseTTRL, math.MaxInt64, true
 	}
 	return "", 0, false
-}
-
-// TrainingHash is the config hash a checkpoint records: the config with the
-// fields that cannot change a later number (run naming, console, exports,
-// checkpoint cadence, the memory cap, the divergence guard, which only decide
-// whether a run may go on) set to fixed values, so a resume may change those.
-// Two configs with the same TrainingHash train the same numbers.
-func TrainingHash(cfg *configs.Config) string { return TrainingConfig(cfg).Hash() }
-
-// TrainingConfig is the copy of cfg that TrainingHash digests.
-func TrainingConfig(cfg *configs.Config) *configs.Config {
-	c := cfg.Clone()
-	c.Run.Name, c.Run.Dir, c.Run.Workers, c.Run.LogEvery, c.Run.MaxMemoryGB = "", "", 0, 0, 0
-	c.Divergence = configs.Divergence{}
-	c.UI = configs.UI{}
-	c.Export = configs.Export{}
-	c.Checkpoint = configs.Checkpoint{}
-	return c
 }
 
 // save writes a checkpoint of the current phase into the run's checkpoint root.
@@ -229,7 +213,7 @@ func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, st
 	}
 	return ckpt.Save(r.ckptRoot, ckpt.Checkpoint{
 		Name: name, Phase: st.Phase, Step: int64(st.Step), Stage: stage, StageIndex: stageIdx,
-		Kind: kind, ConfigHash: TrainingHash(r.cfg), Files: files, State: data, Meta: meta,
+		Kind: kind, ConfigHash: r.cfg.TrainingHash(), Files: files, State: data, Meta: meta,
 		Observation: &ckpt.Observation{Version: env.ObsVersion, Width: env.ObsDim},
 	})
 }
@@ -240,30 +224,11 @@ func policyMeta(cfg *configs.Config, files map[string][]ckpt.Tensor) (map[string
 	if _, ok := files[filePolicy]; !ok {
 		return nil, nil
 	}
-	js, err := json.Marshal(policyConfig(cfg).Record())
+	js, err := json.Marshal(setup.PolicyConfig(cfg).Record())
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: policy record: %w", filePolicy, err)
 	}
 	return map[string]map[string]string{filePolicy: {ckpt.MetaPolicyConfig: string(js)}}, nil
-}
-
-// policyTensors lists the policy's weights for a safetensors file (shared, not copied).
-func policyTensors(p *policy.Params) []ckpt.Tensor {
-	ts := p.Tensors()
-	out := make([]ckpt.Tensor, len(ts))
-	for i, t := range ts {
-		out[i] = ckpt.Tensor{Name: t.Name, DType: ckpt.F32, Shape: t.Shape, Data: t.Data}
-	}
-	return out
-}
-
-// assignPolicy copies checkpoint tensors into p, checking names and shapes.
-func assignPolicy(p *policy.Params, ts []ckpt.Tensor) error {
-	in := make([]policy.Tensor, len(ts))
-	for i, t := range ts {
-		in[i] = policy.Tensor{Name: t.Name, Shape: t.Shape, Data: t.Data}
-	}
-	return p.Assign(in)
 }
 
 // adamTensors stores an optimiser's moments as "m/<param>", "v/<param>" and its step count.
@@ -445,4 +410,39 @@ func restoreCuriosity(st *reward.OrchestratorState, ts []ckpt.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// memoryTensors are TTRL's retrieval memory in a checkpoint: the embeddings, and the samples in
+// the replay buffer's layout.
+func memoryTensors(m *ttrl.Memory) []ckpt.Tensor {
+	embs, items := m.Entries()
+	flat := make([]float32, 0, len(embs)*env.ObsDim)
+	for _, e := range embs {
+		flat = append(flat, e...)
+	}
+	ts := replayTensors(&grpo.Replay{Items: items})
+	return append(ts, ckpt.Tensor{Name: "embedding", DType: ckpt.F32, Shape: []int{len(embs), env.ObsDim}, Data: flat})
+}
+
+// restoreMemory rebuilds a memory of capacity entries from memoryTensors' output.
+func restoreMemory(capacity int, ts []ckpt.Tensor) (*ttrl.Memory, error) {
+	r, err := restoreReplay(0, 0, ts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ttrl.MemoryFile, err)
+	}
+	var flat []float32
+	found := false
+	for _, t := range ts {
+		if t.Name == "embedding" {
+			flat, found = t.Data, true
+		}
+	}
+	if !found || len(flat) != len(r.Items)*env.ObsDim {
+		return nil, fmt.Errorf("%s: %d embeddings for %d entries", ttrl.MemoryFile, len(flat)/env.ObsDim, len(r.Items))
+	}
+	m := ttrl.NewMemory(capacity)
+	for i, s := range r.Items {
+		m.Add(flat[i*env.ObsDim:(i+1)*env.ObsDim], s)
+	}
+	return m, nil
 }

@@ -4,90 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/pixelis/pixelis/ckpt"
-	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/internal/par"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
-
-// RFTFinal names the checkpoint that ends the RFT phase.
-const RFTFinal = "rft_final"
-
-// FinalEval is final_eval.json: every model of the run on the same held-out tasks.
-type FinalEval struct {
-	Split   string                `json:"split"`
-	Tasks   int                   `json:"tasks"`
-	Samples int                   `json:"samples"`
-	Models  map[string]EvalResult `json:"models"` // "sft", "rft", "ttrl"
-	// Change is RFT minus SFT on the same tasks, when both were evaluated.
-	Change *PairedChange `json:"rft_minus_sft,omitempty"`
-	// TTRLChange is TTRL minus RFT on the same tasks, when both were evaluated.
-	TTRLChange *PairedChange `json:"ttrl_minus_rft,omitempty"`
-	Time       time.Time     `json:"time"`
-}
-
-// PairedChange compares two models task by task on the same tasks and
-// sampling streams. The standard error is that of the mean per-task
-// difference, so the task-to-task spread both models share cancels out:
-//
-//	Δ = mean_t (b_t − a_t),   SE = sd_t(b_t − a_t) / √T
-type PairedChange struct {
-	Greedy   float64 `json:"greedy"`
-	GreedySE float64 `json:"greedy_se"`
-	Pass1    float64 `json:"pass@1"`
-	Pass1SE  float64 `json:"pass@1_se"`
-}
-
-// perTask is one model's greedy and pass@1 score on each task, in task order.
-type perTask struct{ greedy, pass1 []float64 }
-
-func newPerTask(tasks int) perTask {
-	return perTask{greedy: make([]float64, tasks), pass1: make([]float64, tasks)}
-}
-
-// add scores task t from its episodes.
-func (pt perTask) add(t int, greedy *Rollout, sampled []*Rollout) {
-	if greedy.Correct {
-		pt.greedy[t] = 1
-	}
-	for _, ro := range sampled {
-		if ro.Correct {
-			pt.pass1[t] += 1 / float64(len(sampled))
-		}
-	}
-}
-
-// pairedDiff is the mean of b − a and its standard error.
-func pairedDiff(a, b []float64) (mean, se float64) {
-	n := float64(len(a))
-	if n < 2 {
-		return 0, 0
-	}
-	for i := range a {
-		mean += b[i] - a[i]
-	}
-	mean /= n
-	var ss float64
-	for i := range a {
-		d := b[i] - a[i] - mean
-		ss += d * d
-	}
-	return mean, math.Sqrt(ss/(n-1)) / math.Sqrt(n)
-}
 
 // testModels are the checkpoints the test phase evaluates, by model name: the
 // run's SFT model (its own, or the one its RFT started from), its RFT model
 // (its own, or the one its TTRL started from) and its TTRL model.
 func (r *Runner) testModels() map[string]string {
-	m := map[string]string{"sft": filepath.Join(r.ckptRoot, SFTFinal), "rft": filepath.Join(r.ckptRoot, RFTFinal), "ttrl": filepath.Join(r.ckptRoot, TTRLFinal)}
+	m := map[string]string{"sft": filepath.Join(r.ckptRoot, rundir.SFTFinal), "rft": filepath.Join(r.ckptRoot, rundir.RFTFinal), "ttrl": filepath.Join(r.ckptRoot, rundir.TTRLFinal)}
 	if all := r.allPhases(); r.opt.Init != "" && len(all) > 0 {
 		switch all[0] {
 		case PhaseRFT:
@@ -105,10 +40,10 @@ func (r *Runner) runTest(ctx context.Context) error {
 	cfg := r.cfg
 	r.state = telemetry.StateEvaluating
 	faults.AtContext(ctx, faults.TestPhase)
-	tasks := splitTasks(r.envCfg, env.Test, cfg.Eval.Tasks) // generated chunk by chunk, for each model
-	out := FinalEval{Split: "test", Tasks: tasks.n, Samples: cfg.Eval.Samples, Models: map[string]EvalResult{}, Time: time.Now().UTC()}
+	tasks := rollout.SplitTasks(r.envCfg, env.Test, cfg.Eval.Tasks) // generated chunk by chunk, for each model
+	out := rollout.FinalEval{Split: "test", Tasks: tasks.Len(), Samples: cfg.Eval.Samples, Models: map[string]rollout.EvalResult{}, Time: time.Now().UTC()}
 	m := map[string]float64{}
-	scores := map[string]perTask{}
+	scores := map[string]rollout.PerTask{}
 	paths := r.testModels()
 	var models []string
 	for _, model := range []string{"sft", "rft", "ttrl"} {
@@ -120,21 +55,24 @@ func (r *Runner) runTest(ctx context.Context) error {
 	// evaluation's tail (the last long episodes) leaves a core idle that the
 	// other model's episodes fill. Each model's results do not depend on its
 	// workers.
-	results := make([]EvalResult, len(models))
-	perTasks := make([]perTask, len(models))
+	results := make([]rollout.EvalResult, len(models))
+	perTasks := make([]rollout.PerTask, len(models))
 	errs := make([]error, len(models))
 	evals := make([]func(), len(models))
 	for i, model := range models {
 		evals[i] = func() {
-			params, err := LoadPolicy(cfg, paths[model])
+			params, err := setup.LoadPolicy(cfg, paths[model])
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			pt := newPerTask(tasks.n)
-			results[i], errs[i] = evaluate(ctx, newRoller(policy.NewInference(params), r.envCfg, max(r.workers/len(models), 1)), tasks, evalSpec{
-				samples: cfg.Eval.Samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
-				each: func(task int, greedy *Rollout, sampled []*Rollout) error { pt.add(task, greedy, sampled); return nil },
+			pt := rollout.NewPerTask(tasks.Len())
+			results[i], errs[i] = rollout.Evaluate(ctx, rollout.NewRoller(policy.NewInference(params), r.envCfg, max(r.workers/len(models), 1)), tasks, rollout.EvalSpec{
+				Samples: cfg.Eval.Samples, Temperature: cfg.Eval.Temperature, Seed: cfg.Run.Seed,
+				Each: func(task int, greedy *rollout.Rollout, sampled []*rollout.Rollout) error {
+					pt.Add(task, greedy, sampled)
+					return nil
+				},
 			})
 			perTasks[i] = pt
 		}
@@ -165,8 +103,8 @@ func (r *Runner) runTest(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(r.opt.RunDir, "final_eval.json")
-	if err := writeFileAtomic(path, data); err != nil {
+	path := filepath.Join(r.opt.RunDir, rundir.FinalEvalFile)
+	if err := rundir.WriteFileAtomic(path, data); err != nil {
 		return err
 	}
 	msg := "test results: " + path
@@ -188,62 +126,13 @@ func (r *Runner) runTest(ctx context.Context) error {
 
 // pairedChange is model b minus model a task by task, when both were
 // evaluated, recorded as test/<b>_minus_<a>/… in m.
-func pairedChange(scores map[string]perTask, a, b string, m map[string]float64) *PairedChange {
+func pairedChange(scores map[string]rollout.PerTask, a, b string, m map[string]float64) *rollout.PairedChange {
 	sa, okA := scores[a]
 	sb, okB := scores[b]
 	if !okA || !okB {
 		return nil
 	}
-	c := &PairedChange{}
-	c.Greedy, c.GreedySE = pairedDiff(sa.greedy, sb.greedy)
-	c.Pass1, c.Pass1SE = pairedDiff(sa.pass1, sb.pass1)
+	c := rollout.Paired(sa, sb)
 	m["test/"+b+"_minus_"+a+"/greedy"], m["test/"+b+"_minus_"+a+"/pass@1"] = c.Greedy, c.Pass1
 	return c
-}
-
-// LoadPolicy reads a verified checkpoint's policy weights into a network shaped
-// by cfg; a checkpoint of another shape is refused with the mismatch named.
-func LoadPolicy(cfg *configs.Config, path string) (*policy.Params, error) {
-	l, err := ckpt.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := env.CheckObsVersion(path, l.Manifest.ObservationVersion()); err != nil {
-		return nil, err
-	}
-	params, err := policy.New(policyConfig(cfg), stream(cfg.Run.Seed, streamInit, 0, 0))
-	if err != nil {
-		return nil, err
-	}
-	ts, ok := l.Tensors[filePolicy]
-	if !ok {
-		return nil, fmt.Errorf("%s: no %s", path, filePolicy)
-	}
-	if err := assignPolicy(params, ts); err != nil {
-		return nil, fmt.Errorf("%s does not match the policy config: %w", path, err)
-	}
-	return params, nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it over path.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -13,25 +13,27 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/train/ttrl"
 )
-
-// TTRLFinal names the checkpoint that ends the TTRL phase.
-const TTRLFinal = "ttrl_final"
 
 // The TTRL phase: test-time reinforcement learning without labels. From an
 // RFT model, on a stream of unlabeled tasks (a range of the validation split,
 // of the world [env] describes, shifted or not), each step
 //
 //  1. takes the stream's next tasks and samples k trajectories of each;
-//  2. votes over them (ttrl_vote.go): the winning answer is the task's
+//  2. votes over them (train/ttrl/vote.go): the winning answer is the task's
 //     pseudo-label, its share the vote's confidence;
 //  3. keeps the tasks whose vote passes the confidence gate;
-//  4. retrieves the nearest earlier passed tasks (ttrl_memory.go) and replays
+//  4. retrieves the nearest earlier passed tasks (train/ttrl/memory.go) and replays
 //     their winning trajectories;
 //  5. updates the adapters with the GRPO objective towards trajectories that
 //     agree with the pseudo-label, short ones most (the length prior), with a
-//     KL term to an EMA of the policy (ttrl_anchor.go);
+//     KL term to an EMA of the policy (train/ttrl/anchor.go);
 //  6. places the KL to the EMA against its corridor, applies the corridor
 //     rule and adapts the learning rate, and moves the EMA.
 //
@@ -77,9 +79,9 @@ type ttrlRun struct {
 	ema    *policy.Params // θ̄, the KL anchor
 	inf    *policy.Inference
 	emaInf *policy.Inference
-	roller *roller
+	roller *rollout.Roller
 	upd    *grpo.Updater
-	mem    *retrievalMemory
+	mem    *ttrl.Memory
 	names  []string // the trainable tensors (adapters)
 	st     ttrlState
 	step   int
@@ -99,14 +101,14 @@ func (r *Runner) runTTRL(ctx context.Context, res *resumePoint) error {
 	if _, err := os.Stat(init); err != nil {
 		return fmt.Errorf("ttrl: the RFT checkpoint %s does not exist: run `pixelis rft` first or pass --init PATH", init)
 	}
-	params, err := LoadPolicy(r.cfg, init)
+	params, err := setup.LoadPolicy(r.cfg, init)
 	if err != nil {
 		return fmt.Errorf("ttrl: %w", err)
 	}
 	tc := r.cfg.TTRL
 	s := &ttrlRun{r: r, tc: tc, params: params, ema: params.Clone(), names: params.Trainable(true), guard: divergenceGuard{cfg: r.cfg},
-		mem: &retrievalMemory{cap: tc.MemorySize},
-		st:  ttrlState{Init: init, InitShift: initShift(init), Shift: r.cfg.Env.Shift, LRScale: 1, Corridor: corridorInside.String()}}
+		mem: ttrl.NewMemory(tc.MemorySize),
+		st:  ttrlState{Init: init, InitShift: initShift(init), Shift: r.cfg.Env.Shift, LRScale: 1, Corridor: ttrl.Inside.String()}}
 	if err := s.build(); err != nil {
 		return err
 	}
@@ -117,7 +119,7 @@ func (r *Runner) runTTRL(ctx context.Context, res *resumePoint) error {
 		r.emit(s.step, telemetry.EventPhase, fmt.Sprintf("TTRL resumed at step %d from %s", s.step, res.loaded.Path), nil)
 	}
 	s.inf, s.emaInf = policy.NewInference(s.params), policy.NewInference(s.ema)
-	s.roller = newRoller(s.inf, r.envCfg, r.workers)
+	s.roller = rollout.NewRoller(s.inf, r.envCfg, r.workers)
 	return s.loop(ctx)
 }
 
@@ -127,13 +129,13 @@ func (r *Runner) ttrlInit() string {
 	if r.opt.Init != "" && len(r.opt.Phases) > 0 && r.opt.Phases[0] == PhaseTTRL {
 		return r.opt.Init
 	}
-	return filepath.Join(r.ckptRoot, RFTFinal)
+	return filepath.Join(r.ckptRoot, rundir.RFTFinal)
 }
 
 // initShift is the [env] shift of the run a checkpoint belongs to, read from
 // its run directory's config.toml; "?" when that cannot be read.
 func initShift(init string) string {
-	cfg, err := configs.Load(filepath.Join(filepath.Dir(filepath.Dir(init)), "config.toml"))
+	cfg, err := configs.Load(filepath.Join(filepath.Dir(filepath.Dir(init)), rundir.ConfigFile))
 	if err != nil {
 		return "?"
 	}
@@ -143,12 +145,12 @@ func initShift(init string) string {
 func (s *ttrlRun) build() error {
 	tc := s.tc
 	kl := tc.KLCoef
-	if tc.Anchor == AnchorNone {
+	if tc.Anchor == ttrl.AnchorNone {
 		kl = 0
 	}
 	loss := grpo.LossConfig{ClipLow: s.r.cfg.RFT.ClipLow, ClipHigh: s.r.cfg.RFT.ClipHigh, KLCoef: kl, KLEstimator: "k3", Temperature: tc.Temperature}
 	var err error
-	s.upd, err = grpo.NewUpdater(s.params, ttrlChunkRows(s.r.cfg), s.names, loss, guardedAdam(s.r.cfg, 0, tc.GradClip))
+	s.upd, err = grpo.NewUpdater(s.params, setup.TTRLChunkRows(s.r.cfg), s.names, loss, guardedAdam(s.r.cfg, 0, tc.GradClip))
 	if err != nil {
 		return fmt.Errorf("ttrl: %w", err)
 	}
@@ -161,16 +163,16 @@ func (s *ttrlRun) restore(res *resumePoint) error {
 	if res.state.TTRL == nil {
 		return fmt.Errorf("%s has no TTRL state", ckpt.StateFile)
 	}
-	if err := assignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
+	if err := setup.AssignPolicy(s.params, l.Tensors[filePolicy]); err != nil {
 		return fmt.Errorf("%s: %w", filePolicy, err)
 	}
-	if err := assignPolicy(s.ema, l.Tensors[fileEMA]); err != nil {
-		return fmt.Errorf("%s: %w", fileEMA, err)
+	if err := setup.AssignPolicy(s.ema, l.Tensors[ttrl.EMAFile]); err != nil {
+		return fmt.Errorf("%s: %w", ttrl.EMAFile, err)
 	}
 	if err := restoreAdam(s.upd.Optimizer(), l.Tensors[fileOptimizer]); err != nil {
 		return err
 	}
-	mem, err := restoreMemory(s.tc.MemorySize, l.Tensors[fileMemory])
+	mem, err := restoreMemory(s.tc.MemorySize, l.Tensors[ttrl.MemoryFile])
 	if err != nil {
 		return err
 	}
@@ -203,7 +205,7 @@ func (s *ttrlRun) loop(ctx context.Context) error {
 		}
 	}
 	s.publish()
-	path, err := s.saveAs(TTRLFinal, ckpt.KindFinal)
+	path, err := s.saveAs(rundir.TTRLFinal, ckpt.KindFinal)
 	if err != nil {
 		return fmt.Errorf("save the TTRL model: %w", err)
 	}
@@ -214,8 +216,8 @@ func (s *ttrlRun) loop(ctx context.Context) error {
 // ttrlBatch is one step's stream tasks, their trajectories and votes.
 type ttrlBatch struct {
 	tasks                   []*env.Task
-	rolls                   []*Rollout // k consecutive per task
-	votes                   []taskVote
+	rolls                   []*rollout.Rollout // k consecutive per task
+	votes                   []ttrl.Vote
 	passed                  []int // indices of the tasks that passed the gate
 	rewards                 []float64
 	fresh                   []*grpo.Sample
@@ -249,7 +251,7 @@ func (s *ttrlRun) stepOnce(ctx context.Context) error {
 	m["timing_s/rollout"], m["timing_s/update"] = b.timeRollout.Seconds(), b.timeUpdate.Seconds()
 	s.last = m
 	if step%s.r.cfg.Run.LogEvery == 0 || step == s.tc.Steps || s.lastSamples == nil {
-		s.lastSamples = samplesOf(b.rolls, pseudoBreakdown(b), step, s.r.offset+step, s.tc.Samples, 8)
+		s.lastSamples = rollout.SampleViews(b.rolls, pseudoBreakdown(b), step, s.r.offset+step, s.tc.Samples, 8)
 	}
 	s.r.record(telemetry.PhaseTTRL, step, m)
 	return nil
@@ -273,8 +275,8 @@ func (s *ttrlRun) streamTasks(n int) []*env.Task {
 func (s *ttrlRun) rollStream(ctx context.Context, step int) (*ttrlBatch, error) {
 	b := &ttrlBatch{tasks: s.streamTasks(s.tc.TasksPerStep)}
 	t := time.Now()
-	rolls, err := s.roller.run(ctx, b.tasks, s.tc.Samples, sampling{temperature: s.tc.Temperature}, func(i int) *rand.Rand {
-		return stream(s.r.cfg.Run.Seed, streamTTRL, step, i)
+	rolls, err := s.roller.Run(ctx, b.tasks, s.tc.Samples, rollout.Sampling{Temperature: s.tc.Temperature}, func(i int) *rand.Rand {
+		return stream.New(s.r.cfg.Run.Seed, stream.TTRL, step, i)
 	})
 	if err != nil {
 		return nil, err
@@ -296,18 +298,18 @@ func (s *ttrlRun) voteAndGate(b *ttrlBatch) {
 	k, tc := s.tc.Samples, s.tc
 	for g := range b.tasks {
 		group := b.rolls[g*k : (g+1)*k]
-		v := vote(group, tc.Vote)
+		v := ttrl.Tally(group, tc.Vote)
 		b.votes = append(b.votes, v)
 		s.st.Gate.Seen++
-		if !v.passes(tc.Gate) {
+		if !v.Passes(tc.Gate) {
 			continue
 		}
 		s.st.Gate.Passed++
 		b.passed = append(b.passed, g)
-		if v.winner == b.tasks[g].Answer { // diagnostic only
+		if v.Winner == b.tasks[g].Answer { // diagnostic only
 			s.st.PseudoRight++
 		}
-		b.rewards = append(b.rewards, pseudoRewards(group, v, tc.Vote, tc.LengthPrior, s.r.cfg.Env.MaxSteps)...)
+		b.rewards = append(b.rewards, ttrl.PseudoRewards(group, v, tc.Vote, tc.LengthPrior, s.r.cfg.Env.MaxSteps)...)
 	}
 	if len(b.passed) == 0 {
 		return
@@ -325,7 +327,7 @@ func (s *ttrlRun) voteAndGate(b *ttrlBatch) {
 }
 
 // rolloutSample is a trajectory as an update sample with its behaviour log-probs.
-func rolloutSample(ro *Rollout, adv float64, step int) *grpo.Sample {
+func rolloutSample(ro *rollout.Rollout, adv float64, step int) *grpo.Sample {
 	smp := &grpo.Sample{Advantage: adv, Step: step, OldLogP: append([]float32(nil), ro.LogP...)}
 	for _, st := range ro.Steps {
 		smp.Obs = append(smp.Obs, st.Obs)
@@ -345,8 +347,8 @@ func (s *ttrlRun) retrieveAndRemember(b *ttrlBatch, step int) {
 	}
 	var add []entry
 	for n, g := range b.passed {
-		emb := embedFirst(b.rolls[g*k].Steps[0].Obs)
-		for _, hit := range s.mem.nearest(emb, s.tc.Retrieval, s.tc.RetrievalMinSim) {
+		emb := ttrl.Embed(b.rolls[g*k].Steps[0].Obs)
+		for _, hit := range s.mem.Nearest(emb, s.tc.Retrieval, s.tc.RetrievalMinSim) {
 			b.replay = append(b.replay, &grpo.Sample{Obs: hit.Obs, Actions: hit.Actions, Advantage: hit.Advantage, Step: hit.Step})
 			b.hits++
 		}
@@ -358,7 +360,7 @@ func (s *ttrlRun) retrieveAndRemember(b *ttrlBatch, step int) {
 			}
 		}
 		ro := b.rolls[g*k+best]
-		if ro.Answer != b.votes[g].winner {
+		if ro.Answer != b.votes[g].Winner {
 			continue // no trajectory agreed with a good enough record
 		}
 		// Replayed with advantage 1; its log-probs are recomputed by the step
@@ -372,6 +374,6 @@ func (s *ttrlRun) retrieveAndRemember(b *ttrlBatch, step int) {
 		return
 	}
 	for _, e := range add {
-		s.mem.add(e.emb, e.win)
+		s.mem.Add(e.emb, e.win)
 	}
 }

@@ -10,7 +10,11 @@ import (
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/grpo"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/setup"
+	"github.com/pixelis/pixelis/train/stream"
 	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/train/ttrl"
 )
 
 // The halves of a TTRL step after the vote: the update with its KL to the
@@ -59,7 +63,7 @@ func (s *ttrlRun) update(step int, b *ttrlBatch) (grpo.Stats, float64, error) {
 	if s.r.beforeUpdate != nil {
 		s.r.beforeUpdate(PhaseTTRL, step, &lr)
 	}
-	st, err := s.upd.Update(rows, s.tc.Epochs, s.tc.Minibatches, lr, stream(s.r.cfg.Run.Seed, streamTTRLShuffle, step, 0))
+	st, err := s.upd.Update(rows, s.tc.Epochs, s.tc.Minibatches, lr, stream.New(s.r.cfg.Run.Seed, stream.TTRLShuffle, step, 0))
 	if err == nil {
 		err = s.guard.observe(st.Updates, st.Skipped, s.params)
 	}
@@ -87,9 +91,9 @@ func flattenSamples(batch []*grpo.Sample) (obs []float32, acts []int) {
 }
 
 // lr is the step's learning rate: η_t = η₀ · s_t under the EMA anchor
-// (nextLRScale), η₀ without it.
+// (ttrl.NextLRScale), η₀ without it.
 func (s *ttrlRun) lr() float64 {
-	if s.tc.Anchor == AnchorNone {
+	if s.tc.Anchor == ttrl.AnchorNone {
 		return s.tc.LR
 	}
 	return s.tc.LR * s.st.LRScale
@@ -103,35 +107,35 @@ func (s *ttrlRun) lr() float64 {
 //     adapters to the EMA's — drift beyond the corridor is never kept.
 //     Leaving it upwards is an event (each time it leaves, not every step
 //     outside); below it the policy barely moves, and the learning rate
-//     grows back (nextLRScale).
-//   - The learning rate follows nextLRScale.
-func (s *ttrlRun) anchor(step int, kl float64, updated bool) corridor {
+//     grows back (ttrl.NextLRScale).
+//   - The learning rate follows ttrl.NextLRScale.
+func (s *ttrlRun) anchor(step int, kl float64, updated bool) ttrl.Corridor {
 	tc := s.tc
-	c := placeKL(kl, tc.KLLow, tc.KLHigh)
+	c := ttrl.PlaceKL(kl, tc.KLLow, tc.KLHigh)
 	if !updated {
-		c = corridorInside // no update: nothing moved, nothing to judge
+		c = ttrl.Inside // no update: nothing moved, nothing to judge
 	}
 	prev := s.st.Corridor
 	s.st.Corridor = c.String()
-	if c == corridorAbove && prev != c.String() {
+	if c == ttrl.Above && prev != c.String() {
 		s.st.CorridorEvents++
 		msg := fmt.Sprintf("KL to the EMA %.4f left the corridor [%g, %g] %s", kl, tc.KLLow, tc.KLHigh, c)
-		if c == corridorAbove && tc.Anchor == AnchorEMA {
+		if c == ttrl.Above && tc.Anchor == ttrl.AnchorEMA {
 			msg += "; the step is undone (adapters reset to the EMA)"
 		}
 		s.r.emit(step, telemetry.EventWarning, msg, map[string]any{"kl": kl, "low": tc.KLLow, "high": tc.KLHigh, "side": c.String()})
 	}
-	if tc.Anchor == AnchorEMA {
-		if c == corridorAbove {
-			resetToEMA(s.params, s.ema, s.names)
+	if tc.Anchor == ttrl.AnchorEMA {
+		if c == ttrl.Above {
+			ttrl.ResetToEMA(s.params, s.ema, s.names)
 			s.inf.Refresh(s.params)
 			s.st.Resets++
 		}
 		if updated {
-			s.st.LRScale = nextLRScale(s.st.LRScale, kl, tc.KLLow, tc.KLHigh)
+			s.st.LRScale = ttrl.NextLRScale(s.st.LRScale, kl, tc.KLLow, tc.KLHigh)
 		}
 	}
-	emaUpdate(s.ema, s.params, s.names, tc.EMADecay)
+	ttrl.UpdateEMA(s.ema, s.params, s.names, tc.EMADecay)
 	s.emaInf.Refresh(s.ema)
 	return c
 }
@@ -157,14 +161,14 @@ func (s *ttrlRun) gateSpell(step, passed int) {
 var Diagnostics = []string{"ttrl/pseudo_label_acc", "ttrl/online_acc"}
 
 // metrics are the step's ttrl/ metrics, with the behaviour of its rollouts.
-func (s *ttrlRun) metrics(b *ttrlBatch, u grpo.Stats, kl float64, c corridor) map[string]float64 {
+func (s *ttrlRun) metrics(b *ttrlBatch, u grpo.Stats, kl float64, c ttrl.Corridor) map[string]float64 {
 	tc, st := s.tc, &s.st
 	m := map[string]float64{}
 	var share float64
 	var voted, right, answered int
 	for g, v := range b.votes {
-		if v.winner != "" {
-			share += v.share
+		if v.Winner != "" {
+			share += v.Share
 			voted++
 		}
 		for _, ro := range b.rolls[g*tc.Samples : (g+1)*tc.Samples] {
@@ -177,7 +181,7 @@ func (s *ttrlRun) metrics(b *ttrlBatch, u grpo.Stats, kl float64, c corridor) ma
 		m["ttrl/vote_agreement"] = share / float64(voted)
 	}
 	for _, g := range b.passed {
-		if b.votes[g].winner == b.tasks[g].Answer {
+		if b.votes[g].Winner == b.tasks[g].Answer {
 			right++
 		}
 	}
@@ -199,11 +203,11 @@ func (s *ttrlRun) metrics(b *ttrlBatch, u grpo.Stats, kl float64, c corridor) ma
 	m["ttrl/gate_pass_rate_total"] = float64(st.Gate.Passed) / float64(max(st.Gate.Seen, 1))
 	m["ttrl/gate_dry_steps"] = float64(st.Gate.Dry)
 	m["ttrl/kl_ema"], m["ttrl/kl_low"], m["ttrl/kl_high"] = kl, tc.KLLow, tc.KLHigh
-	m["ttrl/corridor"] = map[corridor]float64{corridorBelow: -1, corridorInside: 0, corridorAbove: 1}[c]
+	m["ttrl/corridor"] = map[ttrl.Corridor]float64{ttrl.Below: -1, ttrl.Inside: 0, ttrl.Above: 1}[c]
 	m["ttrl/corridor_events"], m["ttrl/resets"] = float64(st.CorridorEvents), float64(st.Resets)
 	m["ttrl/lr"], m["ttrl/lr_scale"] = s.lr(), st.LRScale
 	m["ttrl/retrieval_hits"], m["ttrl/retrieval_hits_total"] = float64(b.hits), float64(st.RetrievalHits)
-	m["ttrl/memory_size"] = float64(len(s.mem.items))
+	m["ttrl/memory_size"] = float64(s.mem.Len())
 	m["ttrl/samples_trained"], m["ttrl/samples_replayed"] = float64(len(b.fresh)), float64(len(b.replay))
 	m["ttrl/stream_position"] = float64(st.Position)
 	if len(b.rewards) > 0 {
@@ -213,7 +217,7 @@ func (s *ttrlRun) metrics(b *ttrlBatch, u grpo.Stats, kl float64, c corridor) ma
 		}
 		m["ttrl/pseudo_reward"] = sum / float64(len(b.rewards))
 	}
-	behaviour(b.rolls, m) // behavior/ and tools/, as RFT records them
+	rollout.Behaviour(b.rolls, m) // behavior/ and tools/, as RFT records them
 	if u.Updates+u.Skipped > 0 {
 		m["ttrl/loss"], m["ttrl/entropy"], m["ttrl/grad_norm"], m["ttrl/clip_ratio"] = u.Loss, u.Entropy, u.GradNorm, u.ClipRatio
 	}
@@ -237,8 +241,8 @@ func pseudoBreakdown(b *ttrlBatch) reward.Breakdown {
 // run's world) on request.
 func (s *ttrlRun) evaluate(ctx context.Context) error {
 	cfg := s.r.cfg
-	tasks := generateTasks(s.r.envCfg, env.Val, cfg.RFT.ValTasks)
-	res, err := evaluate(ctx, s.roller, tasksOf(tasks), evalSpec{samples: cfg.RFT.ValSamples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed, step: s.step})
+	tasks := rollout.FirstTasks(s.r.envCfg, env.Val, cfg.RFT.ValTasks)
+	res, err := rollout.Evaluate(ctx, s.roller, rollout.TasksOf(tasks), rollout.EvalSpec{Samples: cfg.RFT.ValSamples, Temperature: cfg.Eval.Temperature, Seed: cfg.Run.Seed, Step: s.step})
 	if err != nil {
 		return err
 	}
@@ -254,8 +258,8 @@ func (s *ttrlRun) checkpoint(kind ckpt.Kind) (string, error) {
 
 func (s *ttrlRun) saveAs(name string, kind ckpt.Kind) (string, error) {
 	files := map[string][]ckpt.Tensor{
-		filePolicy: policyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()),
-		fileEMA: emaTensors(s.ema), fileMemory: s.mem.tensors(),
+		filePolicy: setup.PolicyTensors(s.params), fileOptimizer: adamTensors(s.upd.Optimizer()),
+		ttrl.EMAFile: setup.PolicyTensors(s.ema), ttrl.MemoryFile: memoryTensors(s.mem),
 	}
 	st := s.st
 	return s.r.save(name, kind, runState{Phase: PhaseTTRL, Step: s.step, TTRL: &st}, "", 0, files)
@@ -284,7 +288,7 @@ func (s *ttrlRun) status() *telemetry.TTRLState {
 		Anchor: tc.Anchor, EMADecay: tc.EMADecay, KL: s.last["ttrl/kl_ema"], KLLow: tc.KLLow, KLHigh: tc.KLHigh,
 		Corridor: st.Corridor, CorridorEvents: st.CorridorEvents, Resets: st.Resets,
 		LR: s.lr(), LR0: tc.LR, LRScale: st.LRScale,
-		Memory: len(s.mem.items), MemoryCap: tc.MemorySize, Retrieval: tc.Retrieval, RetrievalMinSim: tc.RetrievalMinSim,
+		Memory: s.mem.Len(), MemoryCap: tc.MemorySize, Retrieval: tc.Retrieval, RetrievalMinSim: tc.RetrievalMinSim,
 		RetrievalHits: st.RetrievalHits,
 		PseudoRight:   st.PseudoRight, OnlineRight: st.OnlineRight, OnlineSeen: st.OnlineSeen,
 	}

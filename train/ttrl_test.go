@@ -14,7 +14,9 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/train/ttrl"
 )
 
 // rftFixture is one smoke RFT model shared by the TTRL tests, trained once.
@@ -56,7 +58,7 @@ func rftModel(t *testing.T) string {
 	if rftFixture.err != nil {
 		t.Fatal(rftFixture.err)
 	}
-	return filepath.Join(rftFixture.dir, "checkpoints", RFTFinal)
+	return filepath.Join(rftFixture.dir, "checkpoints", rundir.RFTFinal)
 }
 
 // runTTRL runs the TTRL phase of cfg from the shared RFT model into dir.
@@ -113,7 +115,7 @@ func TestTTRLNeverTrainsOnLabels(t *testing.T) {
 	if !diagnosticsDiffer {
 		t.Error("no label diagnostic saw the scrambled answers: the test did not reach them")
 	}
-	equalCheckpoints(t, filepath.Join(dirA, "checkpoints", TTRLFinal), filepath.Join(dirB, "checkpoints", TTRLFinal), fileEMA, filePolicy, fileMemory)
+	equalCheckpoints(t, filepath.Join(dirA, "checkpoints", rundir.TTRLFinal), filepath.Join(dirB, "checkpoints", rundir.TTRLFinal), ttrl.EMAFile, filePolicy, ttrl.MemoryFile)
 }
 
 // equalCheckpoints fails unless the named files of two checkpoints hold the same tensors, bit for bit.
@@ -182,8 +184,8 @@ func TestTTRLResumeIsExact(t *testing.T) {
 				}
 			}
 		}
-		equalCheckpoints(t, filepath.Join(fullDir, "checkpoints", TTRLFinal), filepath.Join(dir, "checkpoints", TTRLFinal),
-			filePolicy, fileEMA, fileMemory, fileOptimizer)
+		equalCheckpoints(t, filepath.Join(fullDir, "checkpoints", rundir.TTRLFinal), filepath.Join(dir, "checkpoints", rundir.TTRLFinal),
+			filePolicy, ttrl.EMAFile, ttrl.MemoryFile, fileOptimizer)
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"github.com/pixelis/pixelis/train/analysis"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // observations is how many observation rows the torch module and PEFT are compared on.
@@ -98,7 +100,7 @@ func pythonLimit(t *testing.T) time.Duration {
 // and pixelis's logits of every checkpoint of the run on them, with the adapter-to-checkpoint
 // pairs in the metadata.
 func writeLogits(t *testing.T, cfg *configs.Config, run, path string) {
-	envCfg, err := train.EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +122,7 @@ func writeLogits(t *testing.T, cfg *configs.Config, run, path string) {
 			t.Fatal(err)
 		}
 		ckpts = append(ckpts, saved{filepath.Base(dir), m})
-		p, err := train.LoadPolicy(cfg, dir)
+		p, err := setup.LoadPolicy(cfg, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,11 +258,11 @@ func readLibraryFiles(t *testing.T, out string) {
 // safetensors.torch.save_file (the manifest's size and hash brought up to date) and checks
 // the policy has the same weights, bit for bit; re-saved in float16 it is refused for the type.
 func readResavedCheckpoint(t *testing.T, cfg *configs.Config, run, out string) {
-	want, err := train.LoadPolicy(cfg, filepath.Join(run, "checkpoints", train.RFTFinal))
+	want, err := setup.LoadPolicy(cfg, filepath.Join(run, "checkpoints", rundir.RFTFinal))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := train.LoadPolicy(cfg, filepath.Join(out, "checkpoint"))
+	got, err := setup.LoadPolicy(cfg, filepath.Join(out, "checkpoint"))
 	if err != nil {
 		t.Fatalf("a checkpoint whose policy.safetensors safetensors.torch wrote: %v", err)
 	}
@@ -271,7 +273,7 @@ func readResavedCheckpoint(t *testing.T, cfg *configs.Config, run, out string) {
 		}
 	}
 	// The same in float16: refused for its type, not as damage.
-	_, err = train.LoadPolicy(cfg, filepath.Join(out, "checkpoint_f16"))
+	_, err = setup.LoadPolicy(cfg, filepath.Join(out, "checkpoint_f16"))
 	if err == nil || !strings.Contains(err.Error(), "unreadable type") || !strings.Contains(err.Error(), "is F16, a type pixelis does not read") {
 		t.Errorf("a checkpoint whose policy torch re-saved in float16: error %v, want it refused for the F16 type", err)
 	}
@@ -319,7 +321,7 @@ func playPEFTAdapter(t *testing.T, cfg *configs.Config, run, logitsFile, out str
 	named := func(name string) []float32 {
 		return ts[slices.IndexFunc(ts, func(x ckpt.Tensor) bool { return x.Name == name })].Data
 	}
-	obs, base := named("obs"), named("logits/"+train.SFTFinal)
+	obs, base := named("obs"), named("logits/"+rundir.SFTFinal)
 	peft, _, err := ckpt.ReadSafetensorsFile(filepath.Join(out, "peft_made_logits.safetensors"))
 	if err != nil {
 		t.Fatal(err)

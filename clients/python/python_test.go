@@ -33,8 +33,8 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/pyenv"
 	"github.com/pixelis/pixelis/reward"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 var inCI = os.Getenv("CI") == "true"
@@ -211,7 +211,7 @@ func writeReference(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,12 +282,12 @@ func writeReference(t *testing.T, path string) {
 		}
 		return out
 	}
-	o, err := train.NewOrchestrator(cfg)
+	o, err := setup.Orchestrator(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref.Stateless = rewards(o)
-	o, _ = train.NewOrchestrator(cfg)
+	o, _ = setup.Orchestrator(cfg)
 	last := cfg.Curriculum.Stages[len(cfg.Curriculum.Stages)-1].Weights
 	if err := o.SetWeights(map[string]float64{reward.NameFinal: last.Final, reward.NameCoherence: last.Coherence, reward.NameCuriosity: last.Curiosity}); err != nil {
 		t.Fatal(err)

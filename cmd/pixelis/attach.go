@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/experiment"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 	"github.com/pixelis/pixelis/tui"
 )
@@ -122,7 +122,7 @@ func attachRuns(args []string) (dirs, names []string, err error) {
 }
 
 func isRunDir(dir string) bool {
-	for _, f := range []string{train.RunInfoFile, telemetry.MetricsFile} {
+	for _, f := range []string{rundir.InfoFile, telemetry.MetricsFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return true
 		}

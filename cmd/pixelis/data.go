@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/internal/cputime"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/baseline"
 	"github.com/pixelis/pixelis/train/chat"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/footprint"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // cmdData: data gen | data show | data probe.
@@ -59,7 +60,7 @@ func dataProbe(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return usageError{err}
 	}
@@ -120,20 +121,20 @@ func dataGen(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return usageError{err}
 	}
 	if limit, desc := memoryLimit(cfg); limit > 0 {
-		est, err := train.EstimateDataMemory(cfg, *n)
+		est, err := footprint.Data(cfg, *n)
 		if err != nil {
 			return usageError{err}
 		}
-		if err := train.CheckMemory(cfg, []train.MemoryPhase{est}, limit, desc); err != nil {
+		if err := footprint.Check(cfg, []footprint.Phase{est}, limit, desc); err != nil {
 			return usageError{err}
 		}
 	}
-	samples, err := env.GenerateDatasetContext(ctx, ec, sp, *n, train.SampleMix(cfg), train.WorkerCount(cfg))
+	samples, err := env.GenerateDatasetContext(ctx, ec, sp, *n, setup.SampleMix(cfg), setup.Workers(cfg))
 	if err != nil {
 		return err
 	}

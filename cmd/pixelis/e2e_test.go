@@ -19,7 +19,7 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/faults"
-	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // End-to-end tests drive the real binary in tmux, as a person would: they need
@@ -672,7 +672,7 @@ func TestSFTThenRFTInOneDirectory(t *testing.T) {
 	if code, _, errOut := run(t, append([]string{"rft"}, args...)...); code != 0 {
 		t.Fatalf("rft: exit %d: %s", code, errOut)
 	}
-	info, err := train.ReadRunInfo(dir)
+	info, err := rundir.ReadInfo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

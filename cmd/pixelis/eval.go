@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // cmdEval: eval --ckpt PATH [--split val|test] [--from I] [--tasks N] [--samples n]: JSON on stdout.
@@ -62,11 +63,11 @@ func cmdEval(ctx context.Context, args []string, std stdio) error {
 	if err := checkEvalMemory(cfg, *tasks, *samples, 1, false); err != nil {
 		return err
 	}
-	params, err := train.LoadPolicy(cfg, *path)
+	params, err := setup.LoadPolicy(cfg, *path)
 	if err != nil {
 		return usageError{err}
 	}
-	res, err := train.Evaluate(ctx, cfg, params, sp, *from, *tasks, *samples)
+	res, err := rollout.EvaluateSplit(ctx, cfg, params, sp, *from, *tasks, *samples)
 	if err != nil {
 		return err
 	}

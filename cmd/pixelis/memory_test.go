@@ -10,6 +10,8 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/footprint"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // rssTolerance bounds the measured peak resident memory of a phase against
@@ -71,10 +73,10 @@ func TestMemoryEstimateHoldsAgainstPeakRSS(t *testing.T) {
 				runDir := filepath.Join(dir, phase)
 				rss := runPhase(t, bin, append(slices.Clone(args), "--run-dir", runDir), dir, phase)
 				ratio := rss / est[0].Bytes()
-				t.Logf("%s: estimated %s, peak resident %s (%.2f×)", phase, train.FormatBytes(est[0].Bytes()), train.FormatBytes(rss), ratio)
+				t.Logf("%s: estimated %s, peak resident %s (%.2f×)", phase, footprint.FormatBytes(est[0].Bytes()), footprint.FormatBytes(rss), ratio)
 				if ratio < rssAtLeast || ratio > rssAtMost {
 					t.Errorf("%s: peak resident %s is %.2f× the estimate %s, outside [%g, %g]×",
-						phase, train.FormatBytes(rss), ratio, train.FormatBytes(est[0].Bytes()), rssAtLeast, rssAtMost)
+						phase, footprint.FormatBytes(rss), ratio, footprint.FormatBytes(est[0].Bytes()), rssAtLeast, rssAtMost)
 				}
 			}
 		})
@@ -91,11 +93,11 @@ func runPhase(t *testing.T, bin string, args []string, dir, phase string) float6
 	final := func(p, name string) string { return filepath.Join(dir, p, "checkpoints", name) }
 	switch phase {
 	case train.PhaseRFT:
-		args = append(args, "--init", final(train.PhaseSFT, train.SFTFinal))
+		args = append(args, "--init", final(train.PhaseSFT, rundir.SFTFinal))
 	case train.PhaseTTRL:
-		args = append(args, "--init", final(train.PhaseRFT, train.RFTFinal))
+		args = append(args, "--init", final(train.PhaseRFT, rundir.RFTFinal))
 	case train.PhaseTest: // the SFT and RFT models, where the test phase looks for them
-		for _, m := range [][2]string{{train.PhaseSFT, train.SFTFinal}, {train.PhaseRFT, train.RFTFinal}} {
+		for _, m := range [][2]string{{train.PhaseSFT, rundir.SFTFinal}, {train.PhaseRFT, rundir.RFTFinal}} {
 			if err := os.CopyFS(filepath.Join(runDir, "checkpoints", m[1]), os.DirFS(final(m[0], m[1]))); err != nil {
 				t.Fatal(err)
 			}

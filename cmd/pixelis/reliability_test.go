@@ -14,7 +14,7 @@ import (
 	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/internal/lockfile"
 	"github.com/pixelis/pixelis/internal/runs"
-	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // noStack fails the test when output holds a Go stack dump.
@@ -149,7 +149,7 @@ func TestNaNCheckpointIsRefused(t *testing.T) {
 		t.Fatalf("sft: exit %d: %s", code, errOut)
 	}
 	bad := filepath.Join(dir, "checkpoints", "step_000020")
-	nanCheckpoint(t, filepath.Join(dir, "checkpoints", train.SFTFinal), bad)
+	nanCheckpoint(t, filepath.Join(dir, "checkpoints", rundir.SFTFinal), bad)
 	want := `policy.safetensors: non-finite: tensor "`
 	for _, c := range []struct {
 		args []string
@@ -272,7 +272,7 @@ func TestInterruptedCommandSaysSo(t *testing.T) {
 	var out, errOut bytes.Buffer
 	ctx, cancel := contextCancelled()
 	defer cancel()
-	code := Main(ctx, []string{"eval", "--ckpt", filepath.Join(dir, "checkpoints", train.SFTFinal)}, stdio{in: strings.NewReader(""), out: &out, err: &errOut})
+	code := Main(ctx, []string{"eval", "--ckpt", filepath.Join(dir, "checkpoints", rundir.SFTFinal)}, stdio{in: strings.NewReader(""), out: &out, err: &errOut})
 	if code != exitFailed || errOut.String() != "pixelis eval: interrupted\n" {
 		t.Fatalf("exit %d: %q", code, errOut.String())
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/sysmem"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/footprint"
 )
 
 // memoryLimit is the memory a run may plan for, in bytes, and where that figure
@@ -36,7 +37,7 @@ func checkMemory(cfg *configs.Config, phases []string) error {
 	if limit == 0 {
 		return nil
 	}
-	if err := train.CheckMemory(cfg, est, limit, desc); err != nil {
+	if err := footprint.Check(cfg, est, limit, desc); err != nil {
 		return usageError{err}
 	}
 	return nil
@@ -48,11 +49,11 @@ func checkEvalMemory(cfg *configs.Config, tasks, samples, models int, keep bool)
 	if limit == 0 {
 		return nil
 	}
-	est, err := train.EstimateEvalMemory(cfg, tasks, samples, models, keep)
+	est, err := footprint.Eval(cfg, tasks, samples, models, keep)
 	if err != nil {
 		return usageError{err}
 	}
-	if err := train.CheckMemory(cfg, []train.MemoryPhase{est}, limit, desc); err != nil {
+	if err := footprint.Check(cfg, []footprint.Phase{est}, limit, desc); err != nil {
 		return usageError{err}
 	}
 	return nil

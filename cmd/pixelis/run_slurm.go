@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/experiment"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // slurmSubmit is `pixelis run --scheduler slurm`: the run goes to a Slurm
@@ -48,7 +48,7 @@ func (s *slurmSubmit) submit(ctx context.Context, std stdio, name string, args [
 	if err := needSbatch(); err != nil {
 		return err
 	}
-	if _, err := train.ReadRunInfo(runDir); err == nil {
+	if _, err := rundir.ReadInfo(runDir); err == nil {
 		return usagef("%s already holds a run; a Slurm job continues it with `sbatch %s`", runDir, filepath.Join(runDir, "slurm", "run.sbatch"))
 	}
 	abs, err := filepath.Abs(runDir)

@@ -18,7 +18,8 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/ckpt"
-	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // BenchmarkSoakKillResume is the kill-and-resume soak: a run is killed with
@@ -279,14 +280,14 @@ func countRunDiffs(b *testing.B, want, got string) int {
 	if a, c := sampleLines(b, want), sampleLines(b, got); !slices.Equal(a, c) {
 		report("samples.jsonl: %d lines, uninterrupted %d", len(c), len(a))
 	}
-	var fw, fg train.FinalEval
+	var fw, fg rollout.FinalEval
 	readJSON(b, filepath.Join(want, "final_eval.json"), &fw)
 	readJSON(b, filepath.Join(got, "final_eval.json"), &fg)
 	fw.Time, fg.Time = time.Time{}, time.Time{}
 	if a, c := mustJSON(b, fw), mustJSON(b, fg); a != c {
 		report("final_eval.json differs:\n%s\nuninterrupted:\n%s", c, a)
 	}
-	for _, name := range []string{train.SFTFinal, train.RFTFinal} {
+	for _, name := range []string{rundir.SFTFinal, rundir.RFTFinal} {
 		lw, err := ckpt.Load(filepath.Join(want, "checkpoints", name))
 		if err != nil {
 			b.Fatal(err)

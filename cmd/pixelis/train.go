@@ -21,6 +21,7 @@ import (
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/owner"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 	"github.com/pixelis/pixelis/tui"
 )
@@ -124,7 +125,7 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	defer lock.Release()
 	opt := train.Options{RunDir: runDir, Phases: phases, Init: init}
 	// Read under the lock: a run that finished in this directory a moment ago is seen.
-	if prev, err := train.ReadRunInfo(runDir); err == nil {
+	if prev, err := rundir.ReadInfo(runDir); err == nil {
 		if opt.Done, err = runs.Continued(runDir, prev, phases[0], init); err != nil {
 			return err
 		}
@@ -163,7 +164,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	if _, err := launch.ReadRecord(runDir); err == nil {
 		return resumeLaunched(ctx, io, runDir, *from, *noTUI)
 	}
-	if _, err := train.ReadRunInfo(runDir); err != nil {
+	if _, err := rundir.ReadInfo(runDir); err != nil {
 		return usageError{err}
 	}
 	// Nothing is read for the resume, let alone cut back, before the lock is held.
@@ -172,7 +173,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	defer lock.Release()
-	info, err := train.ReadRunInfo(runDir)
+	info, err := rundir.ReadInfo(runDir)
 	if err != nil {
 		return usageError{err}
 	}

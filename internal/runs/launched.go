@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/launch"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -31,7 +31,7 @@ func RefuseLiveTrainer(runDir string) error {
 
 // RefuseUsed refuses, for a new launch, a run directory that holds a run already.
 func RefuseUsed(runDir string) error {
-	for _, f := range []string{launch.RecordFile, train.RunInfoFile, telemetry.MetricsFile} {
+	for _, f := range []string{launch.RecordFile, rundir.InfoFile, telemetry.MetricsFile} {
 		if fi, err := os.Stat(filepath.Join(runDir, f)); err == nil && fi.Size() > 0 {
 			return refusef("%s already holds a run (%s); continue it with `pixelis resume %s`, or choose another --run-dir", runDir, f, runDir)
 		}

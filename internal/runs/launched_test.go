@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/launch"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -78,7 +78,7 @@ func TestRefuseFinishedLaunch(t *testing.T) {
 
 // A new launch refuses a directory that holds any run's record.
 func TestRefuseUsed(t *testing.T) {
-	for _, f := range []string{launch.RecordFile, train.RunInfoFile, telemetry.MetricsFile} {
+	for _, f := range []string{launch.RecordFile, rundir.InfoFile, telemetry.MetricsFile} {
 		dir := t.TempDir()
 		if err := RefuseUsed(dir); err != nil {
 			t.Fatalf("an empty directory: %v", err)

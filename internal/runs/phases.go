@@ -7,6 +7,8 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // checkpoints is the folder of a run directory that holds its checkpoints.
@@ -23,11 +25,11 @@ func Finished(runDir string, phases []string) (string, bool) {
 	case train.PhaseTest:
 		mark = "final_eval.json"
 	case train.PhaseRFT:
-		mark = filepath.Join("checkpoints", train.RFTFinal)
+		mark = filepath.Join("checkpoints", rundir.RFTFinal)
 	case train.PhaseTTRL:
-		mark = filepath.Join("checkpoints", train.TTRLFinal)
+		mark = filepath.Join("checkpoints", rundir.TTRLFinal)
 	default:
-		mark = filepath.Join("checkpoints", train.SFTFinal)
+		mark = filepath.Join("checkpoints", rundir.SFTFinal)
 	}
 	_, err := os.Stat(filepath.Join(runDir, mark))
 	return mark, err == nil
@@ -43,16 +45,16 @@ func StartCheckpoint(cfg *configs.Config, runDir, init, first string) (string, e
 		init = cfg.RFT.Init
 	}
 	if init == "" {
-		own := train.SFTFinal
+		own := rundir.SFTFinal
 		if first == train.PhaseTTRL {
-			own = train.RFTFinal
+			own = rundir.RFTFinal
 		}
 		init = filepath.Join(checkpoints(runDir), own)
 	}
 	if abs, err := filepath.Abs(init); err == nil {
 		init = abs
 	}
-	if _, err := train.LoadPolicy(cfg, init); err != nil {
+	if _, err := setup.LoadPolicy(cfg, init); err != nil {
 		if first == train.PhaseTTRL {
 			return "", refusef("ttrl needs an RFT checkpoint that matches [policy]: %v\n(run `pixelis rft` first, or pass --init DIR)", err)
 		}
@@ -67,9 +69,9 @@ func StartCheckpoint(cfg *configs.Config, runDir, init, first string) (string, e
 // of an SFT-only run, or `pixelis ttrl` from the RFT model of a run that
 // ended with RFT, continues it (its steps follow on the run-wide axis);
 // anything else would mix two runs' files and is refused.
-func Continued(runDir string, prev train.RunInfo, first, init string) ([]string, error) {
-	own, _ := filepath.Abs(filepath.Join(checkpoints(runDir), train.SFTFinal))
-	ownRFT, _ := filepath.Abs(filepath.Join(checkpoints(runDir), train.RFTFinal))
+func Continued(runDir string, prev rundir.Info, first, init string) ([]string, error) {
+	own, _ := filepath.Abs(filepath.Join(checkpoints(runDir), rundir.SFTFinal))
+	ownRFT, _ := filepath.Abs(filepath.Join(checkpoints(runDir), rundir.RFTFinal))
 	if first == train.PhaseTTRL && len(prev.Phases) > 0 && prev.Phases[len(prev.Phases)-1] == train.PhaseRFT && init == ownRFT {
 		if _, err := os.Stat(ownRFT); err == nil {
 			return prev.Phases, nil
@@ -80,7 +82,7 @@ func Continued(runDir string, prev train.RunInfo, first, init string) ([]string,
 	}
 	if _, done := Finished(runDir, prev.Phases); done {
 		return nil, refusef("%s already holds a finished run (phases %v); choose another --run-dir (`pixelis rft --init %s --run-dir NEW` trains again from its SFT model)",
-			runDir, prev.Phases, filepath.Join(checkpoints(runDir), train.SFTFinal))
+			runDir, prev.Phases, filepath.Join(checkpoints(runDir), rundir.SFTFinal))
 	}
 	return nil, refusef("%s already holds a run (phases %v); continue it with `pixelis resume %s`, or choose another --run-dir", runDir, prev.Phases, runDir)
 }

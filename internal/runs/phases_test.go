@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // A run is finished once its last phase left its mark: the test phase's
@@ -46,22 +47,22 @@ func TestContinued(t *testing.T) {
 		p, _ := filepath.Abs(filepath.Join(dir, "checkpoints", name))
 		return p
 	}
-	if err := os.MkdirAll(abs(train.RFTFinal), 0o755); err != nil {
+	if err := os.MkdirAll(abs(rundir.RFTFinal), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	info := func(phases ...string) train.RunInfo { return train.RunInfo{Phases: phases} }
+	info := func(phases ...string) rundir.Info { return rundir.Info{Phases: phases} }
 	for _, c := range []struct {
 		name        string
-		prev        train.RunInfo
+		prev        rundir.Info
 		first, init string
 		done        []string // nil: refused
 		refusal     string
 	}{
-		{"rft after sft, from its model", info("sft"), "rft", abs(train.SFTFinal), []string{"sft"}, ""},
-		{"ttrl after rft, from its model", info("sft", "rft"), "ttrl", abs(train.RFTFinal), []string{"sft", "rft"}, ""},
+		{"rft after sft, from its model", info("sft"), "rft", abs(rundir.SFTFinal), []string{"sft"}, ""},
+		{"ttrl after rft, from its model", info("sft", "rft"), "ttrl", abs(rundir.RFTFinal), []string{"sft", "rft"}, ""},
 		{"rft from another model", info("sft"), "rft", "/elsewhere/sft_final", nil, "continue it with `pixelis resume"},
-		{"rft after a run that went on", info("sft", "rft"), "rft", abs(train.SFTFinal), nil, "already holds a finished run (phases [sft rft])"},
-		{"ttrl after a run that ended with test", info("sft", "rft", "test"), "ttrl", abs(train.RFTFinal), nil, "continue it with `pixelis resume"},
+		{"rft after a run that went on", info("sft", "rft"), "rft", abs(rundir.SFTFinal), nil, "already holds a finished run (phases [sft rft])"},
+		{"ttrl after a run that ended with test", info("sft", "rft", "test"), "ttrl", abs(rundir.RFTFinal), nil, "continue it with `pixelis resume"},
 		{"sft again", info("sft"), "sft", "", nil, "already holds a run (phases [sft])"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,8 +77,8 @@ func TestContinued(t *testing.T) {
 		})
 	}
 	// ttrl continues only while the RFT model is there.
-	os.RemoveAll(abs(train.RFTFinal))
-	_, err := Continued(dir, info("sft", "rft"), "ttrl", abs(train.RFTFinal))
+	os.RemoveAll(abs(rundir.RFTFinal))
+	_, err := Continued(dir, info("sft", "rft"), "ttrl", abs(rundir.RFTFinal))
 	wantRefusal(t, err, "continue it with `pixelis resume "+dir)
 }
 
@@ -87,7 +88,7 @@ func TestContinued(t *testing.T) {
 func TestStartCheckpoint(t *testing.T) {
 	run := trainedRun(t)
 	cfg := smoke(t)
-	own := filepath.Join(run, "checkpoints", train.SFTFinal)
+	own := filepath.Join(run, "checkpoints", rundir.SFTFinal)
 	got, err := StartCheckpoint(cfg, run, "", train.PhaseRFT)
 	if err != nil || got != own {
 		t.Errorf("own SFT model: %q, %v; want %q", got, err, own)
@@ -111,7 +112,7 @@ func TestStartCheckpoint(t *testing.T) {
 	_, err = StartCheckpoint(cfg, t.TempDir(), "", train.PhaseRFT)
 	wantRefusal(t, err, "rft needs an SFT checkpoint that matches [policy]", "run `pixelis sft` first")
 	_, err = StartCheckpoint(cfg, run, "", train.PhaseTTRL) // the run has no RFT model
-	wantRefusal(t, err, "ttrl needs an RFT checkpoint", filepath.Join(run, "checkpoints", train.RFTFinal), "run `pixelis rft` first")
+	wantRefusal(t, err, "ttrl needs an RFT checkpoint", filepath.Join(run, "checkpoints", rundir.RFTFinal), "run `pixelis rft` first")
 	if got, err := StartCheckpoint(cfg, t.TempDir(), own, train.PhaseTTRL); err != nil || got != own {
 		t.Errorf("ttrl --init: %q, %v; want %q", got, err, own)
 	}

@@ -89,7 +89,7 @@ func NewDir(parent string, start time.Time) (string, error) {
 // i: run.dir the run directory's parent and run.name its name, absolute,
 // whether --run-dir, run.name or the start time chose it (a config said
 // name = "" and dir = "runs" for a run in --run-dir /scratch/r1). Neither
-// changes a number the run trains (train.TrainingHash leaves them out).
+// changes a number the run trains (configs.Config.TrainingHash leaves them out).
 func Place(cfg *configs.Config, runDir string) {
 	abs, err := filepath.Abs(runDir)
 	if err != nil || filepath.Dir(abs) == abs {

@@ -8,6 +8,7 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -29,7 +30,7 @@ func (r Resume) StartsOver() bool { return r.Checkpoint == "" }
 // finished run, a checkpoint of another run or config, or a damaged one is
 // refused; a damaged newest is refused naming the newest sound one, to pass
 // as from.
-func PlanResume(cfg *configs.Config, runDir string, info train.RunInfo, from string) (Resume, error) {
+func PlanResume(cfg *configs.Config, runDir string, info rundir.Info, from string) (Resume, error) {
 	path := from
 	if path != "" {
 		got, _ := filepath.Abs(filepath.Dir(filepath.Clean(path)))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -63,7 +64,7 @@ func TestResumeFromLatest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(dir, "checkpoints", train.SFTFinal); r.Checkpoint != want || r.Step != 20 {
+	if want := filepath.Join(dir, "checkpoints", rundir.SFTFinal); r.Checkpoint != want || r.Step != 20 {
 		t.Fatalf("got %+v, want %s at step 20", r, want)
 	}
 	if n := metricsLines(t, dir); n != 23 {
@@ -86,7 +87,7 @@ func TestResumeFromADamagedLatestNamesTheNewestSound(t *testing.T) {
 	dir := trainedRun(t)
 	info := writeRunInfo(t, dir, train.PhaseSFT, train.PhaseRFT)
 	writeMetrics(t, dir, 23)
-	weights := filepath.Join(dir, "checkpoints", train.SFTFinal, "policy.safetensors")
+	weights := filepath.Join(dir, "checkpoints", rundir.SFTFinal, "policy.safetensors")
 	b, err := os.ReadFile(weights)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestResumeFromADamagedLatestNamesTheNewestSound(t *testing.T) {
 		t.Fatal("resumed from a damaged checkpoint")
 	}
 	older := filepath.Join(dir, "checkpoints", "step_000018")
-	if !strings.Contains(err.Error(), "cannot resume from "+filepath.Join(dir, "checkpoints", train.SFTFinal)) ||
+	if !strings.Contains(err.Error(), "cannot resume from "+filepath.Join(dir, "checkpoints", rundir.SFTFinal)) ||
 		!strings.Contains(err.Error(), "use --from "+older) {
 		t.Errorf("refusal %q does not name %s", err, older)
 	}
@@ -157,7 +158,7 @@ func TestResumeUnderAnotherConfig(t *testing.T) {
 func TestResumeWithLatestGone(t *testing.T) {
 	dir := trainedRun(t)
 	info := writeRunInfo(t, dir, train.PhaseSFT, train.PhaseRFT)
-	if err := os.RemoveAll(filepath.Join(dir, "checkpoints", train.SFTFinal)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, "checkpoints", rundir.SFTFinal)); err != nil {
 		t.Fatal(err)
 	}
 	r, err := PlanResume(smoke(t), dir, info, "")

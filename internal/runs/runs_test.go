@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // smoke is the embedded smoke config: an SFT of 20 steps in about a second.
@@ -66,11 +67,11 @@ func trainedRun(t *testing.T) string {
 }
 
 // writeRunInfo says in dir's run.json that the run has phases.
-func writeRunInfo(t *testing.T, dir string, phases ...string) train.RunInfo {
+func writeRunInfo(t *testing.T, dir string, phases ...string) rundir.Info {
 	t.Helper()
-	info := train.RunInfo{Phases: phases}
+	info := rundir.Info{Phases: phases}
 	b, _ := json.Marshal(info)
-	if err := os.WriteFile(filepath.Join(dir, train.RunInfoFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.InfoFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return info

@@ -10,8 +10,8 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/reward"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
 )
 
 // Model names a model directory to analyse.
@@ -151,7 +151,7 @@ func Analyze(ctx context.Context, cfg *configs.Config, models []Model, opts Opti
 		seen[m.Name] = true
 	}
 	opts = opts.withDefaults(cfg)
-	tasks, err := train.Tasks(cfg, opts.Split, opts.Tasks)
+	tasks, err := rollout.Tasks(cfg, opts.Split, opts.Tasks)
 	if err != nil {
 		return nil, err
 	}
@@ -165,13 +165,13 @@ func Analyze(ctx context.Context, cfg *configs.Config, models []Model, opts Opti
 		if err != nil {
 			return nil, fmt.Errorf("model %s: %w", m.Name, err)
 		}
-		greedy, err := train.Rollouts(ctx, cfg, l.Params, tasks, 1, 0, opts.Seed)
+		greedy, err := rollout.Run(ctx, cfg, l.Params, tasks, 1, 0, opts.Seed)
 		if err != nil {
 			return nil, fmt.Errorf("model %s: %w", m.Name, err)
 		}
-		var sampled []*train.Rollout
+		var sampled []*rollout.Rollout
 		if opts.Samples > 0 {
-			if sampled, err = train.Rollouts(ctx, cfg, l.Params, tasks, opts.Samples, cfg.Eval.Temperature, opts.Seed); err != nil {
+			if sampled, err = rollout.Run(ctx, cfg, l.Params, tasks, opts.Samples, cfg.Eval.Temperature, opts.Seed); err != nil {
 				return nil, fmt.Errorf("model %s: %w", m.Name, err)
 			}
 		}
@@ -198,7 +198,7 @@ func coherenceScorer(cfg *configs.Config, seed uint64) (*reward.Coherence, error
 	return reward.NewCoherence(cfg.Reward.Coherence, rp), nil
 }
 
-func coherenceOf(c *reward.Coherence, rs []*train.Rollout) []float64 {
+func coherenceOf(c *reward.Coherence, rs []*rollout.Rollout) []float64 {
 	trajs := make([]*reward.Trajectory, len(rs))
 	for i, ro := range rs {
 		trajs[i] = &reward.Trajectory{Steps: ro.Steps, FinalObs: ro.FinalObs, Answered: ro.Answered, Correct: ro.Correct,
@@ -217,8 +217,8 @@ func coherenceOf(c *reward.Coherence, rs []*train.Rollout) []float64 {
 type modelRuns struct {
 	model            Model
 	loaded           *Loaded
-	greedy           []*train.Rollout
-	sampled          []*train.Rollout
+	greedy           []*rollout.Rollout
+	sampled          []*rollout.Rollout
 	coherence        []float64
 	sampledCoherence []float64
 }
@@ -295,7 +295,7 @@ func build(tasks []*env.Task, runs []modelRuns, opts Options) *Report {
 	return r
 }
 
-func taskResult(t *env.Task, ro *train.Rollout, m trajMeasure, sampledOK int) TaskResult {
+func taskResult(t *env.Task, ro *rollout.Rollout, m trajMeasure, sampledOK int) TaskResult {
 	tr := TaskResult{Task: t.ID, Family: t.Family.String(), Question: t.Question, GroundTruth: t.Answer,
 		Answer: ro.Answer, Answered: ro.Answered, Correct: ro.Correct, Steps: m.steps, Ops: m.ops,
 		Loops: m.loopSteps(), Misuses: m.misuses, Coherence: m.coherence, Efficiency: m.efficiency, SampledOK: sampledOK}

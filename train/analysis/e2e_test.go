@@ -15,6 +15,8 @@ import (
 	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -66,11 +68,11 @@ func adapterEqualsCheckpoint(t *testing.T, cfg *configs.Config, run string) {
 	if fromAdapter.Source != SourceAdapter || fromAdapter.Base != filepath.Join(run, "checkpoints", "sft_final") {
 		t.Errorf("loaded %+v", fromAdapter)
 	}
-	final, err := train.LoadPolicy(cfg, filepath.Join(run, "checkpoints", train.RFTFinal))
+	final, err := setup.LoadPolicy(cfg, filepath.Join(run, "checkpoints", rundir.RFTFinal))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sft, err := train.LoadPolicy(cfg, filepath.Join(run, "checkpoints", "sft_final"))
+	sft, err := setup.LoadPolicy(cfg, filepath.Join(run, "checkpoints", "sft_final"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,9 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // Source kinds of a model.
@@ -34,7 +35,7 @@ type Loaded struct {
 func Load(cfg *configs.Config, dir string) (*Loaded, error) {
 	switch {
 	case exists(filepath.Join(dir, ckpt.ManifestFile)):
-		p, err := train.LoadPolicy(cfg, dir)
+		p, err := setup.LoadPolicy(cfg, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +55,7 @@ func loadAdapter(cfg *configs.Config, dir string) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := train.LoadPolicy(cfg, base)
+	p, err := setup.LoadPolicy(cfg, base)
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: base %w", dir, err)
 	}
@@ -73,7 +74,7 @@ func adapterBase(dir, base string) (string, error) {
 		return base, nil
 	}
 	// adapters/<name>/ sits beside checkpoints/ in a run directory.
-	local := filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(dir))), "checkpoints", filepath.Base(base))
+	local := filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(dir))), rundir.Checkpoints, filepath.Base(base))
 	if exists(filepath.Join(local, ckpt.ManifestFile)) {
 		return local, nil
 	}

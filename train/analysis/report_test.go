@@ -14,8 +14,9 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -54,7 +55,7 @@ func TestDisagreement(t *testing.T) {
 //	        score ½ + ¼·(3−2)/3
 func crafted(t *testing.T) *Report {
 	t.Helper()
-	ec, err := train.EnvConfig(configs.Default())
+	ec, err := setup.EnvConfig(configs.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,19 +69,19 @@ func crafted(t *testing.T) *Report {
 		}
 		return "0"
 	}
-	expert := func(task *env.Task) *train.Rollout {
-		return rollout(task, ok(segA, "obj 1, area 64"), ok(props, "obj 1: red square"), ok(answer(task.Answer), "answer"))
+	expert := func(task *env.Task) *rollout.Rollout {
+		return played(task, ok(segA, "obj 1, area 64"), ok(props, "obj 1: red square"), ok(answer(task.Answer), "answer"))
 	}
-	looping := rollout(tasks[0], ok(segA, "obj 1, area 64"), ok(props, "obj 1: red square"),
+	looping := played(tasks[0], ok(segA, "obj 1, area 64"), ok(props, "obj 1: red square"),
 		st(props, "repeat of the previous call", env.MisuseRepeat), st(props, "repeat of the previous call", env.MisuseRepeat),
 		ok(answer(wrong(tasks[0])), "answer"))
-	guess := rollout(tasks[2], ok(segA, "obj 1, area 64"), ok(answer(wrong(tasks[2])), "answer"))
-	measured := rollout(tasks[2], ok(segA, "obj 1, area 64"), ok(props, "obj 1: red square"), ok(answer(wrong(tasks[2])), "answer"))
+	guess := played(tasks[2], ok(segA, "obj 1, area 64"), ok(answer(wrong(tasks[2])), "answer"))
+	measured := played(tasks[2], ok(segA, "obj 1, area 64"), ok(props, "obj 1: red square"), ok(answer(wrong(tasks[2])), "answer"))
 	base := modelRuns{
 		model:     Model{Name: "base", Path: "runs/x/adapters/rft_adapters_base"},
 		loaded:    &Loaded{Source: SourceAdapter, Base: "runs/x/checkpoints/sft_final", Stage: "Phase1_Learn_Goal"},
-		greedy:    []*train.Rollout{looping, expert(tasks[1]), guess},
-		sampled:   []*train.Rollout{looping, looping, expert(tasks[1]), guess, guess, guess},
+		greedy:    []*rollout.Rollout{looping, expert(tasks[1]), guess},
+		sampled:   []*rollout.Rollout{looping, looping, expert(tasks[1]), guess, guess, guess},
 		coherence: []float64{-0.5, 0.3, 0},
 		// sampled episodes are scored too: mean (−0.5−0.5+0.3+0+0+0)/6 = −0.1167
 		sampledCoherence: []float64{-0.5, -0.5, 0.3, 0, 0, 0},
@@ -88,8 +89,8 @@ func crafted(t *testing.T) *Report {
 	full := modelRuns{
 		model:     Model{Name: "full", Path: "runs/x/adapters/rft_adapters_full"},
 		loaded:    &Loaded{Source: SourceAdapter, Base: "runs/x/checkpoints/sft_final", Stage: "Phase3_Learn_Curiosity"},
-		greedy:    []*train.Rollout{expert(tasks[0]), expert(tasks[1]), measured},
-		sampled:   []*train.Rollout{expert(tasks[0]), expert(tasks[0]), expert(tasks[1]), guess, measured, expert(tasks[2])},
+		greedy:    []*rollout.Rollout{expert(tasks[0]), expert(tasks[1]), measured},
+		sampled:   []*rollout.Rollout{expert(tasks[0]), expert(tasks[0]), expert(tasks[1]), guess, measured, expert(tasks[2])},
 		coherence: []float64{0.3, 0.3, 0.2},
 	}
 	r := build(tasks, []modelRuns{base, full}, Options{Samples: 2, Seed: 7, Top: 3, Compare: 4})

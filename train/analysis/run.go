@@ -18,7 +18,8 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rollout"
+	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -48,7 +49,7 @@ type RunSummary struct {
 	FinalSFT     map[string]float64 `json:"final_sft,omitempty"`
 	FinalRFT     map[string]float64 `json:"final_rft,omitempty"`
 	StageChanges []StageChange      `json:"stage_changes"`
-	FinalEval    *train.FinalEval   `json:"final_eval,omitempty"`
+	FinalEval    *rollout.FinalEval `json:"final_eval,omitempty"`
 	Figures      []string           `json:"figures"`
 }
 
@@ -160,7 +161,7 @@ func readRun(ctx context.Context, dir string) (*runData, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if cfg, err := configs.Load(filepath.Join(dir, "config.toml")); err == nil {
+	if cfg, err := configs.Load(filepath.Join(dir, rundir.ConfigFile)); err == nil {
 		d.config = cfg
 	}
 	return &d, nil
@@ -204,12 +205,12 @@ func summarizeRun(dir string, d *runData) (*RunSummary, error) {
 			}
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "final_eval.json"))
+	data, err := os.ReadFile(filepath.Join(dir, rundir.FinalEvalFile))
 	switch {
 	case err == nil:
-		var fe train.FinalEval
+		var fe rollout.FinalEval
 		if err := json.Unmarshal(data, &fe); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "final_eval.json"), err)
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.FinalEvalFile), err)
 		}
 		s.FinalEval = &fe
 	case !errors.Is(err, fs.ErrNotExist):

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
 )
 
 // MaxCyclePeriod is the longest block of actions whose immediate repetition
@@ -107,7 +107,7 @@ type trajMeasure struct {
 
 func (m trajMeasure) loopSteps() int { return m.repeats + m.cycles }
 
-func measure(ro *train.Rollout, coherence float64) trajMeasure {
+func measure(ro *rollout.Rollout, coherence float64) trajMeasure {
 	m := trajMeasure{steps: len(ro.Steps), ops: ro.Ops(), efficiency: Efficiency(ro.Steps), seq: Sequence(ro.Steps),
 		coherence: coherence, answered: ro.Answered, correct: ro.Correct}
 	acts := make([]env.Action, len(ro.Steps))

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
 )
 
 // Shorthands for crafted trajectories.
@@ -100,9 +100,9 @@ func TestEfficiency(t *testing.T) {
 	}
 }
 
-// rollout builds a finished episode; it is correct when it answers truth.
-func rollout(task *env.Task, steps ...env.Step) *train.Rollout {
-	ro := &train.Rollout{Task: task, Steps: steps}
+// played builds a finished episode; it is correct when it answers truth.
+func played(task *env.Task, steps ...env.Step) *rollout.Rollout {
+	ro := &rollout.Rollout{Task: task, Steps: steps}
 	if n := len(steps); n > 0 && steps[n-1].Action.Op == env.OpAnswer {
 		ro.Answer, ro.Answered = steps[n-1].Action.Answer, true
 		ro.Correct = ro.Answer == task.Answer
@@ -112,15 +112,15 @@ func rollout(task *env.Task, steps ...env.Step) *train.Rollout {
 
 func TestSummarize(t *testing.T) {
 	task := &env.Task{ID: "t", Answer: "red"}
-	rs := []*train.Rollout{
+	rs := []*rollout.Rollout{
 		// expert: correct, 3 steps, 2 ops, no loop, no misuse, efficiency 2/3
-		rollout(task, ok(segA, "obj 1"), ok(props, "obj 1: red"), ok(answer("red"), "answer")),
+		played(task, ok(segA, "obj 1"), ok(props, "obj 1: red"), ok(answer("red"), "answer")),
 		// repeat loop, wrong: 4 steps, 3 ops, 1 repeat (misuse), efficiency 2/4
-		rollout(task, ok(segA, "obj 1"), ok(props, "obj 1: red"), st(props, "repeat", env.MisuseRepeat), ok(answer("blue"), "answer")),
+		played(task, ok(segA, "obj 1"), ok(props, "obj 1: red"), st(props, "repeat", env.MisuseRepeat), ok(answer("blue"), "answer")),
 		// cycle, cut off: 4 steps, 4 ops, 1 cycle step, 1 no_answer misuse, efficiency 2/4
-		rollout(task, ok(segA, "obj 1"), ok(props, "obj 1: red"), ok(segA, "obj 1"), cutOff(ok(props, "obj 1: red · step limit reached without an answer"))),
+		played(task, ok(segA, "obj 1"), ok(props, "obj 1: red"), ok(segA, "obj 1"), cutOff(ok(props, "obj 1: red · step limit reached without an answer"))),
 		// no visual operation: 1 step, efficiency 0, bad answer
-		rollout(task, st(answer("zzz"), "not in vocabulary", env.MisuseBadAnswer)),
+		played(task, st(answer("zzz"), "not in vocabulary", env.MisuseBadAnswer)),
 	}
 	ms := make([]trajMeasure, len(rs))
 	coh := []float64{0.4, -0.2, -0.6, 0}

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // TestNoToolBaseline runs the adversarial probe on the default world with
@@ -18,7 +18,7 @@ func TestNoToolBaseline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the probes")
 	}
-	ec, err := train.EnvConfig(configs.Default())
+	ec, err := setup.EnvConfig(configs.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestProbeFindsTheShortcuts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the probes")
 	}
-	ec, err := train.EnvConfig(configs.Default())
+	ec, err := setup.EnvConfig(configs.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

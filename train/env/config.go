@@ -7,7 +7,7 @@ import (
 )
 
 // Config sets up the pixel world. It is plain Go so the env package does not
-// depend on the configs package; train.EnvConfig copies the [env] section into
+// depend on the configs package; setup.EnvConfig copies the [env] section into
 // it, and configs/default.toml holds the defaults. A task is a function of
 // the config, its split and its index alone (no run seed): runs of every seed
 // train on the same tasks and are scored on the same held-out ones.

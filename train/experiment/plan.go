@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // Job is one pixelis run of an experiment.
@@ -92,10 +92,10 @@ func Plan(f *File, out string) []*Job {
 			init := ""
 			if s := sft[seed]; s != nil && f.SharedRFT {
 				j.Needs, j.Phases = s, []string{"ttrl", "test"}
-				init = filepath.Join(s.Dir, "checkpoints", train.RFTFinal)
+				init = filepath.Join(s.Dir, rundir.Checkpoints, rundir.RFTFinal)
 			} else if s != nil {
 				j.Needs, j.Phases = s, []string{"rft", "test"}
-				init = filepath.Join(s.Dir, "checkpoints", train.SFTFinal)
+				init = filepath.Join(s.Dir, rundir.Checkpoints, rundir.SFTFinal)
 			}
 			j.Args = runArgs(f, a, seed, dir, j.Phases, init)
 			jobs = append(jobs, j)
@@ -119,7 +119,7 @@ func runArgs(f *File, a *Arm, seed uint64, dir string, phases []string, init str
 // (final_eval.json after a test, the final checkpoint of SFT or RFT),
 // partial when its run directory exists, new otherwise.
 func (j *Job) Status() State {
-	if _, err := os.Stat(filepath.Join(j.Dir, train.RunInfoFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(j.Dir, rundir.InfoFile)); err != nil {
 		return StateNew
 	}
 	if _, err := os.Stat(filepath.Join(j.Dir, j.DoneMark())); err == nil {
@@ -137,15 +137,15 @@ func (j *Job) DoneMark() string { return DoneMark(j.Phases) }
 // checkpoint of SFT or RFT.
 func DoneMark(phases []string) string {
 	if len(phases) == 0 {
-		return "final_eval.json"
+		return rundir.FinalEvalFile
 	}
 	switch phases[len(phases)-1] {
 	case "test":
-		return "final_eval.json"
+		return rundir.FinalEvalFile
 	case "rft":
-		return filepath.Join("checkpoints", train.RFTFinal)
+		return filepath.Join(rundir.Checkpoints, rundir.RFTFinal)
 	case "ttrl":
-		return filepath.Join("checkpoints", train.TTRLFinal)
+		return filepath.Join(rundir.Checkpoints, rundir.TTRLFinal)
 	}
-	return filepath.Join("checkpoints", train.SFTFinal)
+	return filepath.Join(rundir.Checkpoints, rundir.SFTFinal)
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/lockfile"
-	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // The experiment directory's own files, beside its runs, logs and results.
@@ -219,12 +219,12 @@ func lockDir(out string) (*lockfile.Lock, error) {
 // CheckRuns refuses a run directory of the plan whose recorded config trains
 // other numbers than its arm's: it was made by another experiment, or the
 // file changed since. Moving the scheduler, the workers or the console never
-// counts (train.TrainingHash), nor, for a job without a ttrl phase (a shared
+// counts (configs.Config.TrainingHash), nor, for a job without a ttrl phase (a shared
 // SFT or RFT run), the [ttrl] settings it never reads.
 func CheckRuns(f *File, jobs []*Job) error {
 	var errs []error
 	for _, j := range jobs {
-		got, err := configs.Load(filepath.Join(j.Dir, "config.toml"))
+		got, err := configs.Load(filepath.Join(j.Dir, rundir.ConfigFile))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -238,7 +238,7 @@ func CheckRuns(f *File, jobs []*Job) error {
 			continue
 		}
 		got, want = jobConfig(got, j.Phases), jobConfig(want, j.Phases)
-		if train.TrainingHash(got) != train.TrainingHash(want) {
+		if got.TrainingHash() != want.TrainingHash() {
 			errs = append(errs, fmt.Errorf("%s was trained with another config than %s asks (%s): it belongs to another experiment, or the experiment file changed since; choose another --out, or move the run away",
 				j.Dir, armLabel(j), configDiff(want, got)))
 		}
@@ -294,7 +294,7 @@ func orNone(s string) string {
 // the second of an array of tables).
 func trainingLines(cfg *configs.Config) (keys []string, vals map[string]string) {
 	var b bytes.Buffer
-	_ = configs.Encode(&b, train.TrainingConfig(cfg))
+	_ = configs.Encode(&b, cfg.Training())
 	vals = map[string]string{}
 	seen := map[string]int{}
 	table := ""

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // A Slurm job script runs one array task: one run, chosen by
@@ -66,7 +66,7 @@ func jobScript(h ScriptHeader, binary string, tasks []ScriptTask) string {
 		fmt.Fprintf(&b, "\tdone_mark=%s\n", shellQuote(t.Done))
 		begun := t.Begun
 		if begun == "" {
-			begun = train.RunInfoFile
+			begun = rundir.InfoFile
 		}
 		fmt.Fprintf(&b, "\tbegun_mark=%s\n", shellQuote(begun))
 		fmt.Fprintf(&b, "\tlog=%s\n", shellQuote(t.Log))

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // The load test: clients play the expert's episodes through a server on a
@@ -45,7 +45,7 @@ const (
 // benchPlans are the expert's action indices for a pool of training tasks.
 var benchPlans = sync.OnceValue(func() [][]int {
 	cfg, _ := configs.Named("smoke")
-	ec, _ := train.EnvConfig(cfg)
+	ec, _ := setup.EnvConfig(cfg)
 	plans := make([][]int, 512)
 	for i := range plans {
 		for _, a := range env.Solve(env.Generate(ec, env.Train, i)) {

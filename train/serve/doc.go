@@ -39,7 +39,7 @@
 //   - Everything is computed by train/env and reward, never re-implemented:
 //     steps are env.Episode.Step, step results are env's CoTA JSON (so a step
 //     read from the server equals the same step in `pixelis data gen` output),
-//     the reward is train.NewOrchestrator's, and scoring replays the actions
+//     the reward is setup.Orchestrator's, and scoring replays the actions
 //     in a fresh episode, recording each observation as a rollout does, so
 //     rewards never depend on what a client claims an operation returned.
 //   - Reward state lives with the trainer that owns it (score.go): a scorer is

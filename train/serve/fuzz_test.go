@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // The request decoding is fuzzed through the whole handler: any body sent to
@@ -112,7 +112,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"split":"test","seed":2199023255553,"family":"object_counting"}`)
 	f.Add(`{"items":[{"task":{"index":1},"actions":[{"index":3}],"group":2}],"weights":{"final":1}}`)
 	cfg, _ := configs.Named("smoke")
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // TestRequestsRefusedThatJSONLetsPass: a key given twice, a null member and
@@ -165,7 +165,7 @@ func TestLoneTrajectoryTotalIsItsWeightedRaw(t *testing.T) {
 // in process, and its CoTA records have a difficulty bucket.
 func TestExpertsCarryTheirObservations(t *testing.T) {
 	cfg := smoke(t)
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pixelis/pixelis/reward"
-	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // Scoring. A pixelis reward is not a pure function of one trajectory: the
@@ -62,7 +62,7 @@ func (s *Server) newOrchestrator(ws weightsSpec, normalize bool) (*reward.Orches
 		cfg = cfg.Clone()
 		cfg.Reward.Normalize = false
 	}
-	o, err := train.NewOrchestrator(cfg)
+	o, err := setup.Orchestrator(cfg)
 	if err != nil {
 		return nil, &apiError{Status: http.StatusInternalServerError, Message: err.Error()}
 	}

@@ -20,8 +20,8 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/reward"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -97,11 +97,11 @@ type Server struct {
 
 // New checks cfg's world and reward and returns a server for them.
 func New(cfg *configs.Config, opt Options) (*Server, error) {
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	orch, err := train.NewOrchestrator(cfg)
+	orch, err := setup.Orchestrator(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/reward"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // sameResult compares a served result with the env's own, field by field.
@@ -59,7 +59,7 @@ func sameResult(got env.StepResult, want env.Result) error {
 // in process.
 func TestExpertEpisodesMatchInProcess(t *testing.T) {
 	cfg := smoke(t)
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func decodePNG(t *testing.T, b []byte) (int, []byte) {
 // pixels and the view against the region the episode reports.
 func TestImagesAreTheTasksPixels(t *testing.T) {
 	cfg := smoke(t)
-	ec, _ := train.EnvConfig(cfg)
+	ec, _ := setup.EnvConfig(cfg)
 	ts := newTestServer(t, cfg, Options{})
 	// Task 1 is text_extraction: the expert zooms, so the view changes.
 	task := env.Generate(ec, env.Val, 1)
@@ -424,7 +424,7 @@ func TestScoresMatchInProcess(t *testing.T) {
 			cfg := smoke(t)
 			cfg.Reward.Curiosity.Mode = mode
 			cfg.Env.MaxSteps = 8 // trajectory 3's eight actions are a cut-off
-			ec, _ := train.EnvConfig(cfg)
+			ec, _ := setup.EnvConfig(cfg)
 			ts := newTestServer(t, cfg, Options{})
 			idx := []int{0, 1, 2, 3, 4, 5, 6, 7}
 			// Some trajectories go wrong: a wrong answer, a misuse, a cut-off.
@@ -488,7 +488,7 @@ func TestScoresMatchInProcess(t *testing.T) {
 				}
 			}
 			fresh := func() *reward.Orchestrator {
-				o, err := train.NewOrchestrator(cfg)
+				o, err := setup.Orchestrator(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -650,7 +650,7 @@ func TestTokenGuardsEverythingButHealth(t *testing.T) {
 // expert episodes, and checks every answer; run with -race.
 func TestManyConcurrentEpisodes(t *testing.T) {
 	cfg := smoke(t)
-	ec, _ := train.EnvConfig(cfg)
+	ec, _ := setup.EnvConfig(cfg)
 	ts := newTestServer(t, cfg, Options{MaxEpisodes: 512})
 	ts.ts.Client().Transport.(*http.Transport).MaxIdleConnsPerHost = 256
 	const clients, each = 256, 3

@@ -55,7 +55,7 @@ func (o *obsSpec) resolve(path string) (obsOptions, *apiError) {
 }
 
 // obsWidth is the width of the coarse view: the floats env.Episode.Observe
-// writes, which is the input pixelis's own policy reads (train/rollout.go
+// writes, which is the input pixelis's own policy reads (train/rollout/rollout.go
 // feeds them to the policy as they are). Every buffer and every shape the
 // server describes takes its width from here.
 func obsWidth() int { return env.ObsDim }

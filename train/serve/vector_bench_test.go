@@ -15,8 +15,8 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/cputime"
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // Vector environments against pixelis's own in-process rollout, both driven
@@ -26,7 +26,7 @@ import (
 //
 //	go test ./train/serve -run '^$' -bench 'RandomPolicy' -benchtime 2000x
 //
-// RandomPolicyInProcess is the rollout loop of train/rollout.go with the
+// RandomPolicyInProcess is the rollout loop of train/rollout/rollout.go with the
 // policy replaced by the random one: observe every environment (the coarse
 // view the policy reads), mask, choose, step, on GOMAXPROCS workers.
 // RandomPolicyVector is the same through POST /v1/vectors/{id}/step on a
@@ -44,7 +44,7 @@ func defaultWorld(b testing.TB) (*configs.Config, env.Config) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

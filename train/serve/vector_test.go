@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pixelis/pixelis/train"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // frame is a decoded answer: its JSON members, and its arrays as float64
@@ -266,7 +266,7 @@ func jsonEqual(t testing.TB, a, b any) bool { return string(mustJSON(t, a)) == s
 // of the same tasks, stepped with the same actions, observe the same.
 func TestVectorAutoreset(t *testing.T) {
 	cfg := smoke(t)
-	ec, err := train.EnvConfig(cfg)
+	ec, err := setup.EnvConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

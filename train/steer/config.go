@@ -26,31 +26,6 @@ const (
 	ReportTotal     = "reward/total" // mean total reward of the step's episodes
 )
 
-// RewardConfig maps [curriculum] onto the reward-stage curriculum: the
-// section's rollback_window counts checks, the curriculum's Rollback.Window
-// steps (checks × eval_every).
-func RewardConfig(cfg *configs.Config) curriculum.RewardConfig {
-	cu := cfg.Curriculum
-	rc := curriculum.RewardConfig{MinSamples: cu.MinSamples, Rollback: curriculum.RollbackConfig{
-		Metric: cu.RollbackMetric, Drop: cu.RollbackDrop, Window: cu.RollbackWindow * cu.EvalEvery, Backoff: cu.Backoff,
-	}}
-	for _, st := range cu.Stages {
-		sc := curriculum.StageConfig{Name: st.Name, Weights: map[string]float64{
-			componentFinal: st.Weights.Final, componentCoherence: st.Weights.Coherence, componentCuriosity: st.Weights.Curiosity,
-		}}
-		for _, e := range st.Exit {
-			sc.Exit = append(sc.Exit, curriculum.ConditionConfig{Kind: e.Kind, Metric: e.Metric, Op: e.Op, Value: e.Value, N: e.N, Steps: e.Steps})
-		}
-		rc.Stages = append(rc.Stages, sc)
-	}
-	return rc
-}
-
-// TrackerConfig is the moving-average window of [curriculum] over the KPIs.
-func TrackerConfig(cfg *configs.Config) curriculum.TrackerConfig {
-	return curriculum.TrackerConfig{Window: cfg.Curriculum.KPIWindow, Names: configs.KPIs}
-}
-
 // Declaration is what the child declared in its hello.
 type Declaration struct {
 	Components []string `json:"components"` // reward component names

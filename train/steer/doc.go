@@ -5,8 +5,9 @@
 //
 // It is the built-in GRPO trainer's curriculum, not a second one: the same
 // curriculum.Tracker and curriculum.Manager, built from the same [curriculum]
-// section by the same mapping (RewardConfig, TrackerConfig, which the
-// built-in trainer uses too), fed the same per-step batch means:
+// section by the same mapping (setup.RewardCurriculumConfig,
+// setup.TrackerConfig, which the built-in trainer uses too), fed the same
+// per-step batch means:
 //
 //	success_rate   = successes / episodes      (the step's episodes)
 //	reward_final   = reward/final/raw          (mean over the step's episodes)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/curriculum"
+	"github.com/pixelis/pixelis/train/setup"
 )
 
 // curricula are the real [curriculum] sections the stream tests run: the
@@ -30,11 +31,11 @@ var fullDeclaration = Declaration{
 // episodes, and at step % eval_every == 0 the manager checks the KPIs.
 // It returns the stage after every step and every decision.
 func builtInStages(t *testing.T, cfg *configs.Config, stream []stepReport) ([]int, []curriculum.Decision, []map[string]float64) {
-	cur, err := curriculum.NewManager(RewardConfig(cfg))
+	cur, err := curriculum.NewManager(setup.RewardCurriculumConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kpi, err := curriculum.NewTracker(TrackerConfig(cfg))
+	kpi, err := curriculum.NewTracker(setup.TrackerConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/curriculum"
+	"github.com/pixelis/pixelis/train/setup"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -81,12 +82,12 @@ func New(cfg *configs.Config, d Declaration) (*Steerer, error) {
 	if cfg.Curriculum.EvalEvery < 1 {
 		return nil, fmt.Errorf("curriculum.eval_every: must be ≥ 1, got %d", cfg.Curriculum.EvalEvery)
 	}
-	rc := RewardConfig(cfg)
+	rc := setup.RewardCurriculumConfig(cfg)
 	cur, err := curriculum.NewManager(rc)
 	if err != nil {
 		return nil, err
 	}
-	kpi, err := curriculum.NewTracker(TrackerConfig(cfg))
+	kpi, err := curriculum.NewTracker(setup.TrackerConfig(cfg))
 	if err != nil {
 		return nil, err
 	}

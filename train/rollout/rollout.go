@@ -1,4 +1,4 @@
-package train
+package rollout
 
 import (
 	"context"
@@ -34,35 +34,35 @@ func (r *Rollout) Ops() int {
 	return n
 }
 
-// sampling says how actions are chosen.
-type sampling struct {
-	greedy      bool
-	temperature float64
-	// noObs keeps no observations in the rollouts (Steps[].Obs and FinalObs
+// Sampling says how actions are chosen.
+type Sampling struct {
+	Greedy      bool
+	Temperature float64
+	// NoObs keeps no observations in the rollouts (Steps[].Obs and FinalObs
 	// stay nil): an evaluation scores episodes and never trains on them.
-	noObs bool
+	NoObs bool
 }
 
-// roller steps many episodes together: one batched policy forward per step for
+// Roller steps many episodes together: one batched policy forward per step for
 // all live episodes, environment steps spread over workers. Each episode draws
 // from its own random stream, so results do not depend on scheduling.
-type roller struct {
+type Roller struct {
 	inf     *policy.Inference
 	envCfg  env.Config
 	workers int
 	pool    []*env.Episode // reused between calls
 }
 
-func newRoller(inf *policy.Inference, envCfg env.Config, workers int) *roller {
+func NewRoller(inf *policy.Inference, envCfg env.Config, workers int) *Roller {
 	if workers < 1 {
 		workers = 1
 	}
-	return &roller{inf: inf, envCfg: envCfg, workers: workers}
+	return &Roller{inf: inf, envCfg: envCfg, workers: workers}
 }
 
-// run plays copies episodes of every task (episode i plays tasks[i/copies]) and
+// Run plays copies episodes of every task (episode i plays tasks[i/copies]) and
 // returns them in that order. rngFor gives episode i's stream.
-func (r *roller) run(ctx context.Context, tasks []*env.Task, copies int, how sampling, rngFor func(i int) *rand.Rand) ([]*Rollout, error) {
+func (r *Roller) Run(ctx context.Context, tasks []*env.Task, copies int, how Sampling, rngFor func(i int) *rand.Rand) ([]*Rollout, error) {
 	n := len(tasks) * copies
 	for len(r.pool) < n {
 		r.pool = append(r.pool, env.NewEpisode(r.envCfg))
@@ -103,10 +103,10 @@ func (r *roller) run(ctx context.Context, tasks []*env.Task, copies int, how sam
 				row := logits[k*nA : (k+1)*nA]
 				var a int
 				var lp float64
-				if how.greedy {
+				if how.Greedy {
 					a = policy.Greedy(row)
 				} else {
-					a, lp = policy.Sample(rngs[i], row, how.temperature)
+					a, lp = policy.Sample(rngs[i], row, how.Temperature)
 				}
 				act, err := env.DecodeAction(a)
 				if err != nil { // cannot happen for a in [0, NumActions); keep the episode honest anyway
@@ -115,7 +115,7 @@ func (r *roller) run(ctx context.Context, tasks []*env.Task, copies int, how sam
 				eps[i].Step(act)
 				o := outs[i]
 				st := env.Step{Index: a}
-				if !how.noObs {
+				if !how.NoObs {
 					st.Obs = append([]float32(nil), obs[k*obsDim:(k+1)*obsDim]...)
 				}
 				o.Steps = append(o.Steps, st)
@@ -130,7 +130,7 @@ func (r *roller) run(ctx context.Context, tasks []*env.Task, copies int, how sam
 			for k := range o.Steps {
 				o.Steps[k].Action, o.Steps[k].Result = traj[k].Action, traj[k].Result
 			}
-			if !how.noObs {
+			if !how.NoObs {
 				o.FinalObs = make([]float32, obsDim)
 				e.Observe(o.FinalObs)
 			}
@@ -141,7 +141,7 @@ func (r *roller) run(ctx context.Context, tasks []*env.Task, copies int, how sam
 	return outs, nil
 }
 
-// rolloutParts is how many parts roller.parallel cuts its range into per
+// rolloutParts is how many parts Parallel cuts its range into per
 // worker, and rolloutMinPart the fewest rows of a part: more parts than
 // workers, so that a worker whose core another process holds leaves its parts
 // to the others instead of holding up the step; parts of at least a few rows,
@@ -151,12 +151,15 @@ const (
 	rolloutMinPart = 8
 )
 
-// parallel runs f over [0,n) cut into contiguous parts that the workers claim
-// one at a time. f must treat the rows of a part independently (every caller's
-// rows are episodes or rows of a batch), so the results do not depend on how
-// the parts fall.
-func (r *roller) parallel(n int, f func(lo, hi int)) {
-	w := min(r.workers, n)
+// parallel runs f over the workers' rows; see Parallel.
+func (r *Roller) parallel(n int, f func(lo, hi int)) { Parallel(r.workers, n, f) }
+
+// Parallel runs f over [0,n) on workers goroutines, cut into contiguous parts
+// that the workers claim one at a time. f must treat the rows of a part
+// independently (every caller's rows are episodes or rows of a batch), so the
+// results do not depend on how the parts fall.
+func Parallel(workers, n int, f func(lo, hi int)) {
+	w := min(workers, n)
 	if w <= 1 {
 		f(0, n)
 		return

@@ -1,4 +1,4 @@
-package train
+package rollout
 
 import (
 	"encoding/json"
@@ -12,10 +12,10 @@ import (
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// toRewardTrajectories gives the reward components their view of rollouts;
+// RewardTrajectories gives the reward components their view of rollouts;
 // consecutive runs of G rollouts of one task form group firstGroup, firstGroup+1, …
 // (the caller's group numbering, used by RaPR).
-func toRewardTrajectories(rs []*Rollout, firstGroup int) []*reward.Trajectory {
+func RewardTrajectories(rs []*Rollout, firstGroup int) []*reward.Trajectory {
 	out := make([]*reward.Trajectory, len(rs))
 	group, prev := firstGroup-1, (*env.Task)(nil)
 	for i, ro := range rs {
@@ -29,11 +29,11 @@ func toRewardTrajectories(rs []*Rollout, firstGroup int) []*reward.Trajectory {
 	return out
 }
 
-// behaviour adds the behavioural metrics of a batch of rollouts to m:
+// Behaviour adds the behavioural metrics of a batch of rollouts to m:
 // trajectory length, RaPR (share of trajectories that use a visual operation),
 // loop rate (share with an operation repeated with the same arguments back to
 // back), misuse rate (share of actions that were a misuse) and tool counts.
-func behaviour(rs []*Rollout, m map[string]float64) {
+func Behaviour(rs []*Rollout, m map[string]float64) {
 	var steps, usesOps, loops, misuses float64
 	tools := map[env.Op]float64{}
 	for _, ro := range rs {
@@ -74,25 +74,25 @@ func behaviour(rs []*Rollout, m map[string]float64) {
 // columns × 16 rows of half-block characters.
 const thumbSize = 32
 
-// samplesOf picks up to k trajectories for the console: the first of each group,
+// SampleViews picks up to k trajectories for the console: the first of each group,
 // so different tasks show, with their per-step reward parts.
 // step is the phase's step and runStep the run-wide one.
-func samplesOf(rs []*Rollout, bd reward.Breakdown, step, runStep, groupSize, k int) []telemetry.Sample {
+func SampleViews(rs []*Rollout, bd reward.Breakdown, step, runStep, groupSize, k int) []telemetry.Sample {
 	var out []telemetry.Sample
 	for i := 0; i < len(rs) && len(out) < k; i += groupSize {
 		var tr *reward.TrajReward
 		if i < len(bd.Trajs) {
 			tr = &bd.Trajs[i]
 		}
-		s := sampleView(rs[i], tr, step)
+		s := SampleView(rs[i], tr, step)
 		s.RunStep = runStep
 		out = append(out, s)
 	}
 	return out
 }
 
-// sampleView converts one rollout for display.
-func sampleView(ro *Rollout, tr *reward.TrajReward, step int) telemetry.Sample {
+// SampleView converts one rollout for display.
+func SampleView(ro *Rollout, tr *reward.TrajReward, step int) telemetry.Sample {
 	t := ro.Task
 	s := telemetry.Sample{Step: step, Family: t.Family.String(), Question: t.Question, Answer: ro.Answer,
 		GroundTruth: t.Answer, Correct: ro.Correct,
@@ -151,10 +151,10 @@ type episodeRecord struct {
 	Misuse      []string `json:"misuse"`
 }
 
-// saveTaskEpisodes writes one task's episodes as JSON to dir/<task id>.json:
+// SaveEpisodes writes one task's episodes as JSON to dir/<task id>.json:
 // its greedy attempt, then its sampled ones. An evaluation calls it as each
 // task's episodes finish, so none are held for the sake of saving them.
-func saveTaskEpisodes(dir string, greedy *Rollout, sampled []*Rollout) error {
+func SaveEpisodes(dir string, greedy *Rollout, sampled []*Rollout) error {
 	t := greedy.Task
 	recs := make([]episodeRecord, 0, 1+len(sampled))
 	add := func(ro *Rollout, mode string) {

@@ -1,9 +1,8 @@
-package train
+package ttrl
 
 import (
 	"math"
 
-	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/train/policy"
 )
 
@@ -11,8 +10,8 @@ import (
 // the policy to it, the corridor that KL must stay in, and the learning rate
 // that follows it.
 
-// fileEMA holds the EMA policy in a TTRL checkpoint.
-const fileEMA = "ema.safetensors"
+// EMAFile holds the EMA policy in a TTRL checkpoint.
+const EMAFile = "ema.safetensors"
 
 // Anchors.
 const (
@@ -20,14 +19,14 @@ const (
 	AnchorNone = "none" // none of them; the KL to the EMA is still measured
 )
 
-// lrScaleMin is the smallest learning-rate scale s_t.
-const lrScaleMin = 1.0 / 16
+// LRScaleMin is the smallest learning-rate scale s_t.
+const LRScaleMin = 1.0 / 16
 
-// emaUpdate moves the EMA's trainable tensors towards the policy's, after
+// UpdateEMA moves the EMA's trainable tensors towards the policy's, after
 // every step:
 //
 //	θ̄ ← δ·θ̄ + (1 − δ)·θ
-func emaUpdate(ema, p *policy.Params, names []string, decay float64) {
+func UpdateEMA(ema, p *policy.Params, names []string, decay float64) {
 	own, cur := tensorsByName(ema), tensorsByName(p)
 	d, e := float32(decay), float32(1-decay)
 	for _, n := range names {
@@ -38,9 +37,9 @@ func emaUpdate(ema, p *policy.Params, names []string, decay float64) {
 	}
 }
 
-// resetToEMA copies the EMA's trainable tensors into the policy: the
+// ResetToEMA copies the EMA's trainable tensors into the policy: the
 // corridor rule's way back.
-func resetToEMA(p, ema *policy.Params, names []string) {
+func ResetToEMA(p, ema *policy.Params, names []string) {
 	own, src := tensorsByName(p), tensorsByName(ema)
 	for _, n := range names {
 		copy(own[n].Data, src[n].Data)
@@ -55,29 +54,29 @@ func tensorsByName(p *policy.Params) map[string]policy.Tensor {
 	return m
 }
 
-// corridor is where the KL to the EMA lies against [kl_low, kl_high].
-type corridor int
+// Corridor is where the KL to the EMA lies against [kl_low, kl_high].
+type Corridor int
 
 const (
-	corridorInside corridor = iota
-	corridorBelow
-	corridorAbove
+	Inside Corridor = iota
+	Below
+	Above
 )
 
-func (c corridor) String() string { return [...]string{"inside", "below", "above"}[c] }
+func (c Corridor) String() string { return [...]string{"inside", "below", "above"}[c] }
 
-// placeKL puts a KL against the corridor.
-func placeKL(kl, low, high float64) corridor {
+// PlaceKL puts a KL against the corridor.
+func PlaceKL(kl, low, high float64) Corridor {
 	switch {
 	case kl > high:
-		return corridorAbove
+		return Above
 	case kl < low:
-		return corridorBelow
+		return Below
 	}
-	return corridorInside
+	return Inside
 }
 
-// nextLRScale is the learning rate's adaptation, after a step whose update
+// NextLRScale is the learning rate's adaptation, after a step whose update
 // left the policy at KL_t from the EMA (η_t = η₀ · s_t):
 //
 //	s_{t+1} = clip(s_t · √(κ / KL_t), 1/16, 1),   κ = √(kl_low · kl_high)
@@ -86,14 +85,10 @@ func placeKL(kl, low, high float64) corridor {
 // from its average than that slows the next one, a step that moved it less
 // speeds it up again, never above η₀. A step without an update (the gate
 // passed nothing) leaves s as it is.
-func nextLRScale(s, kl, low, high float64) float64 {
+func NextLRScale(s, kl, low, high float64) float64 {
 	if !(kl > 0) {
 		return s
 	}
 	kappa := math.Sqrt(max(low, 1e-12) * high)
-	return min(max(s*math.Sqrt(kappa/kl), lrScaleMin), 1)
+	return min(max(s*math.Sqrt(kappa/kl), LRScaleMin), 1)
 }
-
-// emaTensors are the EMA policy in a checkpoint (its every tensor, in
-// policy.safetensors' layout).
-func emaTensors(ema *policy.Params) []ckpt.Tensor { return policyTensors(ema) }

@@ -1,16 +1,17 @@
-package train
+package ttrl
 
 import (
 	"math"
 	"testing"
 
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
 )
 
 // roll is a made-up trajectory: its operations (by Op) and answer; misuse
 // marks the steps whose call was a misuse.
-func roll(answer string, ops []env.Op, misuse ...int) *Rollout {
-	ro := &Rollout{Answer: answer, Answered: answer != ""}
+func roll(answer string, ops []env.Op, misuse ...int) *rollout.Rollout {
+	ro := &rollout.Rollout{Answer: answer, Answered: answer != ""}
 	for i, op := range ops {
 		st := env.Step{Action: env.Action{Op: op}}
 		for _, m := range misuse {
@@ -34,7 +35,7 @@ var (
 func TestConsistency(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		ro   *Rollout
+		ro   *rollout.Rollout
 		want float64
 	}{
 		{"read, no misuse", roll("red", looked), 1},
@@ -42,7 +43,7 @@ func TestConsistency(t *testing.T) {
 		{"read, one misuse", roll("red", append(looked, env.OpProperties), 2), 0.5},
 		{"only a misused read", roll("red", []env.Op{env.OpProperties}, 0), 0.25},
 	} {
-		if got := consistency(c.ro); got != c.want {
+		if got := Consistency(c.ro); got != c.want {
 			t.Errorf("%s: consistency %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -51,31 +52,31 @@ func TestConsistency(t *testing.T) {
 // The trajectory vote lets two trajectories that read outvote three glances;
 // the answer vote does not. Unanswered trajectories cast nothing.
 func TestVote(t *testing.T) {
-	rolls := []*Rollout{roll("red", glance), roll("red", glance), roll("red", glance),
+	rolls := []*rollout.Rollout{roll("red", glance), roll("red", glance), roll("red", glance),
 		roll("orange", looked), roll("orange", looked), roll("", looked)}
-	if v := vote(rolls, VoteAnswer); v.winner != "red" || v.share != 0.6 {
-		t.Errorf("answer vote: %q %v, want red 0.6", v.winner, v.share)
+	if v := Tally(rolls, VoteAnswer); v.Winner != "red" || v.Share != 0.6 {
+		t.Errorf("answer vote: %q %v, want red 0.6", v.Winner, v.Share)
 	}
-	v := vote(rolls, VoteTrajectory)
-	if v.winner != "orange" || math.Abs(v.share-2/3.5) > 1e-12 {
-		t.Errorf("trajectory vote: %q %v, want orange %v", v.winner, v.share, 2/3.5)
+	v := Tally(rolls, VoteTrajectory)
+	if v.Winner != "orange" || math.Abs(v.Share-2/3.5) > 1e-12 {
+		t.Errorf("trajectory vote: %q %v, want orange %v", v.Winner, v.Share, 2/3.5)
 	}
-	if !v.passes(0.5) || v.passes(0.6) {
-		t.Errorf("share %v: gate 0.5 passes, 0.6 does not", v.share)
+	if !v.Passes(0.5) || v.Passes(0.6) {
+		t.Errorf("share %v: gate 0.5 passes, 0.6 does not", v.Share)
 	}
 	// ties go to the answer given first
-	if v := vote([]*Rollout{roll("b", looked), roll("a", looked)}, VoteTrajectory); v.winner != "b" {
-		t.Errorf("tie: %q, want b", v.winner)
+	if v := Tally([]*rollout.Rollout{roll("b", looked), roll("a", looked)}, VoteTrajectory); v.Winner != "b" {
+		t.Errorf("tie: %q, want b", v.Winner)
 	}
-	if v := vote([]*Rollout{roll("", looked)}, VoteTrajectory); v.winner != "" || v.passes(0) {
-		t.Errorf("no answer: %q passes %v", v.winner, v.passes(0))
+	if v := Tally([]*rollout.Rollout{roll("", looked)}, VoteTrajectory); v.Winner != "" || v.Passes(0) {
+		t.Errorf("no answer: %q passes %v", v.Winner, v.Passes(0))
 	}
 }
 
 // Agreeing with the winner pays its consistency; every action costs β/L.
 func TestPseudoRewards(t *testing.T) {
-	rolls := []*Rollout{roll("orange", looked), roll("orange", glance), roll("red", glance)}
-	r := pseudoRewards(rolls, taskVote{winner: "orange"}, VoteTrajectory, 0.1, 10)
+	rolls := []*rollout.Rollout{roll("orange", looked), roll("orange", glance), roll("red", glance)}
+	r := PseudoRewards(rolls, Vote{Winner: "orange"}, VoteTrajectory, 0.1, 10)
 	want := []float64{1 - 0.1*3/10, 0.5 - 0.1*1/10, -0.1 * 1 / 10}
 	for i := range want {
 		if math.Abs(r[i]-want[i]) > 1e-12 {
@@ -89,19 +90,19 @@ func TestPseudoRewards(t *testing.T) {
 func TestNextLRScale(t *testing.T) {
 	low, high := 0.002, 0.05
 	kappa := math.Sqrt(low * high)
-	if s := nextLRScale(1, 4*kappa, low, high); math.Abs(s-0.5) > 1e-12 {
+	if s := NextLRScale(1, 4*kappa, low, high); math.Abs(s-0.5) > 1e-12 {
 		t.Errorf("KL 4κ: scale %v, want 0.5", s)
 	}
-	if s := nextLRScale(0.5, kappa/4, low, high); s != 1 {
+	if s := NextLRScale(0.5, kappa/4, low, high); s != 1 {
 		t.Errorf("KL κ/4 from 0.5: scale %v, want 1", s)
 	}
-	if s := nextLRScale(0.1, 1e6, low, high); s != lrScaleMin {
-		t.Errorf("huge KL: scale %v, want %v", s, lrScaleMin)
+	if s := NextLRScale(0.1, 1e6, low, high); s != LRScaleMin {
+		t.Errorf("huge KL: scale %v, want %v", s, LRScaleMin)
 	}
-	if s := nextLRScale(0.3, 0, low, high); s != 0.3 {
+	if s := NextLRScale(0.3, 0, low, high); s != 0.3 {
 		t.Errorf("no update: scale %v, want 0.3", s)
 	}
-	if placeKL(0.06, low, high) != corridorAbove || placeKL(0.001, low, high) != corridorBelow || placeKL(0.01, low, high) != corridorInside {
-		t.Error("placeKL misplaces")
+	if PlaceKL(0.06, low, high) != Above || PlaceKL(0.001, low, high) != Below || PlaceKL(0.01, low, high) != Inside {
+		t.Error("PlaceKL misplaces")
 	}
 }

@@ -1,4 +1,4 @@
-package train
+package rollout
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/pixelis/pixelis/internal/faults"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
+	"github.com/pixelis/pixelis/train/stream"
 )
 
 // EvalResult is the score of a policy on a set of tasks, overall ("all") and per
@@ -30,70 +32,74 @@ type EvalResult struct {
 	Count   map[string]int     `json:"count"`
 }
 
-// evalSpec says how to evaluate.
-type evalSpec struct {
-	samples     int     // n of pass@n; 0 evaluates greedily only
-	temperature float64 // for the sampled attempts
-	seed        uint64
-	step        int
-	groups      func(t *env.Task) []string // groups a task belongs to besides "all"
-	// each, when set, is given every task's episodes in task order as they
+// EvalSpec says how to evaluate.
+type EvalSpec struct {
+	Samples     int     // n of pass@n; 0 evaluates greedily only
+	Temperature float64 // for the sampled attempts
+	Seed        uint64
+	Step        int
+	Groups      func(t *env.Task) []string // groups a task belongs to besides "all"
+	// Each, when set, is given every task's episodes in task order as they
 	// finish: the greedy one and the sampled ones. They are not kept after.
-	each func(i int, greedy *Rollout, sampled []*Rollout) error
+	Each func(i int, greedy *Rollout, sampled []*Rollout) error
 }
 
-// evalChunk is how many tasks an evaluation plays at once: enough episodes
+// EvalChunk is how many tasks an evaluation plays at once: enough episodes
 // to keep every worker busy (with 8 samples, 288 per chunk), few enough that
 // their buffers and rollouts stay small whatever the number of tasks.
-const evalChunk = 32
+const EvalChunk = 32
 
-// taskList is n tasks, the i-th made (or looked up) by at(i) when its chunk
+// TaskList is n tasks, the i-th made (or looked up) by at(i) when its chunk
 // starts: an evaluation of thousands of tasks never holds them all.
-type taskList struct {
+type TaskList struct {
 	n  int
 	at func(i int) *env.Task
 }
 
-func tasksOf(ts []*env.Task) taskList {
-	return taskList{n: len(ts), at: func(i int) *env.Task { return ts[i] }}
+// TasksOf is a list of tasks already made.
+func TasksOf(ts []*env.Task) TaskList {
+	return TaskList{n: len(ts), at: func(i int) *env.Task { return ts[i] }}
 }
 
-// splitTasks are the first n tasks of a split, generated when needed.
-func splitTasks(cfg env.Config, split env.Split, n int) taskList {
-	return splitRange(cfg, split, 0, n)
+// SplitTasks are the first n tasks of a split, generated when needed.
+func SplitTasks(cfg env.Config, split env.Split, n int) TaskList {
+	return SplitRange(cfg, split, 0, n)
 }
 
-// splitRange are the n tasks of a split from index from, generated when needed.
-func splitRange(cfg env.Config, split env.Split, from, n int) taskList {
-	return taskList{n: n, at: func(i int) *env.Task { return env.Generate(cfg, split, from+i) }}
+// SplitRange are the n tasks of a split from index from, generated when needed.
+func SplitRange(cfg env.Config, split env.Split, from, n int) TaskList {
+	return TaskList{n: n, at: func(i int) *env.Task { return env.Generate(cfg, split, from+i) }}
 }
 
-// evaluate runs the greedy policy once per task and, when spec.samples > 0, n
-// sampled attempts per task, evalChunk tasks at a time, and scores them as
+// Len is the number of tasks.
+func (l TaskList) Len() int { return l.n }
+
+// Evaluate runs the greedy policy once per task and, when spec.Samples > 0, n
+// sampled attempts per task, EvalChunk tasks at a time, and scores them as
 // they finish. Episode i of the sampled ones (task i/n) draws from its own
 // stream whatever the chunking, and the scores are summed in task order, so
-// the result does not depend on evalChunk or on the number of workers.
-func evaluate(ctx context.Context, r *roller, tasks taskList, spec evalSpec) (EvalResult, error) {
+// the result does not depend on EvalChunk or on the number of workers.
+func Evaluate(ctx context.Context, r *Roller, tasks TaskList, spec EvalSpec) (EvalResult, error) {
 	faults.AtContext(ctx, faults.Evaluation)
-	res := EvalResult{Tasks: tasks.n, Samples: spec.samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{}}
-	if spec.samples > 0 {
+	res := EvalResult{Tasks: tasks.n, Samples: spec.Samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{}}
+	if spec.Samples > 0 {
 		res.Pass1, res.PassN = map[string]float64{}, map[string]float64{}
 	}
-	chunk := make([]*env.Task, 0, evalChunk)
-	for lo := 0; lo < tasks.n; lo += evalChunk {
+	chunk := make([]*env.Task, 0, EvalChunk)
+	for lo := 0; lo < tasks.n; lo += EvalChunk {
 		chunk = chunk[:0]
-		for i := lo; i < min(lo+evalChunk, tasks.n); i++ {
+		for i := lo; i < min(lo+EvalChunk, tasks.n); i++ {
 			chunk = append(chunk, tasks.at(i))
 		}
-		greedy, err := r.run(ctx, chunk, 1, sampling{greedy: true, noObs: true}, func(i int) *rand.Rand { return nil })
+		greedy, err := r.Run(ctx, chunk, 1, Sampling{Greedy: true, NoObs: true}, func(i int) *rand.Rand { return nil })
 		if err != nil {
 			return res, err
 		}
 		var sampled []*Rollout
-		if spec.samples > 0 {
-			base := lo * spec.samples
-			sampled, err = r.run(ctx, chunk, spec.samples, sampling{temperature: spec.temperature, noObs: true}, func(i int) *rand.Rand {
-				return stream(spec.seed, streamEval, spec.step, base+i)
+		if spec.Samples > 0 {
+			base := lo * spec.Samples
+			sampled, err = r.Run(ctx, chunk, spec.Samples, Sampling{Temperature: spec.Temperature, NoObs: true}, func(i int) *rand.Rand {
+				return stream.New(spec.Seed, stream.Eval, spec.Step, base+i)
 			})
 			if err != nil {
 				return res, err
@@ -101,12 +107,12 @@ func evaluate(ctx context.Context, r *roller, tasks taskList, spec evalSpec) (Ev
 		}
 		for k, t := range chunk {
 			var own []*Rollout
-			if spec.samples > 0 {
-				own = sampled[k*spec.samples : (k+1)*spec.samples]
+			if spec.Samples > 0 {
+				own = sampled[k*spec.Samples : (k+1)*spec.Samples]
 			}
 			res.add(t, spec, greedy[k], own)
-			if spec.each != nil {
-				if err := spec.each(lo+k, greedy[k], own); err != nil {
+			if spec.Each != nil {
+				if err := spec.Each(lo+k, greedy[k], own); err != nil {
 					return res, err
 				}
 			}
@@ -115,7 +121,7 @@ func evaluate(ctx context.Context, r *roller, tasks taskList, spec evalSpec) (Ev
 	for key, c := range res.Count {
 		res.Greedy[key] /= float64(c)
 		res.RaPR[key] /= float64(c)
-		if spec.samples > 0 {
+		if spec.Samples > 0 {
 			res.Pass1[key] /= float64(c)
 			res.PassN[key] /= float64(c)
 		}
@@ -124,7 +130,7 @@ func evaluate(ctx context.Context, r *roller, tasks taskList, spec evalSpec) (Ev
 }
 
 // add counts one task's episodes into the sums of every group it belongs to.
-func (res *EvalResult) add(t *env.Task, spec evalSpec, greedy *Rollout, sampled []*Rollout) {
+func (res *EvalResult) add(t *env.Task, spec EvalSpec, greedy *Rollout, sampled []*Rollout) {
 	keys := append([]string{"all"}, spec.groupsOf(t)...)
 	var correct, any float64
 	for _, ro := range sampled {
@@ -134,7 +140,7 @@ func (res *EvalResult) add(t *env.Task, spec evalSpec, greedy *Rollout, sampled 
 		}
 	}
 	rapr := usesOps([]*Rollout{greedy})
-	if spec.samples > 0 {
+	if spec.Samples > 0 {
 		rapr = usesOps(sampled)
 	}
 	for _, key := range keys {
@@ -143,8 +149,8 @@ func (res *EvalResult) add(t *env.Task, spec evalSpec, greedy *Rollout, sampled 
 		if greedy.Correct {
 			res.Greedy[key]++
 		}
-		if spec.samples > 0 {
-			res.Pass1[key] += correct / float64(spec.samples)
+		if spec.Samples > 0 {
+			res.Pass1[key] += correct / float64(spec.Samples)
 			res.PassN[key] += any
 		}
 	}
@@ -161,11 +167,11 @@ func usesOps(rs []*Rollout) float64 {
 	return float64(n) / float64(len(rs))
 }
 
-func (s evalSpec) groupsOf(t *env.Task) []string {
-	if s.groups == nil {
+func (s EvalSpec) groupsOf(t *env.Task) []string {
+	if s.Groups == nil {
 		return []string{t.Family.String()}
 	}
-	return s.groups(t)
+	return s.Groups(t)
 }
 
 // Metrics names the result under prefix ("val", "test"): prefix/<group>/greedy,
@@ -202,42 +208,51 @@ func (e EvalResult) Groups() []string {
 	return append([]string{"all"}, gs...)
 }
 
-// Evaluate scores params on n tasks of a split from index from: greedy, and
+// EvaluateSplit scores params on n tasks of a split from index from: greedy, and
 // pass@1 / pass@samples at cfg.Eval.Temperature, per task family. Sampling
 // streams derive from the run seed and the task's place in the range, so two
 // models see the same tasks and the same streams.
-func Evaluate(ctx context.Context, cfg *configs.Config, params *policy.Params, split env.Split, from, n, samples int) (EvalResult, error) {
-	envCfg, err := EnvConfig(cfg)
+func EvaluateSplit(ctx context.Context, cfg *configs.Config, params *policy.Params, split env.Split, from, n, samples int) (EvalResult, error) {
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return EvalResult{}, err
 	}
-	workers := WorkerCount(cfg)
-	return evaluate(ctx, newRoller(policy.NewInference(params), envCfg, workers), splitRange(envCfg, split, from, n), evalSpec{
-		samples: samples, temperature: cfg.Eval.Temperature, seed: cfg.Run.Seed,
+	workers := setup.Workers(cfg)
+	return Evaluate(ctx, NewRoller(policy.NewInference(params), envCfg, workers), SplitRange(envCfg, split, from, n), EvalSpec{
+		Samples: samples, Temperature: cfg.Eval.Temperature, Seed: cfg.Run.Seed,
 	})
 }
 
-// Rollouts plays copies episodes of every task with params: greedy when
+// Run plays copies episodes of every task with params: greedy when
 // temperature ≤ 0, else sampled with streams derived from (seed, index), so
 // several models can be run on the same tasks with the same streams. Episode
 // i plays tasks[i/copies].
-func Rollouts(ctx context.Context, cfg *configs.Config, params *policy.Params, tasks []*env.Task, copies int, temperature float64, seed uint64) ([]*Rollout, error) {
-	envCfg, err := EnvConfig(cfg)
+func Run(ctx context.Context, cfg *configs.Config, params *policy.Params, tasks []*env.Task, copies int, temperature float64, seed uint64) ([]*Rollout, error) {
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	workers := WorkerCount(cfg)
-	how := sampling{greedy: temperature <= 0, temperature: temperature}
-	return newRoller(policy.NewInference(params), envCfg, workers).run(ctx, tasks, copies, how, func(i int) *rand.Rand {
-		return stream(seed, streamEval, 0, i)
+	workers := setup.Workers(cfg)
+	how := Sampling{Greedy: temperature <= 0, Temperature: temperature}
+	return NewRoller(policy.NewInference(params), envCfg, workers).Run(ctx, tasks, copies, how, func(i int) *rand.Rand {
+		return stream.New(seed, stream.Eval, 0, i)
 	})
 }
 
 // Tasks returns the first n tasks of a split under cfg's [env].
 func Tasks(cfg *configs.Config, split env.Split, n int) ([]*env.Task, error) {
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return generateTasks(envCfg, split, n), nil
+	return FirstTasks(envCfg, split, n), nil
+}
+
+// FirstTasks are the first n tasks of a split.
+func FirstTasks(cfg env.Config, split env.Split, n int) []*env.Task {
+	out := make([]*env.Task, n)
+	for i := range out {
+		out[i] = env.Generate(cfg, split, i)
+	}
+	return out
 }

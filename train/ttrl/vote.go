@@ -1,7 +1,8 @@
-package train
+package ttrl
 
 import (
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/rollout"
 )
 
 // The vote of a TTRL step: which answer the k sampled trajectories of one
@@ -17,7 +18,7 @@ const (
 	VoteAnswer = "answer"
 )
 
-// consistency is how far a trajectory's own record supports its answer, in
+// Consistency is how far a trajectory's own record supports its answer, in
 // (0, 1], from what the world returned to it and nothing else:
 //
 //	c = (½ + ½·g) / (1 + m)
@@ -30,7 +31,7 @@ const (
 // coarse view unchanged), so an answer given without reading counts half, and
 // a trajectory that fumbles its tools is less likely to have read the right
 // object. A trajectory cut off without an answer casts no vote.
-func consistency(ro *Rollout) float64 {
+func Consistency(ro *rollout.Rollout) float64 {
 	misused, read := 0, false
 	for _, st := range ro.Steps {
 		if st.Result.Misuse != env.MisuseNone || st.Result.CutOff {
@@ -49,21 +50,21 @@ func consistency(ro *Rollout) float64 {
 	return (0.5 + 0.5*g) / float64(1+misused)
 }
 
-// taskVote is the outcome of one task's vote.
-type taskVote struct {
-	winner string    // the answer with the largest weight; "" when no trajectory answered
-	share  float64   // the winner's share of the weight of the answering trajectories, in [0, 1]
-	weight []float64 // each trajectory's vote weight (0: no answer)
+// Vote is the outcome of one task's vote.
+type Vote struct {
+	Winner string    // the answer with the largest weight; "" when no trajectory answered
+	Share  float64   // the winner's share of the weight of the answering trajectories, in [0, 1]
+	Weight []float64 // each trajectory's vote weight (0: no answer)
 }
 
-// vote counts the answers of one task's trajectories. Under VoteTrajectory a
+// Tally counts the answers of one task's trajectories. Under VoteTrajectory a
 // trajectory's weight is its consistency, under VoteAnswer 1; the winner is
 // the answer with the largest total weight, ties going to the answer first
 // given (so the outcome depends on the trajectories alone), and its share is
 //
 //	s(ŷ) = Σ_{i: a_i = ŷ} w_i / Σ_{i answered} w_i.
-func vote(rolls []*Rollout, how string) taskVote {
-	v := taskVote{weight: make([]float64, len(rolls))}
+func Tally(rolls []*rollout.Rollout, how string) Vote {
+	v := Vote{Weight: make([]float64, len(rolls))}
 	total := 0.0
 	var answers []string
 	sums := map[string]float64{}
@@ -73,9 +74,9 @@ func vote(rolls []*Rollout, how string) taskVote {
 		}
 		w := 1.0
 		if how == VoteTrajectory {
-			w = consistency(ro)
+			w = Consistency(ro)
 		}
-		v.weight[i] = w
+		v.Weight[i] = w
 		total += w
 		if _, ok := sums[ro.Answer]; !ok {
 			answers = append(answers, ro.Answer)
@@ -91,15 +92,15 @@ func vote(rolls []*Rollout, how string) taskVote {
 			best = i
 		}
 	}
-	v.winner, v.share = answers[best], sums[answers[best]]/total
+	v.Winner, v.Share = answers[best], sums[answers[best]]/total
 	return v
 }
 
-// passes is the confidence gate: a task is trained on only when its vote has
+// Passes is the confidence gate: a task is trained on only when its vote has
 // a winner whose share reaches the gate (gate 0 passes every task with a winner).
-func (v taskVote) passes(gate float64) bool { return v.winner != "" && v.share >= gate }
+func (v Vote) Passes(gate float64) bool { return v.Winner != "" && v.Share >= gate }
 
-// pseudoRewards are the rewards of one task's trajectories against the vote's
+// PseudoRewards are the rewards of one task's trajectories against the vote's
 // winner ŷ, with the length prior:
 //
 //	r_i = 1[a_i = ŷ] · c_i − β · |τ_i| / L
@@ -107,13 +108,13 @@ func (v taskVote) passes(gate float64) bool { return v.winner != "" && v.share >
 // c_i the trajectory's consistency (1 under VoteAnswer), |τ_i| its number of
 // actions, L the step budget (env.max_steps): among the trajectories that
 // agree with the winner, the short, well-grounded ones get most.
-func pseudoRewards(rolls []*Rollout, v taskVote, how string, beta float64, maxSteps int) []float64 {
+func PseudoRewards(rolls []*rollout.Rollout, v Vote, how string, beta float64, maxSteps int) []float64 {
 	r := make([]float64, len(rolls))
 	for i, ro := range rolls {
-		if ro.Answered && ro.Answer == v.winner {
+		if ro.Answered && ro.Answer == v.Winner {
 			c := 1.0
 			if how == VoteTrajectory {
-				c = consistency(ro)
+				c = Consistency(ro)
 			}
 			r[i] = c
 		}

@@ -1,4 +1,4 @@
-package train
+package rollout
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
+	"github.com/pixelis/pixelis/train/setup"
+	"github.com/pixelis/pixelis/train/stream"
 )
 
 func TestPairedDiffByHand(t *testing.T) {
@@ -26,9 +28,9 @@ func TestPairedDiffByHand(t *testing.T) {
 func TestPerTaskScores(t *testing.T) {
 	g := []*Rollout{{Correct: true}, {Correct: false}}
 	s := []*Rollout{{Correct: true}, {Correct: false}, {Correct: true}, {Correct: true}, {Correct: false}, {Correct: false}}
-	pt := newPerTask(2)
-	pt.add(0, g[0], s[:3])
-	pt.add(1, g[1], s[3:])
+	pt := NewPerTask(2)
+	pt.Add(0, g[0], s[:3])
+	pt.Add(1, g[1], s[3:])
 	if pt.greedy[0] != 1 || pt.greedy[1] != 0 || math.Abs(pt.pass1[0]-2.0/3) > 1e-12 || math.Abs(pt.pass1[1]-1.0/3) > 1e-12 {
 		t.Errorf("got %+v", pt)
 	}
@@ -39,26 +41,26 @@ func TestPerTaskScores(t *testing.T) {
 // of its index in the whole evaluation, and the sums run in task order.
 func TestEvaluateInChunksIsEvaluateAtOnce(t *testing.T) {
 	cfg := configs.Default()
-	envCfg, err := EnvConfig(cfg)
+	envCfg, err := setup.EnvConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, err := policy.New(policyConfig(cfg), rand.New(rand.NewPCG(3, 4)))
+	params, err := policy.New(setup.PolicyConfig(cfg), rand.New(rand.NewPCG(3, 4)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n, samples = evalChunk + 9, 3
-	tasks := generateTasks(envCfg, env.Val, n)
-	spec := evalSpec{samples: samples, temperature: 1, seed: 5, step: 7}
+	const n, samples = EvalChunk + 9, 3
+	tasks := FirstTasks(envCfg, env.Val, n)
+	spec := EvalSpec{Samples: samples, Temperature: 1, Seed: 5, Step: 7}
 	var seen []int
-	spec.each = func(i int, g *Rollout, s []*Rollout) error {
+	spec.Each = func(i int, g *Rollout, s []*Rollout) error {
 		if g.Task != tasks[i] || len(s) != samples || s[0].Task != tasks[i] {
 			t.Fatalf("task %d: episodes of another task", i)
 		}
 		seen = append(seen, i)
 		return nil
 	}
-	got, err := evaluate(context.Background(), newRoller(policy.NewInference(params), envCfg, 2), tasksOf(tasks), spec)
+	got, err := Evaluate(context.Background(), NewRoller(policy.NewInference(params), envCfg, 2), TasksOf(tasks), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +68,10 @@ func TestEvaluateInChunksIsEvaluateAtOnce(t *testing.T) {
 		t.Fatalf("each saw tasks %v", seen)
 	}
 	// At once, as evaluate did before it streamed.
-	r := newRoller(policy.NewInference(params), envCfg, 1)
-	greedy, _ := r.run(context.Background(), tasks, 1, sampling{greedy: true}, func(int) *rand.Rand { return nil })
-	sampled, _ := r.run(context.Background(), tasks, samples, sampling{temperature: 1}, func(i int) *rand.Rand {
-		return stream(5, streamEval, 7, i)
+	r := NewRoller(policy.NewInference(params), envCfg, 1)
+	greedy, _ := r.Run(context.Background(), tasks, 1, Sampling{Greedy: true}, func(int) *rand.Rand { return nil })
+	sampled, _ := r.Run(context.Background(), tasks, samples, Sampling{Temperature: 1}, func(i int) *rand.Rand {
+		return stream.New(5, stream.Eval, 7, i)
 	})
 	want := EvalResult{Tasks: n, Samples: samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{},
 		Pass1: map[string]float64{}, PassN: map[string]float64{}}
@@ -90,11 +92,11 @@ func TestEvaluateInChunksIsEvaluateAtOnce(t *testing.T) {
 // A range of a split is that split's tasks from its first index on: the
 // tasks `pixelis eval --from` scores are the ones a run at that index sees.
 func TestSplitRangeStartsAtItsIndex(t *testing.T) {
-	envCfg, err := EnvConfig(configs.Default())
+	envCfg, err := setup.EnvConfig(configs.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := splitRange(envCfg, env.Val, 940, 3)
+	r := SplitRange(envCfg, env.Val, 940, 3)
 	for i := range r.n {
 		want := env.Generate(envCfg, env.Val, 940+i)
 		if got := r.at(i); got.Index != 940+i || got.ID != want.ID || got.Question != want.Question {
