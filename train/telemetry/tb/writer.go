@@ -40,17 +40,26 @@ type Writer struct {
 
 var _ telemetry.Sink = (*Writer)(nil)
 
-// mark identifies the newest batch of samples written.
+// mark identifies the newest batch of samples written: by its step within its
+// phase, which the snapshot's samples carry, and on the run-wide axis the
+// scalars are written on (a phase's step 1 is not the run's).
 type mark struct {
-	ok    bool
-	phase telemetry.Phase
-	step  int
+	ok      bool
+	phase   telemetry.Phase
+	step    int
+	runStep int
 }
 
 // NewWriter creates runDir/tb/events.out.tfevents.<unix-seconds>.<hostname> and
-// writes its version record. A resumed run gets a new file; TensorBoard reads all
-// files of a directory as one run.
-func NewWriter(runDir string) (*Writer, error) {
+// writes its version record and a SessionLog START at step from, the first step
+// the run writes from here: 0 for a fresh run, the step after its checkpoint for
+// a resumed one. A resumed run gets a new file; TensorBoard reads all files of a
+// directory as one run, and its Python loader takes every START but a run's first
+// as a restart and purges what it read at that step or later: so a fresh run's
+// file opens with one too, or the first resume's would go unheeded. (Its Rust
+// data server, --load_fast, ignores START and drops a tag's values at a step or
+// later when that tag's step goes back, which a resumed run's values do.)
+func NewWriter(runDir string, from int) (*Writer, error) {
 	dir := filepath.Join(runDir, Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
@@ -76,6 +85,11 @@ func NewWriter(runDir string) (*Writer, error) {
 	}
 	w := &Writer{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10)}
 	w.writeRecord(versionEvent(wallTime(now)))
+	msg := "run started"
+	if from > 0 {
+		msg = fmt.Sprintf("resumed at step %d", from)
+	}
+	w.writeRecord(sessionStartEvent(wallTime(now), int64(from), msg))
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return nil, err
@@ -102,18 +116,6 @@ func (w *Writer) writeRecord(event []byte) {
 	if _, err := w.w.Write(w.buf); err != nil && w.err == nil {
 		w.err = fmt.Errorf("tensorboard %s: %w", w.path, err)
 	}
-}
-
-// Restart marks a resumed run: the steps from step on that an earlier event file
-// holds are superseded (TensorBoard purges them when it reads this marker).
-func (w *Writer) Restart(step int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.active() {
-		return
-	}
-	w.writeRecord(restartEvent(wallTime(time.Now()), int64(step), fmt.Sprintf("resumed at step %d", step)))
-	w.flushLocked()
 }
 
 // Record writes one Event with every metric of p as a scalar. Non-finite values are
@@ -152,7 +154,10 @@ func (w *Writer) Publish(s telemetry.Snapshot) {
 		}
 		fresh = append(fresh, x)
 		if !next.ok || next.phase != s.Phase || x.Step > next.step {
-			next = mark{ok: true, phase: s.Phase, step: x.Step}
+			next = mark{ok: true, phase: s.Phase, step: x.Step, runStep: x.RunStep}
+			if next.runStep == 0 { // as samples.jsonl counts a sample without one
+				next.runStep = x.Step
+			}
 		}
 	}
 	w.last = next
@@ -161,7 +166,7 @@ func (w *Writer) Publish(s telemetry.Snapshot) {
 		if t.IsZero() {
 			t = time.Now()
 		}
-		w.writeRecord(textEvent(wallTime(t), int64(next.step), "samples", samplesMarkdown(fresh)))
+		w.writeRecord(textEvent(wallTime(t), int64(next.runStep), "samples", samplesMarkdown(fresh)))
 	}
 	w.flushLocked()
 }

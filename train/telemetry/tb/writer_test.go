@@ -201,7 +201,7 @@ func decodeValue(t *testing.T, b []byte) readValue {
 
 func TestWriterReadBack(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir)
+	w, err := NewWriter(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestWriterReadBack(t *testing.T) {
 		want[step] = m
 		w.Record(telemetry.Point{Step: step, Phase: telemetry.PhaseRFT, Time: ts.Format(time.RFC3339Nano), Metrics: m})
 	}
-	sample := telemetry.Sample{Step: 3, Family: "text_extraction", Question: "What is written on the blue square?",
+	sample := telemetry.Sample{Step: 3, RunStep: 23, Family: "text_extraction", Question: "What is written on the blue square?",
 		Answer: "K7", GroundTruth: "K7", Correct: true, Reward: 1,
 		Steps: []telemetry.SampleStep{
 			{Op: "ZOOM_IN", Args: "obj 3 ×4", Result: "view 64×64", Rewards: map[string]float64{"coherence": 0.2}},
@@ -245,12 +245,16 @@ func TestWriterReadBack(t *testing.T) {
 	for _, rec := range readRecords(t, data) {
 		events = append(events, decodeEvent(t, rec))
 	}
-	if len(events) != 1+3+1+1 {
-		t.Fatalf("%d records, want version + 3 steps + samples + event", len(events))
+	if len(events) != 2+3+1+1 {
+		t.Fatalf("%d records, want version + session start + 3 steps + samples + event", len(events))
 	}
 	if events[0].version != "brain.Event:2" || len(events[0].values) != 0 {
 		t.Errorf("first record: %+v", events[0])
 	}
+	if events[1].sessionStatus != 1 || events[1].step != 0 {
+		t.Errorf("second record: %+v, want a SessionLog START at step 0", events[1])
+	}
+	events = events[1:]
 	for i, e := range events[1:4] {
 		step := i + 1
 		if e.step != int64(step) || e.wallTime != float64(ts.Unix())+0.5 {
@@ -293,8 +297,8 @@ func TestWriterReadBack(t *testing.T) {
 			t.Errorf("samples markdown lacks %q:\n%s", s, md)
 		}
 	}
-	if events[4].step != 3 {
-		t.Errorf("samples at step %d", events[4].step)
+	if events[4].step != 23 {
+		t.Errorf("samples at step %d, want the run-wide 23 (3 within the phase)", events[4].step)
 	}
 	if got := text(events[5], "events"); got != "**checkpoint** checkpoint step\\_000003" {
 		t.Errorf("event text %q", got)
@@ -305,7 +309,7 @@ func TestWriterNeverSharesAFile(t *testing.T) {
 	dir := t.TempDir()
 	paths := map[string]bool{}
 	for i := 0; i < 3; i++ {
-		w, err := NewWriter(dir)
+		w, err := NewWriter(dir, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +322,7 @@ func TestWriterNeverSharesAFile(t *testing.T) {
 }
 
 func BenchmarkWriterRecord(b *testing.B) {
-	w, err := NewWriter(b.TempDir())
+	w, err := NewWriter(b.TempDir(), 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -335,27 +339,32 @@ func BenchmarkWriterRecord(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "points/s")
 }
 
-// A resumed run's writer opens with a SessionLog START at the resume step.
-func TestRestartWritesSessionStart(t *testing.T) {
+// Every file opens with a SessionLog START at the first step its run writes: a
+// fresh run's at 0, a resumed one's at the step after its checkpoint.
+// TensorBoard's Python loader takes a run's first START for its beginning and
+// purges only at the later ones, so a fresh file without one would leave the
+// first resume's values doubled.
+func TestWriterOpensWithSessionStart(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Restart(41)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(w.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := readRecords(t, data)
-	if len(recs) != 2 {
-		t.Fatalf("%d records, want version + restart", len(recs))
-	}
-	e := decodeEvent(t, recs[1])
-	if e.step != 41 || e.sessionStatus != 1 {
-		t.Fatalf("restart event step %d status %d, want 41 START(1)", e.step, e.sessionStatus)
+	for _, from := range []int{0, 41} {
+		w, err := NewWriter(dir, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(w.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := readRecords(t, data)
+		if len(recs) != 2 {
+			t.Fatalf("from %d: %d records, want version + session start", from, len(recs))
+		}
+		e := decodeEvent(t, recs[1])
+		if e.step != int64(from) || e.sessionStatus != 1 {
+			t.Fatalf("from %d: second record at step %d, status %d; want a START(1) at step %d", from, e.step, e.sessionStatus, from)
+		}
 	}
 }
