@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pixelis/pixelis/internal/pyenv"
+	"github.com/pixelis/pixelis/train/telemetry"
+	"github.com/pixelis/pixelis/train/telemetry/tb"
+)
+
+// Runs' tb/ directories read by the real TensorBoard (the pinned tensorboard
+// stack, clients/python/locks/tensorboard.txt), through its HTTP API, with its
+// Python loader (--load_fast=false) and its Rust data server
+// (--load_fast=true): every scalar of metrics.jsonl at every step once, with
+// its value as a float32, nothing more; and the samples of samples.jsonl, one
+// text record a step, on the same run-wide axis.
+//
+// The runs: a fresh run of both phases (SFT's steps, then RFT's after them); the
+// same run trained again from an SFT checkpoint and then from an RFT one (the
+// steps after each were written before); and one killed (SIGKILL) past a
+// checkpoint, resumed from an earlier one and stopped (SIGTERM).
+func TestTensorBoardShowsRuns(t *testing.T) {
+	py := pyenv.Python(t, "tensorboard")
+	bin := buildPixelis(t)
+	root := t.TempDir()
+	smoke := []string{"--no-tui", "--config", "smoke", "--set", "checkpoint.every=5", "--set", "checkpoint.keep=0"}
+
+	fresh := filepath.Join(root, "fresh")
+	pixelisOK(t, bin, append([]string{"run", "--run-dir", fresh}, smoke...)...)
+
+	resumed := filepath.Join(root, "resumed")
+	pixelisOK(t, bin, append([]string{"run", "--run-dir", resumed}, smoke...)...)
+	for _, ck := range []string{"step_000015", "step_000022_stage"} {
+		pixelisOK(t, bin, "resume", "--no-tui", "--from", filepath.Join(resumed, "checkpoints", ck), resumed)
+	}
+
+	killed := filepath.Join(root, "killed")
+	killResumeStop(t, bin, killed)
+
+	want := map[string]tbRun{}
+	for _, dir := range []string{fresh, resumed, killed} {
+		want[filepath.Base(dir)+"/"+tb.Dir] = runFiles(t, dir)
+	}
+	for _, fast := range []bool{false, true} {
+		t.Run(fmt.Sprintf("load_fast=%v", fast), func(t *testing.T) {
+			base := startTensorBoard(t, py, root, fast)
+			var got map[string]tbRun
+			var diff string
+			shown := waitFor(3*time.Minute, func() bool {
+				got, diff = readTensorBoard(base), ""
+				for run, w := range want {
+					diff += w.diff(run, got[run])
+				}
+				return diff == ""
+			})
+			if !shown {
+				t.Fatalf("TensorBoard (--load_fast=%v) does not show the runs' metrics.jsonl and samples.jsonl:\n%s", fast, diff)
+			}
+		})
+	}
+}
+
+// killResumeStop trains SFT in dir, kills the run (SIGKILL) once its step-60
+// checkpoint is saved, resumes it from step 40, and stops it (SIGTERM) past
+// step 80: TensorBoard sees the steps 41 to about 60 twice, the first time in a
+// file whose last record may be cut.
+func killResumeStop(t *testing.T, bin, dir string) {
+	t.Helper()
+	args := []string{"--no-tui", "--run-dir", dir, "--config", "smoke", "--set", "sft.steps=3000",
+		"--set", "sft.eval_every=25", "--set", "checkpoint.every=20", "--set", "checkpoint.keep=0"}
+	p := startProcess(t, bin, nil, append([]string{"sft"}, args...)...)
+	if !waitFor(3*time.Minute, func() bool { return dirExists(filepath.Join(dir, "checkpoints", "step_000060")) }) {
+		t.Fatalf("no step-60 checkpoint\nstdout:\n%s\nstderr:\n%s", p.out, p.errOut)
+	}
+	p.signal(t, syscall.SIGKILL)
+	p.exit(t)
+	p = startProcess(t, bin, nil, "resume", "--no-tui", "--from", filepath.Join(dir, "checkpoints", "step_000040"), dir)
+	if !waitFor(3*time.Minute, func() bool { return stepWritten(filepath.Join(dir, "metrics.jsonl")) > 80 }) {
+		t.Fatalf("the resumed run did not pass step 80\nstdout:\n%s\nstderr:\n%s", p.out, p.errOut)
+	}
+	p.signal(t, syscall.SIGTERM)
+	p.exit(t)
+}
+
+func pixelisOK(t *testing.T, bin string, args ...string) {
+	t.Helper()
+	p := startProcess(t, bin, nil, args...)
+	if code := p.exit(t); code != 0 {
+		t.Fatalf("pixelis %s: exit status %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, p.out, p.errOut)
+	}
+}
+
+func dirExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// stepWritten is the step of the last whole line of a metrics.jsonl, 0 when none.
+func stepWritten(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	lines := strings.Split(string(b), "\n") // the last is "" or a line being written
+	for i := len(lines) - 2; i >= 0; i-- {
+		var p telemetry.Point
+		if json.Unmarshal([]byte(lines[i]), &p) == nil {
+			return p.Step
+		}
+	}
+	return 0
+}
+
+// tbRun is what TensorBoard should show of a run: each scalar tag's (step,
+// value) series and the steps of the "samples" text records.
+type tbRun struct {
+	scalars map[string][]stepValue
+	samples []int
+}
+
+type stepValue struct {
+	step  int
+	value float32 // what the event file holds
+}
+
+// runFiles reads a run directory's metrics.jsonl and samples.jsonl.
+func runFiles(t *testing.T, dir string) tbRun {
+	t.Helper()
+	r := tbRun{scalars: map[string][]stepValue{}}
+	eachLine(t, filepath.Join(dir, "metrics.jsonl"), func(line []byte) {
+		var p telemetry.Point
+		if err := json.Unmarshal(line, &p); err != nil {
+			t.Fatalf("%s/metrics.jsonl: %v", dir, err)
+		}
+		for tag, v := range p.Metrics {
+			r.scalars[tag] = append(r.scalars[tag], stepValue{p.Step, float32(v)})
+		}
+	})
+	eachLine(t, filepath.Join(dir, "samples.jsonl"), func(line []byte) {
+		var s struct {
+			Step int `json:"step"`
+		}
+		if err := json.Unmarshal(line, &s); err != nil {
+			t.Fatalf("%s/samples.jsonl: %v", dir, err)
+		}
+		if n := len(r.samples); n == 0 || r.samples[n-1] != s.Step {
+			r.samples = append(r.samples, s.Step)
+		}
+	})
+	if len(r.scalars) == 0 || len(r.samples) == 0 {
+		t.Fatalf("%s: %d scalar tags, %d sample steps: nothing to compare", dir, len(r.scalars), len(r.samples))
+	}
+	return r
+}
+
+func eachLine(t *testing.T, path string, fn func([]byte)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		fn(sc.Bytes())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// diff says how got differs from r, "" when it shows r exactly.
+func (r tbRun) diff(run string, got tbRun) string {
+	var b strings.Builder
+	for _, tag := range unionKeys(r.scalars, got.scalars) {
+		w, g := r.scalars[tag], got.scalars[tag]
+		if !slices.EqualFunc(w, g, sameStepValue) {
+			fmt.Fprintf(&b, "%s %s: shows %v, metrics.jsonl has %v\n", run, tag, clip(g), clip(w))
+		}
+	}
+	if !slices.Equal(r.samples, got.samples) {
+		fmt.Fprintf(&b, "%s samples: text at steps %v, samples.jsonl has %v\n", run, got.samples, r.samples)
+	}
+	return b.String()
+}
+
+func sameStepValue(a, b stepValue) bool {
+	nan := func(v float32) bool { return math.IsNaN(float64(v)) }
+	return a.step == b.step && (a.value == b.value || nan(a.value) && nan(b.value))
+}
+
+func unionKeys(a, b map[string][]stepValue) []string {
+	var keys []string
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// clip keeps a failure's message readable: a series' first twelve points.
+func clip(s []stepValue) string {
+	if len(s) > 12 {
+		return fmt.Sprintf("%v … (%d points)", s[:12], len(s))
+	}
+	return fmt.Sprint(s)
+}
+
+// startTensorBoard starts the stack's `tensorboard` on logdir, on a free
+// loopback port, and returns its base URL once it listens. The process (and
+// the data server it starts, which ends with it) is killed when the test ends.
+func startTensorBoard(t *testing.T, py, logdir string, fast bool) string {
+	t.Helper()
+	exe := filepath.Join(filepath.Dir(py), "tensorboard")
+	p := startProcess(t, exe, nil, "--logdir", logdir, "--host", "127.0.0.1", "--port", "0",
+		"--load_fast", strconv.FormatBool(fast), "--reload_interval", "1")
+	listening := regexp.MustCompile(`TensorBoard \S+ at (http://127\.0\.0\.1:\d+/)`)
+	var base string
+	if !waitFor(2*time.Minute, func() bool { base = firstGroup(listening, p.errOut.String()); return base != "" }) {
+		t.Fatalf("tensorboard did not start:\n%s\n%s", p.out, p.errOut)
+	}
+	return base
+}
+
+// readTensorBoard reads every run's scalars and sample texts through
+// TensorBoard's HTTP API: /data/plugin/scalars/tags, then
+// /data/plugin/scalars/scalars for each run and tag; /data/plugin/text/tags,
+// then /data/plugin/text/text. A request that fails reads as no data: the
+// caller polls until TensorBoard has loaded the files.
+func readTensorBoard(base string) map[string]tbRun {
+	out := map[string]tbRun{}
+	var tags map[string]map[string]json.RawMessage
+	if getJSON(base+"data/plugin/scalars/tags", &tags) != nil {
+		return out
+	}
+	for run, byTag := range tags {
+		r := tbRun{scalars: map[string][]stepValue{}}
+		for tag := range byTag {
+			var points [][3]float64 // wall time, step, value
+			if getJSON(base+"data/plugin/scalars/scalars?"+url.Values{"run": {run}, "tag": {tag}}.Encode(), &points) != nil {
+				return out
+			}
+			for _, p := range points {
+				r.scalars[tag] = append(r.scalars[tag], stepValue{int(p[1]), float32(p[2])})
+			}
+		}
+		out[run] = r
+	}
+	var texts map[string][]string
+	if getJSON(base+"data/plugin/text/tags", &texts) != nil {
+		return out
+	}
+	for run, names := range texts {
+		if !slices.Contains(names, "samples") {
+			continue
+		}
+		var records []struct {
+			Step int `json:"step"`
+		}
+		if getJSON(base+"data/plugin/text/text?"+url.Values{"run": {run}, "tag": {"samples"}}.Encode(), &records) != nil {
+			return out
+		}
+		r := out[run]
+		for _, rec := range records {
+			r.samples = append(r.samples, rec.Step)
+		}
+		out[run] = r
+	}
+	return out
+}
+
+// nonFinite are the tokens Python's json writes for NaN and the infinities,
+// which are not JSON: they are read as strings that ParseFloat takes.
+var nonFinite = strings.NewReplacer("-Infinity", `"-Inf"`, "Infinity", `"+Inf"`, "NaN", `"NaN"`)
+
+func getJSON(u string, v any) error {
+	c := http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	var b strings.Builder
+	if _, err := bufio.NewReader(resp.Body).WriteTo(&b); err != nil {
+		return err
+	}
+	if pts, ok := v.(*[][3]float64); ok {
+		return decodePoints(nonFinite.Replace(b.String()), pts)
+	}
+	return json.Unmarshal([]byte(b.String()), v)
+}
+
+// decodePoints reads [[wall_time, step, value], …] where a value may be a
+// string naming a non-finite number.
+func decodePoints(s string, out *[][3]float64) error {
+	var raw [][3]any
+	if err := json.Unmarshal([]byte(s), &raw); err != nil {
+		return err
+	}
+	*out = (*out)[:0]
+	for _, r := range raw {
+		var p [3]float64
+		for i, x := range r {
+			switch x := x.(type) {
+			case float64:
+				p[i] = x
+			case string:
+				f, err := strconv.ParseFloat(x, 64)
+				if err != nil {
+					return err
+				}
+				p[i] = f
+			}
+		}
+		*out = append(*out, p)
+	}
+	return nil
+}
