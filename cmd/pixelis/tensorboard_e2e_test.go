@@ -26,8 +26,10 @@ import (
 // stack, clients/python/locks/tensorboard.txt), through its HTTP API, with its
 // Python loader (--load_fast=false) and its Rust data server
 // (--load_fast=true): every scalar of metrics.jsonl at every step once, with
-// its value as a float32, nothing more; and the samples of samples.jsonl, one
-// text record a step, on the same run-wide axis.
+// its value as a float32, nothing more; the samples of samples.jsonl, one text
+// record a step, on the same run-wide axis; and the events of events.jsonl, one
+// text record a step (a fresh run's each at its step; a resumed run's own first
+// ones, at steps before the one it resumed at, at that step).
 //
 // The runs: a fresh run of both phases (SFT's steps, then RFT's after them); the
 // same run trained again from an SFT checkpoint and then from an RFT one (the
@@ -55,6 +57,9 @@ func TestTensorBoardShowsRuns(t *testing.T) {
 	for _, dir := range []string{fresh, resumed, killed} {
 		want[filepath.Base(dir)+"/"+tb.Dir] = runFiles(t, dir)
 	}
+	fr := want["fresh/"+tb.Dir]
+	fr.fresh = true
+	want["fresh/"+tb.Dir] = fr
 	for _, fast := range []bool{false, true} {
 		t.Run(fmt.Sprintf("load_fast=%v", fast), func(t *testing.T) {
 			base := startTensorBoard(t, py, root, fast)
@@ -130,6 +135,8 @@ func stepWritten(path string) int {
 type tbRun struct {
 	scalars map[string][]stepValue
 	samples []int
+	events  []stepValue // value: how many events the step's record holds
+	fresh   bool        // events at the steps of events.jsonl
 }
 
 type stepValue struct {
@@ -159,6 +166,17 @@ func runFiles(t *testing.T, dir string) tbRun {
 		}
 		if n := len(r.samples); n == 0 || r.samples[n-1] != s.Step {
 			r.samples = append(r.samples, s.Step)
+		}
+	})
+	eachLine(t, filepath.Join(dir, "events.jsonl"), func(line []byte) {
+		var e telemetry.Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("%s/events.jsonl: %v", dir, err)
+		}
+		if n := len(r.events); n > 0 && r.events[n-1].step == e.Step {
+			r.events[n-1].value++
+		} else {
+			r.events = append(r.events, stepValue{e.Step, 1})
 		}
 	})
 	if len(r.scalars) == 0 || len(r.samples) == 0 {
@@ -196,7 +214,23 @@ func (r tbRun) diff(run string, got tbRun) string {
 	if !slices.Equal(r.samples, got.samples) {
 		fmt.Fprintf(&b, "%s samples: text at steps %v, samples.jsonl has %v\n", run, got.samples, r.samples)
 	}
+	if r.fresh && !slices.Equal(r.events, got.events) || !r.fresh && !sameEvents(r.events, got.events) {
+		fmt.Fprintf(&b, "%s events: text records (step, events) %v, events.jsonl has %v\n", run, got.events, r.events)
+	}
 	return b.String()
+}
+
+// sameEvents: as many events, one record a step.
+func sameEvents(want, got []stepValue) bool {
+	count := func(s []stepValue) (n float32) {
+		for _, x := range s {
+			n += x.value
+		}
+		return n
+	}
+	increasing := slices.IsSortedFunc(got, func(a, b stepValue) int { return a.step - b.step }) &&
+		len(slices.CompactFunc(slices.Clone(got), func(a, b stepValue) bool { return a.step == b.step })) == len(got)
+	return count(want) == count(got) && increasing
 }
 
 func sameStepValue(a, b stepValue) bool {
@@ -233,7 +267,11 @@ func startTensorBoard(t *testing.T, py, logdir string, fast bool) string {
 	t.Helper()
 	exe := filepath.Join(filepath.Dir(py), "tensorboard")
 	p := startProcess(t, exe, nil, "--logdir", logdir, "--host", "127.0.0.1", "--port", "0",
-		"--load_fast", strconv.FormatBool(fast), "--reload_interval", "1")
+		"--load_fast", strconv.FormatBool(fast), "--reload_interval", "1",
+		// Every text record: by default TensorBoard keeps a sample of 10 a tag
+		// (and of 1,000 scalars a tag, more than these runs' steps). Not 0,
+		// "keep all": its text plugin then returns none.
+		"--samples_per_plugin", "text=1000")
 	listening := regexp.MustCompile(`TensorBoard \S+ at (http://127\.0\.0\.1:\d+/)`)
 	var base string
 	if !waitFor(2*time.Minute, func() bool { base = firstGroup(listening, p.errOut.String()); return base != "" }) {
@@ -266,27 +304,41 @@ func readTensorBoard(base string) map[string]tbRun {
 		}
 		out[run] = r
 	}
-	var texts map[string][]string
+	var texts map[string][]string // run → its text tags
 	if getJSON(base+"data/plugin/text/tags", &texts) != nil {
 		return out
 	}
-	for run, names := range texts {
-		if !slices.Contains(names, "samples") {
-			continue
+	for run := range texts {
+		samples, err := readTexts(base, run, "samples")
+		if err != nil {
+			return out
 		}
-		var records []struct {
-			Step int `json:"step"`
-		}
-		if getJSON(base+"data/plugin/text/text?"+url.Values{"run": {run}, "tag": {"samples"}}.Encode(), &records) != nil {
+		events, err := readTexts(base, run, "events")
+		if err != nil {
 			return out
 		}
 		r := out[run]
-		for _, rec := range records {
+		for _, rec := range samples {
 			r.samples = append(r.samples, rec.Step)
+		}
+		for _, rec := range events {
+			// The Text tab's HTML: each event opens with its kind in bold.
+			r.events = append(r.events, stepValue{rec.Step, float32(strings.Count(rec.Text, "<strong>"))})
 		}
 		out[run] = r
 	}
 	return out
+}
+
+type textRecord struct {
+	Step int    `json:"step"`
+	Text string `json:"text"`
+}
+
+func readTexts(base, run, tag string) ([]textRecord, error) {
+	var records []textRecord
+	err := getJSON(base+"data/plugin/text/text?"+url.Values{"run": {run}, "tag": {tag}}.Encode(), &records)
+	return records, err
 }
 
 // nonFinite are the tokens Python's json writes for NaN and the infinities,

@@ -22,11 +22,12 @@ const Dir = "tb"
 
 // Writer is a telemetry.Sink writing one TensorBoard event file: every recorded point
 // becomes one Event holding all its metrics as scalars (tag = metric name), every new
-// batch of sample trajectories a markdown text summary tagged "samples", every event
-// a text summary tagged "events". Writes are buffered and flushed on Publish and
-// Close. The first write error stops the writer and is kept for Err.
+// batch of sample trajectories a markdown text summary tagged "samples", the events
+// of a step one text summary tagged "events". Writes are buffered and flushed on
+// Publish and Close. The first write error stops the writer and is kept for Err.
 type Writer struct {
 	path string
+	from int // the first step this writer's run writes: NewWriter's
 
 	mu     sync.Mutex
 	f      *os.File
@@ -34,11 +35,22 @@ type Writer struct {
 	buf    []byte
 	vals   []scalar
 	last   mark
+	events pendingEvents
 	err    error
 	closed bool
 }
 
 var _ telemetry.Sink = (*Writer)(nil)
+
+// pendingEvents are the events of one step not yet written. A step's events are
+// one record: TensorBoard's data server (--load_fast) keeps one value a step of
+// a tag, the last, so one record an event would show only a step's last event.
+// They are written when an event or a point of another step comes, or at Close.
+type pendingEvents struct {
+	step  int
+	time  time.Time // the first event's
+	lines []string
+}
 
 // mark identifies the newest batch of samples written: by its step within its
 // phase, which the snapshot's samples carry, and on the run-wide axis the
@@ -83,7 +95,7 @@ func NewWriter(runDir string, from int) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
 	}
-	w := &Writer{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10)}
+	w := &Writer{path: path, from: from, f: f, w: bufio.NewWriterSize(f, 64<<10)}
 	w.writeRecord(versionEvent(wallTime(now)))
 	msg := "run started"
 	if from > 0 {
@@ -125,6 +137,9 @@ func (w *Writer) Record(p telemetry.Point) {
 	defer w.mu.Unlock()
 	if !w.active() || len(p.Metrics) == 0 {
 		return
+	}
+	if p.Step != w.events.step {
+		w.writeEvents()
 	}
 	w.vals = w.vals[:0]
 	for name, v := range p.Metrics {
@@ -171,19 +186,39 @@ func (w *Writer) Publish(s telemetry.Snapshot) {
 	w.flushLocked()
 }
 
-// Emit writes e as a one-line text summary tagged "events".
+// Emit adds e, as a line of markdown, to the text summary tagged "events" of its
+// step, written once the run has gone past that step. A resumed run's events of
+// a step before the one it resumed at (it says where it resumed from at the
+// checkpoint's step, and rebuilds its data set at step 0) are written at that
+// step instead: an earlier step's record would supersede the events the run
+// wrote from there on before it was resumed, in TensorBoard's data server.
 func (w *Writer) Emit(e telemetry.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.active() {
 		return
 	}
-	t := e.Time
-	if t.IsZero() {
-		t = time.Now()
+	step := max(e.Step, w.from)
+	if step != w.events.step {
+		w.writeEvents()
 	}
-	text := fmt.Sprintf("**%s** %s", mdEscape(e.Kind), mdEscape(e.Message))
-	w.writeRecord(textEvent(wallTime(t), int64(e.Step), "events", text))
+	if len(w.events.lines) == 0 {
+		w.events.step, w.events.time = step, e.Time
+		if e.Time.IsZero() {
+			w.events.time = time.Now()
+		}
+	}
+	w.events.lines = append(w.events.lines, fmt.Sprintf("**%s** %s", mdEscape(e.Kind), mdEscape(e.Message)))
+}
+
+// writeEvents writes the pending events' record, when there are any.
+func (w *Writer) writeEvents() {
+	if len(w.events.lines) == 0 {
+		return
+	}
+	// Blank lines between them: each event a paragraph of the Text tab.
+	w.writeRecord(textEvent(wallTime(w.events.time), int64(w.events.step), "events", strings.Join(w.events.lines, "\n\n")))
+	w.events.lines = w.events.lines[:0]
 }
 
 // Flush writes buffered records to the file.
@@ -210,6 +245,7 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	if w.err == nil {
+		w.writeEvents()
 		w.flushLocked()
 	}
 	if err := w.f.Close(); err != nil && w.err == nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -366,5 +367,88 @@ func TestWriterOpensWithSessionStart(t *testing.T) {
 		if e.step != int64(from) || e.sessionStatus != 1 {
 			t.Fatalf("from %d: second record at step %d, status %d; want a START(1) at step %d", from, e.step, e.sessionStatus, from)
 		}
+	}
+}
+
+// A step's events are one text record: TensorBoard's data server keeps one
+// value of a tag a step, so a record an event showed only the step's last.
+func TestWriterEventsOneRecordAStep(t *testing.T) {
+	w, err := NewWriter(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 22, 10, 42, 0, 0, time.UTC)
+	point := func(step int) {
+		w.Record(telemetry.Point{Step: step, Time: ts.Format(time.RFC3339Nano), Metrics: map[string]float64{"sft/loss": 1}})
+	}
+	emit := func(step int, kind, msg string) {
+		w.Emit(telemetry.Event{Step: step, Kind: kind, Message: msg, Time: ts})
+	}
+	emit(0, telemetry.EventPhase, "run started")
+	point(1)
+	point(2)
+	emit(2, telemetry.EventCheckpoint, "SFT model saved")
+	emit(2, telemetry.EventPhase, "SFT done")
+	emit(2, telemetry.EventPhase, "RFT from sft_final")
+	point(3)
+	emit(3, telemetry.EventEval, "val greedy 0.5")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rec := range readRecords(t, data)[2:] {
+		e := decodeEvent(t, rec)
+		for _, v := range e.values {
+			if v.tag == "events" {
+				got = append(got, fmt.Sprintf("%d %q", e.step, v.strings[0]))
+			}
+		}
+	}
+	want := []string{
+		`0 "**phase** run started"`,
+		`2 "**checkpoint** SFT model saved\n\n**phase** SFT done\n\n**phase** RFT from sft\\_final"`,
+		`3 "**eval** val greedy 0.5"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events records:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A resumed run's events of steps before the one it resumed at are written at
+// that step: a record at an earlier step would supersede, in TensorBoard's data
+// server, every event the run wrote from there on before it was resumed.
+func TestResumedWriterEventsFromItsFirstStep(t *testing.T) {
+	w, err := NewWriter(t.TempDir(), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 22, 10, 42, 0, 0, time.UTC)
+	for _, e := range []telemetry.Event{
+		{Step: 0, Kind: telemetry.EventPhase, Message: "SFT: building the training set"},
+		{Step: 15, Kind: telemetry.EventPhase, Message: "SFT resumed at step 15"},
+		{Step: 16, Kind: telemetry.EventCheckpoint, Message: "checkpoint"},
+		{Step: 17, Kind: telemetry.EventEval, Message: "val"},
+	} {
+		e.Time = ts
+		w.Emit(e)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rec := range readRecords(t, data)[2:] {
+		e := decodeEvent(t, rec)
+		got = append(got, fmt.Sprintf("%d %d", e.step, strings.Count(string(e.values[0].strings[0]), "**")/2))
+	}
+	if want := []string{"16 3", "17 1"}; !slices.Equal(got, want) {
+		t.Errorf("events records (step, events): %q, want %q", got, want)
 	}
 }
