@@ -33,8 +33,9 @@ import (
 //
 // The runs: a fresh run of both phases (SFT's steps, then RFT's after them); the
 // same run trained again from an SFT checkpoint and then from an RFT one (the
-// steps after each were written before); and one killed (SIGKILL) past a
-// checkpoint, resumed from an earlier one and stopped (SIGTERM).
+// steps after each were written before); one killed (SIGKILL) past a
+// checkpoint, resumed from an earlier one and stopped (SIGTERM); and what
+// `pixelis export --tb` writes of the second.
 func TestTensorBoardShowsRuns(t *testing.T) {
 	py := pyenv.Python(t, "tensorboard")
 	bin := buildPixelis(t)
@@ -53,13 +54,19 @@ func TestTensorBoardShowsRuns(t *testing.T) {
 	killed := filepath.Join(root, "killed")
 	killResumeStop(t, bin, killed)
 
+	exported := filepath.Join(root, "exported")
+	pixelisOK(t, bin, "export", resumed, "--tb", exported)
+
 	want := map[string]tbRun{}
 	for _, dir := range []string{fresh, resumed, killed} {
 		want[filepath.Base(dir)+"/"+tb.Dir] = runFiles(t, dir)
 	}
-	fr := want["fresh/"+tb.Dir]
-	fr.fresh = true
-	want["fresh/"+tb.Dir] = fr
+	want["exported"] = runFiles(t, resumed)
+	for _, run := range []string{"fresh/" + tb.Dir, "exported"} {
+		r := want[run]
+		r.eventSteps = true
+		want[run] = r
+	}
 	for _, fast := range []bool{false, true} {
 		t.Run(fmt.Sprintf("load_fast=%v", fast), func(t *testing.T) {
 			base := startTensorBoard(t, py, root, fast)
@@ -136,7 +143,9 @@ type tbRun struct {
 	scalars map[string][]stepValue
 	samples []int
 	events  []stepValue // value: how many events the step's record holds
-	fresh   bool        // events at the steps of events.jsonl
+	// eventSteps: the events at their steps in events.jsonl (else only as many,
+	// one record a step: a resumed run's own first ones move).
+	eventSteps bool
 }
 
 type stepValue struct {
@@ -168,17 +177,22 @@ func runFiles(t *testing.T, dir string) tbRun {
 			r.samples = append(r.samples, s.Step)
 		}
 	})
+	var steps []int
 	eachLine(t, filepath.Join(dir, "events.jsonl"), func(line []byte) {
 		var e telemetry.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatalf("%s/events.jsonl: %v", dir, err)
 		}
-		if n := len(r.events); n > 0 && r.events[n-1].step == e.Step {
+		steps = append(steps, e.Step)
+	})
+	slices.Sort(steps) // a resumed run's first events follow the steps after them
+	for _, step := range steps {
+		if n := len(r.events); n > 0 && r.events[n-1].step == step {
 			r.events[n-1].value++
 		} else {
-			r.events = append(r.events, stepValue{e.Step, 1})
+			r.events = append(r.events, stepValue{step, 1})
 		}
-	})
+	}
 	if len(r.scalars) == 0 || len(r.samples) == 0 {
 		t.Fatalf("%s: %d scalar tags, %d sample steps: nothing to compare", dir, len(r.scalars), len(r.samples))
 	}
@@ -214,7 +228,7 @@ func (r tbRun) diff(run string, got tbRun) string {
 	if !slices.Equal(r.samples, got.samples) {
 		fmt.Fprintf(&b, "%s samples: text at steps %v, samples.jsonl has %v\n", run, got.samples, r.samples)
 	}
-	if r.fresh && !slices.Equal(r.events, got.events) || !r.fresh && !sameEvents(r.events, got.events) {
+	if r.eventSteps && !slices.Equal(r.events, got.events) || !r.eventSteps && !sameEvents(r.events, got.events) {
 		fmt.Fprintf(&b, "%s events: text records (step, events) %v, events.jsonl has %v\n", run, got.events, r.events)
 	}
 	return b.String()

@@ -72,7 +72,11 @@ type mark struct {
 // data server, --load_fast, ignores START and drops a tag's values at a step or
 // later when that tag's step goes back, which a resumed run's values do.)
 func NewWriter(runDir string, from int) (*Writer, error) {
-	dir := filepath.Join(runDir, Dir)
+	return newWriterIn(filepath.Join(runDir, Dir), from)
+}
+
+// newWriterIn is NewWriter with the event file in dir.
+func newWriterIn(dir string, from int) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
 	}
