@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	endian "encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -34,8 +35,10 @@ import (
 // The runs: a fresh run of both phases (SFT's steps, then RFT's after them); the
 // same run trained again from an SFT checkpoint and then from an RFT one (the
 // steps after each were written before); one killed (SIGKILL) past a
-// checkpoint, resumed from an earlier one and stopped (SIGTERM); and what
-// `pixelis export --tb` writes of the second.
+// checkpoint, resumed from an earlier one and stopped (SIGTERM); one whose
+// first file has no SessionLog START, as files had before every file opened
+// with one, resumed from an SFT checkpoint; and what `pixelis export --tb`
+// writes of the second.
 func TestTensorBoardShowsRuns(t *testing.T) {
 	py := pyenv.Python(t, "tensorboard")
 	bin := buildPixelis(t)
@@ -54,11 +57,16 @@ func TestTensorBoardShowsRuns(t *testing.T) {
 	killed := filepath.Join(root, "killed")
 	killResumeStop(t, bin, killed)
 
+	older := filepath.Join(root, "older")
+	pixelisOK(t, bin, append([]string{"run", "--run-dir", older}, smoke...)...)
+	dropSessionStart(t, filepath.Join(older, tb.Dir))
+	pixelisOK(t, bin, "resume", "--no-tui", "--from", filepath.Join(older, "checkpoints", "step_000015"), older)
+
 	exported := filepath.Join(root, "exported")
 	pixelisOK(t, bin, "export", resumed, "--tb", exported)
 
 	want := map[string]tbRun{}
-	for _, dir := range []string{fresh, resumed, killed} {
+	for _, dir := range []string{fresh, resumed, killed, older} {
 		want[filepath.Base(dir)+"/"+tb.Dir] = runFiles(t, dir)
 	}
 	want["exported"] = runFiles(t, resumed)
@@ -106,6 +114,36 @@ func killResumeStop(t *testing.T, bin, dir string) {
 	}
 	p.signal(t, syscall.SIGTERM)
 	p.exit(t)
+}
+
+// dropSessionStart rewrites the one event file in dir without its second
+// record, the SessionLog START a file opens with: as files were written before.
+func dropSessionStart(t *testing.T, dir string) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, tb.FilePrefix+"*"))
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("event files in %s: %v, %v", dir, paths, err)
+	}
+	b, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A record: its length (8 bytes, little-endian), the length's checksum
+	// (4), the data, the data's checksum (4).
+	size := func(off int) int { return 8 + 4 + int(endian.LittleEndian.Uint64(b[off:])) + 4 }
+	second := size(0)
+	b = append(b[:second:second], b[second+size(second):]...)
+	if err := os.WriteFile(paths[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	restarts := 0
+	if _, err := tb.NewReader(dir, false).Read(func(e *tb.Event) {
+		if e.Restart {
+			restarts++
+		}
+	}); err != nil || restarts != 0 {
+		t.Fatalf("rewritten %s: %d STARTs left, %v", paths[0], restarts, err)
+	}
 }
 
 func pixelisOK(t *testing.T, bin string, args ...string) {

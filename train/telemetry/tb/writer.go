@@ -80,6 +80,9 @@ func newWriterIn(dir string, from int) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
 	}
+	// Files written before every file opened with a START have none: the
+	// resume's would be taken for the run's beginning, so one more goes first.
+	beginning := from > 0 && !firstFileStarts(dir)
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "localhost"
@@ -105,12 +108,37 @@ func newWriterIn(dir string, from int) (*Writer, error) {
 	if from > 0 {
 		msg = fmt.Sprintf("resumed at step %d", from)
 	}
+	if beginning {
+		w.writeRecord(sessionStartEvent(wallTime(now), int64(from), "the run's beginning, which its first file does not mark"))
+	}
 	w.writeRecord(sessionStartEvent(wallTime(now), int64(from), msg))
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return w, nil
+}
+
+// firstFileStarts reports whether the first event file in dir, in the order
+// TensorBoard reads them (by name), opens with a SessionLog START after its
+// version record, as this package's files do; true when dir has none (a
+// resume's START then is the run's first, and there is nothing before it to
+// purge). A file that cannot be read counts as one without: a START more
+// than needed purges nothing more.
+func firstFileStarts(dir string) bool {
+	paths, err := listEventFiles(dir, false)
+	if err != nil {
+		return false
+	}
+	if len(paths) == 0 {
+		return true
+	}
+	records, start := 0, false
+	err = ReadSpan(slices.Min(paths), 0, 1<<10, func(e *Event) {
+		start = start || records < 2 && e.Restart
+		records++
+	})
+	return err == nil && start
 }
 
 // Path is the event file's path.

@@ -452,3 +452,62 @@ func TestResumedWriterEventsFromItsFirstStep(t *testing.T) {
 		t.Errorf("events records (step, events): %q, want %q", got, want)
 	}
 }
+
+// A resumed run whose first event file has no START (written before files
+// opened with one) gets one more START before its own: TensorBoard's Python
+// loader takes the first for the run's beginning and purges at the second.
+// Where the first file has one, or there is none, one START is enough.
+func TestResumedWriterMarksABeginningWhereNoneIs(t *testing.T) {
+	starts := func(t *testing.T, runDir string) []int64 {
+		t.Helper()
+		w, err := NewWriter(runDir, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(w.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []int64
+		for _, rec := range readRecords(t, data) {
+			if e := decodeEvent(t, rec); e.sessionStatus == 1 {
+				steps = append(steps, e.step)
+			}
+		}
+		return steps
+	}
+	t.Run("first file without a START", func(t *testing.T) {
+		runDir := t.TempDir()
+		var old []byte
+		old = appendRecord(old, versionEvent(1))
+		old = appendRecord(old, scalarsEvent(2, 1, []scalar{{"sft/loss", 1}}))
+		if err := os.MkdirAll(filepath.Join(runDir, Dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(runDir, Dir, FilePrefix+"1.host"), old, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := starts(t, runDir); !slices.Equal(got, []int64{16, 16}) {
+			t.Errorf("STARTs at %v, want two at 16", got)
+		}
+	})
+	t.Run("first file with a START", func(t *testing.T) {
+		runDir := t.TempDir()
+		w, err := NewWriter(runDir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		if got := starts(t, runDir); !slices.Equal(got, []int64{16}) {
+			t.Errorf("STARTs at %v, want one at 16", got)
+		}
+	})
+	t.Run("no file", func(t *testing.T) {
+		if got := starts(t, t.TempDir()); !slices.Equal(got, []int64{16}) {
+			t.Errorf("STARTs at %v, want one at 16", got)
+		}
+	})
+}
