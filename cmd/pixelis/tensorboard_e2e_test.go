@@ -318,7 +318,9 @@ func clip(s []stepValue) string {
 func startTensorBoard(t *testing.T, py, logdir string, fast bool) string {
 	t.Helper()
 	exe := filepath.Join(filepath.Dir(py), "tensorboard")
-	p := startProcess(t, exe, nil, "--logdir", logdir, "--host", "127.0.0.1", "--port", "0",
+	// TMPDIR: where it notes itself for notebooks (.tensorboard-info), which a
+	// killed server leaves behind, and its data server's port file.
+	p := startProcess(t, exe, []string{"TMPDIR=" + t.TempDir()}, "--logdir", logdir, "--host", "127.0.0.1", "--port", "0",
 		"--load_fast", strconv.FormatBool(fast), "--reload_interval", "1",
 		// Every text record: by default TensorBoard keeps a sample of 10 a tag
 		// (and of 1,000 scalars a tag, more than these runs' steps). Not 0,
