@@ -88,7 +88,7 @@ func TestTensorBoardShowsRuns(t *testing.T) {
 				return diff == ""
 			})
 			if !shown {
-				t.Fatalf("TensorBoard (--load_fast=%v) does not show the runs' metrics.jsonl and samples.jsonl:\n%s", fast, diff)
+				t.Fatalf("TensorBoard (--load_fast=%v) does not show the runs' metrics.jsonl, samples.jsonl and events.jsonl:\n%s", fast, diff)
 			}
 		})
 	}
@@ -109,6 +109,15 @@ func killResumeStop(t *testing.T, bin, dir string) {
 	p.signal(t, syscall.SIGKILL)
 	p.exit(t)
 	p = startProcess(t, bin, nil, "resume", "--no-tui", "--from", filepath.Join(dir, "checkpoints", "step_000040"), dir)
+	// Its event file is made once metrics.jsonl is cut back to step 40 (the
+	// killed run may have gone past 80).
+	resuming := func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, tb.Dir, tb.FilePrefix+"*"))
+		return len(files) == 2
+	}
+	if !waitFor(3*time.Minute, resuming) {
+		t.Fatalf("the resumed run made no event file\nstdout:\n%s\nstderr:\n%s", p.out, p.errOut)
+	}
 	if !waitFor(3*time.Minute, func() bool { return stepWritten(filepath.Join(dir, "metrics.jsonl")) > 80 }) {
 		t.Fatalf("the resumed run did not pass step 80\nstdout:\n%s\nstderr:\n%s", p.out, p.errOut)
 	}
@@ -165,8 +174,8 @@ func stepWritten(path string) int {
 	if err != nil {
 		return 0
 	}
-	lines := strings.Split(string(b), "\n") // the last is "" or a line being written
-	for i := len(lines) - 2; i >= 0; i-- {
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 2; i >= 0; i-- { // the last is "" or a line being written
 		var p telemetry.Point
 		if json.Unmarshal([]byte(lines[i]), &p) == nil {
 			return p.Step
@@ -176,7 +185,7 @@ func stepWritten(path string) int {
 }
 
 // tbRun is what TensorBoard should show of a run: each scalar tag's (step,
-// value) series and the steps of the "samples" text records.
+// value) series, the steps of the "samples" text records and the "events" ones.
 type tbRun struct {
 	scalars map[string][]stepValue
 	samples []int
