@@ -49,7 +49,7 @@ var usages = map[string]usageText{
 			"or a pixelis run directory. Metric names are mapped to the panes' by the embedded mapping, extended by --map,\n" +
 			"which also tells RL, SFT and preference runs apart; names no pane knows are charted in a grid with a / filter.\n" +
 			"--no-tui prints plain lines until the run ends (--once: what its files hold now)."},
-	"export":       {"pixelis export RUN_DIR --csv FILE", "Export a run's metrics.jsonl as a wide CSV (one row a step, one column a metric)."},
+	"export":       {"pixelis export RUN_DIR [--csv FILE] [--tb DIR]", "Export a run's metrics.jsonl as a wide CSV (one row a step, one column a metric), or its metrics, samples and events as one TensorBoard event file."},
 	"ckpt inspect": {"pixelis ckpt inspect PATH", "Print a checkpoint's manifest: phase, step, stage, config hash and every file with its size and sha256."},
 	"ckpt verify":  {"pixelis ckpt verify PATH", "Check every file of a checkpoint against its manifest (presence, size, sha256, tensor shapes, finite values; no file it does not list) and decode state.json as a resume does."},
 	"config print": {"pixelis config print [--config FILE] [--set key=value …]", "Print the effective config, the file and overrides on top of the embedded default, as TOML."},

@@ -52,13 +52,12 @@ func openFiles(o Options) (f *files, err error) {
 	}
 	f.log = slog.New(slog.NewTextHandler(f.logFile, nil))
 	if o.TensorBoard {
-		if f.tb, err = tb.NewWriter(o.RunDir); err != nil {
+		// The steps from ResumeStep+1 on (from 0 for a fresh run, whose
+		// ResumeStep is -1) are this run's to write.
+		if f.tb, err = tb.NewWriter(o.RunDir, o.ResumeStep+1); err != nil {
 			return f, err
 		}
 		f.closers = append(f.closers, func() { f.tb.Close() })
-		if o.ResumeStep >= 0 {
-			f.tb.Restart(o.ResumeStep + 1)
-		}
 	}
 	return f, nil
 }

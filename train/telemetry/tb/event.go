@@ -59,10 +59,11 @@ func versionEvent(wallTime float64) []byte {
 	return protowire.AppendString(b, fileVersion)
 }
 
-// restartEvent is a SessionLog START at step: TensorBoard then discards every
-// event at this step or later that it read before, which is what a resumed run
-// needs after its files were cut back to a checkpoint.
-func restartEvent(wallTime float64, step int64, msg string) []byte {
+// sessionStartEvent is a SessionLog START at step: TensorBoard's Python loader
+// then discards every event at this step or later that it read before (unless it
+// is the run's first START), which is what a resumed run needs after its files
+// were cut back to a checkpoint.
+func sessionStartEvent(wallTime float64, step int64, msg string) []byte {
 	var log []byte
 	log = protowire.AppendTag(log, sessionStatus, protowire.VarintType)
 	log = protowire.AppendVarint(log, statusStart)

@@ -443,17 +443,23 @@ func TestFindRuns(t *testing.T) {
 	}
 }
 
-// What this package's Writer writes reads back, restart marker included.
+// What this package's Writer writes reads back, the session starts of a fresh
+// and a resumed run included.
 func TestReadsWriterOutput(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir)
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).Format(time.RFC3339Nano)
+	w, err := NewWriter(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).Format(time.RFC3339Nano)
 	w.Record(telemetry.Point{Step: 1, Time: ts, Metrics: map[string]float64{"reward/total": 0.5, "policy/kl": 0.25}})
 	w.Emit(telemetry.Event{Step: 1, Kind: telemetry.EventCheckpoint, Message: "saved"})
-	w.Restart(1)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = NewWriter(dir, 1); err != nil { // resumed from step 0
+		t.Fatal(err)
+	}
 	w.Record(telemetry.Point{Step: 1, Time: ts, Metrics: map[string]float64{"reward/total": 0.75}})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -471,7 +477,7 @@ func TestReadsWriterOutput(t *testing.T) {
 			summary = append(summary, fmt.Sprintf("%s@%d=%g", v.Tag, g.Step, v.Value))
 		}
 	}
-	want := []string{"policy/kl@1=0.25", "reward/total@1=0.5", "restart@1", "reward/total@1=0.75"}
+	want := []string{"restart@0", "policy/kl@1=0.25", "reward/total@1=0.5", "restart@1", "reward/total@1=0.75"}
 	if !reflect.DeepEqual(summary, want) {
 		t.Fatalf("read %v, want %v (text summaries are not scalars)", summary, want)
 	}
@@ -612,7 +618,7 @@ func TestReadTextsAndHParams(t *testing.T) {
 // The writer's text events (samples, events) are read back as texts.
 func TestReadsWriterTexts(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir)
+	w, err := NewWriter(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,12 @@ const Dir = "tb"
 
 // Writer is a telemetry.Sink writing one TensorBoard event file: every recorded point
 // becomes one Event holding all its metrics as scalars (tag = metric name), every new
-// batch of sample trajectories a markdown text summary tagged "samples", every event
-// a text summary tagged "events". Writes are buffered and flushed on Publish and
-// Close. The first write error stops the writer and is kept for Err.
+// batch of sample trajectories a markdown text summary tagged "samples", the events
+// of a step one text summary tagged "events". Writes are buffered and flushed on
+// Publish and Close. The first write error stops the writer and is kept for Err.
 type Writer struct {
 	path string
+	from int // the first step this writer's run writes: NewWriter's
 
 	mu     sync.Mutex
 	f      *os.File
@@ -34,27 +35,54 @@ type Writer struct {
 	buf    []byte
 	vals   []scalar
 	last   mark
+	events pendingEvents
 	err    error
 	closed bool
 }
 
 var _ telemetry.Sink = (*Writer)(nil)
 
-// mark identifies the newest batch of samples written.
-type mark struct {
-	ok    bool
-	phase telemetry.Phase
+// pendingEvents are the events of one step not yet written. A step's events are
+// one record: TensorBoard's data server (--load_fast) keeps one value a step of
+// a tag, the last, so one record an event would show only a step's last event.
+// They are written when an event or a point of another step comes, or at Close.
+type pendingEvents struct {
 	step  int
+	time  time.Time // the first event's
+	lines []string
+}
+
+// mark identifies the newest batch of samples written: by its step within its
+// phase, which the snapshot's samples carry, and on the run-wide axis the
+// scalars are written on (a phase's step 1 is not the run's).
+type mark struct {
+	ok      bool
+	phase   telemetry.Phase
+	step    int
+	runStep int
 }
 
 // NewWriter creates runDir/tb/events.out.tfevents.<unix-seconds>.<hostname> and
-// writes its version record. A resumed run gets a new file; TensorBoard reads all
-// files of a directory as one run.
-func NewWriter(runDir string) (*Writer, error) {
-	dir := filepath.Join(runDir, Dir)
+// writes its version record and a SessionLog START at step from, the first step
+// the run writes from here: 0 for a fresh run, the step after its checkpoint for
+// a resumed one. A resumed run gets a new file; TensorBoard reads all files of a
+// directory as one run, and its Python loader takes every START but a run's first
+// as a restart and purges what it read at that step or later: so a fresh run's
+// file opens with one too, or the first resume's would go unheeded. (Its Rust
+// data server, --load_fast, ignores START and drops a tag's values at a step or
+// later when that tag's step goes back, which a resumed run's values do.)
+func NewWriter(runDir string, from int) (*Writer, error) {
+	return newWriterIn(filepath.Join(runDir, Dir), from)
+}
+
+// newWriterIn is NewWriter with the event file in dir.
+func newWriterIn(dir string, from int) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
 	}
+	// Files written before every file opened with a START have none: the
+	// resume's would be taken for the run's beginning, so one more goes first.
+	beginning := from > 0 && !firstFileStarts(dir)
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "localhost"
@@ -74,13 +102,43 @@ func NewWriter(runDir string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
 	}
-	w := &Writer{path: path, f: f, w: bufio.NewWriterSize(f, 64<<10)}
+	w := &Writer{path: path, from: from, f: f, w: bufio.NewWriterSize(f, 64<<10)}
 	w.writeRecord(versionEvent(wallTime(now)))
+	msg := "run started"
+	if from > 0 {
+		msg = fmt.Sprintf("resumed at step %d", from)
+	}
+	if beginning {
+		w.writeRecord(sessionStartEvent(wallTime(now), int64(from), "the run's beginning, which its first file does not mark"))
+	}
+	w.writeRecord(sessionStartEvent(wallTime(now), int64(from), msg))
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return w, nil
+}
+
+// firstFileStarts reports whether the first event file in dir, in the order
+// TensorBoard reads them (by name), opens with a SessionLog START after its
+// version record, as this package's files do; true when dir has none (a
+// resume's START then is the run's first, and there is nothing before it to
+// purge). A file that cannot be read counts as one without: a START more
+// than needed purges nothing more.
+func firstFileStarts(dir string) bool {
+	paths, err := listEventFiles(dir, false)
+	if err != nil {
+		return false
+	}
+	if len(paths) == 0 {
+		return true
+	}
+	records, start := 0, false
+	err = ReadSpan(slices.Min(paths), 0, 1<<10, func(e *Event) {
+		start = start || records < 2 && e.Restart
+		records++
+	})
+	return err == nil && start
 }
 
 // Path is the event file's path.
@@ -104,18 +162,6 @@ func (w *Writer) writeRecord(event []byte) {
 	}
 }
 
-// Restart marks a resumed run: the steps from step on that an earlier event file
-// holds are superseded (TensorBoard purges them when it reads this marker).
-func (w *Writer) Restart(step int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.active() {
-		return
-	}
-	w.writeRecord(restartEvent(wallTime(time.Now()), int64(step), fmt.Sprintf("resumed at step %d", step)))
-	w.flushLocked()
-}
-
 // Record writes one Event with every metric of p as a scalar. Non-finite values are
 // kept: TensorBoard shows a NaN loss as NaN.
 func (w *Writer) Record(p telemetry.Point) {
@@ -123,6 +169,9 @@ func (w *Writer) Record(p telemetry.Point) {
 	defer w.mu.Unlock()
 	if !w.active() || len(p.Metrics) == 0 {
 		return
+	}
+	if p.Step != w.events.step {
+		w.writeEvents()
 	}
 	w.vals = w.vals[:0]
 	for name, v := range p.Metrics {
@@ -152,7 +201,10 @@ func (w *Writer) Publish(s telemetry.Snapshot) {
 		}
 		fresh = append(fresh, x)
 		if !next.ok || next.phase != s.Phase || x.Step > next.step {
-			next = mark{ok: true, phase: s.Phase, step: x.Step}
+			next = mark{ok: true, phase: s.Phase, step: x.Step, runStep: x.RunStep}
+			if next.runStep == 0 { // as samples.jsonl counts a sample without one
+				next.runStep = x.Step
+			}
 		}
 	}
 	w.last = next
@@ -161,24 +213,44 @@ func (w *Writer) Publish(s telemetry.Snapshot) {
 		if t.IsZero() {
 			t = time.Now()
 		}
-		w.writeRecord(textEvent(wallTime(t), int64(next.step), "samples", samplesMarkdown(fresh)))
+		w.writeRecord(textEvent(wallTime(t), int64(next.runStep), "samples", samplesMarkdown(fresh)))
 	}
 	w.flushLocked()
 }
 
-// Emit writes e as a one-line text summary tagged "events".
+// Emit adds e, as a line of markdown, to the text summary tagged "events" of its
+// step, written once the run has gone past that step. A resumed run's events of
+// a step before the one it resumed at (it says where it resumed from at the
+// checkpoint's step, and rebuilds its data set at step 0) are written at that
+// step instead: an earlier step's record would supersede the events the run
+// wrote from there on before it was resumed, in TensorBoard's data server.
 func (w *Writer) Emit(e telemetry.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.active() {
 		return
 	}
-	t := e.Time
-	if t.IsZero() {
-		t = time.Now()
+	step := max(e.Step, w.from)
+	if step != w.events.step {
+		w.writeEvents()
 	}
-	text := fmt.Sprintf("**%s** %s", mdEscape(e.Kind), mdEscape(e.Message))
-	w.writeRecord(textEvent(wallTime(t), int64(e.Step), "events", text))
+	if len(w.events.lines) == 0 {
+		w.events.step, w.events.time = step, e.Time
+		if e.Time.IsZero() {
+			w.events.time = time.Now()
+		}
+	}
+	w.events.lines = append(w.events.lines, fmt.Sprintf("**%s** %s", mdEscape(e.Kind), mdEscape(e.Message)))
+}
+
+// writeEvents writes the pending events' record, when there are any.
+func (w *Writer) writeEvents() {
+	if len(w.events.lines) == 0 {
+		return
+	}
+	// Blank lines between them: each event a paragraph of the Text tab.
+	w.writeRecord(textEvent(wallTime(w.events.time), int64(w.events.step), "events", strings.Join(w.events.lines, "\n\n")))
+	w.events.lines = w.events.lines[:0]
 }
 
 // Flush writes buffered records to the file.
@@ -205,6 +277,7 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	if w.err == nil {
+		w.writeEvents()
 		w.flushLocked()
 	}
 	if err := w.f.Close(); err != nil && w.err == nil {

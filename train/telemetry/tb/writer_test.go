@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,7 +202,7 @@ func decodeValue(t *testing.T, b []byte) readValue {
 
 func TestWriterReadBack(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir)
+	w, err := NewWriter(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestWriterReadBack(t *testing.T) {
 		want[step] = m
 		w.Record(telemetry.Point{Step: step, Phase: telemetry.PhaseRFT, Time: ts.Format(time.RFC3339Nano), Metrics: m})
 	}
-	sample := telemetry.Sample{Step: 3, Family: "text_extraction", Question: "What is written on the blue square?",
+	sample := telemetry.Sample{Step: 3, RunStep: 23, Family: "text_extraction", Question: "What is written on the blue square?",
 		Answer: "K7", GroundTruth: "K7", Correct: true, Reward: 1,
 		Steps: []telemetry.SampleStep{
 			{Op: "ZOOM_IN", Args: "obj 3 ×4", Result: "view 64×64", Rewards: map[string]float64{"coherence": 0.2}},
@@ -245,12 +246,16 @@ func TestWriterReadBack(t *testing.T) {
 	for _, rec := range readRecords(t, data) {
 		events = append(events, decodeEvent(t, rec))
 	}
-	if len(events) != 1+3+1+1 {
-		t.Fatalf("%d records, want version + 3 steps + samples + event", len(events))
+	if len(events) != 2+3+1+1 {
+		t.Fatalf("%d records, want version + session start + 3 steps + samples + event", len(events))
 	}
 	if events[0].version != "brain.Event:2" || len(events[0].values) != 0 {
 		t.Errorf("first record: %+v", events[0])
 	}
+	if events[1].sessionStatus != 1 || events[1].step != 0 {
+		t.Errorf("second record: %+v, want a SessionLog START at step 0", events[1])
+	}
+	events = events[1:]
 	for i, e := range events[1:4] {
 		step := i + 1
 		if e.step != int64(step) || e.wallTime != float64(ts.Unix())+0.5 {
@@ -293,8 +298,8 @@ func TestWriterReadBack(t *testing.T) {
 			t.Errorf("samples markdown lacks %q:\n%s", s, md)
 		}
 	}
-	if events[4].step != 3 {
-		t.Errorf("samples at step %d", events[4].step)
+	if events[4].step != 23 {
+		t.Errorf("samples at step %d, want the run-wide 23 (3 within the phase)", events[4].step)
 	}
 	if got := text(events[5], "events"); got != "**checkpoint** checkpoint step\\_000003" {
 		t.Errorf("event text %q", got)
@@ -305,7 +310,7 @@ func TestWriterNeverSharesAFile(t *testing.T) {
 	dir := t.TempDir()
 	paths := map[string]bool{}
 	for i := 0; i < 3; i++ {
-		w, err := NewWriter(dir)
+		w, err := NewWriter(dir, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +323,7 @@ func TestWriterNeverSharesAFile(t *testing.T) {
 }
 
 func BenchmarkWriterRecord(b *testing.B) {
-	w, err := NewWriter(b.TempDir())
+	w, err := NewWriter(b.TempDir(), 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -335,14 +340,58 @@ func BenchmarkWriterRecord(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "points/s")
 }
 
-// A resumed run's writer opens with a SessionLog START at the resume step.
-func TestRestartWritesSessionStart(t *testing.T) {
+// Every file opens with a SessionLog START at the first step its run writes: a
+// fresh run's at 0, a resumed one's at the step after its checkpoint.
+// TensorBoard's Python loader takes a run's first START for its beginning and
+// purges only at the later ones, so a fresh file without one would leave the
+// first resume's values doubled.
+func TestWriterOpensWithSessionStart(t *testing.T) {
 	dir := t.TempDir()
-	w, err := NewWriter(dir)
+	for _, from := range []int{0, 41} {
+		w, err := NewWriter(dir, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(w.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := readRecords(t, data)
+		if len(recs) != 2 {
+			t.Fatalf("from %d: %d records, want version + session start", from, len(recs))
+		}
+		e := decodeEvent(t, recs[1])
+		if e.step != int64(from) || e.sessionStatus != 1 {
+			t.Fatalf("from %d: second record at step %d, status %d; want a START(1) at step %d", from, e.step, e.sessionStatus, from)
+		}
+	}
+}
+
+// A step's events are one text record: TensorBoard's data server keeps one
+// value of a tag a step, so a record an event showed only the step's last.
+func TestWriterEventsOneRecordAStep(t *testing.T) {
+	w, err := NewWriter(t.TempDir(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Restart(41)
+	ts := time.Date(2026, 11, 22, 10, 42, 0, 0, time.UTC)
+	point := func(step int) {
+		w.Record(telemetry.Point{Step: step, Time: ts.Format(time.RFC3339Nano), Metrics: map[string]float64{"sft/loss": 1}})
+	}
+	emit := func(step int, kind, msg string) {
+		w.Emit(telemetry.Event{Step: step, Kind: kind, Message: msg, Time: ts})
+	}
+	emit(0, telemetry.EventPhase, "run started")
+	point(1)
+	point(2)
+	emit(2, telemetry.EventCheckpoint, "SFT model saved")
+	emit(2, telemetry.EventPhase, "SFT done")
+	emit(2, telemetry.EventPhase, "RFT from sft_final")
+	point(3)
+	emit(3, telemetry.EventEval, "val greedy 0.5")
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -350,12 +399,115 @@ func TestRestartWritesSessionStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := readRecords(t, data)
-	if len(recs) != 2 {
-		t.Fatalf("%d records, want version + restart", len(recs))
+	var got []string
+	for _, rec := range readRecords(t, data)[2:] {
+		e := decodeEvent(t, rec)
+		for _, v := range e.values {
+			if v.tag == "events" {
+				got = append(got, fmt.Sprintf("%d %q", e.step, v.strings[0]))
+			}
+		}
 	}
-	e := decodeEvent(t, recs[1])
-	if e.step != 41 || e.sessionStatus != 1 {
-		t.Fatalf("restart event step %d status %d, want 41 START(1)", e.step, e.sessionStatus)
+	want := []string{
+		`0 "**phase** run started"`,
+		`2 "**checkpoint** SFT model saved\n\n**phase** SFT done\n\n**phase** RFT from sft\\_final"`,
+		`3 "**eval** val greedy 0.5"`,
 	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events records:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A resumed run's events of steps before the one it resumed at are written at
+// that step: a record at an earlier step would supersede, in TensorBoard's data
+// server, every event the run wrote from there on before it was resumed.
+func TestResumedWriterEventsFromItsFirstStep(t *testing.T) {
+	w, err := NewWriter(t.TempDir(), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 22, 10, 42, 0, 0, time.UTC)
+	for _, e := range []telemetry.Event{
+		{Step: 0, Kind: telemetry.EventPhase, Message: "SFT: building the training set"},
+		{Step: 15, Kind: telemetry.EventPhase, Message: "SFT resumed at step 15"},
+		{Step: 16, Kind: telemetry.EventCheckpoint, Message: "checkpoint"},
+		{Step: 17, Kind: telemetry.EventEval, Message: "val"},
+	} {
+		e.Time = ts
+		w.Emit(e)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rec := range readRecords(t, data)[2:] {
+		e := decodeEvent(t, rec)
+		got = append(got, fmt.Sprintf("%d %d", e.step, strings.Count(string(e.values[0].strings[0]), "**")/2))
+	}
+	if want := []string{"16 3", "17 1"}; !slices.Equal(got, want) {
+		t.Errorf("events records (step, events): %q, want %q", got, want)
+	}
+}
+
+// A resumed run whose first event file has no START (written before files
+// opened with one) gets one more START before its own: TensorBoard's Python
+// loader takes the first for the run's beginning and purges at the second.
+// Where the first file has one, or there is none, one START is enough.
+func TestResumedWriterMarksABeginningWhereNoneIs(t *testing.T) {
+	starts := func(t *testing.T, runDir string) []int64 {
+		t.Helper()
+		w, err := NewWriter(runDir, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(w.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []int64
+		for _, rec := range readRecords(t, data) {
+			if e := decodeEvent(t, rec); e.sessionStatus == 1 {
+				steps = append(steps, e.step)
+			}
+		}
+		return steps
+	}
+	t.Run("first file without a START", func(t *testing.T) {
+		runDir := t.TempDir()
+		var old []byte
+		old = appendRecord(old, versionEvent(1))
+		old = appendRecord(old, scalarsEvent(2, 1, []scalar{{"sft/loss", 1}}))
+		if err := os.MkdirAll(filepath.Join(runDir, Dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(runDir, Dir, FilePrefix+"1.host"), old, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := starts(t, runDir); !slices.Equal(got, []int64{16, 16}) {
+			t.Errorf("STARTs at %v, want two at 16", got)
+		}
+	})
+	t.Run("first file with a START", func(t *testing.T) {
+		runDir := t.TempDir()
+		w, err := NewWriter(runDir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		if got := starts(t, runDir); !slices.Equal(got, []int64{16}) {
+			t.Errorf("STARTs at %v, want one at 16", got)
+		}
+	})
+	t.Run("no file", func(t *testing.T) {
+		if got := starts(t, t.TempDir()); !slices.Equal(got, []int64{16}) {
+			t.Errorf("STARTs at %v, want one at 16", got)
+		}
+	})
 }
