@@ -51,11 +51,9 @@ type wsAnswer struct {
 }
 
 func (s *Server) handleOpenEnvWS(w http.ResponseWriter, r *http.Request) {
-	// The server's read and write time-outs are for requests; a session
-	// lives as long as its client plays (the idle timeout bounds each wait).
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Time{})
-	rc.SetWriteDeadline(time.Time{})
+	// Hijacking the connection clears the server's request time-outs: a
+	// session lives as long as its client plays, the idle timeout bounding
+	// each wait for a message (wsServe).
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return // Accept answered the request
