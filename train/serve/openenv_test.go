@@ -328,3 +328,25 @@ func TestOpenEnvTokenAndTimeouts(t *testing.T) {
 	waitFor(t, "the server's time-outs to pass", func() bool { return time.Since(start) > 3*timeout })
 	ws.ok("observation", map[string]any{"type": "step", "data": map[string]any{"op": "READ_TEXT"}})
 }
+
+// TestOpenEnvCloseEndsSessions: Close ends the WebSocket sessions (which
+// http.Server.Shutdown does not wait for) and closes their episodes.
+func TestOpenEnvCloseEndsSessions(t *testing.T) {
+	s, err := New(smoke(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	ws := dialOpenEnv(t, ts, "", "")
+	ws.ok("observation", map[string]any{"type": "reset"})
+	s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, _, err := ws.c.Read(ctx); err == nil || ctx.Err() != nil {
+		t.Fatalf("the session outlived Close: %v", err)
+	}
+	if eps, _ := s.Live(); eps != 0 {
+		t.Fatalf("%d live episodes after Close", eps)
+	}
+}
