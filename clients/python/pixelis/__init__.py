@@ -9,6 +9,8 @@
 - pixelis.sdk: a trainer's side of the channel to `pixelis launch` (metrics,
   samples, checkpoints; commands and curriculum stages), a no-op outside it.
 - pixelis.trl: PixelisCallback, the sdk as a transformers/TRL TrainerCallback.
+- pixelis.openenv: PixelisEnv, serve's tasks as an environment for TRL's
+  GRPOTrainer (environment_factory), through OpenEnv's GenericEnvClient.
 
 The standard library is enough; numpy, when installed, makes observations
 numpy arrays decoded without copying.

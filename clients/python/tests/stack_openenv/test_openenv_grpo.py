@@ -1,8 +1,8 @@
 """TRL's GRPOTrainer training through environment_factory on pixelis: each
-rollout's environment is OpenEnv's GenericEnvClient on a real `pixelis serve`
-(its WebSocket session), reset starts a training task and hands the model its
-question, the operations are the model's tools, and get_reward is the reward
-serve's own steps gave. Three GRPO steps of a tiny model (tests/stack_trl/
+rollout's environment is a pixelis.openenv.PixelisEnv, OpenEnv's
+GenericEnvClient on a real `pixelis serve` (its WebSocket session): reset
+starts a training task and hands the model its question, the operations are
+the model's tools, and get_reward is the reward serve's own steps gave. Three GRPO steps of a tiny model (tests/stack_trl/
 tiny.py) with the Qwen3 chat template TRL ships, so that TRL renders and
 parses its tool calls; taught beforehand to open with one of four tool calls
 (two tools, two answers), so that its rollouts step pixelis and the rewards of
@@ -21,11 +21,11 @@ import datasets
 import torch
 import transformers
 import trl
-from openenv.core.generic_client import GenericEnvClient
 from tokenizers import decoders
 from trl.chat_template_utils import qwen3_chat_template
 
 from pixelis import Client
+from pixelis.openenv import PixelisEnv, close
 from serve_fixture import Server
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "stack_trl"))
@@ -85,107 +85,20 @@ def teach_tool_calls(model, tok, tools, questions, window=24, steps=60):
 PROMPT = "answer the question about the image"
 
 
-class PixelisEnv:
-    """pixelis serve through OpenEnv's GenericEnvClient, as TRL's
-    environment_factory takes an environment: reset, a method per tool, get_reward."""
-
-    url = None
-    headers = None
-    made = []  # every instance, for the test to check
-
-    def __init__(self):
-        self.env = GenericEnvClient(base_url=self.url, headers=self.headers).sync()
-        self.env.connect()
-        self.rewards = []
-        self.episode = None
-        self.done = False
-        PixelisEnv.made.append(self)
-
-    def reset(self, task_index: int = 0, **_) -> str:
-        result = self.env.reset(split="train", index=task_index)
-        self.rewards, self.done = [], False
-        self.episode = result.observation["episode_id"]
-        return result.observation["task"]["question"]
-
-    def _step(self, action):
-        if self.done:
-            return "the episode is over"
-        r = self.env.step(action)
-        self.rewards.append(r.reward)
-        self.done = r.done
-        return r.observation["content"][0]["text"]
-
-    def segment_object_at(self, x: int, y: int) -> str:
-        """Segment the object at a pixel of the current 64-pixel view.
-
-        Args:
-            x: The pixel's column.
-            y: The pixel's row.
-
-        Returns:
-            The segmented object's id, area and box.
-        """
-        return self._step({"op": "SEGMENT_OBJECT_AT", "x": x, "y": y})
-
-    def get_properties(self) -> str:
-        """Measure the last segmented object.
-
-        Returns:
-            Its colour, shape, area and centre.
-        """
-        return self._step({"op": "GET_PROPERTIES"})
-
-    def zoom_in(self) -> str:
-        """Zoom the view onto the last segmented object's box.
-
-        Returns:
-            The new view's region.
-        """
-        return self._step({"op": "ZOOM_IN"})
-
-    def read_text(self) -> str:
-        """Read the text label in the current view.
-
-        Returns:
-            The text read and its confidence.
-        """
-        return self._step({"op": "READ_TEXT"})
-
-    def track_object(self) -> str:
-        """Follow the last segmented object through the frames of a video.
-
-        Returns:
-            Its box in every frame.
-        """
-        return self._step({"op": "TRACK_OBJECT"})
-
-    def answer(self, answer: str) -> str:
-        """Answer the question; ends the episode.
-
-        Args:
-            answer: A word of the answer vocabulary.
-
-        Returns:
-            Whether the answer was right.
-        """
-        return self._step({"op": "ANSWER", "answer": answer})
-
-    def get_reward(self) -> float:
-        return float(sum(self.rewards))
-
-    def _close(self):
-        self.env.close()
-
-
 class GRPOOnOpenEnv(unittest.TestCase):
     def setUp(self):
         self.server = Server()
         self.addCleanup(self.server.stop)
         self.out = tempfile.mkdtemp(prefix="pxl-openenv-grpo-")
         self.addCleanup(shutil.rmtree, self.out, True)
-        PixelisEnv.url, PixelisEnv.headers = self.server.url + "/openenv", {"Authorization": "Bearer " + self.server.token}
-        PixelisEnv.made = []
-        self.addCleanup(lambda: [e._close() for e in PixelisEnv.made])
+        self.made = []  # every environment the factory made
+        self.addCleanup(lambda: [close(e) for e in self.made])
+
+    def factory(self):
+        """TRL's environment_factory: a pixelis.openenv.PixelisEnv on the server."""
+        e = PixelisEnv(self.server.url, token=self.server.token)
+        self.made.append(e)
+        return e
 
     def test_three_grpo_steps_with_environment_factory(self):
         tasks = 8
@@ -197,7 +110,7 @@ class GRPOOnOpenEnv(unittest.TestCase):
             questions.append(ep["task"]["question"])
             client.close_episode(ep["episode"])
         tok = tool_tokenizer()
-        probe = PixelisEnv()
+        probe = self.factory()
         tools = [getattr(probe, name) for name in TOOLS]
         model = teach_tool_calls(tiny.model(tok), tok, tools, questions)
         cfg = trl.GRPOConfig(self.out, max_steps=STEPS, per_device_train_batch_size=GENERATIONS,
@@ -205,7 +118,7 @@ class GRPOOnOpenEnv(unittest.TestCase):
         prompts = datasets.Dataset.from_dict({"prompt": [[{"role": "user", "content": PROMPT}]] * tasks,
                                               "task_index": list(range(tasks))})
         trainer = trl.GRPOTrainer(model=model, processing_class=tok, args=cfg, train_dataset=prompts,
-                                  environment_factory=PixelisEnv)
+                                  environment_factory=self.factory)
         self.assertEqual(sorted(t.__name__ for t in trainer.tools), sorted(TOOLS))
         trainer.train()
         self.assertEqual(trainer.state.global_step, STEPS)
@@ -215,7 +128,7 @@ class GRPOOnOpenEnv(unittest.TestCase):
         self.assertTrue(any(h["grad_norm"] > 0 for h in logged), "no step changed the policy: %s" % logged)
         # Every rollout played a task of pixelis serve: its environment's episode is a live serve episode whose
         # trajectory holds the steps its reward was summed from.
-        played = [e for e in PixelisEnv.made if e.episode is not None]
+        played = [e for e in self.made if e.episode is not None]
         self.assertGreaterEqual(len(played), GENERATIONS)
         stepped = 0
         for e in played:
