@@ -20,23 +20,29 @@ import (
 // wsWriteTimeout bounds writing one answer to a client that stopped reading.
 const wsWriteTimeout = time.Minute
 
-// OpenEnv's error codes (the "code" of an error message's data).
+// OpenEnv's error codes (the "code" of an error answer's data).
 const (
-	wsInvalidJSON      = "INVALID_JSON"
-	wsUnknownType      = "UNKNOWN_TYPE"
-	wsValidationError  = "VALIDATION_ERROR"
-	wsExecutionError   = "EXECUTION_ERROR"
-	wsCapacityReached  = "CAPACITY_REACHED"
-	wsSessionError     = "SESSION_ERROR"
-	wsMessageReset     = "reset"
-	wsMessageStep      = "step"
-	wsMessageState     = "state"
-	wsMessageClose     = "close"
-	wsMessageMCP       = "mcp"
-	wsAnswerObserve    = "observation"
-	wsAnswerError      = "error"
-	wsMaxMessageLength = maxSmallBody
+	wsInvalidJSON     = "INVALID_JSON"
+	wsUnknownType     = "UNKNOWN_TYPE"
+	wsValidationError = "VALIDATION_ERROR"
+	wsExecutionError  = "EXECUTION_ERROR"
+	wsCapacityReached = "CAPACITY_REACHED"
+	wsSessionError    = "SESSION_ERROR"
 )
+
+// The types of the client's messages and of the server's answers.
+const (
+	wsMessageReset  = "reset"
+	wsMessageStep   = "step"
+	wsMessageState  = "state" // also the answer's
+	wsMessageClose  = "close"
+	wsMessageMCP    = "mcp" // also the answer's
+	wsAnswerObserve = "observation"
+	wsAnswerError   = "error"
+)
+
+// wsMaxMessageLength bounds a client's message, as serve bounds a request body.
+const wsMaxMessageLength = maxSmallBody
 
 // wsMessage is a client's message.
 type wsMessage struct {
@@ -124,19 +130,7 @@ func (s *Server) wsAnswer(o *openenvSession, msg []byte) (answer wsAnswer, more 
 	defer o.mu.Unlock()
 	switch m.Type {
 	case wsMessageReset:
-		var req openenvResetRequest
-		if err := decodeJSON(m.Data, &req, true); err != nil {
-			return wsError(prefixField(err, "data."), wsValidationError), true
-		}
-		if req.EpisodeID != nil {
-			return wsError(badField("data.episode_id", "a WebSocket session resets its own episode"), wsValidationError), true
-		}
-		res, id, err := s.openenvReset(o.episode, req)
-		if err != nil {
-			return wsError(err, ""), true
-		}
-		o.episode = id
-		return wsAnswer{wsAnswerObserve, res}, true
+		return s.wsReset(o, m.Data), true
 	case wsMessageStep:
 		if m.Data == nil {
 			return wsError(badField("data", "required: the action"), wsValidationError), true
@@ -153,15 +147,37 @@ func (s *Server) wsAnswer(o *openenvSession, msg []byte) (answer wsAnswer, more 
 		if m.Type == wsMessageClose {
 			return wsAnswer{}, false
 		}
-		st, err := s.openenvStateOf(o.episode)
-		if err != nil {
-			return wsError(err, ""), true
-		}
-		st.SessionID = o.id
-		return wsAnswer{wsMessageState, st}, true
+		return s.wsState(o), true
 	}
 	return wsAnswer{wsAnswerError, map[string]string{"message": "unknown message type " + strconv.Quote(m.Type) +
 		" (want reset, step, state, close or mcp)", "code": wsUnknownType}}, true
+}
+
+// wsReset starts the task data names in o's episode (o locked).
+func (s *Server) wsReset(o *openenvSession, data json.RawMessage) wsAnswer {
+	var req openenvResetRequest
+	if err := decodeJSON(data, &req, true); err != nil {
+		return wsError(prefixField(err, "data."), wsValidationError)
+	}
+	if req.EpisodeID != nil {
+		return wsError(badField("data.episode_id", "a WebSocket session resets its own episode"), wsValidationError)
+	}
+	res, id, err := s.openenvReset(o.episode, req)
+	if err != nil {
+		return wsError(err, "")
+	}
+	o.episode = id
+	return wsAnswer{wsAnswerObserve, res}
+}
+
+// wsState describes o (locked) and its episode.
+func (s *Server) wsState(o *openenvSession) wsAnswer {
+	st, err := s.openenvStateOf(o.episode)
+	if err != nil {
+		return wsError(err, "")
+	}
+	st.SessionID = o.id
+	return wsAnswer{wsMessageState, st}
 }
 
 // wsError is an error answer: code, or the one err's status implies.
