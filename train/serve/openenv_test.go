@@ -350,3 +350,28 @@ func TestOpenEnvCloseEndsSessions(t *testing.T) {
 		t.Fatalf("%d live episodes after Close", eps)
 	}
 }
+
+// TestOpenEnvJSONRPC: MCP's handshake, notifications and JSON-RPC's errors.
+func TestOpenEnvJSONRPC(t *testing.T) {
+	ts := newTestServer(t, smoke(t), Options{})
+	for _, c := range []struct {
+		body   string
+		status int
+		want   string // in the answer
+	}{
+		{`{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}}`, 200, `"protocolVersion":"2025-06-18"`},
+		{`{"jsonrpc": "2.0", "method": "notifications/initialized"}`, 202, ``},
+		{`{"jsonrpc": "2.0", "id": 2, "method": "ping"}`, 200, `"result":{}`},
+		{`{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}`, 200, `"name":"segment_object_at"`},
+		{`{"jsonrpc": "2.0", "id": 4, "method": "resources/list"}`, 200, `"code":-32601`},
+		{`{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "zoom_in"}}`, 200, `params.session_id: required`},
+		{`{"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"colour": 1}}`, 200, `"code":-32602`},
+		{`{"jsonrpc": "1.0", "id": 7, "method": "ping"}`, 200, `"code":-32600`},
+		{`{not json`, 200, `"code":-32700`},
+	} {
+		status, _, body := ts.do("POST", openenvPrefix+"/mcp", c.body)
+		if status != c.status || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %d %s, want %d and %s", c.body, status, body, c.status, c.want)
+		}
+	}
+}
