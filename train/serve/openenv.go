@@ -65,13 +65,13 @@ type openenvSession struct {
 
 func (o *openenvSession) lastUse() *atomic.Int64 { return &o.used }
 
-// newOpenEnvSession stores a session without an episode; 503 when
-// --max-episodes sessions are live.
-func (s *Server) newOpenEnvSession() (*openenvSession, *apiError) {
+// newOpenEnvSession stores a session without an episode (held by a
+// WebSocket when attached); 503 when --max-episodes sessions are live.
+func (s *Server) newOpenEnvSession(attached bool) (*openenvSession, *apiError) {
 	if !s.openenv.reserve(1) {
 		return nil, s.full("OpenEnv sessions", "--max-episodes", s.opt.MaxEpisodes, s.openenv.oldestUse())
 	}
-	o := &openenvSession{id: newID("oe-")}
+	o := &openenvSession{id: newID("oe-"), attached: attached}
 	o.used.Store(s.opt.Now().UnixNano())
 	s.openenv.insert(o.id, o)
 	return o, nil

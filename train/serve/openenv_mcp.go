@@ -137,7 +137,7 @@ func (s *Server) rpcMethod(method string, p rpcParams, wsSession string) (any, *
 		if wsSession != "" {
 			return map[string]string{"session_id": wsSession}, nil
 		}
-		o, err := s.newOpenEnvSession()
+		o, err := s.newOpenEnvSession(false)
 		if err != nil {
 			return nil, &rpcError{Code: rpcServerError, Message: err.Message}
 		}

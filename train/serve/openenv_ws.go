@@ -199,11 +199,10 @@ func wsError(err *apiError, code string) wsAnswer {
 // the live session id names, unless another connection holds it.
 func (s *Server) openenvAttach(id string) (o *openenvSession, owned bool, err *apiError) {
 	if id == "" {
-		o, err = s.newOpenEnvSession()
+		o, err = s.newOpenEnvSession(true)
 		if err != nil {
 			return nil, false, err
 		}
-		o.attached = true
 		return o, true, nil
 	}
 	if o, err = s.openenvLookup(id); err != nil {
