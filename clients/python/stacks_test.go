@@ -33,6 +33,11 @@ func TestTypecheckStack(t *testing.T) { stackTests(t, "typecheck") }
 // gymnasium vector environment, for 2,000 environment steps on VectorEnv.
 func TestSkrlStack(t *testing.T) { stackTests(t, "skrl") }
 
+// TestOpenEnvStack runs tests/stack_openenv: OpenEnv's own clients
+// (GenericEnvClient, MCPToolClient) play pixelis serve's OpenEnv protocol, and
+// TRL's GRPOTrainer trains through environment_factory on it.
+func TestOpenEnvStack(t *testing.T) { stackTests(t, "openenv") }
+
 // stackTests runs tests/stack_<stack>, the tests that need a pinned stack's
 // libraries (clients/python/locks/<stack>.txt), with that stack's interpreter,
 // the package installed as TestPythonPackage installs it and tests/ on

@@ -110,7 +110,7 @@ func cmdServe(ctx context.Context, args []string, std stdio) error {
 	if *token != "" {
 		auth = "bearer token required"
 	}
-	fmt.Fprintf(std.out, "pixelis serve: listening on http://%s (%s; at most %d episodes in %d MiB, idle timeout %s; API at /v1, schema at /v1/openapi.json)\n",
+	fmt.Fprintf(std.out, "pixelis serve: listening on http://%s (%s; at most %d episodes in %d MiB, idle timeout %s; API at /v1, schema at /v1/openapi.json; OpenEnv at /openenv)\n",
 		ln.Addr(), auth, *maxEpisodes, *maxMemory, *idle)
 	if *heldOut != "" {
 		fmt.Fprintf(std.out, "pixelis serve: handing out expert data of val and test tasks: %s\n", strings.TrimSpace(*heldOut))

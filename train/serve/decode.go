@@ -52,15 +52,24 @@ const (
 // fields, wrong types, trailing data and oversized bodies are 4xx errors that
 // name the field. An empty body leaves dst as it is when emptyOK.
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any, limit int64, emptyOK bool) *apiError {
+	body, err := readBody(w, r, limit)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, dst, emptyOK)
+}
+
+// readBody reads r's body, of at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return errorf(http.StatusRequestEntityTooLarge, "body", "larger than %d bytes", limit)
+			return nil, errorf(http.StatusRequestEntityTooLarge, "body", "larger than %d bytes", limit)
 		}
-		return badField("body", "could not be read: %v", err)
+		return nil, badField("body", "could not be read: %v", err)
 	}
-	return decodeJSON(body, dst, emptyOK)
+	return body, nil
 }
 
 // decodeJSON is decodeBody's decoding, separated so that it can be fuzzed.

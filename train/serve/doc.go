@@ -28,6 +28,10 @@
 //	POST   /v1/scorers                     a reward orchestrator of one's own (GET, DELETE /v1/scorers/{id})
 //	POST   /v1/scorers/{id}/score          score one batch with it
 //
+// Beside it, OpenEnv's environment protocol under /openenv (openenv.go: HTTP
+// reset/step/state/schema/health/metadata, the WebSocket session in
+// openenv_ws.go, MCP tools in openenv_mcp.go), on the same episodes.
+//
 // Choices, and why:
 //
 //   - Answers about episodes carry what a trainer needs at every step (the

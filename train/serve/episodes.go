@@ -263,6 +263,17 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusConflict, "id", "episode %s is over after %d steps; reset it or create another", e.id, n))
 		return
 	}
+	out := s.applyStep(e, a)
+	var rows obsRows
+	rows.resize(e.obs, 1)
+	rows.fill(0, e)
+	out.AllowedActions = allowed(rows.mask)
+	s.writeFrame(w, r, http.StatusOK, e.obs.encoding, out, squeeze(rows.arrays("", 1, false)))
+}
+
+// applyStep takes a step in e (live, not over) and describes it: how it
+// left the episode and its reward terms; the caller adds the next mask.
+func (s *Server) applyStep(e *episode, a env.Action) stepView {
 	last, done := e.step(a)
 	out := stepView{Step: e.steps, stepJSON: stepOf(last), Done: done, Region: rectJSON(e.region)}
 	out.Terminated, out.Truncated = ending(last, done)
@@ -271,11 +282,7 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		fin := s.finish(e)
 		out.Finish = &fin
 	}
-	var rows obsRows
-	rows.resize(e.obs, 1)
-	rows.fill(0, e)
-	out.AllowedActions = allowed(rows.mask)
-	s.writeFrame(w, r, http.StatusOK, e.obs.encoding, out, squeeze(rows.arrays("", 1, false)))
+	return out
 }
 
 // termsView is a step's reward terms by name, and their weighted sum.

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,8 +83,9 @@ type Server struct {
 	episodes       *store[*episode]
 	scorers        *store[*scorer]
 	vectors        *store[*vector]
-	scoreSem       *semaphore.Weighted // replayed steps of score work in flight
-	scoreCap       int64               // its size: one maximal request's
+	openenv        *store[*openenvSession] // OpenEnv's sessions (openenv.go)
+	scoreSem       *semaphore.Weighted     // replayed steps of score work in flight
+	scoreCap       int64                   // its size: one maximal request's
 	tasks          *taskStream
 	pool           sync.Pool        // *env.Episode buffers of closed episodes and replays
 	difficultyCuts func() []float64 // the reference cut points of CoTA buckets
@@ -92,6 +95,8 @@ type Server struct {
 	collectMu      sync.Mutex       // one collection at a time for the memory bound
 	stop           chan struct{}
 	done           chan struct{}
+	ctx            context.Context // cancelled by Close: ends WebSocket sessions
+	cancel         context.CancelFunc
 	logMu          sync.Mutex
 }
 
@@ -134,6 +139,7 @@ func New(cfg *configs.Config, opt Options) (*Server, error) {
 		episodes: newStore[*episode](opt.MaxEpisodes),
 		scorers:  newStore[*scorer](opt.MaxScorers),
 		vectors:  newStore[*vector](opt.MaxEpisodes), // every vector holds an episode
+		openenv:  newStore[*openenvSession](opt.MaxEpisodes),
 		scoreCap: int64(maxScoreItems) * scoreWork(ec.MaxSteps),
 		tasks:    newTaskStream(cfg.Run.Seed),
 		stop:     make(chan struct{}),
@@ -143,6 +149,7 @@ func New(cfg *configs.Config, opt Options) (*Server, error) {
 	if len(cfg.Curriculum.Stages) > 0 {
 		s.terms.wFinal = cfg.Curriculum.Stages[0].Weights.Final
 	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.scoreSem = semaphore.NewWeighted(s.scoreCap)
 	s.difficultyCuts = sync.OnceValue(func() []float64 { return referenceCuts(ec) })
 	s.pool.New = func() any { return env.NewEpisode(ec) }
@@ -161,6 +168,10 @@ func (s *Server) Close() {
 	}
 	close(s.stop)
 	<-s.done
+	s.cancel()
+	for _, o := range s.openenv.removeAll() {
+		s.closeOpenEnvSession(o)
+	}
 	for _, v := range s.vectors.removeAll() {
 		s.closeVector(v)
 	}
@@ -192,6 +203,9 @@ func (s *Server) janitor() {
 // expire closes what has been idle for longer than the idle timeout.
 func (s *Server) expire() {
 	cut := s.opt.Now().Add(-s.opt.IdleTimeout).UnixNano()
+	for _, o := range s.openenv.removeIdle(cut) {
+		s.closeOpenEnvSession(o)
+	}
 	for _, v := range s.vectors.removeIdle(cut) {
 		s.closeVector(v)
 	}
@@ -268,7 +282,7 @@ var routes = []route{
 
 func (s *Server) buildMux() {
 	m := http.NewServeMux()
-	for _, rt := range routes {
+	for _, rt := range slices.Concat(routes, openenvRoutes) {
 		h := rt.handler
 		m.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
 	}
@@ -288,7 +302,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	w.Header().Set("Cache-Control", "no-store")
-	if s.opt.Token != "" && !(r.Method == http.MethodGet && r.URL.Path == "/v1/health") && !s.authorized(r) {
+	if s.opt.Token != "" && !(r.Method == http.MethodGet && publicPaths[r.URL.Path]) && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pixelis"`)
 		writeError(w, errorf(http.StatusUnauthorized, "Authorization", "missing or wrong bearer token (send \"Authorization: Bearer <token>\")"))
 		return

@@ -11,6 +11,8 @@
 - pixelis.trl: PixelisCallback, the sdk as a transformers/TRL TrainerCallback.
 - pixelis.torch_policy: a checkpoint's policy as a torch.nn.Module (torch and
   safetensors), the base a stage adapter applies to under PEFT.
+- pixelis.openenv: PixelisEnv, serve's tasks as an environment for TRL's
+  GRPOTrainer (environment_factory), through OpenEnv's GenericEnvClient.
 
 The standard library is enough; numpy, when installed, makes observations
 numpy arrays decoded without copying.
