@@ -156,7 +156,7 @@ def _config(file: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, s
         raise ValueError("%s has no %s metadata and %s gives no observation width: %s" % (file, META_POLICY_CONFIG, manifest, e))
     cell_features, cell_embed = tensors["cell.enc.weight"].shape
     global_features = tensors["trunk.0.weight"].shape[0] - cell_embed
-    hidden = []
+    hidden: List[int] = []
     while "trunk.%d.weight" % len(hidden) in tensors:
         hidden.append(tensors["trunk.%d.weight" % len(hidden)].shape[1])
     return PolicyConfig(
