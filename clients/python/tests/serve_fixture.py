@@ -1,6 +1,7 @@
 """A real `pixelis serve` for the tests: built from this repository with `go
 build` (or $PIXELIS_BIN), on a free loopback port, with a bearer token."""
 
+import ctypes
 import os
 import re
 import secrets
@@ -23,6 +24,15 @@ def binary(tmp):
     return path
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
+
+
+def die_with_parent():
+    """In the child before exec: SIGKILL when the test process dies, so a test
+    killed mid-run (a timeout, ^C twice) leaves no server behind."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 class Server:
     """pixelis serve --config smoke (and extra flags) until stop()."""
 
@@ -33,7 +43,8 @@ class Server:
         env = dict(os.environ, PIXELIS_SERVE_TOKEN=self.token)
         self.proc = subprocess.Popen(
             [self.bin, "serve", "--config", "smoke", "--addr", "127.0.0.1:0", *flags],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+            preexec_fn=die_with_parent)
         line = self.proc.stdout.readline()
         m = re.search(r"listening on (http://\S+)", line)
         if not m:
