@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/edit"
+	"github.com/pixelis/pixelis/train/rundir"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// cmdEdit sends live edits to a running run over its control socket: each
+// FIELD=VALUE is checked against the run's configuration first (a bad one is
+// refused with its rule, exit 2), then applied by the run at its next step
+// boundary, which reports it as an edit event.
+func cmdEdit(_ context.Context, args []string, std stdio) error {
+	fs := newFlagSet("edit", std)
+	list := fs.Bool("list", false, "list the fields that may change in the run's phase, with their values in its config")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 || len(pos) == 1 && !*list {
+		return usagef("want RUN_DIR FIELD=VALUE…, or RUN_DIR --list")
+	}
+	dir := pos[0]
+	cfg, err := configs.Load(filepath.Join(dir, rundir.ConfigFile))
+	if err != nil {
+		return usagef("%s: %v", dir, err)
+	}
+	phase := livePhase(dir)
+	if *list {
+		for _, f := range edit.Fields(phase, cfg) {
+			fmt.Fprintf(std.out, "%-36s %-10s %s\n", f.Name, strconv.FormatFloat(f.Value(edit.Live{Cfg: cfg}), 'g', 6, 64), f.Doc)
+		}
+		return nil
+	}
+	var cmds []telemetry.Command
+	for _, a := range pos[1:] {
+		c, err := editCommand(cfg, phase, a)
+		if err != nil {
+			return err
+		}
+		cmds = append(cmds, c)
+	}
+	for _, c := range cmds {
+		if err := telemetry.SendControl(dir, c); err != nil {
+			return err
+		}
+		fmt.Fprintf(std.out, "sent %s=%s: the run applies it at its next step boundary\n", c.Field, strconv.FormatFloat(*c.Value, 'g', -1, 64))
+	}
+	return nil
+}
+
+// editCommand parses FIELD=VALUE and checks it against cfg as phase's field.
+// The run checks it again against its live values (the curriculum's stage).
+func editCommand(cfg *configs.Config, phase telemetry.Phase, arg string) (telemetry.Command, error) {
+	name, val, ok := strings.Cut(arg, "=")
+	if !ok {
+		return telemetry.Command{}, usagef("%q: want FIELD=VALUE", arg)
+	}
+	v, err := strconv.ParseFloat(val, 64)
+	if err != nil {
+		return telemetry.Command{}, usagef("edit %s: must be a number, got %q", name, val)
+	}
+	if _, err := edit.Make(edit.Live{Cfg: cfg}, phase, name, v); err != nil {
+		return telemetry.Command{}, usagef("%v", err)
+	}
+	return telemetry.Command{Kind: telemetry.CmdEdit, Field: name, Value: &v, Source: edit.SourceControl}, nil
+}
+
+// livePhase is the phase the run's status.json names; RFT when it names none
+// (a run that has not published yet starts with the phase its config runs).
+func livePhase(dir string) telemetry.Phase {
+	var s telemetry.Snapshot
+	if b, err := os.ReadFile(filepath.Join(dir, telemetry.StatusFile)); err == nil && json.Unmarshal(b, &s) == nil && s.Phase != "" {
+		return s.Phase
+	}
+	return telemetry.PhaseRFT
+}
