@@ -115,7 +115,7 @@ func (p editPane) view(e env) (string, []string) {
 		val := strconv.FormatFloat(f.Value(l), 'g', 6, 64)
 		out = append(out, fit(fmt.Sprintf("%s%-*s  %-10s %s", mark, nameW, f.Name, val, st.render(st.dim, f.Doc)), e.w, false))
 	}
-	h := max(e.h-2, 1)
+	h := max(e.h-1, 1) // the last line is the prompt, a refusal or the hint
 	if len(out) > h {
 		start := clamp(p.sel-h/2, 0, len(out)-h)
 		out = out[start : start+h]
