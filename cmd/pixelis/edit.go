@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/edit"
+	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -30,6 +34,11 @@ func cmdEdit(_ context.Context, args []string, std stdio) error {
 		return usagef("want RUN_DIR FIELD=VALUE…, or RUN_DIR --list")
 	}
 	dir := pos[0]
+	if ranges, ok, err := trainerEditable(dir); err != nil {
+		return err
+	} else if ok {
+		return editLaunched(dir, ranges, *list, pos[1:], std)
+	}
 	cfg, err := configs.Load(filepath.Join(dir, rundir.ConfigFile))
 	if err != nil {
 		return usagef("%s: %v", dir, err)
@@ -49,13 +58,7 @@ func cmdEdit(_ context.Context, args []string, std stdio) error {
 		}
 		cmds = append(cmds, c)
 	}
-	for _, c := range cmds {
-		if err := telemetry.SendControl(dir, c); err != nil {
-			return err
-		}
-		fmt.Fprintf(std.out, "sent %s=%s: the run applies it at its next step boundary\n", c.Field, strconv.FormatFloat(*c.Value, 'g', -1, 64))
-	}
-	return nil
+	return sendEdits(dir, cmds, std)
 }
 
 // editCommand parses FIELD=VALUE and checks it against cfg as phase's field.
@@ -83,4 +86,68 @@ func livePhase(dir string) telemetry.Phase {
 		return s.Phase
 	}
 	return telemetry.PhaseRFT
+}
+
+// trainerEditable reads the settings a launched trainer declared editable
+// (its hello, kept in trainer.json); ok is false for a run of pixelis's own.
+func trainerEditable(dir string) (map[string][]float64, bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, launch.TrainerFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var t struct {
+		Editable map[string][]float64 `json:"editable"`
+	}
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", launch.TrainerFile, err)
+	}
+	return t.Editable, true, nil
+}
+
+// editLaunched lists or sends edits of a launched trainer's declared settings,
+// each checked against its declared range first (pixelis checks again).
+func editLaunched(dir string, ranges map[string][]float64, list bool, args []string, std stdio) error {
+	names := slices.Sorted(maps.Keys(ranges))
+	if list {
+		for _, n := range names {
+			fmt.Fprintf(std.out, "%-24s [%g, %g]  declared by the trainer\n", n, ranges[n][0], ranges[n][1])
+		}
+		return nil
+	}
+	var cmds []telemetry.Command
+	for _, a := range args {
+		name, val, ok := strings.Cut(a, "=")
+		if !ok {
+			return usagef("%q: want FIELD=VALUE", a)
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return usagef("edit %s: must be a number, got %q", name, val)
+		}
+		r, ok := ranges[name]
+		switch {
+		case !ok && len(names) == 0:
+			return usagef("edit %s: the trainer declared nothing editable (hello's editable)", name)
+		case !ok:
+			return usagef("edit %s: not a setting the trainer declared editable; one of %s", name, strings.Join(names, ", "))
+		case len(r) == 2 && (v < r[0] || v > r[1]):
+			return usagef("edit %s: must be in [%g, %g] (the trainer's declared range), got %g", name, r[0], r[1], v)
+		}
+		cmds = append(cmds, telemetry.Command{Kind: telemetry.CmdEdit, Field: name, Value: &v, Source: edit.SourceControl})
+	}
+	return sendEdits(dir, cmds, std)
+}
+
+// sendEdits sends edit commands over the run's control socket.
+func sendEdits(dir string, cmds []telemetry.Command, std stdio) error {
+	for _, c := range cmds {
+		if err := telemetry.SendControl(dir, c); err != nil {
+			return err
+		}
+		fmt.Fprintf(std.out, "sent %s=%s: the run applies it at its next step boundary\n", c.Field, strconv.FormatFloat(*c.Value, 'g', -1, 64))
+	}
+	return nil
 }

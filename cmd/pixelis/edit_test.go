@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -67,5 +69,37 @@ func TestEditCommand(t *testing.T) {
 	code, out, _ = run(t, "edit", dir, "--list")
 	if code != exitOK || !strings.Contains(out, "kl_coef") || !strings.Contains(out, "curriculum.stages[0].exit[0].value") {
 		t.Fatalf("edit --list: exit %d\n%s", code, out)
+	}
+}
+
+// For a launched trainer, `pixelis edit` checks against the settings its
+// hello declared editable (trainer.json), not pixelis's config.
+func TestEditCommandLaunched(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, launch.TrainerFile), []byte(`{"editable": {"grpo_lr": [0, 1], "kl_coef": [0, 10]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmds := make(chan telemetry.Command, 4)
+	srv, err := telemetry.ListenControl(context.Background(), dir, cmds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, bad := range []struct{ arg, want string }{
+		{"grpo_lr=2", "edit grpo_lr: must be in [0, 1] (the trainer's declared range), got 2"},
+		{"lr=0.1", "edit lr: not a setting the trainer declared editable; one of grpo_lr, kl_coef"},
+	} {
+		if code, _, errOut := run(t, "edit", dir, bad.arg); code != exitBadUsage || !strings.Contains(errOut, bad.want) {
+			t.Errorf("edit %s: exit %d, %q; want 2 and %q", bad.arg, code, errOut, bad.want)
+		}
+	}
+	if code, out, errOut := run(t, "edit", dir, "kl_coef=0.5"); code != exitOK {
+		t.Fatalf("edit: exit %d\n%s%s", code, out, errOut)
+	}
+	if c := <-cmds; c.Kind != telemetry.CmdEdit || c.Field != "kl_coef" || *c.Value != 0.5 {
+		t.Fatalf("sent %+v", c)
+	}
+	if code, out, _ := run(t, "edit", dir, "--list"); code != exitOK || !strings.Contains(out, "grpo_lr") || !strings.Contains(out, "[0, 10]") {
+		t.Fatalf("--list: exit %d\n%s", code, out)
 	}
 }
