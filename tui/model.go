@@ -545,7 +545,7 @@ func (m *Model) toggleOverlay(id overlayID) {
 	case overlayMetrics:
 		m.overlay = newMetricsPane(false)
 	case overlayEdit:
-		m.overlay = editPane{live: m.liveCfg}
+		m.overlay = editPane{live: m.liveCfg, launched: m.opts.Settings != nil}
 	}
 	m.overlay = m.overlay.update(resizeMsg{}, m.overlayEnv())
 }

@@ -19,6 +19,9 @@ import (
 // boundary; the run answers with an edit event (old → new) or a refusal.
 type editPane struct {
 	live  *configs.Config // the run's config with the edits seen so far; nil when there is none
+	// launched is a run of another trainer, whose editable settings its
+	// hello declared: the form does not list them (pixelis edit does).
+	launched bool
 	sel   int
 	input lineInput
 	// request is an edit the user applied, which the root sends and clears.
@@ -42,7 +45,7 @@ func (editPane) help(k *keyMap) []key.Binding {
 
 // state is what the form reads: the phase running and the fields it may change.
 func (p editPane) state(e env) (edit.Live, telemetry.Phase, []edit.Field) {
-	if p.live == nil || e.snap == nil {
+	if p.live == nil || e.snap == nil || p.launched {
 		return edit.Live{}, "", nil
 	}
 	l := edit.Live{Cfg: p.live}
@@ -98,6 +101,9 @@ func (p editPane) view(e env) (string, []string) {
 	}
 	var out []string
 	switch {
+	case p.launched:
+		out = append(out, "A launched trainer: the settings its hello declared editable change with",
+			"pixelis edit RUN_DIR FIELD=VALUE (pixelis edit RUN_DIR --list names them and their ranges).")
 	case p.live == nil:
 		out = append(out, "No config for this run: nothing to edit.")
 	case len(fields) == 0:

@@ -65,3 +65,18 @@ func TestEditForm(t *testing.T) {
 		t.Fatalf("the form shows %q after the edit", line)
 	}
 }
+
+// A launched trainer's form points at pixelis edit: its settings are the
+// trainer's, not pixelis's config's.
+func TestEditFormLaunched(t *testing.T) {
+	var conf bytes.Buffer
+	if err := configs.Encode(&conf, configs.Default()); err != nil {
+		t.Fatal(err)
+	}
+	hs := rftHarnessWith(t, 120, 40, Options{Color: "never", Config: conf.String(), Settings: func() string { return "" }}, true)
+	hs.press("x")
+	screen := ansi.Strip(hs.frame())
+	if !strings.Contains(screen, "A launched trainer") || strings.Contains(screen, "kl_coef") {
+		t.Fatalf("launched form:\n%s", screen)
+	}
+}
