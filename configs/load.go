@@ -69,6 +69,10 @@ func Named(name string) (*Config, error) {
 // built-in configs.
 func Load(path string) (*Config, error) { return Resolve(path, nil) }
 
+// Parse decodes a configuration's TOML text (a run's config.toml as the console
+// holds it) on top of the defaults and validates it; name labels its errors.
+func Parse(name, text string) (*Config, error) { return resolve(name, text, nil) }
+
 // Resolve is Load and Apply in one, validating only the final result, so that a --set can
 // repair a file that is invalid on its own. It reports the file's problems, the bad --set
 // arguments and the rule violations of the result together.

@@ -4,6 +4,7 @@ package curriculum
 const (
 	KindAdvance  = "advance"
 	KindRollback = "rollback"
+	KindEdit     = "edit" // a live edit set the stage
 )
 
 // Decision is one curriculum move, from either manager, with the numbers that

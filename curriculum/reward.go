@@ -306,6 +306,39 @@ func (m *Manager) enter(stage, step, samples int) {
 	s.Watch = nil
 }
 
+// Reconfigure replaces the stages' weights and exit conditions with cfg's, as
+// a live edit changes them, keeping the state. cfg must name the same stages
+// in the same order.
+func (m *Manager) Reconfigure(cfg RewardConfig) error {
+	if len(cfg.Stages) != len(m.cfg.Stages) {
+		return fmt.Errorf("reward curriculum: %d stages, want %d", len(cfg.Stages), len(m.cfg.Stages))
+	}
+	for i, st := range cfg.Stages {
+		if st.Name != m.cfg.Stages[i].Name {
+			return fmt.Errorf("reward curriculum: stage %d is %q, want %q", i, st.Name, m.cfg.Stages[i].Name)
+		}
+	}
+	next, err := NewManager(cfg)
+	if err != nil {
+		return err
+	}
+	m.cfg, m.metrics = next.cfg, next.metrics
+	return nil
+}
+
+// Enter makes stage current as of step, as a live edit asks: a decision of
+// kind KindEdit is kept in the history, and the stage's exit conditions start
+// afresh as on an advance.
+func (m *Manager) Enter(stage, step, samples int) error {
+	if stage < 0 || stage >= len(m.cfg.Stages) {
+		return fmt.Errorf("reward curriculum: stage %d outside 1..%d", stage+1, len(m.cfg.Stages))
+	}
+	d := Decision{Step: step, Kind: KindEdit, FromStage: m.st.Stage, ToStage: stage, Reason: "edited"}
+	m.enter(stage, step, samples)
+	m.st.History = append(m.st.History, d)
+	return nil
+}
+
 // Progress is the live state of the current stage's exit conditions as of
 // the last Check; nil at the final stage.
 func (m *Manager) Progress() []ConditionProgress {

@@ -40,6 +40,10 @@ from pixelis import Client, VectorEnv, sdk
 COMPONENTS = ["final", "coherence", "curiosity", "penalty", "cost"]
 WEIGHTED = ["final", "coherence", "curiosity"]  # the curriculum weights these; penalty and cost are added as they are
 CHECKPOINT_FORMAT = 1
+# The settings pixelis may change while the run trains (the console's x, `pixelis edit`), by their
+# flag's name, with the range each takes. An edit sets args.<name> at the boundary before the step it
+# applies from; a checkpoint keeps args, so a resume goes on with the edited values.
+EDITABLE = {"sft_lr": (0.0, 1.0), "grpo_lr": (0.0, 1.0), "kl_coef": (0.0, 10.0), "temperature": (0.05, 10.0)}
 
 
 def parse_args(argv=None):
@@ -411,6 +415,8 @@ class State:
             self.start_grpo()
             self.ref.load_state_dict(blob["ref"])
         self.opt.load_state_dict(blob["optimizer"])
+        for k in EDITABLE:  # the values live edits left, which the optimiser's state already holds for the lr
+            setattr(self.args, k, blob["args"].get(k, getattr(self.args, k)))
         for k, s in blob["generators"][self.ranks.rank].items():
             self.gens[k].set_state(s)
         self.phase, self.step, self.sft_step, self.grpo_step = blob["phase"], blob["step"], blob["sft_step"], blob["grpo_step"]
@@ -421,7 +427,7 @@ def connect(args):
     """The launch channel (pixelis.sdk): a no-op Run when the trainer runs alone."""
     cfg = {k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, bool)) or v is None}
     return sdk.connect(components=COMPONENTS, reports=["episodes", "successes"], config=cfg,
-                       default_weights=args.default_weights)
+                       default_weights=args.default_weights, editable=EDITABLE)
 
 
 def checkpoint(st, run, run_dir):
@@ -447,8 +453,21 @@ def handle(cmds, st, run, run_dir, client, args, ranks):
             stop = True
         elif c.kind == "stage":
             log_line(st, "stage %s: weights %s" % (run.stage.name, run.stage.weights))
+        elif c.kind == "edit":
+            edit(st, c.args["field"], float(c.args["value"]))
         c.ack(ok=True)
     return stop
+
+
+def edit(st, field, value):
+    """A live edit from the next step on: args.<field>, and the optimiser's rate when it is the phase's.
+    (pixelis checked the field and its range against EDITABLE before sending it.)"""
+    old = getattr(st.args, field)
+    setattr(st.args, field, value)
+    if field == "grpo_lr" and st.phase == "grpo":
+        for g in st.opt.param_groups:
+            g["lr"] = value
+    log_line(st, "edit %s: %g -> %g" % (field, old, value))
 
 
 def log_line(st, text):

@@ -15,6 +15,7 @@ import (
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/crash"
+	"github.com/pixelis/pixelis/train/edit"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/policy"
 	"github.com/pixelis/pixelis/train/rundir"
@@ -59,7 +60,12 @@ var ErrStopped = errors.New("run stopped on request")
 
 // Runner is one run of the pipeline.
 type Runner struct {
+	// cfg is the run's configuration as live edits leave it (a copy of the
+	// one given); hash is the one given's training hash, which checkpoints
+	// carry so that a resume under the same file accepts them.
 	cfg    *configs.Config
+	hash   string
+	edits  []edit.Edit // applied so far, oldest first
 	opt    Options
 	envCfg env.Config
 	log    *slog.Logger
@@ -133,7 +139,7 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	}
 	workers := setup.Workers(cfg)
 	return &Runner{
-		cfg: cfg, opt: opt, envCfg: envCfg, log: opt.Log,
+		cfg: cfg.Clone(), hash: cfg.TrainingHash(), opt: opt, envCfg: envCfg, log: opt.Log,
 		name:     filepath.Base(opt.RunDir),
 		workers:  workers,
 		state:    telemetry.StateStarting,
@@ -224,6 +230,9 @@ func (r *Runner) stamp(s *telemetry.Snapshot) {
 func (r *Runner) run(ctx context.Context) error {
 	resume, err := r.loadResume()
 	if err != nil {
+		return err
+	}
+	if err := r.replayEdits(resume); err != nil {
 		return err
 	}
 	all := r.allPhases()
@@ -380,6 +389,8 @@ func (r *Runner) apply(ctx context.Context, c telemetry.Command, step int, ph ph
 		}
 	case telemetry.CmdStop:
 		return r.stopNow(step, ph, !c.NoCheckpoint), nil
+	case telemetry.CmdEdit:
+		return false, r.editNow(step, c, ph)
 	default:
 		r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pixelis/pixelis/train/edit"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,6 +37,9 @@ type runState struct {
 	SFT   *sftState  `json:"sft,omitempty"`
 	RFT   *rftState  `json:"rft,omitempty"`
 	TTRL  *ttrlState `json:"ttrl,omitempty"`
+	// Edits are the live edits applied so far, oldest first: a resume
+	// replays them onto the configuration (train/edit).
+	Edits []edit.Edit `json:"edits,omitempty"`
 }
 
 // resumePoint is a verified checkpoint to continue from.
@@ -141,7 +145,7 @@ func VerifyCheckpoint(path string) []ckpt.Problem {
 
 // refuse explains why a checkpoint cannot be used and points at an older one.
 func (r *Runner) refuse(path string, err error) error {
-	return refuseCheckpoint(path, r.cfg.TrainingHash(), err)
+	return refuseCheckpoint(path, r.hash, err)
 }
 
 // refuseCheckpoint is the error for a checkpoint that cannot be resumed from:
@@ -194,6 +198,7 @@ func checkpointPlace(path string) (phase string, step int64, ok bool) {
 
 // save writes a checkpoint of the current phase into the run's checkpoint root.
 func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, stageIdx int, files map[string][]ckpt.Tensor) (string, error) {
+	st.Edits = r.edits
 	data, err := json.Marshal(st)
 	if err != nil {
 		return "", fmt.Errorf("checkpoint state: %w", err)
@@ -213,7 +218,7 @@ func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, st
 	}
 	return ckpt.Save(r.ckptRoot, ckpt.Checkpoint{
 		Name: name, Phase: st.Phase, Step: int64(st.Step), Stage: stage, StageIndex: stageIdx,
-		Kind: kind, ConfigHash: r.cfg.TrainingHash(), Files: files, State: data, Meta: meta,
+		Kind: kind, ConfigHash: r.hash, Files: files, State: data, Meta: meta,
 		Observation: &ckpt.Observation{Version: env.ObsVersion, Width: env.ObsDim},
 	})
 }

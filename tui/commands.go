@@ -18,7 +18,7 @@ import (
 
 // Command indices for the pending-acknowledgement flags.
 var commandKinds = [...]telemetry.CommandKind{
-	telemetry.CmdCheckpoint, telemetry.CmdPause, telemetry.CmdResume, telemetry.CmdEval, telemetry.CmdStop,
+	telemetry.CmdCheckpoint, telemetry.CmdPause, telemetry.CmdResume, telemetry.CmdEval, telemetry.CmdStop, telemetry.CmdEdit,
 }
 
 func commandIndex(k telemetry.CommandKind) int {
@@ -64,6 +64,8 @@ func ackOf(e telemetry.Event) (kind telemetry.CommandKind, failed, ok bool) {
 		return telemetry.CmdCheckpoint, false, true
 	case telemetry.EventEval:
 		return telemetry.CmdEval, false, true
+	case telemetry.EventEdit:
+		return telemetry.CmdEdit, false, true
 	case telemetry.EventWarning:
 		// The trainer reports a failed save as a warning: training goes on.
 		if strings.Contains(msg, "checkpoint failed") {
@@ -124,6 +126,8 @@ func (m *Model) acknowledge(events []telemetry.Event) tea.Cmd {
 			cmds = append(cmds, m.setStatus(fmt.Sprintf("%s failed: %s", kind, clean(e.Message)), true))
 		case kind == telemetry.CmdCheckpoint:
 			cmds = append(cmds, m.setStatus("checkpoint saved", false))
+		case kind == telemetry.CmdEdit:
+			cmds = append(cmds, m.setStatus("edit applied: "+clean(e.Message), false))
 		}
 	}
 	if m.quitAfterAck && !m.quitting && !m.pending[commandIndex(telemetry.CmdStop)] && !m.pending[commandIndex(telemetry.CmdResume)] {

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/edit"
 	"os"
 	"time"
 
@@ -105,6 +107,7 @@ const (
 	overlayLog
 	overlayInfo
 	overlayMetrics
+	overlayEdit
 )
 
 // Model is the console: the root of its sub-models. It keeps what the whole
@@ -136,6 +139,10 @@ type Model struct {
 	events  *eventLog           // the run's events: the events pane and the event log read it
 	now     time.Time           // the clock as of the latest message
 	heard   time.Time           // when the feed last brought anything
+
+	// liveCfg is the run's config with the edits its events reported, which
+	// the edit form (x) shows; nil when the console has no config.
+	liveCfg *configs.Config
 
 	pending   [len(commandKinds)]bool // commands sent, not yet acknowledged
 	status    string                  // one-off status line
@@ -197,6 +204,11 @@ func New(feed telemetry.Feed, opts Options) Model {
 	if opts.Role == RoleWatch {
 		m.kind = screenWatch
 		m.focus = newFocus(paneMetrics)
+	}
+	if opts.Config != "" {
+		if cfg, err := configs.Parse("config.toml", opts.Config); err == nil {
+			m.liveCfg = cfg
+		}
 	}
 	if b := opts.Backlog; b != nil {
 		m.fold(*b)
@@ -391,6 +403,7 @@ func (m *Model) fold(u telemetry.Update) tea.Cmd {
 		m.metrics.addAll(p.Named(), p.Step, p.Phase)
 	}
 	m.events.add(u.Events, u.Dropped)
+	m.followEdits(u.Events)
 	if s := u.Snapshot; s != nil {
 		snap := *s
 		step := snap.Step
@@ -427,7 +440,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.answer(msg)
 	case isTyping(target) && msg.String() != "ctrl+c":
 		m.navigate(msg)
-		return nil
+		return m.sendEdit()
 	case key.Matches(msg, k.Quit):
 		if m.quitAfterAck && msg.String() == "ctrl+c" {
 			return m.quit() // impatient second request: stop waiting for the ack
@@ -444,7 +457,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.command(telemetry.Command{Kind: telemetry.CmdEval})
 	}
 	m.screenKey(msg)
-	return nil
+	return m.sendEdit()
 }
 
 // screenKey handles the keys that change only what is shown: help, the
@@ -464,6 +477,8 @@ func (m *Model) screenKey(msg tea.KeyPressMsg) {
 		m.toggleOverlay(overlayInfo)
 	case key.Matches(msg, k.Metrics):
 		m.toggleOverlay(overlayMetrics)
+	case key.Matches(msg, k.Edit) && m.opts.Role != RoleWatch:
+		m.toggleOverlay(overlayEdit)
 	case key.Matches(msg, k.Close) && !m.navigate(msg):
 		switch {
 		case m.overlay != nil:
@@ -529,6 +544,8 @@ func (m *Model) toggleOverlay(id overlayID) {
 		m.overlay = newInfoPane(config, heading, m.opts.RunDir)
 	case overlayMetrics:
 		m.overlay = newMetricsPane(false)
+	case overlayEdit:
+		m.overlay = editPane{live: m.liveCfg, launched: m.opts.Settings != nil}
 	}
 	m.overlay = m.overlay.update(resizeMsg{}, m.overlayEnv())
 }
@@ -570,4 +587,37 @@ func (m *Model) navigate(msg tea.KeyPressMsg) bool {
 	id := m.focus.current
 	m.panes[id], used = m.panes[id].key(msg, m.paneEnv(id))
 	return used
+}
+
+// sendEdit sends the edit the form (x) holds, once the user applied one.
+func (m *Model) sendEdit() tea.Cmd {
+	p, ok := m.overlay.(editPane)
+	if !ok || p.request == nil {
+		return nil
+	}
+	c := *p.request
+	p.request = nil
+	m.overlay = p
+	return m.command(c)
+}
+
+// followEdits applies the edits events report to the console's copy of the
+// run's config, so the form shows the values the run trains with.
+func (m *Model) followEdits(events []telemetry.Event) {
+	if m.liveCfg == nil {
+		return
+	}
+	for _, e := range events {
+		if e.Kind != telemetry.EventEdit {
+			continue
+		}
+		field, _ := e.Data["field"].(string)
+		v, ok := e.Data["new"].(float64)
+		phase, _ := e.Data["phase"].(string)
+		if field == "" || !ok || field == edit.FieldStage {
+			continue // the stage is the snapshot's
+		}
+		l := edit.Live{Cfg: m.liveCfg}
+		edit.Apply(&l, edit.Edit{Field: field, New: v, Phase: telemetry.Phase(phase)})
+	}
 }

@@ -22,7 +22,7 @@ var logKinds = []struct {
 	{"checkpoints", []string{telemetry.EventCheckpoint}},
 	{"evaluations", []string{telemetry.EventEval}},
 	{"warnings and errors", []string{telemetry.EventWarning, telemetry.EventError}},
-	{"commands", []string{telemetry.EventCommand}},
+	{"commands and edits", []string{telemetry.EventCommand, telemetry.EventEdit}},
 	{"phases", []string{telemetry.EventPhase}},
 }
 

@@ -218,8 +218,11 @@ func historyLines(st *styles, h []telemetry.Transition) []string {
 	out := make([]string, 0, len(h))
 	for _, t := range h {
 		style, arrow := st.good, "▲"
-		if t.Kind == "rollback" {
+		switch t.Kind {
+		case "rollback":
 			style, arrow = st.warn, "▼"
+		case "edit": // a live edit set the stage
+			style, arrow = st.accent, "✎"
 		}
 		// The numbers lead the line; a reason that repeats them drops its copy.
 		reason, _ := strings.CutPrefix(clean(t.Reason), fmt.Sprintf("stage %d→%d ", t.From+1, t.To+1))

@@ -107,6 +107,7 @@ func newStyles(p colorprofile.Profile) styles {
 		telemetry.EventCheckpoint:    fg(colInfo),
 		telemetry.EventEval:          fg(colCyan),
 		telemetry.EventCommand:       fg(colDim),
+		telemetry.EventEdit:          fg(colAccent),
 		telemetry.EventPhase:         fg(colMagenta),
 		telemetry.EventWarning:       fg(colWarn),
 		telemetry.EventError:         fg(colBad).Bold(true),
@@ -157,6 +158,8 @@ func eventMarker(kind string) string {
 		return "◆"
 	case telemetry.EventCommand:
 		return "›"
+	case telemetry.EventEdit:
+		return "✎"
 	case telemetry.EventPhase:
 		return "»"
 	case telemetry.EventWarning:

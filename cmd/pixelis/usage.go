@@ -49,6 +49,11 @@ var usages = map[string]usageText{
 			"or a pixelis run directory. Metric names are mapped to the panes' by the embedded mapping, extended by --map,\n" +
 			"which also tells RL, SFT and preference runs apart; names no pane knows are charted in a grid with a / filter.\n" +
 			"--no-tui prints plain lines until the run ends (--once: what its files hold now)."},
+	"edit": {"pixelis edit RUN_DIR FIELD=VALUE …, or pixelis edit RUN_DIR --list",
+		"Change a running run from the next step boundary on: the learning rate (its schedule keeps its shape), kl_coef,\n" +
+			"clip_low, clip_high, temperature, weight.<component>, curriculum.stage or an exit condition's value, by the\n" +
+			"names --list prints. Each value is checked against the field's rule first; the run records it as an edit event,\n" +
+			"keeps it in every later checkpoint and replays it on resume (docs/console.md)."},
 	"export":       {"pixelis export RUN_DIR [--csv FILE] [--tb DIR]", "Export a run's metrics.jsonl as a wide CSV (one row a step, one column a metric), or its metrics, samples and events as one TensorBoard event file."},
 	"ckpt inspect": {"pixelis ckpt inspect PATH", "Print a checkpoint's manifest: phase, step, stage, config hash and every file with its size and sha256."},
 	"ckpt verify":  {"pixelis ckpt verify PATH", "Check every file of a checkpoint against its manifest (presence, size, sha256, tensor shapes, finite values; no file it does not list) and decode state.json as a resume does."},

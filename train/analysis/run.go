@@ -49,8 +49,10 @@ type RunSummary struct {
 	FinalSFT     map[string]float64 `json:"final_sft,omitempty"`
 	FinalRFT     map[string]float64 `json:"final_rft,omitempty"`
 	StageChanges []StageChange      `json:"stage_changes"`
-	FinalEval    *rollout.FinalEval `json:"final_eval,omitempty"`
-	Figures      []string           `json:"figures"`
+	// Edits are the live edits the run took (events of kind edit).
+	Edits     []Edit             `json:"edits,omitempty"`
+	FinalEval *rollout.FinalEval `json:"final_eval,omitempty"`
+	Figures   []string           `json:"figures"`
 }
 
 // PhaseSummary counts one phase's metrics points.
@@ -68,6 +70,17 @@ type StageChange struct {
 	From    int    `json:"from"` // stage index, 0 = first
 	To      int    `json:"to"`
 	Message string `json:"message"`
+}
+
+// Edit is a live edit of the run: field went from old to new at the
+// boundary after Step (run-wide), so the steps after it used new.
+type Edit struct {
+	Step   int     `json:"step"`
+	Phase  string  `json:"phase"`
+	Field  string  `json:"field"`
+	Old    float64 `json:"old"`
+	New    float64 `json:"new"`
+	Source string  `json:"source"`
 }
 
 // runData is a run directory read back.
@@ -199,6 +212,12 @@ func summarizeRun(dir string, d *runData) (*RunSummary, error) {
 		switch e.Kind {
 		case telemetry.EventStageAdvance, telemetry.EventStageRollback:
 			s.StageChanges = append(s.StageChanges, StageChange{Step: e.Step, Kind: e.Kind, From: intOf(e.Data["from"]), To: intOf(e.Data["to"]), Message: e.Message})
+		case telemetry.EventEdit:
+			field, _ := e.Data["field"].(string)
+			source, _ := e.Data["source"].(string)
+			old, _ := e.Data["old"].(float64)
+			v, _ := e.Data["new"].(float64)
+			s.Edits = append(s.Edits, Edit{Step: e.Step, Phase: string(e.Phase), Field: field, Old: old, New: v, Source: source})
 		case telemetry.EventPhase:
 			if e.Message == "run finished" {
 				s.Finished = true
@@ -338,7 +357,19 @@ var (
 	advanceColour  = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 	rollbackColour = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
 	mixColour      = color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}
+	editColour     = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
 )
+
+// editMarks are the live edits of phase: a line at the step each took effect after.
+func editMarks(s *RunSummary, phase telemetry.Phase) []mark {
+	var ms []mark
+	for _, e := range s.Edits {
+		if e.Phase == string(phase) {
+			ms = append(ms, mark{x: float64(e.Step), label: "edit", color: editColour})
+		}
+	}
+	return ms
+}
 
 // stageMarks are the reward curriculum's advances and rollbacks.
 func stageMarks(s *RunSummary) []mark {
@@ -441,7 +472,8 @@ func specPanel(sp figSpec, xs []float64, ss []series) (*panel, error) {
 
 // runFigures are a run's figures, in the order report.md shows them.
 func runFigures(ctx context.Context, d *runData, s *RunSummary) ([]runFigure, error) {
-	stages, mixes := stageMarks(s), mixMarks(d.points)
+	stages := append(stageMarks(s), editMarks(s, telemetry.PhaseRFT)...)
+	mixes := append(mixMarks(d.points), editMarks(s, telemetry.PhaseSFT)...)
 	var parts []string
 	for _, c := range []string{"final", "coherence", "curiosity", "penalty", "cost"} {
 		parts = append(parts, "reward/"+c+"/raw")
@@ -587,6 +619,13 @@ func RunMarkdown(s *RunSummary) string {
 		t.head("step", "kind", "from", "to", "message")
 		for _, c := range s.StageChanges {
 			t.row(fmt.Sprint(c.Step), c.Kind, fmt.Sprint(c.From+1), fmt.Sprint(c.To+1), strings.ReplaceAll(c.Message, "|", "\\|"))
+		}
+	}
+	if len(s.Edits) > 0 {
+		b.WriteString("\n### Live edits\n\n")
+		t.head("step", "phase", "field", "old", "new", "source")
+		for _, e := range s.Edits {
+			t.row(fmt.Sprint(e.Step), e.Phase, e.Field, fmt.Sprintf("%g", e.Old), fmt.Sprintf("%g", e.New), e.Source)
 		}
 	}
 	if fe := s.FinalEval; fe != nil {

@@ -30,6 +30,7 @@ func TestSummarizeLiveRun(t *testing.T) {
 {"step":5,"phase":"rft","time":"t","m":{"kpi/succ`
 	events := `{"step":3,"time":"2026-11-22T11:10:54Z","kind":"stage_advance","message":"stage 1→2","data":{"from":0,"to":1}}
 {"step":4,"time":"2026-11-22T11:10:54Z","kind":"stage_rollback","message":"stage 2→1","data":{"from":1,"to":0}}
+{"step":4,"phase":"rft","phase_step":2,"time":"2026-11-22T11:10:54Z","kind":"edit","message":"kl_coef 0.05 → 0.1","data":{"field":"kl_coef","old":0.05,"new":0.1,"phase":"rft","from_step":3,"source":"console"}}
 `
 	for name, text := range map[string]string{"metrics.jsonl": metrics, "events.jsonl": events} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -57,7 +58,10 @@ func TestSummarizeLiveRun(t *testing.T) {
 	// Stages counted from 1 in report.md, as the console and the stage
 	// change table (1→2, 2→1) count them.
 	md := RunMarkdown(s)
-	for _, want := range []string{"| curriculum/stage | 2 |", "| 3 | stage_advance | 1 | 2 | stage 1→2 |"} {
+	if want := []Edit{{Step: 4, Phase: "rft", Field: "kl_coef", Old: 0.05, New: 0.1, Source: "console"}}; !reflect.DeepEqual(s.Edits, want) {
+		t.Errorf("edits %+v, want %+v", s.Edits, want)
+	}
+	for _, want := range []string{"| curriculum/stage | 2 |", "| 3 | stage_advance | 1 | 2 | stage 1→2 |", "| 4 | rft | kl_coef | 0.05 | 0.1 | console |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

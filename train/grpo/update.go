@@ -31,6 +31,10 @@ type Updater struct {
 	// for two or more workers: two chunks of a minibatch then run at once.
 	second *lane
 	build  func() (*lane, error)
+	// what build reads besides the loss config, for SetLoss
+	params    *policy.Params
+	batch     int
+	trainable []string
 
 	opt     *optim.Adam
 	grads   *optim.GradSum // the minibatch's gradient, summed over its chunks
@@ -74,7 +78,7 @@ func NewUpdater(p *policy.Params, batch int, trainable []string, c LossConfig, a
 	if err != nil {
 		return nil, err
 	}
-	u := &Updater{lane: first, build: build, opt: optim.NewAdam(adam), team: par.NewTeam(1), workers: 1}
+	u := &Updater{lane: first, build: build, params: p, batch: batch, trainable: trainable, opt: optim.NewAdam(adam), team: par.NewTeam(1), workers: 1}
 	u.grads = optim.NewGradSum(first.tg.Params())
 	return u, nil
 }
@@ -117,6 +121,24 @@ func (u *Updater) SetWorkers(n int) {
 	u.opt.SetWorkers(n)
 	u.grads.SetWorkers(n)
 	u.team.SetWorkers(n)
+}
+
+// SetLoss rebuilds the loss graph for c (a live edit of the KL coefficient,
+// the clip range or the temperature, which the graph holds as constants). The
+// optimiser and the policy's weights are kept: the next update is the one an
+// updater built with c would make.
+func (u *Updater) SetLoss(c LossConfig) error {
+	if c == u.cfg {
+		return nil
+	}
+	build := func() (*lane, error) { return newLane(u.params, u.batch, u.trainable, c) }
+	first, err := build()
+	if err != nil {
+		return err
+	}
+	first.tg.SetWorkers(u.laneWorkers())
+	u.lane, u.second, u.build = first, nil, build
+	return nil
 }
 
 // laneWorkers is how many goroutines a lane's graph splits its ops over.

@@ -202,8 +202,9 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 		return
 	}
 	bounds, err := checkBounds(m.Bounds)
+	editable, eerr := checkRanges("editable", m.Editable)
 	namer, nerr := namerFor(m.LogKeys)
-	err = errors.Join(err, nerr)
+	err = errors.Join(err, eerr, nerr)
 	if err == nil {
 		err = s.steer.hello(m)
 	}
@@ -211,7 +212,7 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 		s.refuse(c, err.Error())
 		return
 	}
-	s.hello, s.version, s.bounds, s.view.namer = &m, m.Version, bounds, namer
+	s.hello, s.version, s.bounds, s.editable, s.view.namer = &m, m.Version, bounds, editable, namer
 	s.view.hello(m)
 	s.writeHello(m)
 	s.recordProcess(m.PID, "hello")
@@ -255,6 +256,7 @@ func (s *session) writeHello(m inMessage) {
 	b, err := json.MarshalIndent(map[string]any{
 		"pid": m.PID, "rank": m.Rank, "world_size": m.WorldSize, "components": m.Components,
 		"reports": m.Reports, "config": m.Config, "total_steps": m.TotalSteps, "version": m.Version, "bounds": m.Bounds,
+		"editable": m.Editable,
 	}, "", "  ")
 	if err == nil {
 		err = os.WriteFile(s.spec.RunDir+"/"+TrainerFile, append(b, '\n'), 0o644)
@@ -308,6 +310,10 @@ func (s *session) sendFrom(kind string, args map[string]any, from int) {
 
 // command is one of the owner's requests between steps.
 func (s *session) command(c telemetry.Command) {
+	if c.Kind == telemetry.CmdEdit {
+		s.edit(c)
+		return
+	}
 	kind, ok := commandToWire[c.Kind]
 	if !ok {
 		s.emit(telemetry.EventWarning, fmt.Sprintf("command %q is not one a launched trainer takes", c.Kind), nil)

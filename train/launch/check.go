@@ -56,12 +56,15 @@ var counts = []string{steer.ReportEpisodes, steer.ReportSuccesses}
 type bound struct{ lo, hi float64 }
 
 // checkBounds reads hello's bounds: each a finite [low, high] with low ≤ high.
-func checkBounds(in map[string][]float64) (map[string]bound, error) {
+func checkBounds(in map[string][]float64) (map[string]bound, error) { return checkRanges("bounds", in) }
+
+// checkRanges reads a map of hello's key of [low, high] ranges (bounds, editable).
+func checkRanges(key string, in map[string][]float64) (map[string]bound, error) {
 	out := make(map[string]bound, len(in))
 	for _, name := range slices.Sorted(maps.Keys(in)) {
 		b := in[name]
 		if len(b) != 2 || !finite(b[0]) || !finite(b[1]) || b[0] > b[1] {
-			return nil, fmt.Errorf("hello's bounds[%q] is %v: want [low, high], two finite numbers with low ≤ high", name, b)
+			return nil, fmt.Errorf("hello's %s[%q] is %v: want [low, high], two finite numbers with low ≤ high", key, name, b)
 		}
 		out[name] = bound{b[0], b[1]}
 	}

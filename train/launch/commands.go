@@ -78,6 +78,10 @@ func (s *session) ack(m inMessage) {
 	if ok {
 		data["from_step"] = from
 	}
+	if p.kind == KindEdit {
+		s.editAcked(p, from, ok, data, late)
+		return
+	}
 	s.emit(telemetry.EventCommand, s.acked(p, from, ok)+late, data)
 	s.publish()
 }

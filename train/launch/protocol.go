@@ -90,6 +90,10 @@ type inMessage struct {
 	// trainer_state.json have them (loss, eval_loss). Only the aliases
 	// depend on it: the files keep the names as sent.
 	LogKeys string `json:"log_keys"`
+	// Editable are the trainer's settings pixelis may change while it runs
+	// (version 2), each with the range it takes: an edit command sets one
+	// from a step on.
+	Editable map[string][]float64 `json:"editable"`
 	// heartbeat
 	Dropped int `json:"dropped"`
 	// phase
@@ -178,6 +182,7 @@ const (
 	KindEvaluate   = "evaluate"
 	KindStop       = "stop"
 	KindStage      = "stage"
+	KindEdit       = "edit" // args {"field", "value", "source"}, with from_step
 )
 
 // errTooLong is a line over MaxLine.

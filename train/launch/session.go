@@ -38,8 +38,10 @@ type session struct {
 	// whether its welcome asked it to wait for each step's observed.
 	version  int
 	lockstep bool
-	bounds   map[string]bound // the trainer's declared ranges of its metrics
-	written  int              // the newest step written (math.MinInt before any)
+	bounds   map[string]bound   // the trainer's declared ranges of its metrics
+	editable map[string]bound   // the settings the trainer lets pixelis change, with their ranges
+	edited   map[string]float64 // the value of each edit the trainer acknowledged last
+	written  int                // the newest step written (math.MinInt before any)
 	refused  refusals
 	view     view
 	steer    *steering

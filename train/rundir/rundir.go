@@ -33,6 +33,9 @@ const (
 type Info struct {
 	Phases []string `json:"phases"`
 	Init   string   `json:"init,omitempty"`
+	// Edits are the live edits the run took, oldest first: a JSON list of
+	// train/edit's Edit, which this leaf package keeps as it is written.
+	Edits json.RawMessage `json:"edits,omitempty"`
 }
 
 // ReadInfo reads a run directory's run.json.

@@ -18,7 +18,7 @@ import (
 // Valid reports whether k is one of the commands a run understands.
 func (k CommandKind) Valid() bool {
 	switch k {
-	case CmdCheckpoint, CmdPause, CmdResume, CmdEval, CmdStop:
+	case CmdCheckpoint, CmdPause, CmdResume, CmdEval, CmdStop, CmdEdit:
 		return true
 	}
 	return false
@@ -209,6 +209,10 @@ func (s *ControlServer) handle(c *net.UnixConn) {
 	}
 	if !cmd.Kind.Valid() {
 		reply(controlReply{Error: fmt.Sprintf("unknown command %q", cmd.Kind)})
+		return
+	}
+	if cmd.Kind == CmdEdit && (cmd.Field == "" || cmd.Value == nil) {
+		reply(controlReply{Error: `bad request: an edit names a "field" and its new "value"`})
 		return
 	}
 	select {

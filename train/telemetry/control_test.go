@@ -91,6 +91,8 @@ func TestControlRefusals(t *testing.T) {
 		{"not json\n", `"error":"bad request`},
 		{`{"kind":"explode"}` + "\n", `"error":"unknown command \"explode\""`},
 		{`{"kind":""}` + "\n", `unknown command`},
+		{`{"kind":"edit","field":"kl_coef"}` + "\n", `an edit names a \"field\" and its new \"value\"`},
+		{`{"kind":"edit","value":0.1}` + "\n", `an edit names a \"field\"`},
 	} {
 		got := rawRequest(t, dir, c.req)
 		if !strings.HasPrefix(got, `{"ok":false`) || !strings.Contains(got, c.want) {
@@ -99,6 +101,13 @@ func TestControlRefusals(t *testing.T) {
 	}
 	if len(cmds) != 0 {
 		t.Error("a refused request reached the run")
+	}
+	// An edit with its field and value (0 is a value) reaches the run.
+	if got := rawRequest(t, dir, `{"kind":"edit","field":"kl_coef","value":0,"source":"control"}`+"\n"); got != `{"ok":true}`+"\n" && got != `{"ok":true}` {
+		t.Fatalf("edit: reply %q", got)
+	}
+	if c := <-cmds; c.Kind != CmdEdit || c.Field != "kl_coef" || c.Value == nil || *c.Value != 0 || c.Source != "control" {
+		t.Fatalf("edit arrived as %+v", c)
 	}
 	// A queue the run has not drained: busy, not blocked.
 	if err := SendControl(dir, Command{Kind: CmdPause}); err != nil {

@@ -219,6 +219,7 @@ const (
 	EventCheckpoint    = "checkpoint"
 	EventEval          = "eval"
 	EventCommand       = "command" // a command was received and applied
+	EventEdit          = "edit"    // a live edit was applied: Data has field, old, new, from_step, source
 	EventPhase         = "phase"   // a phase started or ended
 	EventWarning       = "warning"
 	EventError         = "error"
@@ -245,6 +246,8 @@ const (
 	CmdResume     CommandKind = "resume"
 	CmdEval       CommandKind = "eval"
 	CmdStop       CommandKind = "stop"
+	// CmdEdit changes a field of the run (train/edit) from the next step on.
+	CmdEdit CommandKind = "edit"
 )
 
 // Command is sent to the run; it is applied between steps and acknowledged by an Event.
@@ -253,4 +256,9 @@ type Command struct {
 	// NoCheckpoint makes a stop end the run without saving first: it resumes
 	// from its last checkpoint.
 	NoCheckpoint bool `json:"no_checkpoint,omitempty"`
+	// Field and Value are an edit's: the field's name (train/edit) and its
+	// new value. Source says who asks (console, control, alert).
+	Field  string   `json:"field,omitempty"`
+	Value  *float64 `json:"value,omitempty"`
+	Source string   `json:"source,omitempty"`
 }

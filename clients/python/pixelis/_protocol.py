@@ -20,7 +20,7 @@ MAX_LINE = 1 << 20          # the protocol's longest line, bytes (without its ne
 HEARTBEAT_EVERY_S = 5.0     # the protocol's longest time between heartbeats
 FLUSH_TIMEOUT_S = 5.0       # close() waits this long for queued messages to be written
 
-KINDS = ("checkpoint", "pause", "resume", "evaluate", "stop", "stage")
+KINDS = ("checkpoint", "pause", "resume", "evaluate", "stop", "stage", "edit")
 
 # One logger for the whole SDK, named as it always was: a trainer configures "pixelis.sdk".
 log = logging.getLogger("pixelis.sdk")

@@ -156,7 +156,7 @@ def connect(components: Iterable[str] = (), reports: Iterable[str] = (), config:
             default_weights: Mapping[str, float] | None = None, *, total_steps: int | None = None,
             bounds: Mapping[str, "tuple[float, float]"] | None = None, channel: str | None = None, channel_rank: int = 0,
             boundary_every: int = 1, queue_size: int = QUEUE_SIZE, timeout: float = CONNECT_TIMEOUT_S,
-            log_keys: str | None = None) -> Run:
+            log_keys: str | None = None, editable: Mapping[str, "tuple[float, float]"] | None = None) -> Run:
     """The run's channel to pixelis, or a Run that does nothing outside
     `pixelis launch` (no PIXELIS_CHANNEL).
 
@@ -169,7 +169,11 @@ def connect(components: Iterable[str] = (), reports: Iterable[str] = (), config:
     the range each named metric can take (pixelis refuses a value outside
     it); log_keys: LOG_KEYS_HF when the metrics' names are a Hugging Face
     Trainer's on_log keys ("loss", "eval_loss"), so that pixelis aliases them
-    as transformers' loggers write them (the files keep the names as logged).
+    as transformers' loggers write them (the files keep the names as logged);
+    editable: {setting: (low, high)}, the settings pixelis may change while
+    the run trains (the console's x, `pixelis edit`): each arrives as an
+    "edit" command, args {"field", "value"}, at the boundary before the step
+    it applies from (handle it with run.on("edit", fn)).
     Only the rank channel_rank connects; under torch.distributed, connect() is a collective (all ranks
     start from the holder's stage). boundary_every=k makes only every k-th
     step_boundary() call look for commands (the others return [] at
@@ -179,7 +183,7 @@ def connect(components: Iterable[str] = (), reports: Iterable[str] = (), config:
     """
     return Run(components, reports, config, default_weights, total_steps=total_steps, bounds=bounds, channel=channel,
                channel_rank=channel_rank, boundary_every=boundary_every, queue_size=queue_size, timeout=timeout,
-               log_keys=log_keys)
+               log_keys=log_keys, editable=editable)
 
 class Run:
     """A run under `pixelis launch` (active), or the same calls doing nothing
@@ -188,7 +192,8 @@ class Run:
     def __init__(self, components: Iterable[str], reports: Iterable[str], config: Mapping[str, Any] | None,
                  default_weights: Mapping[str, float] | None, *, total_steps: int | None,
                  bounds: Mapping[str, "tuple[float, float]"] | None = None, channel: str | None, channel_rank: int,
-                 boundary_every: int, queue_size: int, timeout: float, log_keys: str | None = None) -> None:
+                 boundary_every: int, queue_size: int, timeout: float, log_keys: str | None = None,
+                 editable: Mapping[str, "tuple[float, float]"] | None = None) -> None:
         self.components = [str(c) for c in components]
         self.reports = [str(r) for r in reports]
         weights = dict(default_weights or {})
@@ -226,6 +231,8 @@ class Run:
                 hello["bounds"] = {str(k): [float(lo), float(hi)] for k, (lo, hi) in bounds.items()}
             if log_keys:
                 hello["log_keys"] = str(log_keys)
+            if editable:
+                hello["editable"] = {str(k): [float(lo), float(hi)] for k, (lo, hi) in editable.items()}
             self._channel = Channel(path, hello, queue_size, timeout, self._owner, self._on_owner_gone)
             welcome = self._channel.welcome
             self.run_dir = welcome.get("run_dir") or self.run_dir
@@ -420,7 +427,7 @@ class Run:
     # --- commands ------------------------------------------------------------------------
 
     def on(self, kind: str, fn: Callable[[Command], CallbackResult]) -> None:
-        """Handle commands of kind ("checkpoint", "evaluate", "stop", "stage")
+        """Handle commands of kind ("checkpoint", "evaluate", "stop", "stage", "edit")
         with fn(command) inside step_boundary, on every rank, also while
         paused: fn returning None or True acknowledges the command, returning
         (False, reason) refuses it, raising refuses it and the exception goes

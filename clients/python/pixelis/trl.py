@@ -33,6 +33,12 @@ config. Then:
   generation batch: steps 1, k+1, 2k+1, … for a batch every k optimizer
   steps, k = steps_per_generation × num_iterations / gradient_accumulation_steps),
   and each step's metrics carry the weights it was scored with.
+- live edits (the console's x, `pixelis edit`): the callback declares
+  learning_rate (the optimiser's groups and the scheduler's base rates are
+  scaled by new/old, so the schedule keeps its shape; the Trainer's
+  checkpoint keeps the scheduler, so a resume goes on with it) and, for a
+  trainer with a numeric beta (GRPOTrainer's KL coefficient), beta, which
+  the trainer reads at each loss. Each applies from the step its ack names.
 - a stage weight naming a function the trainer lacks is refused: when
   building the callback (the default weights or pixelis's first stage:
   ValueError, or pixelis.sdk.Refused from the handshake) and later (the
@@ -128,7 +134,8 @@ class PixelisCallback(_TrainerCallback):
         self._lacking(default_weights or {}, "default_weights")
         self.run = sdk.connect(components=self.names, reports=reports,
                                config=config if config is not None else _args_config(getattr(trainer, "args", None)),
-                               default_weights=default_weights, channel=channel, log_keys=sdk.LOG_KEYS_HF)
+                               default_weights=default_weights, channel=channel, log_keys=sdk.LOG_KEYS_HF,
+                               editable=self._editable())
         try:
             self._lacking(self.run.stage.weights, "pixelis's stage %r" % self.run.stage.name)
         except ValueError:
@@ -142,6 +149,7 @@ class PixelisCallback(_TrainerCallback):
         self._stopped = False
         self._step = 0       # the newest step that ended
         self.run.on("stage", self._take_stage)
+        self.run.on("edit", self._take_edit)
         if self.run.active or default_weights:
             ok = self._apply(self.run.stage.weights)
             if ok is not True:
@@ -181,6 +189,35 @@ class PixelisCallback(_TrainerCallback):
             c.applies_from = at
             self._weights.append((at, self._in_use()))
         return ok
+
+    def _editable(self):
+        """The settings pixelis may change, with their ranges: the learning rate, and beta when the trainer has one."""
+        out = {"learning_rate": (0.0, 1.0)}
+        beta = getattr(self.trainer, "beta", None)
+        if isinstance(beta, (int, float)) and not isinstance(beta, bool):
+            out["beta"] = (0.0, 100.0)
+        return out
+
+    def _take_edit(self, c):
+        """A live edit, from the next step: True, or (False, reason)."""
+        field, value = c.args.get("field"), float(c.args.get("value"))
+        if field == "beta" and "beta" in self._editable():
+            self.trainer.beta = value
+            return True
+        if field != "learning_rate":
+            return False, "%r is not a setting this callback declared editable" % (field,)
+        args, opt = getattr(self.trainer, "args", None), getattr(self.trainer, "optimizer", None)
+        old = float(getattr(args, "learning_rate", 0.0) or 0.0)
+        if opt is None or old <= 0:
+            return False, "the trainer has no optimizer yet, or a learning rate of 0 to scale"
+        scale = value / old
+        for g in opt.param_groups:
+            g["lr"] = g["lr"] * scale
+        sched = getattr(self.trainer, "lr_scheduler", None)
+        if sched is not None and hasattr(sched, "base_lrs"):
+            sched.base_lrs = [b * scale for b in sched.base_lrs]
+        args.learning_rate = value
+        return True
 
     def _in_use(self):
         """The trainer's reward weights by function name."""

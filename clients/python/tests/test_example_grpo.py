@@ -176,6 +176,31 @@ class ExampleGRPOTest(unittest.TestCase):
         self.assertTrue(sample["question"].endswith("?"))
         self.assertTrue(sample["actions"] and all(isinstance(a, str) for a in sample["actions"]))
 
+    def test_edits_apply_from_their_step_and_resume_keeps_them(self):
+        at = SFT_STEPS + 1  # edits taken at the boundary after this step: GRPO steps from at + 1 on use them
+        lr, kl = Command("edit", {"field": "grpo_lr", "value": 3e-3}), Command("edit", {"field": "kl_coef", "value": 0.2})
+        run = ScriptedRun({at: [lr, kl]}, {"final": 1.0, "coherence": 0.0, "curiosity": 0.0})
+        original = self.ex.connect
+        self.ex.connect = lambda args: run
+        try:
+            full = os.path.join(self.tmp.name, "edited")
+            self.run_example(*self.argv(full, "--checkpoint-every", "1"))
+        finally:
+            self.ex.connect = original
+        self.assertEqual((lr.acks, kl.acks), ([(True, "")], [(True, "")]))
+        last = SFT_STEPS + GRPO_STEPS
+        before, after = torch.load(self.ckpt(full, at - 1)), torch.load(self.ckpt(full, last))
+        self.assertEqual((before["args"]["grpo_lr"], before["args"]["kl_coef"]), (1e-3, 0.05))
+        self.assertEqual((after["args"]["grpo_lr"], after["args"]["kl_coef"]), (3e-3, 0.2))
+        self.assertEqual(after["optimizer"]["param_groups"][0]["lr"], 3e-3)
+        # resumed after the edits, with no channel: the same run as the edited one
+        resumed = os.path.join(self.tmp.name, "edited-resumed")
+        self.run_example(*self.argv(resumed, "--resume", self.ckpt(full, at + 1)))
+        b = torch.load(self.ckpt(resumed, last))
+        for k in after["model"]:
+            self.assertTrue(torch.equal(after["model"][k], b["model"][k]), "weight %s differs after resume" % k)
+        self.assertEqual(after["results"], b["results"])
+
     def test_two_ranks_under_torchrun_resume_exactly(self):
         """DDP over gloo, each rank its own vectors: a run resumed from a mid-GRPO checkpoint ends with
         the weights of the uninterrupted one."""

@@ -225,6 +225,28 @@ class Channel(unittest.TestCase):
         ms = self.peer.wait_type("metrics", 5)
         self.assertEqual([m["weights"].get("coherence") for m in ms], [0.5, 0.5, 0.5, 0.5, 0.2])  # step 5 ran with it
 
+    def test_an_edit_is_declared_and_reaches_its_callback_at_the_boundary_before_its_step(self):
+        run = self.connect(editable={"lr": (0, 1)})
+        self.assertEqual(self.peer.wait_type("hello")[0]["editable"], {"lr": [0.0, 1.0]})
+        lr = {"now": 0.1}
+        seen = []
+
+        def take(c):
+            seen.append((c.args["field"], c.args["value"], c.applies_from))
+            lr["now"] = c.args["value"]
+
+        run.on("edit", take)
+        cid = self.peer.command("edit", {"field": "lr", "value": 0.5, "source": "console"}, from_step=4)
+        with run._channel._inbox_cv:
+            run._channel._inbox_cv.wait_for(lambda: run._channel._inbox, WAIT_S)
+        used = {}
+        for step in range(1, 5):
+            run.step_boundary(step)
+            used[step + 1] = lr["now"]
+        self.assertEqual(used, {2: 0.1, 3: 0.1, 4: 0.5, 5: 0.5})
+        self.assertEqual(seen, [("lr", 0.5, 4)])
+        self.assertEqual(self.peer.wait_ack(cid)["from_step"], 4)
+
     def test_under_lockstep_the_boundary_waits_for_the_step_to_be_observed(self):
         peer = ProtocolPeer(stage=ProtocolPeer.WARMUP, lockstep=True)
         self.addCleanup(peer.close)

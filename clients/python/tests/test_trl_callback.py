@@ -136,6 +136,30 @@ class Callback(unittest.TestCase):
             self.assertEqual(m["weights"], used, "step %d" % m["step"])
             self.assertEqual(m["weights"]["fmt"], 0.25 if m["step"] >= at else 1.0, "step %d" % m["step"])
 
+    def test_edits_of_the_learning_rate_and_beta_keep_the_schedules_shape(self):
+        p = self.peer()
+        tr = self.trainer()
+        tr.beta = 0.04
+        w = torch.nn.Parameter(torch.zeros(2))
+        tr.optimizer = torch.optim.SGD([w], lr=tr.args.learning_rate)
+        tr.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(tr.optimizer, lambda step: 0.5)  # the schedule at this step: ½ the base
+        cb = PixelisCallback(tr, channel=p.path)
+        self.assertEqual(p.wait_type("hello")[0]["editable"], {"learning_rate": [0.0, 1.0], "beta": [0.0, 100.0]})
+        tr.add_callback(cb)
+        th = self.start(tr)
+        p.wait_type("metrics")
+        lr = p.command("edit", {"field": "learning_rate", "value": 4 * tr.args.learning_rate}, from_step=1)
+        beta = p.command("edit", {"field": "beta", "value": 0.1}, from_step=1)
+        bad = p.command("edit", {"field": "epsilon", "value": 0.1}, from_step=1)
+        self.assertTrue(p.wait_ack(lr)["ok"])
+        self.assertTrue(p.wait_ack(beta)["ok"])
+        self.assertFalse(p.wait_ack(bad)["ok"])
+        p.wait_ack(p.command("stop"))
+        th.join(WAIT_S)
+        self.assertEqual(tr.beta, 0.1)
+        self.assertAlmostEqual(tr.lr_scheduler.base_lrs[0], 4e-6)
+        self.assertAlmostEqual(tr.optimizer.param_groups[0]["lr"], 2e-6)  # still ½ the (new) base
+
     def test_after_a_reconnect_the_welcomes_stage_sets_reward_weights(self):
         p = self.peer(weights={"accuracy": 2.0})
         tr = self.trainer()

@@ -41,6 +41,8 @@ def parse_args():
     ap.add_argument("--sft-steps", type=int, default=0, help="steps 1..N are phase sft (a loss and accuracy only), then rft")
     ap.add_argument("--send-raw", help="a JSON list of lines to send as they are after hello")
     ap.add_argument("--bounds", help="a JSON object of declared bounds {name: [low, high]}")
+    ap.add_argument("--editable", help="a JSON object of settings declared editable {name: [low, high]}, each "
+                    "logged as hp/<name> with the value in force at each step (0 at first)")
     ap.add_argument("--hf-log-keys", action="store_true",
                     help="log as a Hugging Face Trainer's on_log names them (loss, not train/loss) and say so in hello")
     ap.add_argument("--fail-at", type=int, help="exit 3 at this step")
@@ -100,6 +102,8 @@ def connect(path, a, components):
                  config={"lr": 0.001, "steps": a.steps}, total_steps=a.steps if a.steps < 10**9 else 0)
     if a.bounds:
         hello["bounds"] = json.loads(a.bounds)
+    if a.editable:
+        hello["editable"] = json.loads(a.editable)
     if a.hf_log_keys:
         hello["log_keys"] = "hf_trainer"
     ch.send(**hello)
@@ -181,6 +185,8 @@ def main():
     ch, welcome = connect(path, a, components)
     stages = Stages((welcome.get("stage") or {}).get("weights") or {c: 1.0 for c in components}, a)
     lockstep = bool(welcome.get("lockstep"))
+    settings = {f: 0.0 for f in json.loads(a.editable or "{}")}  # each editable setting's value in force
+    edits = []  # (step it applies from, field, value) acknowledged, not yet in force
     if a.garbage:
         ch.send_raw(b"this is not json\n")
         ch.send_raw(b"[1, 2, 3]\n")
@@ -225,6 +231,10 @@ def main():
                 paused = True
             elif kind == "resume":
                 paused = False
+            elif kind == "edit":
+                at = max(step + 1, c.get("from_step") or 0)
+                edits.append((at, c["args"]["field"], c["args"]["value"]))
+                ack["from_step"] = at
             elif kind == "stage":
                 at = stages.take(step + 1, c)
                 if at is not None and not a.ack_without_step:
@@ -240,6 +250,9 @@ def main():
             continue
         step += 1
         stages.before(step)
+        for at, field, value in [e for e in edits if e[0] <= step]:
+            settings[field] = value
+            edits.remove((at, field, value))
         if a.hang_at is not None and step >= a.hang_at:
             print("hanging at step %d" % step, file=sys.stderr, flush=True)
             time.sleep(3600)
@@ -259,6 +272,8 @@ def main():
             msg = dict(type="metrics", step=step, metrics=step_metrics(step, rng, stages.weights, components))
         if a.version >= 2:
             msg["weights"] = stages.weights
+        for field, value in settings.items():
+            msg["metrics"]["hp/" + field] = value
         if a.hf_log_keys:
             msg["metrics"] = {hf_log_key(k): v for k, v in msg["metrics"].items()}
         ch.send(**msg)

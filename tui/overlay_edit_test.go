@@ -1,0 +1,82 @@
+package tui
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// x opens the form of live edits with the values the run trains with; enter
+// on a field types its new value, enter again sends it as an edit command
+// (a value its rule refuses is not sent: the form says why); the run's edit
+// event acknowledges it and the form follows it.
+func TestEditForm(t *testing.T) {
+	var conf bytes.Buffer
+	if err := configs.Encode(&conf, configs.Default()); err != nil {
+		t.Fatal(err)
+	}
+	hs := rftHarnessWith(t, 120, 40, Options{Color: "never", RunDir: "runs/2026-11-22-1042", Config: conf.String()}, true)
+	old := configs.Default().RFT.KLCoef
+	hs.press("x")
+	screen := ansi.Strip(hs.frame())
+	for _, want := range []string{"Edit the run", "kl_coef", "weight.curiosity", "curriculum.stage"} {
+		if !strings.Contains(screen, want) {
+			t.Fatalf("the form lacks %q:\n%s", want, screen)
+		}
+	}
+	setKL := func(v string) {
+		hs.press("home", "down", "enter")
+		hs.send(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
+		for _, r := range v {
+			hs.press(string(r))
+		}
+		hs.press("enter")
+	}
+	setKL("-1")
+	if len(hs.feed.sentCommands()) != 0 || !strings.Contains(ansi.Strip(hs.frame()), "rft.kl_coef: must be >= 0, got -1") {
+		t.Fatalf("a refused value: sent %v\n%s", hs.feed.sentCommands(), ansi.Strip(hs.frame()))
+	}
+	setKL("0.2")
+	sent := hs.feed.sentCommands()
+	if len(sent) != 1 || sent[0].Kind != telemetry.CmdEdit || sent[0].Field != "kl_coef" || *sent[0].Value != 0.2 || sent[0].Source != "console" {
+		t.Fatalf("sent %+v", sent)
+	}
+	if !strings.Contains(footer(hs), "edit requested") {
+		t.Fatalf("footer %q", footer(hs))
+	}
+	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241, Kind: telemetry.EventEdit, Message: "kl_coef 0.05 → 0.2",
+		Data: map[string]any{"field": "kl_coef", "old": old, "new": 0.2, "phase": "rft", "from_step": 1242, "source": "console"}}}}))
+	if f := footer(hs); !strings.Contains(f, "edit applied: kl_coef 0.05 → 0.2") {
+		t.Fatalf("footer after the ack %q", f)
+	}
+	line := ""
+	for _, l := range strings.Split(ansi.Strip(hs.frame()), "\n") {
+		if strings.Contains(l, "kl_coef ") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, " 0.2 ") {
+		t.Fatalf("the form shows %q after the edit", line)
+	}
+}
+
+// A launched trainer's form points at pixelis edit: its settings are the
+// trainer's, not pixelis's config's.
+func TestEditFormLaunched(t *testing.T) {
+	var conf bytes.Buffer
+	if err := configs.Encode(&conf, configs.Default()); err != nil {
+		t.Fatal(err)
+	}
+	hs := rftHarnessWith(t, 120, 40, Options{Color: "never", Config: conf.String(), Settings: func() string { return "" }}, true)
+	hs.press("x")
+	screen := ansi.Strip(hs.frame())
+	if !strings.Contains(screen, "A launched trainer") || strings.Contains(screen, "kl_coef") {
+		t.Fatalf("launched form:\n%s", screen)
+	}
+}
