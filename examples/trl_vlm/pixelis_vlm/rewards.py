@@ -1,0 +1,64 @@
+"""pixelis's reward, scored by `pixelis serve`, as TRL reward functions: one a
+component (final, coherence, curiosity, penalty, cost), so that GRPOTrainer
+logs each (`rewards/<name>/mean`) and its `reward_weights` weigh them.
+
+    scores = rewards.Serve(client)
+    trainer = GRPOTrainer(..., reward_funcs=scores.functions(),
+                          environment_factory=lambda: PixelWorld(client))
+
+GRPOTrainer calls the functions one after another on the same rollouts. The
+first answers each rollout's episode with its last message (PixelWorld) and
+scores the batch with one scorer of serve (POST /v1/scorers/{id}/score): one
+reward orchestrator for the run, as a pixelis run keeps one, so that the ICM
+curiosity trains on every batch it scores and RaPR compares the rollouts of a
+task (serve groups them by task). The others read the same answer. Each
+function returns its component's raw value: GRPOTrainer normalises the
+weighted sum within the group itself, and serve's formula adds the penalty and
+the cost unweighted, which their weight of 1 does (the reward curriculum
+weighs final, coherence and curiosity only).
+"""
+
+
+class Serve:
+    """One serve scorer; its components as reward functions."""
+
+    def __init__(self, client):
+        self.scorer = client.create_scorer()
+        self.names = list(self.scorer.state["names"])  # the orchestrator's components, in its order
+        self._episodes = None  # the episodes of the batch last scored
+        self._items = None     # serve's items for them
+
+    def functions(self):
+        """One reward function a component, named as the component."""
+        return [self._function(name) for name in self.names]
+
+    def _function(self, name):
+        def component(completions, environments, **kwargs):
+            return [item["raw"][name] for item in self.score(completions, environments)]
+
+        component.__name__ = component.__qualname__ = name
+        return component
+
+    def score(self, completions, environments):
+        """serve's scored items of the rollouts, in order: the episodes are
+        answered and scored once a batch, whichever function asks first."""
+        episodes = [w.episode for w in environments]
+        if episodes != self._episodes:
+            for completion, world in zip(completions, environments):
+                world._answer(answer_text(completion))
+            self._items = self.scorer.score([{"episode": e} for e in episodes])["items"]
+            self._episodes = episodes
+        return self._items
+
+
+def answer_text(completion):
+    """The rollout's answer: the text of its last message when that is the
+    model's turn without a tool call, else "" (the rollout was cut off before
+    it answered, which scores as a wrong answer)."""
+    last = completion[-1] if completion else {}
+    if last.get("role") != "assistant" or last.get("tool_calls"):
+        return ""
+    content = last.get("content") or ""
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text") or "" for p in content if p.get("type") == "text")
+    return content
