@@ -76,6 +76,7 @@ def main(argv=None):
                                train_dataset=data.tasks(args.data), environment_factory=lambda: tools.PixelWorld(client))
     trainer.add_callback(PixelisCallback(trainer))
     trainer.train(resume_from_checkpoint=args.resume)
+    trainer.save_state()  # OUTPUT_DIR/trainer_state.json: the steps' logs (log_history)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ def main(argv=None):
                           data_collator=sft.Collator(proc, tools.schemas(), args.avoid_weight))
     trainer.add_callback(PixelisCallback(trainer))
     trainer.train(resume_from_checkpoint=args.resume)
+    trainer.save_state()  # OUTPUT_DIR/trainer_state.json: the steps' logs (log_history)
     save(trainer.model, proc, os.path.join(args.output_dir, "model"))
 
 
