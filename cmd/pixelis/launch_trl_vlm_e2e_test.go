@@ -14,9 +14,11 @@ import (
 // `pixelis launch --no-tui`, end to end on the tiny Qwen2.5-VL: sft.py on the
 // conversations of `pixelis data gen --chat`, then grpo_tools.py from the
 // model it saved, its rollouts' tool calls stepping a real `pixelis serve`
-// and rewarded by serve's components under a reward curriculum. Every metric
-// the console recorded equals TRL's own log (trainer_state.json's
-// log_history) at the same step.
+// and rewarded by serve's components under pixelis's default reward
+// curriculum, whose KPIs need the components and the episodes and successes
+// the script declares (the handshake refuses a trainer without them). Every
+// metric the console recorded equals TRL's own log (trainer_state.json's
+// log_history) at the same step, each step's episodes among them.
 func TestLaunchTRLVLMSFTThenGRPO(t *testing.T) {
 	py := pyenv.Python(t, "trl")
 	bin := buildPixelis(t)
@@ -43,7 +45,7 @@ func TestLaunchTRLVLMSFTThenGRPO(t *testing.T) {
 	checkLogHistory(t, sftRun, sftOut, 3, nil)
 
 	grpoOut, grpoRun := filepath.Join(tmp, "grpo"), filepath.Join(tmp, "run-grpo")
-	launchVLM(t, bin, env, grpoRun, []string{"--config", trlCurriculum(t)},
+	launchVLM(t, bin, env, grpoRun, nil,
 		py, "-u", example("grpo_tools.py"), grpoOut, "--data", data, "--serve", url,
 		"--model", filepath.Join(sftOut, "model"), "--steps", "2", "--batch", "2", "--generations", "2",
 		"--max-completion-length", "32")
@@ -103,8 +105,11 @@ func checkLogHistory(t *testing.T, dir, out string, steps int, components []stri
 				t.Errorf("step %d: %s = %v in log_history, %v (present %v) in the console's metrics", step, k, v, got, ok)
 			}
 		}
-		if _, ok := entry["loss"]; !ok {
+		if _, ok := entry["loss"]; !ok || components == nil {
 			continue
+		}
+		if entry["episodes"] != float64(2) { // --batch 2: two rollouts scored a step
+			t.Errorf("step %d: episodes %v in log_history, want 2", step, entry["episodes"])
 		}
 		for _, c := range components {
 			mean, raw := entry["rewards/"+c+"/mean"], ms[step]["reward/"+c+"/raw"]

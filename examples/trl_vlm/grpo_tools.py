@@ -71,10 +71,12 @@ def main(argv=None):
                          num_generations=args.generations, max_completion_length=args.max_completion_length,
                          learning_rate=args.learning_rate, logging_steps=1, save_strategy="no", report_to="none",
                          use_cpu=not gpu, bf16=gpu, seed=args.seed)
+    scores = rewards.Serve(client)
     trainer = grpo.GRPOTrainer(model=model.lora(policy, rank=args.lora_rank), processing_class=proc,
-                               reward_funcs=rewards.Serve(client).functions(), args=cfg,
+                               reward_funcs=scores.functions(), args=cfg,
                                train_dataset=data.tasks(args.data), environment_factory=lambda: tools.PixelWorld(client))
-    trainer.add_callback(PixelisCallback(trainer))
+    scores.on_scored = rewards.counts(trainer)
+    trainer.add_callback(PixelisCallback(trainer, reports=rewards.REPORTS))
     trainer.train(resume_from_checkpoint=args.resume)
     trainer.save_state()  # OUTPUT_DIR/trainer_state.json: the steps' logs (log_history)
 

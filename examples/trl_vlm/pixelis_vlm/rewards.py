@@ -16,6 +16,10 @@ function returns its component's raw value: GRPOTrainer normalises the
 weighted sum within the group itself, and serve's formula adds the penalty and
 the cost unweighted, which their weight of 1 does (the reward curriculum
 weighs final, coherence and curiosity only).
+
+`counts(trainer)` makes each scored batch's episodes and right answers metrics
+of the step TRL logs (`episodes`, `successes`): the reports pixelis's KPI
+curriculum reads its success rate from (docs/launch-curriculum.md).
 """
 
 
@@ -25,6 +29,7 @@ class Serve:
     def __init__(self, client):
         self.scorer = client.create_scorer()
         self.names = list(self.scorer.state["names"])  # the orchestrator's components, in its order
+        self.on_scored = None  # called with serve's items of each batch scored
         self._episodes = None  # the episodes of the batch last scored
         self._items = None     # serve's items for them
 
@@ -48,7 +53,26 @@ class Serve:
                 world._answer(answer_text(completion))
             self._items = self.scorer.score([{"episode": e} for e in episodes])["items"]
             self._episodes = episodes
+            if self.on_scored is not None:
+                self.on_scored(self._items)
         return self._items
+
+
+# What counts() adds to the logs of a step: the launch channel's reports.
+REPORTS = ("episodes", "successes")
+
+
+def counts(trainer):
+    """An on_scored for trainer (a GRPOTrainer): the batch's episodes and
+    right answers go into the metrics TRL logs for the step, as its own
+    metrics do, so that they are in trainer_state.json's log_history too.
+    With one generation batch a step (gradient_accumulation_steps and
+    steps_per_generation 1, the scripts' default) a step's value is its batch's."""
+    def record(items):
+        metrics = trainer._metrics["train" if trainer.model.training else "eval"]
+        metrics["episodes"].append(float(len(items)))
+        metrics["successes"].append(float(sum(1 for it in items if it["correct"])))
+    return record
 
 
 def answer_text(completion):

@@ -462,7 +462,7 @@ class Script(VLM):
     def test_sft_then_grpo_tools_from_its_model(self):
         """examples/trl_vlm/sft.py, then grpo_tools.py on the model it saved,
         as docs/trl-vlm.md runs them: two SFT steps, one GRPO step that logs
-        every component of serve's reward."""
+        every component of serve's reward and the step's episodes."""
         out = os.path.join(self.tmp, "sft")
         log = self.run_script("sft.py", out, "--data", self.data, "--tiny", "--steps", "2", "--batch", "2")
         self.assertIn("'loss'", log)
@@ -472,3 +472,4 @@ class Script(VLM):
                               "--batch", "2", "--generations", "2", "--max-completion-length", "32")
         for name in COMPONENTS:
             self.assertIn("rewards/%s/mean" % name, log)
+        self.assertIn("'episodes': '2'", log)  # the batch's episodes, for pixelis's success rate
