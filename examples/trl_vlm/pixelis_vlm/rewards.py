@@ -22,11 +22,18 @@ of the step TRL logs (`episodes`, `successes`): the reports pixelis's KPI
 curriculum reads its success rate from (docs/launch-curriculum.md).
 """
 
+from pixelis.client import PixelisError
+
+# serve's answer for a scorer it no longer holds: closed, or idle past its
+# --idle-timeout (a run paused from the console for longer, say).
+GONE = 404
+
 
 class Serve:
     """One serve scorer; its components as reward functions."""
 
     def __init__(self, client):
+        self.client = client
         self.scorer = client.create_scorer()
         self.names = list(self.scorer.state["names"])  # the orchestrator's components, in its order
         self.on_scored = None  # called with serve's items of each batch scored
@@ -51,11 +58,24 @@ class Serve:
         if episodes != self._episodes:
             for completion, world in zip(completions, environments):
                 world._answer(answer_text(completion))
-            self._items = self.scorer.score([{"episode": e} for e in episodes])["items"]
+            self._items = self._score([{"episode": e} for e in episodes])
             self._episodes = episodes
             if self.on_scored is not None:
                 self.on_scored(self._items)
         return self._items
+
+
+    def _score(self, items):
+        """serve's items of one batch on the scorer; a scorer serve no
+        longer holds is replaced by a new one, whose curiosity model starts
+        untrained (serve kept no state of the old one)."""
+        try:
+            return self.scorer.score(items)["items"]
+        except PixelisError as e:
+            if e.status != GONE:
+                raise
+        self.scorer = self.client.create_scorer()
+        return self.scorer.score(items)["items"]
 
 
 # What counts() adds to the logs of a step: the launch channel's reports.

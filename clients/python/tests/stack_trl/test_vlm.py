@@ -133,6 +133,25 @@ class Tools(VLM):
                              [m["tool_calls"][0]["function"]["name"] for m in msgs if m.get("tool_calls")])
         world._close()
 
+    def test_the_rewards_score_on_a_new_scorer_when_serve_lost_theirs(self):
+        """A scorer serve no longer holds (closed here, as idling past its
+        --idle-timeout closes it) is replaced, and the batch scored."""
+        client = pixelis.Client(self.server.url, token=self.server.token)
+        scores = rewards.Serve(client)
+        final = scores.functions()[0]
+        worlds = [tools.PixelWorld(client) for _ in range(2)]
+        lost = scores.scorer.id
+        for batch in range(2):
+            for w, row in zip(worlds, self.convs):
+                w.reset(split=row["split"], index=row["index"])
+            answers = [[{"role": "assistant", "content": row["ground_truth"]}] for row in self.convs.select(range(2))]
+            self.assertEqual(final(answers, worlds), [1.0, 1.0])
+            if batch == 0:
+                scores.scorer.close()
+        self.assertNotEqual(scores.scorer.id, lost)
+        for w in worlds:
+            w._close()
+
     def test_the_tools_are_the_five_operations_in_the_trainer_s_order(self):
         import inspect
 
