@@ -64,7 +64,6 @@ class Serve:
                 self.on_scored(self._items)
         return self._items
 
-
     def _score(self, items):
         """serve's items of one batch on the scorer; a scorer serve no
         longer holds is replaced by a new one, whose curiosity model starts
