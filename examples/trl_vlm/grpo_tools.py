@@ -73,8 +73,8 @@ def main(argv=None):
                          use_cpu=not gpu, bf16=gpu, seed=args.seed)
     scores = rewards.Serve(client)
     trainer = grpo.GRPOTrainer(model=model.lora(policy, rank=args.lora_rank), processing_class=proc,
-                               reward_funcs=scores.functions(), args=cfg,
-                               train_dataset=data.tasks(args.data), environment_factory=lambda: tools.PixelWorld(client))
+                               reward_funcs=scores.functions(), args=cfg, train_dataset=data.tasks(args.data),
+                               environment_factory=lambda: tools.PixelWorld(client))
     scores.on_scored = rewards.counts(trainer)
     trainer.add_callback(PixelisCallback(trainer, reports=rewards.REPORTS))
     trainer.train(resume_from_checkpoint=args.resume)

@@ -37,7 +37,7 @@ def arguments(argv=None):
                     help="pixels an image is resized to (default %(default)s: 4 tokens a view)")
     ap.add_argument("--lora-rank", type=int, default=16, help="LoRA's rank; 0 trains every weight")
     ap.add_argument("--avoid-weight", type=float, default=sft.AVOID_WEIGHT,
-                    help="the unlikelihood weight of an `avoid` turn (default %(default)s, as pixelis's sft.avoid_weight)")
+                    help="the unlikelihood weight of an `avoid` turn (default %(default)s: sft.avoid_weight's)")
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--batch", type=int, default=4, help="conversations a step (per device)")
     ap.add_argument("--learning-rate", type=float, default=2e-4)

@@ -43,6 +43,8 @@ datasets.disable_progress_bars()
 N_TASKS = 24  # tasks of the tests' data: every family several times
 # serve's reward components (reward/final.go), in its orchestrator's order.
 COMPONENTS = ("final", "coherence", "curiosity", "penalty", "cost")
+# SFT's weight of an assistant turn by its cota_role (train/sft: avoid_weight 0.5).
+ROLE_WEIGHTS = {"imitate": 1.0, "skip": 0.0, "avoid": 0.5}
 
 
 def render(proc, messages, **kw):
@@ -258,7 +260,7 @@ class SFT(VLM):
                     # the turn's tokens are this row's only, and decode to the turn
                     self.assertFalse(bool((b["turn"][:r] == t).any() or (b["turn"][r + 1:] == t).any()))
                     self.assertEqual(proc.tokenizer.decode(b["input_ids"][r][b["turn"][r] == t]), text, (row["id"], k))
-                    self.assertEqual(float(b["turn_weight"][t]), {"imitate": 1.0, "skip": 0.0, "avoid": 0.5}[row_roles[k]])
+                    self.assertEqual(float(b["turn_weight"][t]), ROLE_WEIGHTS[row_roles[k]])
                     self.assertEqual(bool(b["turn_avoid"][t]), row_roles[k] == "avoid")
                 n += len(want)
             self.assertEqual(b["turn_weight"].shape[0], n + 1)  # turn 0: the rest, weight 0
@@ -272,7 +274,8 @@ class SFT(VLM):
         value is pixelis's imitation and unlikelihood loss over the turns."""
         m, proc = self.load()
         col = sft.Collator(proc, tools.schemas())
-        rows = [r for r in self.convs if {"skip", "avoid"} & {x["cota_role"] for x in r["messages"] if x["role"] == "assistant"}]
+        rows = [r for r in self.convs
+                if {"skip", "avoid"} & {x["cota_role"] for x in r["messages"] if x["role"] == "assistant"}]
         b = col(rows[:3] + [self.convs[0]])
         inputs = {k: v for k, v in b.items() if not k.startswith("turn")}
         with torch.no_grad():
