@@ -53,6 +53,8 @@ def arguments(argv=None):
     args = ap.parse_args(argv)
     if args.batch % args.generations:
         ap.error("--batch %d: must be a multiple of --generations %d" % (args.batch, args.generations))
+    if not os.path.isfile(os.path.join(args.data, data.TASKS)):
+        ap.error("--data %s: no %s in it (pixelis data gen --chat DIR writes it)" % (args.data, data.TASKS))
     return args
 
 

@@ -48,6 +48,8 @@ def arguments(argv=None):
         ap.error("--lora-rank %d: must be 0 (every weight) or more" % args.lora_rank)
     if args.avoid_weight < 0:
         ap.error("--avoid-weight %g: must be 0 or more" % args.avoid_weight)
+    if not os.path.isfile(os.path.join(args.data, data.CONVERSATIONS)):
+        ap.error("--data %s: no %s in it (pixelis data gen --chat DIR writes it)" % (args.data, data.CONVERSATIONS))
     return args
 
 

@@ -481,6 +481,14 @@ class Script(VLM):
         self.assertEqual(p.returncode, 0, p.stderr[-3000:])
         return p.stdout + p.stderr
 
+    def test_a_directory_without_the_data_is_refused_naming_it(self):
+        for name in ("sft.py", "grpo_tools.py"):
+            p = subprocess.run([sys.executable, os.path.join(REPO, "examples", "trl_vlm", name), self.tmp,
+                                "--data", self.tmp, "--tiny"], capture_output=True, text=True, timeout=600)
+            self.assertEqual(p.returncode, 2, (name, p.stderr))
+            self.assertIn("--data %s: no " % self.tmp, p.stderr)
+            self.assertNotIn("Traceback", p.stderr)
+
     def test_sft_then_grpo_tools_from_its_model(self):
         """examples/trl_vlm/sft.py, then grpo_tools.py on the model it saved,
         as docs/trl-vlm.md runs them: two SFT steps, one GRPO step that logs
