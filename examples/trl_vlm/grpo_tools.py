@@ -1,16 +1,18 @@
 """GRPO with the five pixel operations as tools: TRL's GRPOTrainer on a
 Qwen2.5-VL policy with LoRA, one `pixelis serve` episode a rollout
-(pixelis_vlm.tools.PixelWorld), rewarded 1 for a right answer. Docs:
+(pixelis_vlm.tools.PixelWorld), rewarded by pixelis's reward components as
+serve scores them, one reward function each (pixelis_vlm.rewards). Docs:
 docs/trl-vlm.md.
 
     pixelis data gen --n 1000 --out cota.jsonl --chat data/train
     pixelis serve &
     python examples/trl_vlm/grpo_tools.py --data data/train --tiny OUT        # the tiny model, built from the data
     python examples/trl_vlm/grpo_tools.py --data data/train --model DIR OUT   # a real checkpoint (a GPU box)
+    python examples/trl_vlm/grpo_tools.py --data data/train --model SFT_OUT/model OUT   # after sft.py
     pixelis launch --no-curriculum -- python examples/trl_vlm/grpo_tools.py …
 
-`--model` takes a Qwen2.5-VL checkpoint (Qwen/Qwen2.5-VL-3B-Instruct, or a
-directory `--tiny` saved). The serve URL and token come from --serve and
+`--model` takes a Qwen2.5-VL checkpoint (Qwen/Qwen2.5-VL-3B-Instruct, a
+directory `--tiny` saved, or the model sft.py saved). The serve URL and token come from --serve and
 PIXELIS_SERVE_TOKEN.
 """
 
@@ -26,17 +28,7 @@ sys.path.insert(0, HERE)
 
 import pixelis  # noqa: E402
 from pixelis.trl import PixelisCallback  # noqa: E402
-from pixelis_vlm import data, grpo, model, tools  # noqa: E402
-
-
-def final(completions, environments, **kwargs):
-    """1 for a right answer, 0 otherwise: the last message's text answers
-    the rollout's episode, and serve says whether it was right."""
-    out = []
-    for completion, world in zip(completions, environments):
-        finish = world._answer(completion[-1].get("content") or "")
-        out.append(1.0 if finish and finish.get("correct") else 0.0)
-    return out
+from pixelis_vlm import data, grpo, model, rewards, tools  # noqa: E402
 
 
 def arguments(argv=None):
@@ -61,6 +53,8 @@ def arguments(argv=None):
     args = ap.parse_args(argv)
     if args.batch % args.generations:
         ap.error("--batch %d: must be a multiple of --generations %d" % (args.batch, args.generations))
+    if not os.path.isfile(os.path.join(args.data, data.TASKS)):
+        ap.error("--data %s: no %s in it (pixelis data gen --chat DIR writes it)" % (args.data, data.TASKS))
     return args
 
 
@@ -79,11 +73,14 @@ def main(argv=None):
                          num_generations=args.generations, max_completion_length=args.max_completion_length,
                          learning_rate=args.learning_rate, logging_steps=1, save_strategy="no", report_to="none",
                          use_cpu=not gpu, bf16=gpu, seed=args.seed)
+    scores = rewards.Serve(client)
     trainer = grpo.GRPOTrainer(model=model.lora(policy, rank=args.lora_rank), processing_class=proc,
-                               reward_funcs=[final], args=cfg, train_dataset=data.tasks(args.data),
+                               reward_funcs=scores.functions(), args=cfg, train_dataset=data.tasks(args.data),
                                environment_factory=lambda: tools.PixelWorld(client))
-    trainer.add_callback(PixelisCallback(trainer))
+    scores.on_scored = rewards.counts(trainer)
+    trainer.add_callback(PixelisCallback(trainer, reports=rewards.REPORTS))
     trainer.train(resume_from_checkpoint=args.resume)
+    trainer.save_state()  # OUTPUT_DIR/trainer_state.json: the steps' logs (log_history)
 
 
 if __name__ == "__main__":

@@ -105,15 +105,17 @@ class PixelWorld:
 
     def _answer(self, text):
         """End the episode with the model's answer (its last message's text);
-        serve's finish says whether it was right. An answer serve refuses (an
-        empty one, one over its length limit) is wrong: the finish then says
-        why, and the episode stays open for scoring as unanswered."""
+        serve's finish says whether it was right. An answer serve refuses (one
+        over its length limit) is wrong: the episode ends with an empty
+        answer, so that it is scored as the wrong answer it is, and the
+        finish says why under "refused"."""
         if self.finish is None:
             try:
                 ans = self.client.step(self.episode, op="ANSWER", answer=text.strip())
                 self.finish = ans.get("finish")
             except PixelisError as e:
-                self.finish = {"answered": False, "correct": False, "refused": str(e)}
+                ans = self.client.step(self.episode, op="ANSWER", answer="")
+                self.finish = dict(ans.get("finish") or {}, refused=str(e))
         return self.finish
 
     def _close(self):

@@ -4,16 +4,21 @@ Qwen2.5-VL's processor renders a CoTA conversation's tool calls, tool messages
 and images with a chat template TRL parses the tool calls back out of; and
 TRL's GRPOTrainer, with PixelWorld as its environment_factory, runs GRPO steps
 whose tool calls step `pixelis serve` episodes, the image ZOOM_IN returns
-reaching the next generation call's pixel_values.
+reaching the next generation call's pixel_values, rewarded by serve's reward
+components one function each, which a curriculum stage weighs anew; SFT puts
+its loss on the assistant's turns by their CoTA role, and GRPO goes on from
+its model.
 
 Run by `go test ./clients/python` (TestTRLStack)."""
 
 import io
+import math
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 import datasets
@@ -21,20 +26,25 @@ import torch
 import transformers
 from PIL import Image
 
+from launch_peer import WAIT_S, ProtocolPeer
 from serve_fixture import REPO, Server
 
 sys.path.insert(0, os.path.join(REPO, "examples", "trl_vlm"))
 
-from grpo_tools import final  # noqa: E402
-from pixelis_vlm import data, grpo, model, tools  # noqa: E402
+from pixelis_vlm import data, grpo, model, rewards, sft, tools  # noqa: E402
 
 import pixelis  # noqa: E402
+from pixelis.trl import PixelisCallback  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 transformers.logging.disable_progress_bar()
 datasets.disable_progress_bars()
 
 N_TASKS = 24  # tasks of the tests' data: every family several times
+# serve's reward components (reward/final.go), in its orchestrator's order.
+COMPONENTS = ("final", "coherence", "curiosity", "penalty", "cost")
+# SFT's weight of an assistant turn by its cota_role (train/sft: avoid_weight 0.5).
+ROLE_WEIGHTS = {"imitate": 1.0, "skip": 0.0, "avoid": 0.5}
 
 
 def render(proc, messages, **kw):
@@ -125,6 +135,25 @@ class Tools(VLM):
                              [m["tool_calls"][0]["function"]["name"] for m in msgs if m.get("tool_calls")])
         world._close()
 
+    def test_the_rewards_score_on_a_new_scorer_when_serve_lost_theirs(self):
+        """A scorer serve no longer holds (closed here, as idling past its
+        --idle-timeout closes it) is replaced, and the batch scored."""
+        client = pixelis.Client(self.server.url, token=self.server.token)
+        scores = rewards.Serve(client)
+        final = scores.functions()[0]
+        worlds = [tools.PixelWorld(client) for _ in range(2)]
+        lost = scores.scorer.id
+        for batch in range(2):
+            for w, row in zip(worlds, self.convs):
+                w.reset(split=row["split"], index=row["index"])
+            answers = [[{"role": "assistant", "content": row["ground_truth"]}] for row in self.convs.select(range(2))]
+            self.assertEqual(final(answers, worlds), [1.0, 1.0])
+            if batch == 0:
+                scores.scorer.close()
+        self.assertNotEqual(scores.scorer.id, lost)
+        for w in worlds:
+            w._close()
+
     def test_the_tools_are_the_five_operations_in_the_trainer_s_order(self):
         import inspect
 
@@ -203,6 +232,74 @@ class Template(VLM):
         self.assertTrue(all("lora_" in n and ".language_model." in n for n in trainable), trainable[:4])
 
 
+class SFT(VLM):
+    """The collator and the loss of pixelis_vlm.sft on the tests' data, which
+    holds every CoTA role (self-corrections skip a try, traps avoid a mistake)."""
+
+    def turns(self, proc, row):
+        """The text of each assistant turn as the chat template renders it
+        after the turns before it."""
+        msgs = data.chat(row["messages"], row["images"])
+        return [render(proc, msgs[:k + 1])[len(render(proc, msgs[:k], add_generation_prompt=True)):]
+                for k, m in enumerate(msgs) if m["role"] == "assistant"]
+
+    def test_the_collator_finds_every_assistant_turn_and_weighs_it_by_its_role(self):
+        _, proc = self.load()
+        col = sft.Collator(proc, tools.schemas())
+        roles = set()
+        for i in range(0, len(self.convs), 4):
+            rows = [self.convs[k] for k in range(i, min(i + 4, len(self.convs)))]
+            b = col(rows)
+            n = 0
+            for r, row in enumerate(rows):
+                want = self.turns(proc, row)
+                row_roles = [m["cota_role"] for m in row["messages"] if m["role"] == "assistant"]
+                roles.update(row_roles)
+                for k, text in enumerate(want):
+                    t = n + k + 1
+                    # the turn's tokens are this row's only, and decode to the turn
+                    self.assertFalse(bool((b["turn"][:r] == t).any() or (b["turn"][r + 1:] == t).any()))
+                    self.assertEqual(proc.tokenizer.decode(b["input_ids"][r][b["turn"][r] == t]), text, (row["id"], k))
+                    self.assertEqual(float(b["turn_weight"][t]), ROLE_WEIGHTS[row_roles[k]])
+                    self.assertEqual(bool(b["turn_avoid"][t]), row_roles[k] == "avoid")
+                n += len(want)
+            self.assertEqual(b["turn_weight"].shape[0], n + 1)  # turn 0: the rest, weight 0
+            self.assertEqual(float(b["turn_weight"][0]), 0.0)
+            self.assertEqual(b["image_grid_thw"].shape[0], sum(len(r["images"]) for r in rows))
+        self.assertEqual(roles, {"imitate", "skip", "avoid"})
+
+    def test_the_loss_reaches_the_imitated_and_avoided_turns_only(self):
+        """The loss's gradient on the logits: non-zero exactly at the
+        positions that predict a token of an imitate or avoid turn; and its
+        value is pixelis's imitation and unlikelihood loss over the turns."""
+        m, proc = self.load()
+        col = sft.Collator(proc, tools.schemas())
+        rows = [r for r in self.convs
+                if {"skip", "avoid"} & {x["cota_role"] for x in r["messages"] if x["role"] == "assistant"}]
+        b = col(rows[:3] + [self.convs[0]])
+        inputs = {k: v for k, v in b.items() if not k.startswith("turn")}
+        with torch.no_grad():
+            logits = m(**inputs).logits
+        logits.requires_grad_(True)
+        value = sft.loss(logits, b["input_ids"], b["turn"], b["turn_weight"], b["turn_avoid"])
+        value.backward()
+        reached = logits.grad.abs().sum(-1) > 0
+        trained = b["turn_weight"][b["turn"]] > 0  # the tokens of turns with a weight
+        self.assertTrue(torch.equal(reached[:, :-1], trained[:, 1:]))
+        self.assertFalse(reached[:, -1].any())
+        self.assertTrue(((b["turn_weight"][b["turn"]] == 0) & (b["turn"] > 0)).any())  # a skipped turn was there
+        # The value, turn by turn.
+        logp = torch.log_softmax(logits.detach(), -1)
+        num = den = 0.0
+        for t in range(1, b["turn_weight"].shape[0]):
+            r, pos = (b["turn"] == t).nonzero(as_tuple=True)
+            lp = sum(float(logp[r[j], pos[j] - 1, b["input_ids"][r[j], pos[j]]]) for j in range(len(pos)))
+            w = float(b["turn_weight"][t])
+            num += w * (math.log(1 - math.exp(lp) + sft.EPS) if b["turn_avoid"][t] else lp)
+            den += w
+        self.assertAlmostEqual(value.item(), -num / den, places=3)
+
+
 def memorize(m, proc, rows, steps):
     """Next-token training on the turns after the prompt of whole
     conversations (rows), enough for the tiny model to take the expert's tool
@@ -249,6 +346,8 @@ class GRPO(VLM):
         import trl
 
         client = pixelis.Client(self.server.url, token=self.server.token)
+        scores = rewards.Serve(client)
+        self.assertEqual(scores.names, list(COMPONENTS))
 
         def factory():
             worlds.append(tools.PixelWorld(client))
@@ -259,8 +358,9 @@ class GRPO(VLM):
                              num_generations=2, max_completion_length=256, temperature=0.2, learning_rate=1e-4,
                              logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True,
                              seed=0)
-        return trainer_class(model=model.lora(m, rank=4), processing_class=proc, reward_funcs=[final], args=cfg,
-                             train_dataset=datasets.concatenate_datasets([task] * 4), environment_factory=factory)
+        return trainer_class(model=model.lora(m, rank=4), processing_class=proc, reward_funcs=scores.functions(),
+                             args=cfg, train_dataset=datasets.concatenate_datasets([task] * 4),
+                             environment_factory=factory)
 
     def test_the_pinned_trainer_fails_on_a_round_of_tools_without_an_image(self):
         """The probe's finding that grpo.GRPOTrainer exists for: TRL 1.16's own
@@ -319,6 +419,10 @@ class GRPO(VLM):
         self.assertTrue(any(kind == "pixels" and grad and n > 2 for kind, grad, n in events), events)
         logs = [h for h in trainer.state.log_history if "loss" in h]
         self.assertEqual(len(logs), 2)
+        # Every component of serve's reward is a function TRL logs.
+        for h in logs:
+            for name in COMPONENTS:
+                self.assertIn("rewards/%s/mean" % name, h)
         # The answers went to serve, which found right ones (the memorized "H4").
         self.assertGreater(max(h["rewards/final/mean"] for h in logs), 0, logs)
         self.assertTrue(all(w.finish and "correct" in w.finish for w in worlds if w.calls), [w.finish for w in worlds])
@@ -327,16 +431,75 @@ class GRPO(VLM):
         for w in worlds:
             w._close()
 
+    def test_a_stage_changes_the_weighted_reward(self):
+        """Under a launch channel (a protocol peer), the components are the
+        run's reward components; each step's reward TRL logs is the weighted
+        sum of its components' means with the weights the step ran with, and
+        a stage that weighs final 3 changes it from the step it applies at."""
+        self.assertLess(self.memorized_loss, 0.05)
+        m, proc = model.load(self.memorized)
+        worlds = []
+        p = ProtocolPeer(stage={"index": 0, "name": "Final", "weights": {"final": 1.0, "coherence": 0.0,
+                                                                         "curiosity": 0.0}}, heartbeat_every_s=0.2)
+        self.addCleanup(p.close)
+        trainer = self.trainer(grpo.GRPOTrainer, m, proc, worlds, 4)
+        trainer.add_callback(PixelisCallback(trainer, channel=p.path))
+        th = threading.Thread(target=trainer.train, daemon=True)
+        th.start()
+        self.addCleanup(th.join, WAIT_S)
+        p.wait_type("metrics")
+        self.assertEqual(p.of("hello")[0]["components"], list(COMPONENTS))
+        cid = p.command("stage", {"index": 1, "name": "More", "weights": {"final": 3.0, "coherence": 0.0,
+                                                                          "curiosity": 0.0}})
+        self.assertTrue(p.wait_ack(cid)["ok"])
+        p.wait_type("done", timeout=600)
+        th.join(WAIT_S)
+        steps = [m for m in p.of("metrics") if "loss" in m["metrics"]]
+        self.assertEqual([m["step"] for m in steps], [1, 2, 3, 4])
+        for msg in steps:
+            got = msg["metrics"]
+            weighted = sum(msg["weights"][c] * got["rewards/%s/mean" % c] for c in COMPONENTS)
+            self.assertAlmostEqual(got["reward"], weighted, places=4, msg=msg)
+        first, last = steps[0], steps[-1]
+        self.assertEqual((first["weights"]["final"], last["weights"]["final"]), (1.0, 3.0))
+        self.assertEqual(last["weights"]["penalty"], 1.0)  # serve adds the prices unweighted
+        # The memorized answer is right: final weighs in, and the stage changed the reward.
+        self.assertGreater(last["metrics"]["rewards/final/mean"], 0, steps)
+        old = sum(first["weights"][c] * last["metrics"]["rewards/%s/mean" % c] for c in COMPONENTS)
+        self.assertNotAlmostEqual(last["metrics"]["reward"], old, places=4)
+        for w in worlds:
+            w._close()
+
 
 class Script(VLM):
-    def test_grpo_tools_runs_a_step_of_the_tiny_model(self):
-        """examples/trl_vlm/grpo_tools.py as docs/trl-vlm.md runs it, one step."""
-        out = os.path.join(self.tmp, "script")
+    with_model = False
+
+    def run_script(self, name, *args):
         env = dict(os.environ, PIXELIS_SERVE_TOKEN=self.server.token, TRL_EXPERIMENTAL_SILENCE="1")
-        p = subprocess.run([sys.executable, os.path.join(REPO, "examples", "trl_vlm", "grpo_tools.py"), out,
-                            "--data", self.data, "--serve", self.server.url, "--tiny", "--steps", "1", "--batch", "2",
-                            "--generations", "2", "--max-completion-length", "32"],
+        p = subprocess.run([sys.executable, os.path.join(REPO, "examples", "trl_vlm", name), *args],
                            env=env, capture_output=True, text=True, timeout=600)
         self.assertEqual(p.returncode, 0, p.stderr[-3000:])
-        self.assertIn("rewards/final/mean", p.stdout + p.stderr)
-        self.assertTrue(os.path.exists(os.path.join(out, "model", "config.json")))
+        return p.stdout + p.stderr
+
+    def test_a_directory_without_the_data_is_refused_naming_it(self):
+        for name in ("sft.py", "grpo_tools.py"):
+            p = subprocess.run([sys.executable, os.path.join(REPO, "examples", "trl_vlm", name), self.tmp,
+                                "--data", self.tmp, "--tiny"], capture_output=True, text=True, timeout=600)
+            self.assertEqual(p.returncode, 2, (name, p.stderr))
+            self.assertIn("--data %s: no " % self.tmp, p.stderr)
+            self.assertNotIn("Traceback", p.stderr)
+
+    def test_sft_then_grpo_tools_from_its_model(self):
+        """examples/trl_vlm/sft.py, then grpo_tools.py on the model it saved,
+        as docs/trl-vlm.md runs them: two SFT steps, one GRPO step that logs
+        every component of serve's reward and the step's episodes."""
+        out = os.path.join(self.tmp, "sft")
+        log = self.run_script("sft.py", out, "--data", self.data, "--tiny", "--steps", "2", "--batch", "2")
+        self.assertIn("'loss'", log)
+        self.assertTrue(os.path.exists(os.path.join(out, "model", "model.safetensors")))
+        log = self.run_script("grpo_tools.py", os.path.join(self.tmp, "grpo"), "--data", self.data,
+                              "--serve", self.server.url, "--model", os.path.join(out, "model"), "--steps", "1",
+                              "--batch", "2", "--generations", "2", "--max-completion-length", "32")
+        for name in COMPONENTS:
+            self.assertIn("rewards/%s/mean" % name, log)
+        self.assertIn("'episodes': '2'", log)  # the batch's episodes, for pixelis's success rate
