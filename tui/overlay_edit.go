@@ -18,12 +18,12 @@ import (
 // enter types its new value, enter again applies it at the run's next step
 // boundary; the run answers with an edit event (old → new) or a refusal.
 type editPane struct {
-	live  *configs.Config // the run's config with the edits seen so far; nil when there is none
+	live *configs.Config // the run's config with the edits seen so far; nil when there is none
 	// launched is a run of another trainer, whose editable settings its
 	// hello declared: the form does not list them (pixelis edit does).
 	launched bool
-	sel   int
-	input lineInput
+	sel      int
+	input    lineInput
 	// request is an edit the user applied, which the root sends and clears.
 	request *telemetry.Command
 	// refused says why the last value typed was not sent.
