@@ -12,6 +12,10 @@ import (
 type lineInput struct {
 	on   bool
 	text []rune
+	// shown marks text as a value shown for reference (a form's current
+	// value): the first character typed replaces it, backspace clears it,
+	// as a selected field does.
+	shown bool
 }
 
 // inputResult is what a key did to a lineInput.
@@ -32,6 +36,9 @@ func (in lineInput) key(msg tea.KeyPressMsg) (lineInput, inputResult) {
 		in.on, in.text = false, nil
 		return in, inputCancelled
 	case "backspace":
+		if in.shown {
+			in.text, in.shown = nil, false
+		}
 		if len(in.text) > 0 {
 			in.text = in.text[:len(in.text)-1]
 		}
@@ -39,6 +46,9 @@ func (in lineInput) key(msg tea.KeyPressMsg) (lineInput, inputResult) {
 		in.text = nil
 	default:
 		if t := msg.Text; t != "" && !strings.ContainsFunc(t, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			if in.shown {
+				in.text, in.shown = nil, false
+			}
 			in.text = append(in.text, []rune(t)...)
 		} else if msg.String() == "space" {
 			in.text = append(in.text, ' ')

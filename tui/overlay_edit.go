@@ -67,7 +67,7 @@ func (p editPane) key(msg tea.KeyPressMsg, e env) (pane, bool) {
 	}
 	if key.Matches(msg, e.keys.Open) && p.sel < len(fields) {
 		f := fields[p.sel]
-		p.input = lineInput{on: true, text: []rune(strconv.FormatFloat(f.Value(l), 'g', -1, 64))}
+		p.input = lineInput{on: true, text: []rune(strconv.FormatFloat(f.Value(l), 'g', -1, 64)), shown: true}
 		p.refused = ""
 		return p, true
 	}
@@ -106,6 +106,8 @@ func (p editPane) view(e env) (string, []string) {
 			"pixelis edit RUN_DIR FIELD=VALUE (pixelis edit RUN_DIR --list names them and their ranges).")
 	case p.live == nil:
 		out = append(out, "No config for this run: nothing to edit.")
+	case phase == "":
+		out = append(out, "The run has not begun a phase yet: its fields show once it has.")
 	case len(fields) == 0:
 		out = append(out, fmt.Sprintf("Nothing may change in the %s phase.", phaseLabel(phase)))
 	}

@@ -42,6 +42,12 @@ func TestEditForm(t *testing.T) {
 	if len(hs.feed.sentCommands()) != 0 || !strings.Contains(ansi.Strip(hs.frame()), "rft.kl_coef: must be >= 0, got -1") {
 		t.Fatalf("a refused value: sent %v\n%s", hs.feed.sentCommands(), ansi.Strip(hs.frame()))
 	}
+	// The current value is shown for reference: typing replaces it.
+	hs.press("home", "down", "enter", "0", ".", "2")
+	if screen := ansi.Strip(hs.frame()); !strings.Contains(screen, "kl_coef = 0.2▏") {
+		t.Fatalf("typing over the value shown:\n%s", screen)
+	}
+	hs.press("esc")
 	setKL("0.2")
 	sent := hs.feed.sentCommands()
 	if len(sent) != 1 || sent[0].Kind != telemetry.CmdEdit || sent[0].Field != "kl_coef" || *sent[0].Value != 0.2 || sent[0].Source != "console" {
