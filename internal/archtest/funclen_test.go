@@ -1,0 +1,174 @@
+// Package archtest holds the checks that keep the code's shape: they read the repository's sources
+// and fail when a rule the style guide sets is broken.
+package archtest
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// maxFuncLines is the longest a function may be, its signature and closing brace counted: one that
+// grows past it is cut along its seams into named helpers.
+const maxFuncLines = 80
+
+// exemptFiles may hold longer functions, each for the reason given: code a reader does not maintain
+// line by line.
+var exemptFiles = map[string]string{
+	"internal/blas/asmgen/main.go": "writes the hand-vectorised assembly kernels instruction by instruction",
+}
+
+// notYetShortened lists functions over maxFuncLines still waiting to be cut, keyed by
+// "path:Func", each with the length it had when listed; the list must shrink to empty.
+var notYetShortened = map[string]int{
+	"ckpt/adapter.go:ExportAdapter": 96,
+	"ckpt/adapter_test.go:TestExportAdapterMatchesPEFTLayout": 96,
+	"ckpt/verify.go:check": 95,
+	"clients/python/python_test.go:writeReference": 95,
+	"cmd/pixelis/launch_torch_e2e_test.go:TestLaunchTorchExampleConsole": 112,
+	"cmd/pixelis/main_test.go:TestCLIMessages": 84,
+	"cmd/pixelis/soak_test.go:soak": 147,
+	"configs/configs_test.go:TestLoadErrors": 183,
+	"configs/decode.go:assign": 98,
+	"configs/validate.go:checker.reward": 81,
+	"internal/blas/blas.go:Sgemm": 85,
+	"reward/icm_net.go:ICM.build": 87,
+	"train/analysis/plots.go:linesStyled": 84,
+	"train/env/expert.go:SolveIn": 100,
+	"train/fault_test.go:TestResumeRefusesBadCheckpoints": 92,
+	"train/grpo/handgrpo_test.go:handGRPO.step": 184,
+	"train/policy/graph_test.go:TestGradientsMatchFiniteDifferences": 88,
+	"train/policy/graph_test.go:TestTrainGraphForwardAndUpdates": 99,
+	"train/policy/handnet_test.go:handNet.step": 147,
+	"train/serve/server_test.go:TestScoresMatchInProcess": 117,
+	"train/serve/vector_test.go:TestVectorAutoreset": 92,
+	"train/telemetry/csv.go:ExportCSV": 81,
+	"train/telemetry/recorder_test.go:TestRecorderWritesRunFiles": 93,
+	"train/telemetry/tail.go:RunFeed.poll": 98,
+	"train/telemetry/tb/writer_test.go:TestWriterReadBack": 105,
+	"train/test.go:Runner.runTest": 87,
+	"tui/keys_test.go:TestQuit": 116,
+}
+
+// TestFunctionLength fails on every function longer than maxFuncLines outside exemptFiles and
+// notYetShortened, and on a notYetShortened entry that has been shortened (so the list only shrinks).
+func TestFunctionLength(t *testing.T) {
+	root := repoRoot(t)
+	lengths := functionLengths(t, root)
+	var long []string
+	for key, n := range lengths {
+		if n <= maxFuncLines {
+			continue
+		}
+		if _, ok := notYetShortened[key]; ok {
+			continue
+		}
+		if _, ok := exemptFiles[key[:strings.LastIndex(key, ":")]]; ok {
+			continue
+		}
+		long = append(long, key)
+	}
+	sort.Strings(long)
+	for _, key := range long {
+		t.Errorf("%s is %d lines, over %d: cut it into named helpers", key, lengths[key], maxFuncLines)
+	}
+	for key := range notYetShortened {
+		if n, ok := lengths[key]; !ok || n <= maxFuncLines {
+			t.Errorf("%s is no longer over %d lines: remove it from notYetShortened", key, maxFuncLines)
+		}
+	}
+	for path := range exemptFiles {
+		if _, err := os.Stat(filepath.Join(root, path)); err != nil {
+			t.Errorf("exempt file %s: %v", path, err)
+		}
+	}
+}
+
+// functionLengths parses every Go file under root (hidden directories skipped) and returns each
+// function's length in lines, keyed by "slash/path.go:Func" ("path.go:Type.Method" for methods).
+func functionLengths(t *testing.T, root string) map[string]int {
+	t.Helper()
+	fset := token.NewFileSet()
+	lengths := map[string]int{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		for _, decl := range file.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			lines := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+			lengths[filepath.ToSlash(rel)+":"+funcName(fn)] = lines
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lengths
+}
+
+// funcName is a function's name, with its receiver's type for a method.
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return fn.Name.Name
+	}
+	typ := fn.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	if index, ok := typ.(*ast.IndexExpr); ok {
+		typ = index.X
+	}
+	if index, ok := typ.(*ast.IndexListExpr); ok {
+		typ = index.X
+	}
+	if ident, ok := typ.(*ast.Ident); ok {
+		return ident.Name + "." + fn.Name.Name
+	}
+	return fn.Name.Name
+}
+
+// repoRoot is the directory holding go.mod, found upward from the test's directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
