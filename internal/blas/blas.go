@@ -59,65 +59,13 @@ func (Implementation) Sgemm(tA, tB gblas.Transpose, m, n, k int, alpha float32, 
 
 // Sgemm is Implementation.Sgemm as a function.
 func Sgemm(tA, tB gblas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	switch tA {
-	default:
-		panic(badTranspose)
-	case gblas.NoTrans, gblas.Trans, gblas.ConjTrans:
-	}
-	switch tB {
-	default:
-		panic(badTranspose)
-	case gblas.NoTrans, gblas.Trans, gblas.ConjTrans:
-	}
-	if m < 0 {
-		panic(mLT0)
-	}
-	if n < 0 {
-		panic(nLT0)
-	}
-	if k < 0 {
-		panic(kLT0)
-	}
-	aTrans := tA != gblas.NoTrans
-	if aTrans {
-		if lda < max(1, m) {
-			panic(badLdA)
-		}
-	} else if lda < max(1, k) {
-		panic(badLdA)
-	}
-	bTrans := tB != gblas.NoTrans
-	if bTrans {
-		if ldb < max(1, k) {
-			panic(badLdB)
-		}
-	} else if ldb < max(1, n) {
-		panic(badLdB)
-	}
-	if ldc < max(1, n) {
-		panic(badLdC)
-	}
+	checkSgemmArgs(tA, tB, m, n, k, lda, ldb, ldc)
 	if m == 0 || n == 0 {
 		return
 	}
-	// The slice length checks hold trivially for k == 0.
-	if aTrans {
-		if len(a) < (k-1)*lda+m {
-			panic(shortA)
-		}
-	} else if len(a) < (m-1)*lda+k {
-		panic(shortA)
-	}
-	if bTrans {
-		if len(b) < (n-1)*ldb+k {
-			panic(shortB)
-		}
-	} else if len(b) < (k-1)*ldb+n {
-		panic(shortB)
-	}
-	if len(c) < (m-1)*ldc+n {
-		panic(shortC)
-	}
+	aTrans := tA != gblas.NoTrans
+	bTrans := tB != gblas.NoTrans
+	checkSgemmLengths(aTrans, bTrans, m, n, k, a, lda, b, ldb, c, ldc)
 
 	if alpha == 0 || k == 0 {
 		scale(m, n, beta, c, ldc)
@@ -165,5 +113,71 @@ func scale(m, n int, beta float32, c []float32, ldc int) {
 				row[j] *= beta
 			}
 		}
+	}
+}
+
+// checkSgemmArgs panics, as gonum's Sgemm does, on a bad transpose flag, a negative size or a
+// leading dimension too small for its matrix.
+func checkSgemmArgs(tA, tB gblas.Transpose, m, n, k, lda, ldb, ldc int) {
+	switch tA {
+	default:
+		panic(badTranspose)
+	case gblas.NoTrans, gblas.Trans, gblas.ConjTrans:
+	}
+	switch tB {
+	default:
+		panic(badTranspose)
+	case gblas.NoTrans, gblas.Trans, gblas.ConjTrans:
+	}
+	if m < 0 {
+		panic(mLT0)
+	}
+	if n < 0 {
+		panic(nLT0)
+	}
+	if k < 0 {
+		panic(kLT0)
+	}
+	aTrans := tA != gblas.NoTrans
+	if aTrans {
+		if lda < max(1, m) {
+			panic(badLdA)
+		}
+	} else if lda < max(1, k) {
+		panic(badLdA)
+	}
+	bTrans := tB != gblas.NoTrans
+	if bTrans {
+		if ldb < max(1, k) {
+			panic(badLdB)
+		}
+	} else if ldb < max(1, n) {
+		panic(badLdB)
+	}
+	if ldc < max(1, n) {
+		panic(badLdC)
+	}
+}
+
+// checkSgemmLengths panics, as gonum's Sgemm does, on a slice too short for its matrix; m and n
+// are non-zero.
+func checkSgemmLengths(aTrans, bTrans bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	// The slice length checks hold trivially for k == 0.
+	if aTrans {
+		if len(a) < (k-1)*lda+m {
+			panic(shortA)
+		}
+	} else if len(a) < (m-1)*lda+k {
+		panic(shortA)
+	}
+	if bTrans {
+		if len(b) < (n-1)*ldb+k {
+			panic(shortB)
+		}
+	} else if len(b) < (k-1)*ldb+n {
+		panic(shortB)
+	}
+	if len(c) < (m-1)*ldc+n {
+		panic(shortC)
 	}
 }
