@@ -69,32 +69,44 @@ func ExportCSV(runDir string, w io.Writer) error {
 	}
 	slices.Sort(cols)
 
+	if err := writeCSV(w, rows, cols); err != nil {
+		return fmt.Errorf("export csv: %w", err)
+	}
+	return nil
+}
+
+// writeCSV writes a header of step, phase and cols, then one record per point: a metric the point
+// lacks is an empty cell.
+func writeCSV(w io.Writer, rows []Point, cols []string) error {
 	cw := csv.NewWriter(w)
 	record := append([]string{"step", "phase"}, cols...)
 	if err := cw.Write(record); err != nil {
-		return fmt.Errorf("export csv: %w", err)
+		return err
 	}
 	for _, p := range rows {
 		record = record[:0]
 		record = append(record, strconv.Itoa(p.Step), string(p.Phase))
 		for _, name := range cols {
 			v, ok := p.Metrics[name]
-			switch {
-			case !ok:
-				record = append(record, "")
-			case math.IsNaN(v):
-				record = append(record, "NaN")
-			default:
-				record = append(record, strconv.FormatFloat(v, 'g', -1, 64))
-			}
+			record = append(record, csvCell(v, ok))
 		}
 		if err := cw.Write(record); err != nil {
-			return fmt.Errorf("export csv: %w", err)
+			return err
 		}
 	}
 	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("export csv: %w", err)
+	return cw.Error()
+}
+
+// csvCell is one metric's cell: empty when absent, NaN spelled out, otherwise the shortest exact
+// decimal.
+func csvCell(v float64, ok bool) string {
+	switch {
+	case !ok:
+		return ""
+	case math.IsNaN(v):
+		return "NaN"
+	default:
+		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
-	return nil
 }

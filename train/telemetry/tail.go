@@ -237,19 +237,33 @@ func (f *RunFeed) poll() error {
 	if snap == nil && f.status == nil && (newSamples || len(points) > 0) && f.lastPoint != nil {
 		// No status.json (the run died before its first publish, or a recorder other
 		// than this package's wrote the files): show what the metrics and samples say.
-		lp := f.lastPoint
-		snap = &Snapshot{
-			Run:     filepath.Base(f.dir),
-			Phase:   lp.Phase,
-			Step:    lp.Step,
-			Metrics: lp.Named(),
-			Samples: f.batch,
-		}
-		if t, err := time.Parse(time.RFC3339Nano, lp.Time); err == nil {
-			snap.Time = t
-		}
+		snap = f.lastPointSnapshot()
 	}
 
+	f.publish(reset, points, events, snap, dropped)
+	return nil
+}
+
+// lastPointSnapshot is the snapshot the newest metrics point and sample batch make, for a run
+// without a status.json.
+func (f *RunFeed) lastPointSnapshot() *Snapshot {
+	lp := f.lastPoint
+	snap := &Snapshot{
+		Run:     filepath.Base(f.dir),
+		Phase:   lp.Phase,
+		Step:    lp.Step,
+		Metrics: lp.Named(),
+		Samples: f.batch,
+	}
+	if t, err := time.Parse(time.RFC3339Nano, lp.Time); err == nil {
+		snap.Time = t
+	}
+	return snap
+}
+
+// publish adds one poll's news to the pending update (starting it over after a reset) and wakes
+// the reader when anything changed, the run's liveness included.
+func (f *RunFeed) publish(reset bool, points []Point, events []Event, snap *Snapshot, dropped int) {
 	live := Live(f.dir)
 	f.mu.Lock()
 	if reset {
@@ -271,7 +285,6 @@ func (f *RunFeed) poll() error {
 	if changed {
 		f.notify()
 	}
-	return nil
 }
 
 // decodeLines decodes JSON lines, skipping any that do not parse.
