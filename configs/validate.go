@@ -281,7 +281,13 @@ func (c *checker) reward(r *Reward) {
 	c.atLeast("reward.norm_window", r.NormWindow, 2)
 	c.between("reward.norm_warmup", r.NormWarmup, 0, r.NormWindow, "reward.norm_window")
 
-	cu := &r.Curiosity
+	c.curiosity(&r.Curiosity)
+	c.coherence(&r.Coherence)
+	c.penalties(&r.Misuse, &r.ToolCost)
+}
+
+// curiosity checks reward.curiosity: the ICM's or RaPR's sizes and rates.
+func (c *checker) curiosity(cu *Curiosity) {
 	c.oneOf("reward.curiosity.mode", cu.Mode, "icm", "rapr")
 	c.nonNegative("reward.curiosity.eta", cu.Eta)
 	c.unit("reward.curiosity.beta", cu.Beta)
@@ -307,8 +313,11 @@ func (c *checker) reward(r *Reward) {
 	c.unit("reward.curiosity.rapr_h", cu.RaPRH)
 	c.nonNegative("reward.curiosity.rapr_beta", cu.RaPRBeta)
 	c.atLeast("reward.curiosity.rapr_n", cu.RaPRN, 0)
+}
 
-	co := &r.Coherence
+// coherence checks reward.coherence: bonuses at least 0, penalties at most 0, and the similarity
+// thresholds in order within [0, 1].
+func (c *checker) coherence(co *Coherence) {
 	c.nonNegative("reward.coherence.good_pair_bonus", co.GoodPairBonus)
 	c.nonPositive("reward.coherence.repeat_penalty", co.RepeatPenalty)
 	c.nonPositive("reward.coherence.bad_pair_penalty", co.BadPairPenalty)
@@ -335,8 +344,10 @@ func (c *checker) reward(r *Reward) {
 			}
 		}
 	}
+}
 
-	m := &r.Misuse
+// penalties checks reward.misuse and reward.tool_cost: every one at most 0.
+func (c *checker) penalties(m *Misuse, tc *ToolCost) {
 	for _, p := range []struct {
 		key string
 		v   float64
@@ -347,7 +358,6 @@ func (c *checker) reward(r *Reward) {
 	} {
 		c.nonPositive("reward.misuse."+p.key, p.v)
 	}
-	tc := &r.ToolCost
 	for _, p := range []struct {
 		key string
 		v   float64

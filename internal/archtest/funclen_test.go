@@ -36,7 +36,6 @@ var notYetShortened = map[string]int{
 	"cmd/pixelis/soak_test.go:soak":                                      147,
 	"configs/configs_test.go:TestLoadErrors":                             183,
 	"configs/decode.go:assign":                                           98,
-	"configs/validate.go:checker.reward":                                 81,
 	"reward/icm_net.go:ICM.build":                                        87,
 	"train/analysis/plots.go:linesStyled":                                84,
 	"train/env/expert.go:SolveIn":                                        100,
