@@ -83,48 +83,9 @@ func assign(c *collector, path string, raw any, v reflect.Value) {
 		}
 		assignTable(c, path, m, v)
 	case reflect.Map:
-		m, ok := raw.(map[string]any)
-		if !ok {
-			c.add(path, "must be a table, got %s", describe(raw))
-			return
-		}
-		if len(m) == 0 {
-			v.SetZero()
-			return
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		out := reflect.MakeMapWithSize(v.Type(), len(m))
-		before := len(c.errs)
-		for _, k := range keys {
-			e := reflect.New(v.Type().Elem()).Elem()
-			assign(c, joinPath(path, k), m[k], e)
-			out.SetMapIndex(reflect.ValueOf(k), e)
-		}
-		if len(c.errs) == before { // a half-read table would only add confusing range errors
-			v.Set(out)
-		}
+		assignMap(c, path, raw, v)
 	case reflect.Slice:
-		rv := reflect.ValueOf(raw)
-		if raw == nil || rv.Kind() != reflect.Slice {
-			c.add(path, "must be %s, got %s", kindName(v.Type()), describe(raw))
-			return
-		}
-		if rv.Len() == 0 {
-			v.SetZero() // an empty array decodes to nil, as the defaults spell "none"
-			return
-		}
-		out := reflect.MakeSlice(v.Type(), rv.Len(), rv.Len())
-		before := len(c.errs)
-		for i := range rv.Len() {
-			assign(c, fmt.Sprintf("%s[%d]", path, i), rv.Index(i).Interface(), out.Index(i))
-		}
-		if len(c.errs) == before { // a half-read array would only add confusing range errors
-			v.Set(out)
-		}
+		assignSlice(c, path, raw, v)
 	case reflect.Int:
 		n, ok := raw.(int64)
 		if !ok {
@@ -169,6 +130,55 @@ func assign(c *collector, path string, raw any, v reflect.Value) {
 	default:
 		// Only reachable if Config gains a field of a kind this switch does not know.
 		panic(fmt.Sprintf("configs: field %s has unsupported kind %s", path, v.Kind()))
+	}
+}
+
+// assignMap decodes a TOML table into a map field, its keys in order; an empty table is a nil map.
+func assignMap(c *collector, path string, raw any, v reflect.Value) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		c.add(path, "must be a table, got %s", describe(raw))
+		return
+	}
+	if len(m) == 0 {
+		v.SetZero()
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := reflect.MakeMapWithSize(v.Type(), len(m))
+	before := len(c.errs)
+	for _, k := range keys {
+		e := reflect.New(v.Type().Elem()).Elem()
+		assign(c, joinPath(path, k), m[k], e)
+		out.SetMapIndex(reflect.ValueOf(k), e)
+	}
+	if len(c.errs) == before { // a half-read table would only add confusing range errors
+		v.Set(out)
+	}
+}
+
+// assignSlice decodes a TOML array into a slice field; an empty array is a nil slice.
+func assignSlice(c *collector, path string, raw any, v reflect.Value) {
+	rv := reflect.ValueOf(raw)
+	if raw == nil || rv.Kind() != reflect.Slice {
+		c.add(path, "must be %s, got %s", kindName(v.Type()), describe(raw))
+		return
+	}
+	if rv.Len() == 0 {
+		v.SetZero() // an empty array decodes to nil, as the defaults spell "none"
+		return
+	}
+	out := reflect.MakeSlice(v.Type(), rv.Len(), rv.Len())
+	before := len(c.errs)
+	for i := range rv.Len() {
+		assign(c, fmt.Sprintf("%s[%d]", path, i), rv.Index(i).Interface(), out.Index(i))
+	}
+	if len(c.errs) == before { // a half-read array would only add confusing range errors
+		v.Set(out)
 	}
 }
 
