@@ -117,6 +117,50 @@ func ExportAdapter(dir string, a Adapter) (err error) {
 	if err != nil {
 		return err
 	}
+	cfg, tensors := adapterContents(a, layers, base)
+	js, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", AdapterConfigFile, err)
+	}
+
+	dir = filepath.Clean(dir)
+	parent, name := filepath.Split(dir)
+	if parent == "" {
+		parent = "."
+	}
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("directory name: %w", err)
+	}
+	if err := mkdirAllSynced(parent); err != nil {
+		return err
+	}
+	if err := tidy(parent, name); err != nil {
+		return fmt.Errorf("clear leftovers of an earlier export: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, tmpPrefix+name+"-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tidy(parent, name) // best effort; the next export clears what remains
+		}
+	}()
+	meta := adapterMeta(a)
+	if _, err := writeFile(filepath.Join(tmp, AdapterModelFile), func(w io.Writer) error {
+		return WriteSafetensors(w, tensors, meta)
+	}); err != nil {
+		return err
+	}
+	if _, err := writeBytes(filepath.Join(tmp, AdapterConfigFile), append(js, '\n')); err != nil {
+		return err
+	}
+	return install(parent, name, tmp, func(string) error { return nil })
+}
+
+// adapterContents is the PEFT config and the LoRA tensors of layers (sorted by module): the most
+// common rank and alpha are the config's, the others its per-module patterns.
+func adapterContents(a Adapter, layers []LoRALayer, base string) (adapterConfig, []Tensor) {
 	cfg := adapterConfig{
 		PeftType:            "LORA",
 		LoraDropout:         a.Dropout,
@@ -150,36 +194,13 @@ func ExportAdapter(dir string, a Adapter) (err error) {
 			Tensor{Name: tensorPrefix + l.Module + ".lora_A.weight", DType: F32, Shape: []int{l.Rank, l.In}, Data: l.A},
 			Tensor{Name: tensorPrefix + l.Module + ".lora_B.weight", DType: F32, Shape: []int{l.Out, l.Rank}, Data: l.B})
 	}
-	js, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", AdapterConfigFile, err)
-	}
+	return cfg, tensors
+}
 
-	dir = filepath.Clean(dir)
-	parent, name := filepath.Split(dir)
-	if parent == "" {
-		parent = "."
-	}
-	if err := checkName(name); err != nil {
-		return fmt.Errorf("directory name: %w", err)
-	}
-	if err := mkdirAllSynced(parent); err != nil {
-		return err
-	}
-	if err := tidy(parent, name); err != nil {
-		return fmt.Errorf("clear leftovers of an earlier export: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, tmpPrefix+name+"-")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tidy(parent, name) // best effort; the next export clears what remains
-		}
-	}()
+// adapterMeta is the safetensors header's metadata of an exported adapter.
+func adapterMeta(a Adapter) map[string]string {
 	// "format": "pt" is what transformers checks before trusting a safetensors checkpoint.
-	meta := map[string]string{
+	return map[string]string{
 		"format":          "pt",
 		metaFormatVersion: strconv.Itoa(FormatVersion),
 		metaStage:         a.Stage,
@@ -188,15 +209,6 @@ func ExportAdapter(dir string, a Adapter) (err error) {
 		metaBaseRelative:  "adapter_dir",
 		metaWeightLayout:  adapterLayout,
 	}
-	if _, err := writeFile(filepath.Join(tmp, AdapterModelFile), func(w io.Writer) error {
-		return WriteSafetensors(w, tensors, meta)
-	}); err != nil {
-		return err
-	}
-	if _, err := writeBytes(filepath.Join(tmp, AdapterConfigFile), append(js, '\n')); err != nil {
-		return err
-	}
-	return install(parent, name, tmp, func(string) error { return nil })
 }
 
 // relativeBase is base as a path relative to the adapter directory dir ("../../checkpoints/x"
