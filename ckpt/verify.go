@@ -94,60 +94,19 @@ func check(path string) (*Loaded, []Problem) {
 		Extra:    make(map[string][]byte),
 	}
 	var problems []Problem
-	add := func(file string, kind ProblemKind, format string, args ...any) {
+	add := problemAdder(func(file string, kind ProblemKind, format string, args ...any) {
 		problems = append(problems, Problem{File: file, Kind: kind, Detail: fmt.Sprintf(format, args...)})
-	}
+	})
 	listed := make(map[string]bool, len(m.Files))
 	for _, f := range m.Files {
 		listed[f.Name] = true
-		b, err := os.ReadFile(filepath.Join(path, f.Name))
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				add(f.Name, Missing, "manifest lists %d bytes", f.Size)
-			} else {
-				add(f.Name, Missing, "cannot read: %v", err)
-			}
+		b, ok := readListed(path, f, add)
+		if !ok {
 			continue
-		}
-		if int64(len(b)) < f.Size {
-			add(f.Name, Truncated, "%d of %d bytes", len(b), f.Size)
-			continue
-		}
-		if int64(len(b)) > f.Size {
-			add(f.Name, Grown, "%d bytes, manifest lists %d", len(b), f.Size)
-			continue
-		}
-		sum := sha256.Sum256(b)
-		if got := hex.EncodeToString(sum[:]); got != f.SHA256 {
-			add(f.Name, HashMismatch, "manifest sha256 %.16s…, file %.16s…", f.SHA256, got)
 		}
 		switch {
 		case strings.HasSuffix(f.Name, ".safetensors"):
-			tensors, meta, err := parseSafetensors(b)
-			if err != nil {
-				kind := BadHeader
-				if errors.Is(err, ErrShape) {
-					kind = ShapeMismatch
-				} else if errors.Is(err, ErrDType) {
-					kind = UnreadableType
-				}
-				add(f.Name, kind, "%v", err)
-				continue
-			}
-			if diff := compareTensors(f.Tensors, describe(tensors)); diff != "" {
-				add(f.Name, ShapeMismatch, "%s", diff)
-			}
-			// A consistent manifest vouches for the bytes, not for the numbers: weights
-			// that diverged were saved faithfully and would train or score on as garbage.
-			for _, t := range tensors {
-				if n, first := NonFinite(t); n > 0 {
-					add(f.Name, NotFinite, "tensor %q: %d of %d values are NaN or infinite (the first at index %d)", t.Name, n, len(t.Data), first)
-				}
-			}
-			l.Tensors[f.Name] = tensors
-			if meta != nil {
-				l.Meta[f.Name] = meta
-			}
+			checkSafetensors(l, f, b, add)
 		case f.Name == StateFile:
 			if !json.Valid(b) {
 				add(f.Name, BadState, "not valid JSON")
@@ -171,6 +130,66 @@ func check(path string) (*Loaded, []Problem) {
 		}
 	}
 	return l, problems
+}
+
+// problemAdder records one problem of a checkpoint's file.
+type problemAdder func(file string, kind ProblemKind, format string, args ...any)
+
+// readListed reads a file the manifest lists and checks its size and hash; it reports false, the
+// problem added, when the bytes cannot be read or their length is not the manifest's.
+func readListed(path string, f FileEntry, add problemAdder) ([]byte, bool) {
+	b, err := os.ReadFile(filepath.Join(path, f.Name))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			add(f.Name, Missing, "manifest lists %d bytes", f.Size)
+		} else {
+			add(f.Name, Missing, "cannot read: %v", err)
+		}
+		return nil, false
+	}
+	if int64(len(b)) < f.Size {
+		add(f.Name, Truncated, "%d of %d bytes", len(b), f.Size)
+		return nil, false
+	}
+	if int64(len(b)) > f.Size {
+		add(f.Name, Grown, "%d bytes, manifest lists %d", len(b), f.Size)
+		return nil, false
+	}
+	sum := sha256.Sum256(b)
+	if got := hex.EncodeToString(sum[:]); got != f.SHA256 {
+		add(f.Name, HashMismatch, "manifest sha256 %.16s…, file %.16s…", f.SHA256, got)
+	}
+	return b, true
+}
+
+// checkSafetensors decodes a safetensors file into l, adding a problem for a bad header, tensors
+// other than the manifest lists, or values that are not finite.
+func checkSafetensors(l *Loaded, f FileEntry, b []byte, add problemAdder) {
+	tensors, meta, err := parseSafetensors(b)
+	if err != nil {
+		kind := BadHeader
+		if errors.Is(err, ErrShape) {
+			kind = ShapeMismatch
+		} else if errors.Is(err, ErrDType) {
+			kind = UnreadableType
+		}
+		add(f.Name, kind, "%v", err)
+		return
+	}
+	if diff := compareTensors(f.Tensors, describe(tensors)); diff != "" {
+		add(f.Name, ShapeMismatch, "%s", diff)
+	}
+	// A consistent manifest vouches for the bytes, not for the numbers: weights
+	// that diverged were saved faithfully and would train or score on as garbage.
+	for _, t := range tensors {
+		if n, first := NonFinite(t); n > 0 {
+			add(f.Name, NotFinite, "tensor %q: %d of %d values are NaN or infinite (the first at index %d)", t.Name, n, len(t.Data), first)
+		}
+	}
+	l.Tensors[f.Name] = tensors
+	if meta != nil {
+		l.Meta[f.Name] = meta
+	}
 }
 
 // compareTensors describes the first differences between what the manifest recorded and what a
