@@ -120,23 +120,8 @@ func (m *ICM) build() (err error) {
 		val := tensor.New(tensor.WithShape(p.shape...), tensor.WithBacking(p.data))
 		p.node = G.NewTensor(g, G.Float32, len(p.shape), G.WithShape(p.shape...), G.WithName(p.name), G.WithValue(val))
 	}
-	b, d, a, e := m.cfg.BatchSize, m.d, m.a, m.e
-	input := func(name string, buf *[]float32, shape ...int) *G.Node {
-		n := 1
-		for _, s := range shape {
-			n *= s
-		}
-		*buf = make([]float32, n)
-		val := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(*buf))
-		return G.NewTensor(g, G.Float32, len(shape), G.WithShape(shape...), G.WithName("in."+name), G.WithValue(val))
-	}
-	in := &m.in
-	in.s = input("s", &in.sBuf, b, d)
-	in.sn = input("s_next", &in.snBuf, b, d)
-	in.x = input("phi_s_action", &in.xBuf, b, e+a)
-	in.phin = input("phi_s_next", &in.phinBuf, b, e)
-	in.onehot = input("action", &in.ohBuf, b, a)
-	in.w = input("row_weight", &in.wBuf, b)
+	m.addInputs(g)
+	in, e := &m.in, m.e
 	w := func(name string) *G.Node { return m.byName[name].node }
 	scale := G.NewConstant(float32(m.scale), G.WithName("lora_scale"))
 	linear := func(x *G.Node, wn, bn, an, ln string) *G.Node {
@@ -176,6 +161,43 @@ func (m *ICM) build() (err error) {
 	m.losses = new(icmLosses)
 	G.Read(m.fwdL, &m.losses.fwd)
 	G.Read(m.invL, &m.losses.inv)
+	if err := m.addGradients(cost); err != nil {
+		return err
+	}
+	m.g = g
+	m.vm = G.NewTapeMachine(g)
+	// gorgonia gives the machine a finalizer that releases CUDA contexts; a
+	// build without the cuda tag has none (the finalizer is empty). Without
+	// it a dropped model's memory is freed at the next collection instead
+	// of one collection after its finalizer has run.
+	runtime.SetFinalizer(m.vm, nil)
+	return nil
+}
+
+// addInputs adds to g the nodes the rows of a batch are fed through, each aliasing its m.in buffer.
+func (m *ICM) addInputs(g *G.ExprGraph) {
+	b, d, a, e := m.cfg.BatchSize, m.d, m.a, m.e
+	input := func(name string, buf *[]float32, shape ...int) *G.Node {
+		n := 1
+		for _, s := range shape {
+			n *= s
+		}
+		*buf = make([]float32, n)
+		val := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(*buf))
+		return G.NewTensor(g, G.Float32, len(shape), G.WithShape(shape...), G.WithName("in."+name), G.WithValue(val))
+	}
+	in := &m.in
+	in.s = input("s", &in.sBuf, b, d)
+	in.sn = input("s_next", &in.snBuf, b, d)
+	in.x = input("phi_s_action", &in.xBuf, b, e+a)
+	in.phin = input("phi_s_next", &in.phinBuf, b, e)
+	in.onehot = input("action", &in.ohBuf, b, a)
+	in.w = input("row_weight", &in.wBuf, b)
+}
+
+// addGradients adds cost's gradients with respect to the trainable weights, and the buffers they
+// are read into.
+func (m *ICM) addGradients(cost *G.Node) (err error) {
 	wrt := make(G.Nodes, len(m.trainable))
 	for i, p := range m.trainable {
 		wrt[i] = p.node
@@ -187,13 +209,6 @@ func (m *ICM) build() (err error) {
 	for i, p := range m.trainable {
 		m.gradBuf[i] = make([]float32, len(p.data))
 	}
-	m.g = g
-	m.vm = G.NewTapeMachine(g)
-	// gorgonia gives the machine a finalizer that releases CUDA contexts; a
-	// build without the cuda tag has none (the finalizer is empty). Without
-	// it a dropped model's memory is freed at the next collection instead
-	// of one collection after its finalizer has run.
-	runtime.SetFinalizer(m.vm, nil)
 	return nil
 }
 
