@@ -146,20 +146,9 @@ func linesStyled(title, xlabel, ylabel string, xs []float64, ss []series, names 
 		if len(pts) == 0 {
 			continue
 		}
-		l, err := plotter.NewLine(pts)
+		l, err := styledLine(pts, i, styles[i])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", title, s.name, err)
-		}
-		l.Color = plotutil.Color(i)
-		l.Width = vg.Points(1.2)
-		if styles[i].width > 0 {
-			l.Width = vg.Points(styles[i].width)
-		}
-		if styles[i].dashed {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		}
-		if styles[i].step {
-			l.StepStyle = plotter.PostStep // the value recorded at x holds until the next x
 		}
 		p.Add(l)
 		pn.curves = append(pn.curves, l)
@@ -185,19 +174,8 @@ func linesStyled(title, xlabel, ylabel string, xs []float64, ss []series, names 
 	}
 	pad := (hi - lo) * 0.05
 	lo, hi = lo-pad, hi+pad
-	legend := map[string]bool{}
-	for _, m := range marks {
-		l, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: lo}, {X: m.x, Y: hi}})
-		if err != nil {
-			return nil, err
-		}
-		l.Color = m.color
-		l.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
-		p.Add(l)
-		if !legend[m.label] {
-			pn.legend = append(pn.legend, legendEntry{m.label, l})
-			legend[m.label] = true
-		}
+	if err := pn.addMarks(marks, lo, hi); err != nil {
+		return nil, err
 	}
 	p.Y.Min, p.Y.Max = lo, hi
 	if xlo < xhi {
@@ -206,6 +184,45 @@ func linesStyled(title, xlabel, ylabel string, xs []float64, ss []series, names 
 		p.X.Min, p.X.Max = xlo-1, xhi+1
 	}
 	return pn, nil
+}
+
+// styledLine is the i-th series' line through pts, in the i-th colour and the given style.
+func styledLine(pts plotter.XYs, i int, style lineStyle) (*plotter.Line, error) {
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return nil, err
+	}
+	l.Color = plotutil.Color(i)
+	l.Width = vg.Points(1.2)
+	if style.width > 0 {
+		l.Width = vg.Points(style.width)
+	}
+	if style.dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	if style.step {
+		l.StepStyle = plotter.PostStep // the value recorded at x holds until the next x
+	}
+	return l, nil
+}
+
+// addMarks draws each mark as a dashed vertical line from lo to hi, one legend entry per label.
+func (pn *panel) addMarks(marks []mark, lo, hi float64) error {
+	legend := map[string]bool{}
+	for _, m := range marks {
+		l, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: lo}, {X: m.x, Y: hi}})
+		if err != nil {
+			return err
+		}
+		l.Color = m.color
+		l.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
+		pn.p.Add(l)
+		if !legend[m.label] {
+			pn.legend = append(pn.legend, legendEntry{m.label, l})
+			legend[m.label] = true
+		}
+	}
+	return nil
 }
 
 // shareX sets every panel's x axis to the union of their ranges.
