@@ -70,91 +70,67 @@ func SolveIn(e *Episode, t *Task) []Action {
 	if e.done {
 		return nil
 	}
-	acts := make([]Action, 0, 8)
-	do := func(a Action) Result {
-		r, _ := e.Step(a)
-		acts = append(acts, a)
-		return r
+	x := &expertRun{e: e, t: t, acts: make([]Action, 0, 8)}
+	x.do(Action{Op: OpAnswer, Answer: x.answer()})
+	return x.acts
+}
+
+// expertRun is the expert's trajectory through one episode, as it is taken.
+type expertRun struct {
+	e    *Episode
+	t    *Task
+	acts []Action
+}
+
+// do takes one action.
+func (x *expertRun) do(a Action) Result {
+	r, _ := x.e.Step(a)
+	x.acts = append(x.acts, a)
+	return r
+}
+
+// seg segments an object by clicking a cell of it; false when none is clickable or the click misfired.
+func (x *expertRun) seg(obj int) bool {
+	k, ok := cellFor(x.t, x.e.bg, obj)
+	if !ok {
+		return false
 	}
-	seg := func(obj int) bool {
-		k, ok := cellFor(t, e.bg, obj)
-		if !ok {
-			return false
-		}
-		a, _ := DecodeAction(k)
-		return do(a).Misuse == MisuseNone
+	a, _ := DecodeAction(k)
+	return x.do(a).Misuse == MisuseNone
+}
+
+// inspect segments an object and measures it.
+func (x *expertRun) inspect(obj int) (Result, bool) {
+	if !x.seg(obj) {
+		return Result{}, false
 	}
-	// inspect segments an object and measures it.
-	inspect := func(obj int) (Result, bool) {
-		if !seg(obj) {
-			return Result{}, false
-		}
-		r := do(Action{Op: OpProperties})
-		return r, r.Misuse == MisuseNone
-	}
-	q := t.Query
+	r := x.do(Action{Op: OpProperties})
+	return r, r.Misuse == MisuseNone
+}
+
+// answer takes the task family's tool calls and returns what they show ("" when a call failed).
+func (x *expertRun) answer() string {
+	t, q := x.t, x.t.Query
 	answer := ""
 	switch t.Family {
 	case AttributeRecognition:
-		if p, ok := inspect(t.Targets[0]); ok {
+		if p, ok := x.inspect(t.Targets[0]); ok {
 			answer = p.Shape
 			if q.Ask == AskColour {
 				answer = p.Colour
 			}
 		}
 	case TextExtraction:
-		if seg(t.Targets[0]) && do(Action{Op: OpZoom}).Misuse == MisuseNone {
-			answer = do(Action{Op: OpReadText}).Text
+		if x.seg(t.Targets[0]) && x.do(Action{Op: OpZoom}).Misuse == MisuseNone {
+			answer = x.do(Action{Op: OpReadText}).Text
 		}
 	case ObjectCounting:
-		// Reading order of the clicked cells, so the plan is predictable
-		// from the observation: the next pick is the first unvisited match.
-		type pick struct{ obj, cell int }
-		var picks []pick
-		for _, j := range t.Targets {
-			if k, ok := cellFor(t, e.bg, j); ok {
-				picks = append(picks, pick{j, k})
-			}
-		}
-		slices.SortFunc(picks, func(a, b pick) int { return a.cell - b.cell })
-		n := 0
-		for _, p := range picks {
-			if r, ok := inspect(p.obj); ok && r.Colour == q.Colour.String() {
-				n++
-			}
-		}
-		answer = strconv.Itoa(n)
+		answer = x.count()
 	case SpatialReasoning, GeometricComparison:
-		a, okA := inspect(t.Targets[0])
-		b, okB := inspect(t.Targets[1])
-		if !okA || !okB {
-			break
-		}
-		if t.Family == GeometricComparison {
-			answer = b.Colour
-			if a.Area > b.Area {
-				answer = a.Colour
-			}
-			break
-		}
-		var holds bool
-		switch q.Relation {
-		case LeftOf:
-			holds = a.Centre.X < b.Centre.X
-		case RightOf:
-			holds = a.Centre.X > b.Centre.X
-		case Above:
-			holds = a.Centre.Y < b.Centre.Y
-		case Below:
-			holds = a.Centre.Y > b.Centre.Y
-		}
-		answer = "no"
-		if holds {
-			answer = "yes"
-		}
+		answer = x.comparePair()
 	case TemporalTracking:
-		if seg(t.Targets[0]) {
-			r := do(Action{Op: OpTrack})
+		if x.seg(t.Targets[0]) {
+			r := x.do(Action{Op: OpTrack})
 			if len(r.Track) > 1 {
 				if d := motionDirection(r.Track[0], r.Track[len(r.Track)-1]); d >= 0 {
 					answer = Directions[d]
@@ -162,6 +138,57 @@ func SolveIn(e *Episode, t *Task) []Action {
 			}
 		}
 	}
-	do(Action{Op: OpAnswer, Answer: answer})
-	return acts
+	return answer
+}
+
+// count inspects every target and counts those of the asked colour.
+func (x *expertRun) count() string {
+	// Reading order of the clicked cells, so the plan is predictable
+	// from the observation: the next pick is the first unvisited match.
+	type pick struct{ obj, cell int }
+	var picks []pick
+	for _, j := range x.t.Targets {
+		if k, ok := cellFor(x.t, x.e.bg, j); ok {
+			picks = append(picks, pick{j, k})
+		}
+	}
+	slices.SortFunc(picks, func(a, b pick) int { return a.cell - b.cell })
+	n := 0
+	for _, p := range picks {
+		if r, ok := x.inspect(p.obj); ok && r.Colour == x.t.Query.Colour.String() {
+			n++
+		}
+	}
+	return strconv.Itoa(n)
+}
+
+// comparePair inspects the two targets and answers the larger one's colour (geometric comparison)
+// or whether the asked relation holds between them (spatial reasoning).
+func (x *expertRun) comparePair() string {
+	a, okA := x.inspect(x.t.Targets[0])
+	b, okB := x.inspect(x.t.Targets[1])
+	if !okA || !okB {
+		return ""
+	}
+	if x.t.Family == GeometricComparison {
+		if a.Area > b.Area {
+			return a.Colour
+		}
+		return b.Colour
+	}
+	var holds bool
+	switch x.t.Query.Relation {
+	case LeftOf:
+		holds = a.Centre.X < b.Centre.X
+	case RightOf:
+		holds = a.Centre.X > b.Centre.X
+	case Above:
+		holds = a.Centre.Y < b.Centre.Y
+	case Below:
+		holds = a.Centre.Y > b.Centre.Y
+	}
+	if holds {
+		return "yes"
+	}
+	return "no"
 }
