@@ -44,6 +44,42 @@ func (r *Runner) runTest(ctx context.Context) error {
 	out := rollout.FinalEval{Split: "test", Tasks: tasks.Len(), Samples: cfg.Eval.Samples, Models: map[string]rollout.EvalResult{}, Time: time.Now().UTC()}
 	m := map[string]float64{}
 	scores := map[string]rollout.PerTask{}
+	models, results, perTasks, err := r.evaluateTestModels(ctx, tasks)
+	if err != nil {
+		return err
+	}
+	for i, model := range models {
+		res := results[i]
+		out.Models[model] = res
+		scores[model] = perTasks[i]
+		for k, v := range res.Metrics("test/" + model) {
+			m[k] = v
+		}
+		r.emit(1, telemetry.EventEval, fmt.Sprintf("test %s: greedy %.3f pass@1 %.3f pass@%d %.3f on %d tasks",
+			model, res.Greedy["all"], res.Pass1["all"], res.Samples, res.PassN["all"], res.Tasks), nil)
+	}
+	if len(out.Models) == 0 {
+		return fmt.Errorf("test: no model to evaluate in %s (run sft first)", r.ckptRoot)
+	}
+	out.Change = pairedChange(scores, "sft", "rft", m)
+	out.TTRLChange = pairedChange(scores, "rft", "ttrl", m)
+	r.record(telemetry.PhaseEval, 1, m)
+	data, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(r.opt.RunDir, rundir.FinalEvalFile)
+	if err := rundir.WriteFileAtomic(path, data); err != nil {
+		return err
+	}
+	r.emitTestSummary(out, path)
+	return nil
+}
+
+// evaluateTestModels evaluates each of the SFT, RFT and TTRL checkpoints that exist on the test
+// tasks, returning the models evaluated with their results and per-task scores.
+func (r *Runner) evaluateTestModels(ctx context.Context, tasks rollout.TaskList) ([]string, []rollout.EvalResult, []rollout.PerTask, error) {
+	cfg := r.cfg
 	paths := r.testModels()
 	var models []string
 	for _, model := range []string{"sft", "rft", "ttrl"} {
@@ -80,33 +116,15 @@ func (r *Runner) runTest(ctx context.Context) error {
 	par.NewTeam(r.workers).Do(evals...)
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 	}
-	for i, model := range models {
-		res := results[i]
-		out.Models[model] = res
-		scores[model] = perTasks[i]
-		for k, v := range res.Metrics("test/" + model) {
-			m[k] = v
-		}
-		r.emit(1, telemetry.EventEval, fmt.Sprintf("test %s: greedy %.3f pass@1 %.3f pass@%d %.3f on %d tasks",
-			model, res.Greedy["all"], res.Pass1["all"], res.Samples, res.PassN["all"], res.Tasks), nil)
-	}
-	if len(out.Models) == 0 {
-		return fmt.Errorf("test: no model to evaluate in %s (run sft first)", r.ckptRoot)
-	}
-	out.Change = pairedChange(scores, "sft", "rft", m)
-	out.TTRLChange = pairedChange(scores, "rft", "ttrl", m)
-	r.record(telemetry.PhaseEval, 1, m)
-	data, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(r.opt.RunDir, rundir.FinalEvalFile)
-	if err := rundir.WriteFileAtomic(path, data); err != nil {
-		return err
-	}
+	return models, results, perTasks, nil
+}
+
+// emitTestSummary reports where the test results are, with the paired SFT → RFT and RFT → TTRL
+// changes of the models evaluated.
+func (r *Runner) emitTestSummary(out rollout.FinalEval, path string) {
 	msg := "test results: " + path
 	if s, ok := out.Models["sft"]; ok {
 		if f, ok := out.Models["rft"]; ok {
@@ -121,7 +139,6 @@ func (r *Runner) runTest(ctx context.Context) error {
 		}
 	}
 	r.emit(1, telemetry.EventEval, msg, map[string]any{"path": path})
-	return nil
 }
 
 // pairedChange is model b minus model a task by task, when both were

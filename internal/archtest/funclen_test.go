@@ -41,7 +41,6 @@ var notYetShortened = map[string]int{
 	"train/serve/vector_test.go:TestVectorAutoreset":                     92,
 	"train/telemetry/recorder_test.go:TestRecorderWritesRunFiles":        93,
 	"train/telemetry/tb/writer_test.go:TestWriterReadBack":               105,
-	"train/test.go:Runner.runTest":                                       87,
 	"tui/keys_test.go:TestQuit":                                          116,
 }
 
