@@ -29,82 +29,91 @@ func smokeRun(t *testing.T, dir string, sets ...string) string {
 	return filepath.Join(dir, "checkpoints", rundir.SFTFinal)
 }
 
+// checkpointDamage is one way a checkpoint gets damaged, and the file a refusal must name.
+type checkpointDamage struct {
+	name string
+	hurt func(t *testing.T, path string)
+	want string
+}
+
+// checkpointDamages are the damages a resume must refuse.
+var checkpointDamages = []checkpointDamage{
+	{"flipped byte", func(t *testing.T, p string) {
+		f := filepath.Join(p, filePolicy)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)-3] ^= 0x40
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}, "policy.safetensors"},
+	{"truncated file", func(t *testing.T, p string) {
+		if err := os.Truncate(filepath.Join(p, fileOptimizer), 100); err != nil {
+			t.Fatal(err)
+		}
+	}, "optimizer.safetensors"},
+	{"missing file", func(t *testing.T, p string) {
+		if err := os.Remove(filepath.Join(p, ckpt.StateFile)); err != nil {
+			t.Fatal(err)
+		}
+	}, "state.json"},
+	// The manifest vouches for these bytes: only decoding them as a
+	// resume does finds the step that is a string.
+	{"state of wrong types, hashes re-made", func(t *testing.T, p string) {
+		b, err := os.ReadFile(filepath.Join(p, ckpt.StateFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = regexp.MustCompile(`"step":\s*(\d+)`).ReplaceAll(b, []byte(`"step":"$1"`))
+		rewriteListed(t, p, ckpt.StateFile, b)
+	}, "state.json"},
+	{"unlisted extra file", func(t *testing.T, p string) {
+		if err := os.WriteFile(filepath.Join(p, "extra.bin"), []byte("put here later"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}, "extra.bin"},
+}
+
+// checkResumeRefuses damages a copy of the checkpoint final in the run directory dir, then checks
+// that verify and resume both name the damaged file and that the refusal changes no checkpoint.
+func checkResumeRefuses(t *testing.T, dir, final string, d checkpointDamage) {
+	bad := filepath.Join(dir, "checkpoints", "damaged_"+strings.ReplaceAll(d.name, " ", "_"))
+	copyDir(t, final, bad)
+	d.hurt(t, bad)
+	// ckpt verify finds what resume refuses.
+	if problems := VerifyCheckpoint(bad); len(problems) == 0 || !strings.Contains(problems[0].Error(), d.want) {
+		t.Fatalf("verify: %v, want a problem with %s", problems, d.want)
+	}
+	before := snapshotDir(t, filepath.Join(dir, "checkpoints"))
+	r, err := New(smoke(t), Options{RunDir: dir, Phases: []string{PhaseSFT}, Resume: bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Run(context.Background())
+	if err == nil {
+		t.Fatal("resumed from a damaged checkpoint")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, d.want) || !strings.Contains(msg, "cannot resume from") {
+		t.Fatalf("message does not name %s: %s", d.want, msg)
+	}
+	if !strings.Contains(msg, "an older checkpoint is valid") {
+		t.Fatalf("message does not point at an older checkpoint: %s", msg)
+	}
+	if after := snapshotDir(t, filepath.Join(dir, "checkpoints")); after != before {
+		t.Fatalf("a refused resume changed the checkpoints:\n%s\n---\n%s", before, after)
+	}
+}
+
 // A damaged or foreign checkpoint is refused with the file and the problem named,
 // and the refusal points at an older valid checkpoint; nothing is overwritten.
 func TestResumeRefusesBadCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	final := smokeRun(t, dir)
-	damage := []struct {
-		name string
-		hurt func(t *testing.T, path string)
-		want string
-	}{
-		{"flipped byte", func(t *testing.T, p string) {
-			f := filepath.Join(p, filePolicy)
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b[len(b)-3] ^= 0x40
-			if err := os.WriteFile(f, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}, "policy.safetensors"},
-		{"truncated file", func(t *testing.T, p string) {
-			if err := os.Truncate(filepath.Join(p, fileOptimizer), 100); err != nil {
-				t.Fatal(err)
-			}
-		}, "optimizer.safetensors"},
-		{"missing file", func(t *testing.T, p string) {
-			if err := os.Remove(filepath.Join(p, ckpt.StateFile)); err != nil {
-				t.Fatal(err)
-			}
-		}, "state.json"},
-		// The manifest vouches for these bytes: only decoding them as a
-		// resume does finds the step that is a string.
-		{"state of wrong types, hashes re-made", func(t *testing.T, p string) {
-			b, err := os.ReadFile(filepath.Join(p, ckpt.StateFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			b = regexp.MustCompile(`"step":\s*(\d+)`).ReplaceAll(b, []byte(`"step":"$1"`))
-			rewriteListed(t, p, ckpt.StateFile, b)
-		}, "state.json"},
-		{"unlisted extra file", func(t *testing.T, p string) {
-			if err := os.WriteFile(filepath.Join(p, "extra.bin"), []byte("put here later"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}, "extra.bin"},
-	}
-	for _, d := range damage {
-		t.Run(d.name, func(t *testing.T) {
-			bad := filepath.Join(dir, "checkpoints", "damaged_"+strings.ReplaceAll(d.name, " ", "_"))
-			copyDir(t, final, bad)
-			d.hurt(t, bad)
-			// ckpt verify finds what resume refuses.
-			if problems := VerifyCheckpoint(bad); len(problems) == 0 || !strings.Contains(problems[0].Error(), d.want) {
-				t.Fatalf("verify: %v, want a problem with %s", problems, d.want)
-			}
-			before := snapshotDir(t, filepath.Join(dir, "checkpoints"))
-			r, err := New(smoke(t), Options{RunDir: dir, Phases: []string{PhaseSFT}, Resume: bad})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = r.Run(context.Background())
-			if err == nil {
-				t.Fatal("resumed from a damaged checkpoint")
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, d.want) || !strings.Contains(msg, "cannot resume from") {
-				t.Fatalf("message does not name %s: %s", d.want, msg)
-			}
-			if !strings.Contains(msg, "an older checkpoint is valid") {
-				t.Fatalf("message does not point at an older checkpoint: %s", msg)
-			}
-			if after := snapshotDir(t, filepath.Join(dir, "checkpoints")); after != before {
-				t.Fatalf("a refused resume changed the checkpoints:\n%s\n---\n%s", before, after)
-			}
-		})
+	for _, d := range checkpointDamages {
+		t.Run(d.name, func(t *testing.T) { checkResumeRefuses(t, dir, final, d) })
 	}
 	t.Run("other config", func(t *testing.T) {
 		r, err := New(smoke(t, "sft.lr=0.5"), Options{RunDir: t.TempDir(), Phases: []string{PhaseSFT}, Resume: final})
