@@ -97,6 +97,8 @@ func TestCommandSendError(t *testing.T) {
 	}
 }
 
+// q quits at once when the run is not live or has ended; on a live run it asks whether to stop,
+// and n, y and esc answer.
 func TestQuit(t *testing.T) {
 	t.Run("not live quits at once", func(t *testing.T) {
 		hs := rftHarness(t, 120, 40, "never", false)
@@ -174,10 +176,13 @@ func TestQuit(t *testing.T) {
 			t.Fatal("did not quit when the run stopped")
 		}
 	})
-	// ctrl+c is what SIGINT is to a headless run: the first asks for a stop
-	// with a checkpoint and waits for it, however long the save takes; a
-	// second (after y too) asks again, which the run's owner takes as a stop
-	// at once. The owner ends the console when the stopped run has ended.
+}
+
+// ctrl+c is what SIGINT is to a headless run: the first asks for a stop
+// with a checkpoint and waits for it, however long the save takes; a
+// second (after y too) asks again, which the run's owner takes as a stop
+// at once. The owner ends the console when the stopped run has ended.
+func TestQuitCtrlC(t *testing.T) {
 	t.Run("ctrl+c stops with a checkpoint and waits", func(t *testing.T) {
 		hs := rftHarness(t, 120, 40, "never", true)
 		hs.press("ctrl+c")

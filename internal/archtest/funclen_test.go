@@ -40,7 +40,6 @@ var notYetShortened = map[string]int{
 	"train/serve/vector_test.go:TestVectorAutoreset":                     92,
 	"train/telemetry/recorder_test.go:TestRecorderWritesRunFiles":        93,
 	"train/telemetry/tb/writer_test.go:TestWriterReadBack":               105,
-	"tui/keys_test.go:TestQuit":                                          116,
 }
 
 // TestFunctionLength fails on every function longer than maxFuncLines outside exemptFiles and
