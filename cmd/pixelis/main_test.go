@@ -151,11 +151,12 @@ func TestCommandHelpExitsZero(t *testing.T) {
 	}
 }
 
-// The CLI's exit codes and messages: help for every command and subcommand,
-// a bad flag reported once, --set errors blamed on the --set, the version.
-func TestCLIMessages(t *testing.T) {
-	finishedRun := t.TempDir()
-	if err := os.WriteFile(filepath.Join(finishedRun, "run.json"), []byte(`{"phases":["sft","rft","test"]}`), 0o644); err != nil {
+// writeFinishedRun makes a run directory whose default config ran sft, rft and test to the end:
+// its run.json, config.toml and final_eval.json.
+func writeFinishedRun(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(`{"phases":["sft","rft","test"]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var conf bytes.Buffer
@@ -163,10 +164,17 @@ func TestCLIMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, data := range map[string][]byte{"config.toml": conf.Bytes(), "final_eval.json": []byte("{}")} {
-		if err := os.WriteFile(filepath.Join(finishedRun, name), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// The CLI's exit codes and messages: help for every command and subcommand,
+// a bad flag reported once, --set errors blamed on the --set, the version.
+func TestCLIMessages(t *testing.T) {
+	finishedRun := writeFinishedRun(t)
 	cases := []struct {
 		name   string
 		args   []string

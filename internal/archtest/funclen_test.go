@@ -30,7 +30,6 @@ var notYetShortened = map[string]int{
 	"ckpt/adapter_test.go:TestExportAdapterMatchesPEFTLayout":            96,
 	"clients/python/python_test.go:writeReference":                       95,
 	"cmd/pixelis/launch_torch_e2e_test.go:TestLaunchTorchExampleConsole": 112,
-	"cmd/pixelis/main_test.go:TestCLIMessages":                           84,
 	"cmd/pixelis/soak_test.go:soak":                                      147,
 	"train/grpo/handgrpo_test.go:handGRPO.step":                          184,
 	"train/policy/graph_test.go:TestGradientsMatchFiniteDifferences":     88,
