@@ -55,28 +55,8 @@ func TestRecorderWritesRunFiles(t *testing.T) {
 	r.Publish(snap) // only the step-4 sample is new
 
 	// Publish flushed metrics.jsonl.
-	metrics := readLines(t, filepath.Join(dir, MetricsFile))
-	if len(metrics) != 2 || metrics[0] != `{"step":1,"phase":"rft","time":"2026-11-22T10:42:00Z","m":{"policy/loss":null,"reward/total":0.25}}` {
-		t.Fatalf("metrics.jsonl = %q", metrics)
-	}
-	var p Point
-	if err := json.Unmarshal([]byte(metrics[1]), &p); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := time.Parse(time.RFC3339Nano, p.Time); err != nil {
-		t.Errorf("a point without time should be stamped: %q", p.Time)
-	}
-
-	samples := readLines(t, filepath.Join(dir, SamplesFile))
-	var qs []string
-	for _, line := range samples {
-		var sl SampleLine
-		if err := json.Unmarshal([]byte(line), &sl); err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, strconv.Itoa(sl.Step)+sl.Sample.Question)
-	}
-	if strings.Join(qs, " ") != "2a 2b 4c" {
+	checkRecordedPoints(t, dir)
+	if qs := sampleLabels(t, dir); strings.Join(qs, " ") != "2a 2b 4c" {
 		t.Errorf("samples.jsonl holds %v, want [2a 2b 4c]", qs)
 	}
 
@@ -123,6 +103,38 @@ func TestRecorderWritesRunFiles(t *testing.T) {
 	if got := len(readLines(t, filepath.Join(dir, SamplesFile))); got != 4 {
 		t.Errorf("after reopening: %d sample lines, want 4", got)
 	}
+}
+
+// checkRecordedPoints checks metrics.jsonl holds the test's two points: the first as recorded
+// (NaN as null), the second stamped with the time it was recorded.
+func checkRecordedPoints(t *testing.T, dir string) {
+	t.Helper()
+	metrics := readLines(t, filepath.Join(dir, MetricsFile))
+	if len(metrics) != 2 || metrics[0] != `{"step":1,"phase":"rft","time":"2026-11-22T10:42:00Z","m":{"policy/loss":null,"reward/total":0.25}}` {
+		t.Fatalf("metrics.jsonl = %q", metrics)
+	}
+	var p Point
+	if err := json.Unmarshal([]byte(metrics[1]), &p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, p.Time); err != nil {
+		t.Errorf("a point without time should be stamped: %q", p.Time)
+	}
+}
+
+// sampleLabels is each line of samples.jsonl as its step and question, "2a" for question a at step 2.
+func sampleLabels(t *testing.T, dir string) []string {
+	t.Helper()
+	samples := readLines(t, filepath.Join(dir, SamplesFile))
+	var qs []string
+	for _, line := range samples {
+		var sl SampleLine
+		if err := json.Unmarshal([]byte(line), &sl); err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, strconv.Itoa(sl.Step)+sl.Sample.Question)
+	}
+	return qs
 }
 
 func TestRecorderWriteErrorReportedOnce(t *testing.T) {
