@@ -257,41 +257,9 @@ func TestWriterReadBack(t *testing.T) {
 	}
 	events = events[1:]
 	for i, e := range events[1:4] {
-		step := i + 1
-		if e.step != int64(step) || e.wallTime != float64(ts.Unix())+0.5 {
-			t.Errorf("record %d: step %d wall %f", i+1, e.step, e.wallTime)
-		}
-		got := map[string]float64{}
-		for _, v := range e.values {
-			if !v.hasSimp {
-				t.Errorf("step %d: %s has no simple_value", step, v.tag)
-			}
-			got[v.tag] = float64(v.simple)
-		}
-		if len(got) != len(want[step]) {
-			t.Errorf("step %d: tags %v, want %v", step, got, want[step])
-		}
-		for tag, v := range want[step] {
-			g, ok := got[tag]
-			switch {
-			case !ok:
-				t.Errorf("step %d: %s missing", step, tag)
-			case math.IsNaN(v) != math.IsNaN(g) || (!math.IsNaN(v) && float32(g) != float32(v)):
-				t.Errorf("step %d: %s = %v, want %v", step, tag, g, v)
-			}
-		}
+		checkScalars(t, i+1, e, want[i+1], float64(ts.Unix())+0.5)
 	}
-	text := func(e readEvent, tag string) string {
-		if len(e.values) != 1 {
-			t.Fatalf("text record with %d values", len(e.values))
-		}
-		v := e.values[0]
-		if v.tag != tag || v.plugin != "text" || v.dtype != 7 || len(v.strings) != 1 || v.hasSimp {
-			t.Fatalf("text value: %+v", v)
-		}
-		return string(v.strings[0])
-	}
-	md := text(events[4], "samples")
+	md := textValue(t, events[4], "samples")
 	for _, s := range []string{"text\\_extraction", "What is written on the blue square?", "| 1 | ZOOM\\_IN | obj 3 ×4 |",
 		"coherence +0.20", `"K7" \| 0.97`, "answer: `K7`", "✓"} {
 		if !strings.Contains(md, s) {
@@ -301,9 +269,50 @@ func TestWriterReadBack(t *testing.T) {
 	if events[4].step != 23 {
 		t.Errorf("samples at step %d, want the run-wide 23 (3 within the phase)", events[4].step)
 	}
-	if got := text(events[5], "events"); got != "**checkpoint** checkpoint step\\_000003" {
+	if got := textValue(t, events[5], "events"); got != "**checkpoint** checkpoint step\\_000003" {
 		t.Errorf("event text %q", got)
 	}
+}
+
+// checkScalars checks a step's record: its step, its wall time, and one simple value per metric
+// recorded, NaN included.
+func checkScalars(t *testing.T, step int, e readEvent, want map[string]float64, wall float64) {
+	t.Helper()
+	if e.step != int64(step) || e.wallTime != wall {
+		t.Errorf("record %d: step %d wall %f", step, e.step, e.wallTime)
+	}
+	got := map[string]float64{}
+	for _, v := range e.values {
+		if !v.hasSimp {
+			t.Errorf("step %d: %s has no simple_value", step, v.tag)
+		}
+		got[v.tag] = float64(v.simple)
+	}
+	if len(got) != len(want) {
+		t.Errorf("step %d: tags %v, want %v", step, got, want)
+	}
+	for tag, v := range want {
+		g, ok := got[tag]
+		switch {
+		case !ok:
+			t.Errorf("step %d: %s missing", step, tag)
+		case math.IsNaN(v) != math.IsNaN(g) || (!math.IsNaN(v) && float32(g) != float32(v)):
+			t.Errorf("step %d: %s = %v, want %v", step, tag, g, v)
+		}
+	}
+}
+
+// textValue is the string of a record's one text-plugin value, which must carry tag.
+func textValue(t *testing.T, e readEvent, tag string) string {
+	t.Helper()
+	if len(e.values) != 1 {
+		t.Fatalf("text record with %d values", len(e.values))
+	}
+	v := e.values[0]
+	if v.tag != tag || v.plugin != "text" || v.dtype != 7 || len(v.strings) != 1 || v.hasSimp {
+		t.Fatalf("text value: %+v", v)
+	}
+	return string(v.strings[0])
 }
 
 func TestWriterNeverSharesAFile(t *testing.T) {
