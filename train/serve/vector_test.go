@@ -277,19 +277,9 @@ func TestVectorAutoreset(t *testing.T) {
 			vec := ts.call("POST", "/v1/vectors", map[string]any{"n": n, "seed": seed, "autoreset": mode, "split": "train", "observation": map[string]any{"encoding": "npy"}})
 			var id string
 			vec.get(t, "vector", &id)
-			w, nA := obsWidth(), env.NumActions()
-			rngs, eps := make([]*rand.Rand, n), make([]*env.Episode, n)
-			pending := make([]bool, n)
-			endings := make([][2]bool, n) // off: how each ended episode ended
-			next := func(i int) *env.Task { return env.Generate(ec, env.Train, drawIndex(rngs[i], -1, len(ec.Families))) }
-			for i := range n {
-				rngs[i] = rand.New(rand.NewPCG(seed, uint64(i)))
-				eps[i] = env.NewEpisode(ec)
-				eps[i].Reset(next(i))
-			}
+			m := newVectorMirror(ec, mode, n, seed)
+			nA := env.NumActions()
 			r := rand.New(rand.NewPCG(1, 1))
-			obs := make([]float32, w)
-			ended := 0
 			for step := 1; step <= 3*ec.MaxSteps; step++ {
 				acts := make([]int, n)
 				mask := vec.array(t, "action_mask")
@@ -299,61 +289,98 @@ func TestVectorAutoreset(t *testing.T) {
 					}
 				}
 				vec = ts.call("POST", "/v1/vectors/"+id+"/step", map[string]any{"actions": acts})
-				var fin []finishedSlot
-				vec.get(t, "finished", &fin)
-				term, trunc, rew := vec.array(t, "terminated"), vec.array(t, "truncated"), vec.array(t, "reward")
-				got, k := vec.array(t, "obs"), 0
-				for i, e := range eps {
-					where := fmt.Sprintf("step %d slot %d", step, i)
-					wantTerm, wantTrunc := false, false
-					switch {
-					case pending[i]:
-						e.Reset(next(i))
-						pending[i] = false
-					case e.Done(): // off: the ending is repeated, with reward 0
-						wantTerm, wantTrunc = endings[i][0], endings[i][1]
-						if rew[i] != 0 {
-							t.Errorf("%s: an ended slot has reward %v", where, rew[i])
-						}
-					default:
-						a, _ := env.DecodeAction(acts[i])
-						if _, done := e.Step(a); done {
-							traj := e.Trajectory()
-							wantTerm, wantTrunc = ending(traj[len(traj)-1], true)
-							endings[i] = [2]bool{wantTerm, wantTrunc}
-							if k >= len(fin) || fin[k].Slot != i {
-								t.Fatalf("%s: episode ended, finished %+v", where, fin)
-							}
-							ended++
-							switch mode {
-							case autoresetSame:
-								e.Observe(obs)
-								if !slices.Equal(toF64(obs), vec.array(t, "final_obs")[k*w:(k+1)*w]) {
-									t.Errorf("%s: final_obs differs", where)
-								}
-								e.Reset(next(i))
-							case autoresetNext:
-								pending[i] = true
-							}
-							k++
-						}
-					}
-					if (term[i] != 0) != wantTerm || (trunc[i] != 0) != wantTrunc {
-						t.Errorf("%s: terminated %v truncated %v, want %v %v", where, term[i], trunc[i], wantTerm, wantTrunc)
-					}
-					e.Observe(obs)
-					if !slices.Equal(toF64(obs), got[i*w:(i+1)*w]) {
-						t.Errorf("%s: observation differs from in-process play", where)
-					}
-				}
-				if k != len(fin) {
-					t.Errorf("step %d: %d episodes ended in process, the server lists %+v", step, k, fin)
-				}
+				m.checkStep(t, step, acts, vec)
 			}
-			if ended == 0 {
+			if m.ended == 0 {
 				t.Fatal("no episode ended: the test saw no reset")
 			}
 		})
+	}
+}
+
+// vectorMirror plays a vector's episodes in process, as the server should under its autoreset mode.
+type vectorMirror struct {
+	ec      env.Config
+	mode    string
+	rngs    []*rand.Rand
+	eps     []*env.Episode
+	pending []bool    // next: the slot resets on the coming step
+	endings [][2]bool // off: how each ended episode ended
+	obs     []float32
+	ended   int // episodes ended so far
+}
+
+// newVectorMirror starts n episodes, slot i on the tasks the seed's stream i draws.
+func newVectorMirror(ec env.Config, mode string, n int, seed uint64) *vectorMirror {
+	m := &vectorMirror{ec: ec, mode: mode, rngs: make([]*rand.Rand, n), eps: make([]*env.Episode, n),
+		pending: make([]bool, n), endings: make([][2]bool, n), obs: make([]float32, obsWidth())}
+	for i := range n {
+		m.rngs[i] = rand.New(rand.NewPCG(seed, uint64(i)))
+		m.eps[i] = env.NewEpisode(ec)
+		m.eps[i].Reset(m.next(i))
+	}
+	return m
+}
+
+// next is slot i's next task.
+func (m *vectorMirror) next(i int) *env.Task {
+	return env.Generate(m.ec, env.Train, drawIndex(m.rngs[i], -1, len(m.ec.Families)))
+}
+
+// checkStep takes acts in process and checks the server's answer to the same step, slot by slot:
+// the endings, the finished list, the final observations and the observations.
+func (m *vectorMirror) checkStep(t *testing.T, step int, acts []int, vec frame) {
+	t.Helper()
+	w := obsWidth()
+	var fin []finishedSlot
+	vec.get(t, "finished", &fin)
+	term, trunc, rew := vec.array(t, "terminated"), vec.array(t, "truncated"), vec.array(t, "reward")
+	got, k := vec.array(t, "obs"), 0
+	for i, e := range m.eps {
+		where := fmt.Sprintf("step %d slot %d", step, i)
+		wantTerm, wantTrunc := false, false
+		switch {
+		case m.pending[i]:
+			e.Reset(m.next(i))
+			m.pending[i] = false
+		case e.Done(): // off: the ending is repeated, with reward 0
+			wantTerm, wantTrunc = m.endings[i][0], m.endings[i][1]
+			if rew[i] != 0 {
+				t.Errorf("%s: an ended slot has reward %v", where, rew[i])
+			}
+		default:
+			a, _ := env.DecodeAction(acts[i])
+			if _, done := e.Step(a); done {
+				traj := e.Trajectory()
+				wantTerm, wantTrunc = ending(traj[len(traj)-1], true)
+				m.endings[i] = [2]bool{wantTerm, wantTrunc}
+				if k >= len(fin) || fin[k].Slot != i {
+					t.Fatalf("%s: episode ended, finished %+v", where, fin)
+				}
+				m.ended++
+				switch m.mode {
+				case autoresetSame:
+					e.Observe(m.obs)
+					if !slices.Equal(toF64(m.obs), vec.array(t, "final_obs")[k*w:(k+1)*w]) {
+						t.Errorf("%s: final_obs differs", where)
+					}
+					e.Reset(m.next(i))
+				case autoresetNext:
+					m.pending[i] = true
+				}
+				k++
+			}
+		}
+		if (term[i] != 0) != wantTerm || (trunc[i] != 0) != wantTrunc {
+			t.Errorf("%s: terminated %v truncated %v, want %v %v", where, term[i], trunc[i], wantTerm, wantTrunc)
+		}
+		e.Observe(m.obs)
+		if !slices.Equal(toF64(m.obs), got[i*w:(i+1)*w]) {
+			t.Errorf("%s: observation differs from in-process play", where)
+		}
+	}
+	if k != len(fin) {
+		t.Errorf("step %d: %d episodes ended in process, the server lists %+v", step, k, fin)
 	}
 }
 
