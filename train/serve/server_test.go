@@ -444,48 +444,10 @@ func TestScoresMatchInProcess(t *testing.T) {
 				return acts
 			}
 			want := inProcess(t, ec, env.Val, idx, mutate)
-			// Items: half as live episodes, half as task + actions.
-			var items []scoreItem
-			for i, ix := range idx {
-				task := env.Generate(ec, env.Val, ix)
-				acts := mutate(i, env.Solve(task))
-				var specs []actionSpec
-				for _, a := range acts {
-					js := actionOut(a)
-					specs = append(specs, actionSpec{Op: &js.Op, X: js.X, Y: js.Y, Answer: js.Answer})
-				}
-				if i%2 == 0 {
-					var ep episodeView
-					ts.json("POST", "/v1/episodes", map[string]any{"split": "val", "index": ix}, &ep)
-					for _, s := range specs {
-						ts.json("POST", "/v1/episodes/"+ep.Episode+"/step", s, nil)
-					}
-					id := ep.Episode
-					items = append(items, scoreItem{Episode: &id})
-				} else {
-					split, index := "val", int64(ix)
-					items = append(items, scoreItem{Task: &taskSpec{Split: &split, Index: &index}, Actions: specs})
-				}
-			}
+			items := scoreItems(t, ts, ec, idx, mutate)
 			check := func(name string, got scoreResult, orch *reward.Orchestrator) {
 				t.Helper()
-				orch.BeginStep()
-				b := orch.Compute(want)
-				if !reflect.DeepEqual(got.Names, b.Names) {
-					t.Fatalf("%s: names %v, want %v", name, got.Names, b.Names)
-				}
-				for i, tr := range b.Trajs {
-					g := got.Items[i]
-					if g.Total != tr.Total || !reflect.DeepEqual(g.Raw, tr.Raw) || !reflect.DeepEqual(g.Norm, tr.Norm) || !reflect.DeepEqual(g.PerStep, tr.Steps) {
-						t.Fatalf("%s item %d:\nserved  total %v raw %v norm %v\nprocess total %v raw %v norm %v", name, i, g.Total, g.Raw, g.Norm, tr.Total, tr.Raw, tr.Norm)
-					}
-					if g.Correct != want[i].Correct || g.Answered != want[i].Answered || g.Group != i || g.Steps != len(want[i].Steps) {
-						t.Fatalf("%s item %d: %+v", name, i, g)
-					}
-				}
-				if !reflect.DeepEqual(got.Metrics, orch.Metrics(b)) {
-					t.Errorf("%s: metrics differ", name)
-				}
+				checkScores(t, name, got, orch, want)
 			}
 			fresh := func() *reward.Orchestrator {
 				o, err := setup.Orchestrator(cfg)
@@ -533,6 +495,58 @@ func TestScoresMatchInProcess(t *testing.T) {
 				t.Errorf("score on a closed scorer: %d", status)
 			}
 		})
+	}
+}
+
+// scoreItems are the trajectories of idx (each mutated) as /v1/score items: the even ones as live
+// episodes played on ts, the odd ones as a task and its actions.
+func scoreItems(t *testing.T, ts *testServer, ec env.Config, idx []int, mutate func(i int, acts []env.Action) []env.Action) []scoreItem {
+	t.Helper()
+	var items []scoreItem
+	for i, ix := range idx {
+		task := env.Generate(ec, env.Val, ix)
+		acts := mutate(i, env.Solve(task))
+		var specs []actionSpec
+		for _, a := range acts {
+			js := actionOut(a)
+			specs = append(specs, actionSpec{Op: &js.Op, X: js.X, Y: js.Y, Answer: js.Answer})
+		}
+		if i%2 == 0 {
+			var ep episodeView
+			ts.json("POST", "/v1/episodes", map[string]any{"split": "val", "index": ix}, &ep)
+			for _, s := range specs {
+				ts.json("POST", "/v1/episodes/"+ep.Episode+"/step", s, nil)
+			}
+			id := ep.Episode
+			items = append(items, scoreItem{Episode: &id})
+		} else {
+			split, index := "val", int64(ix)
+			items = append(items, scoreItem{Task: &taskSpec{Split: &split, Index: &index}, Actions: specs})
+		}
+	}
+	return items
+}
+
+// checkScores checks a served score against orch's for the in-process trajectories want: the
+// components, every item's totals and steps, and the metrics.
+func checkScores(t *testing.T, name string, got scoreResult, orch *reward.Orchestrator, want []*reward.Trajectory) {
+	t.Helper()
+	orch.BeginStep()
+	b := orch.Compute(want)
+	if !reflect.DeepEqual(got.Names, b.Names) {
+		t.Fatalf("%s: names %v, want %v", name, got.Names, b.Names)
+	}
+	for i, tr := range b.Trajs {
+		g := got.Items[i]
+		if g.Total != tr.Total || !reflect.DeepEqual(g.Raw, tr.Raw) || !reflect.DeepEqual(g.Norm, tr.Norm) || !reflect.DeepEqual(g.PerStep, tr.Steps) {
+			t.Fatalf("%s item %d:\nserved  total %v raw %v norm %v\nprocess total %v raw %v norm %v", name, i, g.Total, g.Raw, g.Norm, tr.Total, tr.Raw, tr.Norm)
+		}
+		if g.Correct != want[i].Correct || g.Answered != want[i].Answered || g.Group != i || g.Steps != len(want[i].Steps) {
+			t.Fatalf("%s item %d: %+v", name, i, g)
+		}
+	}
+	if !reflect.DeepEqual(got.Metrics, orch.Metrics(b)) {
+		t.Errorf("%s: metrics differ", name)
 	}
 }
 
