@@ -45,7 +45,25 @@ func TestExportAdapterMatchesPEFTLayout(t *testing.T) {
 	if err := ExportAdapter(dir, a); err != nil {
 		t.Fatal(err)
 	}
-	// Weights, read with the independent parser.
+	checkExportedWeights(t, dir, a)
+	checkExportedConfig(t, dir)
+	// And back through ReadAdapter: the base resolves to the checkpoint again.
+	back, err := ReadAdapter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sorted := slices.Clone(a.Layers)
+	slices.SortFunc(sorted, func(x, y LoRALayer) int { return strings.Compare(x.Module, y.Module) })
+	a.Layers = sorted
+	if !reflect.DeepEqual(back, a) {
+		t.Errorf("ReadAdapter =\n%+v\nwant\n%+v", back, a)
+	}
+}
+
+// checkExportedWeights reads an exported adapter's safetensors with the independent parser: its
+// metadata and a's tensors under PEFT's names and shapes.
+func checkExportedWeights(t *testing.T, dir string, a Adapter) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "adapter_model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +111,12 @@ func TestExportAdapterMatchesPEFTLayout(t *testing.T) {
 			}
 		}
 	}
-	// Config, read as plain JSON the way PEFT reads it.
+}
+
+// checkExportedConfig reads an exported testAdapter's adapter_config.json as plain JSON, the way
+// PEFT reads it.
+func checkExportedConfig(t *testing.T, dir string) {
+	t.Helper()
 	cb, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -120,17 +143,6 @@ func TestExportAdapterMatchesPEFTLayout(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("adapter_config.json =\n%v\nwant\n%v", cfg, want)
-	}
-	// And back through ReadAdapter: the base resolves to the checkpoint again.
-	back, err := ReadAdapter(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sorted := slices.Clone(a.Layers)
-	slices.SortFunc(sorted, func(x, y LoRALayer) int { return strings.Compare(x.Module, y.Module) })
-	a.Layers = sorted
-	if !reflect.DeepEqual(back, a) {
-		t.Errorf("ReadAdapter =\n%+v\nwant\n%+v", back, a)
 	}
 }
 
