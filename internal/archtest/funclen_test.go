@@ -31,8 +31,6 @@ var notYetShortened = map[string]int{
 	"cmd/pixelis/launch_torch_e2e_test.go:TestLaunchTorchExampleConsole": 112,
 	"cmd/pixelis/soak_test.go:soak":                                      147,
 	"train/grpo/handgrpo_test.go:handGRPO.step":                          184,
-	"train/policy/graph_test.go:TestGradientsMatchFiniteDifferences":     88,
-	"train/policy/graph_test.go:TestTrainGraphForwardAndUpdates":         99,
 	"train/policy/handnet_test.go:handNet.step":                          147,
 }
 

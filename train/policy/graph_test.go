@@ -132,18 +132,24 @@ func checkGrads(t *testing.T, tg *TrainGraph, r *refNet, lossFn func(*refNet) fl
 	}
 }
 
-func TestGradientsMatchFiniteDifferences(t *testing.T) {
-	const batch = 6
+// gradTestBatch is a tiny policy with every weight perturbed, and a batch of six rows: their
+// observations, actions (segment-at-cell ones and others) and row weights.
+func gradTestBatch(t *testing.T) (*Params, []float32, []int, []float32) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	p, err := New(tinyConfig(), rng)
 	if err != nil {
 		t.Fatal(err)
 	}
 	perturbAll(p, rng)
-	cfg := p.Config()
-	obs := randObs(cfg, batch, rng)
-	actions := []int{0, 3, 6, 2, 5, 1} // segment-at-cell actions and others
-	weights := []float32{1, 0.5, 2, 0, 1, 0.25}
+	obs := randObs(p.Config(), 6, rng)
+	return p, obs, []int{0, 3, 6, 2, 5, 1}, []float32{1, 0.5, 2, 0, 1, 0.25}
+}
+
+// The SFT loss's gradients, with all weights trainable and with the adapters only.
+func TestGradientsMatchFiniteDifferences(t *testing.T) {
+	p, obs, actions, weights := gradTestBatch(t)
+	batch, cfg := len(actions), p.Config()
 	all := append(p.Trainable(false), p.Trainable(true)...)
 
 	for _, tc := range []struct {
@@ -176,48 +182,52 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			checkGrads(t, tg, r, func(r *refNet) float64 { return refSFTLoss(r, obs, actions, weights, 0.05) })
 		})
 	}
+}
 
-	t.Run("grpo/base+adapters", func(t *testing.T) {
-		const eps, beta = 0.2, 0.1
-		tg, err := NewTrainGraph(p, batch, all)
-		if err != nil {
-			t.Fatal(err)
+// The GRPO loss's gradients, its ratios clipped on both sides for advantages of both signs.
+func TestGRPOGradientsMatchFiniteDifferences(t *testing.T) {
+	p, obs, actions, weights := gradTestBatch(t)
+	batch, cfg := len(actions), p.Config()
+	all := append(p.Trainable(false), p.Trainable(true)...)
+	const eps, beta = 0.2, 0.1
+	tg, err := NewTrainGraph(p, batch, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, in := grpoLoss(t, tg, eps, beta)
+	if err := tg.SetLoss(loss); err != nil {
+		t.Fatal(err)
+	}
+	r := newRefNet(p)
+	// Old log-probs offset from the current ones so that the ratios
+	// land inside and outside the clip range on both sides, for
+	// positive and negative advantages.
+	offsets := []float64{0.5, -0.5, 0.05, 0.4, -0.4, -0.1}
+	adv := []float32{1, 1, -1, -1, 1, 0.5}
+	old, ref := make([]float32, batch), make([]float32, batch)
+	clippedRows := 0
+	for i, a := range actions {
+		lp := refLogSoftmax(r.logits(obs[i*cfg.ObsDim() : (i+1)*cfg.ObsDim()]))[a]
+		old[i] = float32(lp - offsets[i])
+		ref[i] = float32(lp + 0.3*offsets[i])
+		if math.Abs(offsets[i]) > math.Log(1+eps) && offsets[i]*float64(adv[i]) > 0 {
+			clippedRows++
 		}
-		loss, in := grpoLoss(t, tg, eps, beta)
-		if err := tg.SetLoss(loss); err != nil {
-			t.Fatal(err)
-		}
-		r := newRefNet(p)
-		// Old log-probs offset from the current ones so that the ratios
-		// land inside and outside the clip range on both sides, for
-		// positive and negative advantages.
-		offsets := []float64{0.5, -0.5, 0.05, 0.4, -0.4, -0.1}
-		adv := []float32{1, 1, -1, -1, 1, 0.5}
-		old, ref := make([]float32, batch), make([]float32, batch)
-		clippedRows := 0
-		for i, a := range actions {
-			lp := refLogSoftmax(r.logits(obs[i*cfg.ObsDim() : (i+1)*cfg.ObsDim()]))[a]
-			old[i] = float32(lp - offsets[i])
-			ref[i] = float32(lp + 0.3*offsets[i])
-			if math.Abs(offsets[i]) > math.Log(1+eps) && offsets[i]*float64(adv[i]) > 0 {
-				clippedRows++
-			}
-		}
-		if clippedRows == 0 {
-			t.Fatal("test data clip nothing")
-		}
-		feeds := map[*G.Node][]float32{tg.Obs: obs, tg.ActionMask: oneHot(actions, cfg.Actions),
-			in.old: old, in.ref: ref, in.adv: adv, in.w: weights}
-		if err := tg.Run(feeds); err != nil {
-			t.Fatal(err)
-		}
-		want := refGRPOLoss(r, obs, actions, old, ref, adv, weights, eps, beta)
-		if got := tg.LossValue(); math.Abs(got-want) > 1e-4*math.Max(1, math.Abs(want)) {
-			t.Fatalf("loss %v, reference %v", got, want)
-		}
-		checkGrads(t, tg, r, func(r *refNet) float64 {
-			return refGRPOLoss(r, obs, actions, old, ref, adv, weights, eps, beta)
-		})
+	}
+	if clippedRows == 0 {
+		t.Fatal("test data clip nothing")
+	}
+	feeds := map[*G.Node][]float32{tg.Obs: obs, tg.ActionMask: oneHot(actions, cfg.Actions),
+		in.old: old, in.ref: ref, in.adv: adv, in.w: weights}
+	if err := tg.Run(feeds); err != nil {
+		t.Fatal(err)
+	}
+	want := refGRPOLoss(r, obs, actions, old, ref, adv, weights, eps, beta)
+	if got := tg.LossValue(); math.Abs(got-want) > 1e-4*math.Max(1, math.Abs(want)) {
+		t.Fatalf("loss %v, reference %v", got, want)
+	}
+	checkGrads(t, tg, r, func(r *refNet) float64 {
+		return refGRPOLoss(r, obs, actions, old, ref, adv, weights, eps, beta)
 	})
 }
 
@@ -255,32 +265,7 @@ func TestTrainGraphForwardAndUpdates(t *testing.T) {
 	if err := tg.Run(feeds); err != nil {
 		t.Fatal(err)
 	}
-	for i, ts := range p.Tensors() {
-		if !slices.Equal(ts.Data, before.Tensors()[i].Data) {
-			t.Fatalf("Run changed %s", ts.Name)
-		}
-	}
-	logits, err := tg.Value(tg.Logits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inf := NewInference(p)
-	got := make([]float32, batch*cfg.Actions)
-	inf.Logits(obs, batch, got)
-	checkLogits(t, "graph", p, obs, logits)
-	checkLogits(t, "inference", p, obs, got)
-	// Rollouts record log π from Inference; the update recomputes it in the
-	// graph. They must agree or the first importance ratio is not 1.
-	chosen, err := tg.Value(tg.ChosenLogProb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, a := range actions {
-		lp := LogSoftmax(got[i*cfg.Actions : (i+1)*cfg.Actions])[a]
-		if math.Abs(lp-float64(chosen[i])) > 1e-4 {
-			t.Fatalf("row %d: graph log π %v, inference %v", i, chosen[i], lp)
-		}
-	}
+	checkForward(t, tg, p, before, obs, actions)
 	first := tg.LossValue()
 	// Each Run reads its own feeds: a different batch gives that batch's loss,
 	// and going back reproduces the first loss exactly.
@@ -320,6 +305,40 @@ func TestTrainGraphForwardAndUpdates(t *testing.T) {
 		b, _ := before.tensor(name)
 		if !slices.Equal(a.Data, b.Data) {
 			t.Fatalf("frozen %s changed in adapter-only training", name)
+		}
+	}
+}
+
+// checkForward checks a graph's first Run: p unchanged from before, the graph's and Inference's
+// logits both the reference's, and the graph's log π of each chosen action the one Inference gives.
+func checkForward(t *testing.T, tg *TrainGraph, p, before *Params, obs []float32, actions []int) {
+	t.Helper()
+	cfg := p.Config()
+	batch := len(actions)
+	for i, ts := range p.Tensors() {
+		if !slices.Equal(ts.Data, before.Tensors()[i].Data) {
+			t.Fatalf("Run changed %s", ts.Name)
+		}
+	}
+	logits, err := tg.Value(tg.Logits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := NewInference(p)
+	got := make([]float32, batch*cfg.Actions)
+	inf.Logits(obs, batch, got)
+	checkLogits(t, "graph", p, obs, logits)
+	checkLogits(t, "inference", p, obs, got)
+	// Rollouts record log π from Inference; the update recomputes it in the
+	// graph. They must agree or the first importance ratio is not 1.
+	chosen, err := tg.Value(tg.ChosenLogProb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range actions {
+		lp := LogSoftmax(got[i*cfg.Actions : (i+1)*cfg.Actions])[a]
+		if math.Abs(lp-float64(chosen[i])) > 1e-4 {
+			t.Fatalf("row %d: graph log π %v, inference %v", i, chosen[i], lp)
 		}
 	}
 }
