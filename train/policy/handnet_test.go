@@ -84,8 +84,27 @@ func colSum(dst, m []float32) {
 
 // step computes the loss and fills the gradients.
 func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
+	n.forwardTrunk(obs)
+	n.forwardHeads()
+	loss := n.lossGrad(actions, w)
+	dH := n.backwardHeads()
+	dH = n.backwardTrunk(dH)
+	n.backwardEncoder(dH)
+	return loss
+}
+
+// top is the trunk's last activation and its width: the heads' input.
+func (n *handNet) top() ([]float32, int) {
+	if k := len(n.p.cfg.Hidden); k > 0 {
+		return n.post[k-1], n.p.cfg.Hidden[k-1]
+	}
+	return n.in, n.p.cfg.TrunkIn()
+}
+
+// forwardTrunk encodes the cells and runs the trunk.
+func (n *handNet) forwardTrunk(obs []float32) {
 	p, cfg, B := n.p, n.p.cfg, n.batch
-	od, na, nc, cf, lh := cfg.ObsDim(), cfg.Actions, cfg.Cells, cfg.CellFeatures, cfg.LocHidden
+	od, nc, cf := cfg.ObsDim(), cfg.Cells, cfg.CellFeatures
 	g, ce, ti := cfg.GlobalFeatures, cfg.CellEmbed, cfg.TrunkIn()
 
 	// Forward: E = ReLU(cells·W_e + b_e), H_0 = [global, mean_c E],
@@ -119,7 +138,13 @@ func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 		}
 		x, in = n.post[k], l.Out
 	}
-	h, hw := x, in
+}
+
+// forwardHeads computes the logits: the action head's, plus the location head's cell scores.
+func (n *handNet) forwardHeads() {
+	p, cfg, B := n.p, n.p.cfg, n.batch
+	na, nc, cf, lh := cfg.Actions, cfg.Cells, cfg.CellFeatures, cfg.LocHidden
+	h, hw := n.top()
 	head := p.Layer(LayerHead)
 	gemm(blas.NoTrans, blas.NoTrans, B, hw, na, h, hw, head.Weight, na, 0, n.logits)
 	addRows(n.logits, head.Bias)
@@ -139,7 +164,11 @@ func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 			n.logits[i*na+c] += s
 		}
 	}
+}
 
+// lossGrad is the loss of the logits, with ∂L/∂logits filled in.
+func (n *handNet) lossGrad(actions []int, w []float32) float64 {
+	B, na := n.batch, n.p.cfg.Actions
 	// Loss and ∂L/∂logits = w_i·(softmax − onehot).
 	var loss float64
 	for i := 0; i < B; i++ {
@@ -159,7 +188,15 @@ func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 		}
 		d[actions[i]] -= w[i]
 	}
+	return loss
+}
 
+// backwardHeads fills the heads' gradients and returns ∂L/∂H for the trunk's last activation.
+func (n *handNet) backwardHeads() []float32 {
+	p, cfg, B := n.p, n.p.cfg, n.batch
+	na, nc, cf, lh := cfg.Actions, cfg.Cells, cfg.CellFeatures, cfg.LocHidden
+	h, hw := n.top()
+	head, lt, ls := p.Layer(LayerHead), p.Layer(LayerLocTrunk), p.Layer(LayerLocScore)
 	// Location head backward: ds = dLogits[:, :C]; dv = Zᵀ·ds; dZ = ds·vᵀ ⊙ [Z>0].
 	gr := n.grads
 	dv := gr[LayerLocScore+SuffixWeight]
@@ -190,7 +227,13 @@ func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 	dH := n.dH[:B*hw]
 	gemm(blas.NoTrans, blas.Trans, B, na, hw, n.dLogits, na, head.Weight, na, 0, dH)
 	gemm(blas.NoTrans, blas.Trans, B, lh, hw, n.dHP, lh, lt.Weight, lh, 1, dH)
+	return dH
+}
 
+// backwardTrunk fills the trunk layers' gradients from ∂L/∂H and returns ∂L/∂H_0.
+func (n *handNet) backwardTrunk(dH []float32) []float32 {
+	p, cfg, B := n.p, n.p.cfg, n.batch
+	ti, gr := cfg.TrunkIn(), n.grads
 	// Trunk backward: dZ_k = dH_k ⊙ [Z_k>0], dW_k = H_{k−1}ᵀ·dZ_k, dH_{k−1} = dZ_k·W_kᵀ.
 	for k := len(cfg.Hidden) - 1; k >= 0; k-- {
 		l := p.Layer(TrunkLayer(k))
@@ -210,7 +253,14 @@ func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 		n.dH, n.dHnext = n.dHnext, n.dH
 		dH = next
 	}
+	return dH
+}
 
+// backwardEncoder fills the cell encoder's gradients from ∂L/∂H_0.
+func (n *handNet) backwardEncoder(dH []float32) {
+	cfg, B := n.p.cfg, n.batch
+	nc, cf, g, ce, ti := cfg.Cells, cfg.CellFeatures, cfg.GlobalFeatures, cfg.CellEmbed, cfg.TrunkIn()
+	gr := n.grads
 	// Encoder backward: each cell gets 1/C of its example's ∂L/∂pooled,
 	// dE = that ⊙ [E>0], dW_e = cellsᵀ·dE.
 	for i := 0; i < B; i++ {
@@ -228,7 +278,6 @@ func (n *handNet) step(obs []float32, actions []int, w []float32) float64 {
 	}
 	gemm(blas.Trans, blas.NoTrans, cf, B*nc, ce, n.cells, cf, n.dEnc, ce, 0, gr[LayerCellEnc+SuffixWeight])
 	colSum(gr[LayerCellEnc+SuffixBias], n.dEnc)
-	return loss
 }
 
 func (n *handNet) params() []optim.Param {
