@@ -183,16 +183,30 @@ func sign(x float64) float64 {
 // Updater.chunk does (without its padding: only len(idx) rows are computed),
 // returns the loss and leaves the adapter gradients in h.grads.
 func (h *handGRPO) step(rows []Row, idx []int, scale float32) (float64, error) {
-	p, cfg := h.p, h.p.Config()
-	od, na, nc, cf, lh := cfg.ObsDim(), cfg.Actions, cfg.Cells, cfg.CellFeatures, cfg.LocHidden
 	B := len(idx)
 	if B > h.batch {
 		return 0, fmt.Errorf("hand grpo: %d rows for a batch of %d", B, h.batch)
 	}
+	if err := h.load(rows, idx, scale); err != nil {
+		return 0, err
+	}
+	hid := h.forwardTrunk(B)
+	h.forwardHeads(B, hid)
+	loss := h.objective(B)
+	h.backwardHeads(B, hid)
+	h.backwardTrunk(B)
+	h.backwardEncoder(B)
+	return loss, nil
+}
+
+// load packs rows[idx] into the inputs, their weights scaled by scale.
+func (h *handGRPO) load(rows []Row, idx []int, scale float32) error {
+	cfg := h.p.Config()
+	od, na, nc, cf := cfg.ObsDim(), cfg.Actions, cfg.Cells, cfg.CellFeatures
 	for k, i := range idx {
 		r := rows[i]
 		if len(r.Obs) != od || r.Action < 0 || r.Action >= na {
-			return 0, fmt.Errorf("hand grpo: row %d has %d features and action %d", i, len(r.Obs), r.Action)
+			return fmt.Errorf("hand grpo: row %d has %d features and action %d", i, len(r.Obs), r.Action)
 		}
 		copy(h.obs[k*od:], r.Obs)
 		// The cell block of the row, laid out as B·Cells rows for the shared scorer.
@@ -200,7 +214,14 @@ func (h *handGRPO) step(rows []Row, idx []int, scale float32) (float64, error) {
 		h.act[k], h.adv[k], h.old[k], h.ref[k], h.w[k] = r.Action, r.Adv, r.Old, r.Ref, r.W*scale
 	}
 
-	// Forward. The trunk's input: [global, mean_c ReLU(cell_c·E + b_e + s·(cell_c·A)·B)].
+	return nil
+}
+
+// forwardTrunk runs the cell encoder and the trunk on B rows and returns the trunk's last activation.
+func (h *handGRPO) forwardTrunk(B int) []float32 {
+	p, cfg := h.p, h.p.Config()
+	od, nc, cf := cfg.ObsDim(), cfg.Cells, cfg.CellFeatures
+	// The trunk's input: [global, mean_c ReLU(cell_c·E + b_e + s·(cell_c·A)·B)].
 	g, ce, ti := cfg.GlobalFeatures, cfg.CellEmbed, cfg.TrunkIn()
 	enc := h.enc[:B*nc*ce]
 	h.forward(p.Layer(policy.LayerCellEnc), B*nc, h.cells[:B*nc*cf], enc)
@@ -228,7 +249,14 @@ func (h *handGRPO) step(rows []Row, idx []int, scale float32) (float64, error) {
 		}
 		x = post
 	}
-	hid := x
+	return x
+}
+
+// forwardHeads computes the logits of B rows from the trunk's last activation hid: the action
+// head's, plus the location head's cell scores.
+func (h *handGRPO) forwardHeads(B int, hid []float32) {
+	p, cfg := h.p, h.p.Config()
+	na, nc, cf, lh := cfg.Actions, cfg.Cells, cfg.CellFeatures, cfg.LocHidden
 	head := p.Layer(policy.LayerHead)
 	logits := h.logits[:B*na]
 	h.forward(head, B, hid, logits)
@@ -254,7 +282,12 @@ func (h *handGRPO) step(rows []Row, idx []int, scale float32) (float64, error) {
 			logits[i*na+c] += score[i*nc+c]
 		}
 	}
+}
 
+// objective is the loss of B rows' logits, with ∂L/∂logits filled in.
+func (h *handGRPO) objective(B int) float64 {
+	na := h.p.Config().Actions
+	logits := h.logits[:B*na]
 	// Objective and ∂L/∂logits, per row in float64. With lp_j = log p_j and
 	// H = −Σ p·lp: ∂lp_a/∂z_j = δ_aj − p_j and ∂H/∂z_j = −p_j·(lp_j + H).
 	c := h.c
@@ -300,8 +333,15 @@ func (h *handGRPO) step(rows []Row, idx []int, scale float32) (float64, error) {
 		}
 		d[a] += float32(gLP)
 	}
-	dLogits := h.dLogits[:B*na]
+	return loss
+}
 
+// backwardHeads fills the heads' adapter gradients and leaves ∂L/∂hid in h.dH.
+func (h *handGRPO) backwardHeads(B int, hid []float32) {
+	p, cfg := h.p, h.p.Config()
+	na, nc, cf, lh := cfg.Actions, cfg.Cells, cfg.CellFeatures, cfg.LocHidden
+	head, lc, lt, ls := p.Layer(policy.LayerHead), p.Layer(policy.LayerLocCell), p.Layer(policy.LayerLocTrunk), p.Layer(policy.LayerLocScore)
+	z, dLogits := h.z[:B*nc*lh], h.dLogits[:B*na]
 	// Location head backward. ds_c = ∂L/∂logits[:, c]; through loc.score to
 	// dZ, masked by the ReLU; ∂L/∂(h·P + b) sums over the cells it was
 	// broadcast to.
@@ -330,7 +370,12 @@ func (h *handGRPO) step(rows []Row, idx []int, scale float32) (float64, error) {
 	dH := h.dH
 	h.backward(head, B, hid, dLogits, dH, 0)
 	h.backward(lt, B, hid, dHP, dH, 1)
+}
 
+// backwardTrunk fills the trunk's adapter gradients from h.dH and leaves ∂L/∂H_0 in h.dIn.
+func (h *handGRPO) backwardTrunk(B int) {
+	p, cfg := h.p, h.p.Config()
+	ti, dH := cfg.TrunkIn(), h.dH
 	// Trunk backward: mask by the ReLU, then to the layer's adapters and, above
 	// the first layer, to its input.
 	for k := len(cfg.Hidden) - 1; k >= 0; k-- {
@@ -349,6 +394,13 @@ func (h *handGRPO) step(rows []Row, idx []int, scale float32) (float64, error) {
 		h.dH, h.dHnext = h.dHnext, h.dH
 		dH = h.dH
 	}
+}
+
+// backwardEncoder fills the cell encoder's adapter gradients from h.dIn.
+func (h *handGRPO) backwardEncoder(B int) {
+	p, cfg := h.p, h.p.Config()
+	nc, cf, g, ce, ti := cfg.Cells, cfg.CellFeatures, cfg.GlobalFeatures, cfg.CellEmbed, cfg.TrunkIn()
+	enc := h.enc[:B*nc*ce]
 	// Encoder: each cell gets 1/C of its row's ∂L/∂(pooled), masked by the ReLU.
 	dEnc := h.dEnc[:B*nc*ce]
 	for i := 0; i < B; i++ {
@@ -364,7 +416,6 @@ func (h *handGRPO) step(rows []Row, idx []int, scale float32) (float64, error) {
 		}
 	}
 	h.backward(p.Layer(policy.LayerCellEnc), B*nc, h.cells[:B*nc*cf], dEnc, nil, 0) // the cells are input: no ∂L/∂x
-	return loss, nil
 }
 
 // params pairs the adapters of the policy with the hand gradients, in the
