@@ -218,58 +218,7 @@ func writeReference(t *testing.T, path string) {
 	ref := reference{Config: "smoke", Stage: cfg.Curriculum.Stages[len(cfg.Curriculum.Stages)-1].Name}
 	var trajs []*reward.Trajectory
 	for i := range 12 {
-		task := env.Generate(ec, env.Train, i)
-		acts := env.Solve(task)
-		switch i {
-		case 3:
-			acts[len(acts)-1].Answer = "cross" // a word of the vocabulary, never a spatial answer
-		case 5:
-			acts = append([]env.Action{{Op: env.OpZoom}}, acts...) // zoom before any segment
-		case 8:
-			acts = []env.Action{{Op: env.OpReadText}}
-			for k := 1; k < ec.MaxSteps; k++ {
-				acts = append(acts, env.Action{Op: env.OpSegment, X: 8 * k, Y: 60 - 7*k})
-			}
-		}
-		e := env.NewEpisode(ec)
-		e.Reset(task)
-		re := refEpisode{Split: "train", Index: i, Question: task.Question, GroundTruth: task.Answer,
-			ViewSHA256: sha(task.RGB(0, env.ViewSize, env.ViewSize))}
-		for k := range task.Frames {
-			re.FramesSHA256 = append(re.FramesSHA256, sha(task.RGB(k, env.SourceSize, env.SourceSize)))
-		}
-		tr := &reward.Trajectory{Frames: len(task.Frames), Group: i}
-		for _, a := range acts {
-			obs := make([]float32, env.ObsDim)
-			e.Observe(obs)
-			re.ObsSHA256 = append(re.ObsSHA256, obsSHA(obs))
-			e.Step(a)
-			st := e.Trajectory()
-			last := st[len(st)-1]
-			last.Obs = obs
-			tr.Steps = append(tr.Steps, last)
-			ra := refAction{Op: a.Op.String()}
-			switch a.Op {
-			case env.OpSegment:
-				ra.X, ra.Y = &a.X, &a.Y
-			case env.OpAnswer:
-				ra.Answer = &a.Answer
-			}
-			re.Actions = append(re.Actions, ra)
-			re.CutOff = append(re.CutOff, last.Result.CutOff)
-		}
-		if !e.Done() {
-			t.Fatalf("reference episode %d did not finish", i)
-		}
-		for _, st := range e.Trajectory() {
-			re.Steps = append(re.Steps, refStep(st))
-		}
-		re.Answer, re.Answered = e.Answer()
-		re.Correct = e.Correct()
-		tr.FinalObs = make([]float32, env.ObsDim)
-		e.Observe(tr.FinalObs)
-		re.ObsSHA256 = append(re.ObsSHA256, obsSHA(tr.FinalObs))
-		tr.Answered, tr.Correct = re.Answered, re.Correct
+		re, tr := playReference(t, ec, i)
 		trajs = append(trajs, tr)
 		ref.Episodes = append(ref.Episodes, re)
 	}
@@ -300,4 +249,70 @@ func writeReference(t *testing.T, path string) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// referenceActions are the expert's actions on train task i, spoiled for some i: a wrong answer,
+// a misuse, a cut-off.
+func referenceActions(ec env.Config, task *env.Task, i int) []env.Action {
+	acts := env.Solve(task)
+	switch i {
+	case 3:
+		acts[len(acts)-1].Answer = "cross" // a word of the vocabulary, never a spatial answer
+	case 5:
+		acts = append([]env.Action{{Op: env.OpZoom}}, acts...) // zoom before any segment
+	case 8:
+		acts = []env.Action{{Op: env.OpReadText}}
+		for k := 1; k < ec.MaxSteps; k++ {
+			acts = append(acts, env.Action{Op: env.OpSegment, X: 8 * k, Y: 60 - 7*k})
+		}
+	}
+	return acts
+}
+
+// playReference plays train task i's reference actions in process and returns the episode as the
+// reference records it and the trajectory the orchestrators score.
+func playReference(t *testing.T, ec env.Config, i int) (refEpisode, *reward.Trajectory) {
+	t.Helper()
+	task := env.Generate(ec, env.Train, i)
+	acts := referenceActions(ec, task, i)
+	e := env.NewEpisode(ec)
+	e.Reset(task)
+	re := refEpisode{Split: "train", Index: i, Question: task.Question, GroundTruth: task.Answer,
+		ViewSHA256: sha(task.RGB(0, env.ViewSize, env.ViewSize))}
+	for k := range task.Frames {
+		re.FramesSHA256 = append(re.FramesSHA256, sha(task.RGB(k, env.SourceSize, env.SourceSize)))
+	}
+	tr := &reward.Trajectory{Frames: len(task.Frames), Group: i}
+	for _, a := range acts {
+		obs := make([]float32, env.ObsDim)
+		e.Observe(obs)
+		re.ObsSHA256 = append(re.ObsSHA256, obsSHA(obs))
+		e.Step(a)
+		st := e.Trajectory()
+		last := st[len(st)-1]
+		last.Obs = obs
+		tr.Steps = append(tr.Steps, last)
+		ra := refAction{Op: a.Op.String()}
+		switch a.Op {
+		case env.OpSegment:
+			ra.X, ra.Y = &a.X, &a.Y
+		case env.OpAnswer:
+			ra.Answer = &a.Answer
+		}
+		re.Actions = append(re.Actions, ra)
+		re.CutOff = append(re.CutOff, last.Result.CutOff)
+	}
+	if !e.Done() {
+		t.Fatalf("reference episode %d did not finish", i)
+	}
+	for _, st := range e.Trajectory() {
+		re.Steps = append(re.Steps, refStep(st))
+	}
+	re.Answer, re.Answered = e.Answer()
+	re.Correct = e.Correct()
+	tr.FinalObs = make([]float32, env.ObsDim)
+	e.Observe(tr.FinalObs)
+	re.ObsSHA256 = append(re.ObsSHA256, obsSHA(tr.FinalObs))
+	tr.Answered, tr.Correct = re.Answered, re.Correct
+	return re, tr
 }
