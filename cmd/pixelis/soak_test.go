@@ -89,8 +89,8 @@ func soak(b *testing.B) {
 
 	dir := filepath.Join(tmp, "killed")
 	metrics := filepath.Join(dir, "metrics.jsonl")
-	counts := map[string]int{}
-	attempts, terms := 0, 0
+	k := &soakKiller{b: b, rng: rng, dir: dir, metrics: metrics, build: build, counts: map[string]int{}}
+	counts := k.counts
 	start = time.Now()
 	for counts["kill"] < kills {
 		if _, err := os.Stat(filepath.Join(dir, "final_eval.json")); err == nil {
@@ -100,94 +100,8 @@ func soak(b *testing.B) {
 		if _, err := os.Stat(filepath.Join(dir, "run.json")); err == nil {
 			args = []string{"resume", dir, "--no-tui"}
 		}
-		attempts++
-		var out soakOutput
-		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		before := countLines(metrics)
-		mode := []string{"build", "build", "save", "save", "steps", "term"}[rng.IntN(6)]
-		if mode == "term" && rng.IntN(2) == 0 {
-			mode = "steps" // SIGTERM in one attempt of twelve
-		}
-		// ready reports when the attempt reached the point where mode kills it.
-		var ready func() bool
-		switch mode {
-		case "build": // a random moment of building the training set (in RFT, of the attempt's start)
-			frac := rng.Float64()
-			var since time.Time
-			var delay time.Duration
-			ready = func() bool {
-				if since.IsZero() {
-					switch o := out.String(); {
-					case strings.Contains(o, "building the training set"):
-						since, delay = time.Now(), time.Duration(frac*float64(build))
-					case strings.Contains(o, "RFT resumed"):
-						since, delay = time.Now(), time.Duration(frac*float64(300*time.Millisecond))
-					}
-				}
-				return !since.IsZero() && time.Since(since) >= delay
-			}
-		case "save": // as soon as a checkpoint is seen half written, renamed or pointed at
-			ready = func() bool { return countLines(metrics) > before && saving(filepath.Join(dir, "checkpoints")) }
-		default: // a few recorded steps into the attempt, then a moment more
-			k, delay := 1+rng.IntN(5), time.Duration(rng.IntN(60))*time.Millisecond
-			var since time.Time
-			ready = func() bool {
-				if since.IsZero() && countLines(metrics) >= before+k {
-					since = time.Now()
-				}
-				return !since.IsZero() && time.Since(since) >= delay
-			}
-		}
-		killed := false
-	wait:
-		for {
-			select {
-			case err := <-done:
-				if err != nil {
-					b.Fatalf("attempt %d (%s) failed: %v\n%s", attempts, strings.Join(args, " "), err, out.String())
-				}
-				break wait
-			case <-time.After(time.Millisecond):
-				if !ready() {
-					continue
-				}
-				if mode == "term" {
-					cmd.Process.Signal(syscall.SIGTERM)
-					if err := <-done; err != nil {
-						b.Fatalf("attempt %d: SIGTERM: %v\n%s", attempts, err, out.String())
-					}
-					terms++
-					break wait
-				}
-				// Where the kill lands, as far as the files and the output tell.
-				o := out.String()
-				building := strings.Contains(o, "building the training set") && !strings.Contains(o, " pairs from ")
-				inSave := saving(filepath.Join(dir, "checkpoints"))
-				cmd.Process.Kill()
-				if err := <-done; err != nil { // nil: it finished before the signal
-					killed = true
-					switch {
-					case building:
-						counts["during the data build"]++
-					case inSave:
-						counts["during a save"]++
-					default:
-						counts["elsewhere"]++
-					}
-				}
-				break wait
-			}
-		}
-		if killed {
-			counts["kill"]++
-			counts[mode]++
-		}
+		k.attempts++
+		k.attempt(bin, args)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "final_eval.json")); err != nil {
 		if out, err := exec.Command(bin, "resume", dir, "--no-tui").CombinedOutput(); err != nil {
@@ -197,18 +111,127 @@ func soak(b *testing.B) {
 	soakTime := time.Since(start)
 	diffs := countRunDiffs(b, whole, dir)
 	b.ReportMetric(float64(counts["kill"]), "kills")
-	b.ReportMetric(float64(terms), "sigterms")
-	b.ReportMetric(float64(attempts), "attempts")
+	b.ReportMetric(float64(k.terms), "sigterms")
+	b.ReportMetric(float64(k.attempts), "attempts")
 	b.ReportMetric(float64(diffs), "diffs")
 	b.Logf("%d SIGKILLs (%d during the data build, %d during a checkpoint save, %d elsewhere in a step; aimed: %d at the build or an attempt's start, %d at a save, %d a few steps in) and %d SIGTERMs over %d attempts in %v (uninterrupted run %v, its data build %v); %d differences",
 		counts["kill"], counts["during the data build"], counts["during a save"], counts["elsewhere"], counts["build"], counts["save"], counts["steps"],
-		terms, attempts, soakTime.Round(time.Second), wholeTime.Round(time.Second), build.Round(time.Millisecond), diffs)
+		k.terms, k.attempts, soakTime.Round(time.Second), wholeTime.Round(time.Second), build.Round(time.Millisecond), diffs)
 	if counts["kill"] < kills {
 		b.Errorf("the run finished after %d kills of %d", counts["kill"], kills)
 	}
 	if diffs > 0 {
 		b.Fatalf("the resumed run differs from the uninterrupted one in %d places", diffs)
 	}
+}
+
+// soakKiller runs the soak's attempts on one run directory, each killed at a point chosen at
+// random, and counts where the kills landed.
+type soakKiller struct {
+	b               *testing.B
+	rng             *rand.Rand
+	dir, metrics    string
+	build           time.Duration // the uninterrupted run's data build
+	counts          map[string]int
+	attempts, terms int
+}
+
+// attempt runs pixelis with args until it finishes or is killed (or sent SIGTERM) where the mode
+// drawn for it aims.
+func (k *soakKiller) attempt(bin string, args []string) {
+	var out soakOutput
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		k.b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	before := countLines(k.metrics)
+	mode := []string{"build", "build", "save", "save", "steps", "term"}[k.rng.IntN(6)]
+	if mode == "term" && k.rng.IntN(2) == 0 {
+		mode = "steps" // SIGTERM in one attempt of twelve
+	}
+	ready := k.readyFunc(mode, &out, before)
+	killed := false
+wait:
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				k.b.Fatalf("attempt %d (%s) failed: %v\n%s", k.attempts, strings.Join(args, " "), err, out.String())
+			}
+			break wait
+		case <-time.After(time.Millisecond):
+			if !ready() {
+				continue
+			}
+			if mode == "term" {
+				cmd.Process.Signal(syscall.SIGTERM)
+				if err := <-done; err != nil {
+					k.b.Fatalf("attempt %d: SIGTERM: %v\n%s", k.attempts, err, out.String())
+				}
+				k.terms++
+				break wait
+			}
+			// Where the kill lands, as far as the files and the output tell.
+			o := out.String()
+			building := strings.Contains(o, "building the training set") && !strings.Contains(o, " pairs from ")
+			inSave := saving(filepath.Join(k.dir, "checkpoints"))
+			cmd.Process.Kill()
+			if err := <-done; err != nil { // nil: it finished before the signal
+				killed = true
+				switch {
+				case building:
+					k.counts["during the data build"]++
+				case inSave:
+					k.counts["during a save"]++
+				default:
+					k.counts["elsewhere"]++
+				}
+			}
+			break wait
+		}
+	}
+	if killed {
+		k.counts["kill"]++
+		k.counts[mode]++
+	}
+}
+
+// readyFunc reports when an attempt reached the point where mode kills it; before is the number
+// of metrics lines when the attempt started.
+func (k *soakKiller) readyFunc(mode string, out *soakOutput, before int) func() bool {
+	var ready func() bool
+	switch mode {
+	case "build": // a random moment of building the training set (in RFT, of the attempt's start)
+		frac := k.rng.Float64()
+		var since time.Time
+		var delay time.Duration
+		ready = func() bool {
+			if since.IsZero() {
+				switch o := out.String(); {
+				case strings.Contains(o, "building the training set"):
+					since, delay = time.Now(), time.Duration(frac*float64(k.build))
+				case strings.Contains(o, "RFT resumed"):
+					since, delay = time.Now(), time.Duration(frac*float64(300*time.Millisecond))
+				}
+			}
+			return !since.IsZero() && time.Since(since) >= delay
+		}
+	case "save": // as soon as a checkpoint is seen half written, renamed or pointed at
+		ready = func() bool { return countLines(k.metrics) > before && saving(filepath.Join(k.dir, "checkpoints")) }
+	default: // a few recorded steps into the attempt, then a moment more
+		steps, delay := 1+k.rng.IntN(5), time.Duration(k.rng.IntN(60))*time.Millisecond
+		var since time.Time
+		ready = func() bool {
+			if since.IsZero() && countLines(k.metrics) >= before+steps {
+				since = time.Now()
+			}
+			return !since.IsZero() && time.Since(since) >= delay
+		}
+	}
+	return ready
 }
 
 // buildTime is how long the run in runDir took to build its training set.
