@@ -351,34 +351,7 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 	}
 	t.Logf("c: %s at step %d", filepath.Base(path), ck.Step)
 
-	// p: the screen holds still at a step, and the KPI it shows there is the
-	// one the example's logged numbers give. Paused again (up to 8 times)
-	// until that KPI is not 0, so that a chart left at 0 cannot pass for it.
-	held, kpi := 0, 0.0
-	for try := 1; ; try++ {
-		s.keys("p")
-		s.waitScreen("paused", "● paused")
-		if held, kpi = waitScreenKPI(t, s, dir); kpi != 0 || try == 8 {
-			break
-		}
-		s.keys("p")
-		s.waitScreen("running again", "● running")
-		waitLaunchedStep(t, dir, held+1, "after p again")
-	}
-	t.Logf("p: the console shows success MA5 %v at step %d, as the example logged", kpi, held)
-	waitLaunchEvent(t, dir, telemetry.EventCommand, "paused")
-	if last := lastLaunchedStep(t, dir); last != held {
-		t.Fatalf("paused, the console shows step %d, metrics.jsonl ends at %d", held, last)
-	}
-	// the thing measured: no step for 5 s while paused
-	if waitFor(5*time.Second, func() bool { return lastLaunchedStep(t, dir) != held }) {
-		t.Fatalf("paused at step %d, the example went on to step %d", held, lastLaunchedStep(t, dir))
-	}
-	t.Logf("p: held at step %d for 5 s", held)
-	s.keys("p")
-	s.waitScreen("running again", "● running")
-	waitLaunchEvent(t, dir, telemetry.EventCommand, "resumed")
-	waitLaunchedStep(t, dir, held+1, "after p again")
+	checkPauseHolds(t, s, dir)
 
 	client.run("kill-server")
 	goneOn := lastLaunchedStep(t, dir)
@@ -414,6 +387,50 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 	checkWeights(t, ms, stop, "Coherence", coherenceWeights)
 	stage := ms[stop]["curriculum/stage"]
 
+	checkResumeContinues(t, bin, env, dir, last, stop)
+	checkResumed(t, dir, stop, stage)
+}
+
+// checkPauseHolds presses p on the console s of the launched run in dir: the screen holds still
+// at a step, showing the KPI the example's logged numbers give there, no step comes for 5 s,
+// and p again lets the steps go on.
+func checkPauseHolds(t *testing.T, s *tmuxSession, dir string) {
+	t.Helper()
+	// p: the screen holds still at a step, and the KPI it shows there is the
+	// one the example's logged numbers give. Paused again (up to 8 times)
+	// until that KPI is not 0, so that a chart left at 0 cannot pass for it.
+	held, kpi := 0, 0.0
+	for try := 1; ; try++ {
+		s.keys("p")
+		s.waitScreen("paused", "● paused")
+		if held, kpi = waitScreenKPI(t, s, dir); kpi != 0 || try == 8 {
+			break
+		}
+		s.keys("p")
+		s.waitScreen("running again", "● running")
+		waitLaunchedStep(t, dir, held+1, "after p again")
+	}
+	t.Logf("p: the console shows success MA5 %v at step %d, as the example logged", kpi, held)
+	waitLaunchEvent(t, dir, telemetry.EventCommand, "paused")
+	if last := lastLaunchedStep(t, dir); last != held {
+		t.Fatalf("paused, the console shows step %d, metrics.jsonl ends at %d", held, last)
+	}
+	// the thing measured: no step for 5 s while paused
+	if waitFor(5*time.Second, func() bool { return lastLaunchedStep(t, dir) != held }) {
+		t.Fatalf("paused at step %d, the example went on to step %d", held, lastLaunchedStep(t, dir))
+	}
+	t.Logf("p: held at step %d for 5 s", held)
+	s.keys("p")
+	s.waitScreen("running again", "● running")
+	waitLaunchEvent(t, dir, telemetry.EventCommand, "resumed")
+	waitLaunchedStep(t, dir, held+1, "after p again")
+}
+
+// checkResumeContinues resumes the run in dir, stopped at step stop with the checkpoint last:
+// the trainer is restarted from that checkpoint with the curriculum's stage and history, its
+// steps go on, and SIGTERM ends it with exit 0.
+func checkResumeContinues(t *testing.T, bin string, env []string, dir, last string, stop int) {
+	t.Helper()
 	r := startProcess(t, bin, env, "resume", dir, "--no-tui")
 	for _, want := range []string{
 		fmt.Sprintf("resuming from %s (step %d): --resume %s", last, stop, last),
@@ -428,7 +445,6 @@ func TestLaunchTorchExampleConsole(t *testing.T) {
 	if code := r.exit(t); code != 0 {
 		t.Fatalf("resume: exit %d after SIGTERM\n%s\n%s", code, r.out, r.errOut)
 	}
-	checkResumed(t, dir, stop, stage)
 }
 
 // checkResumed checks pixelis's side of a launched run resumed at step stop

@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,23 +25,14 @@ var exemptFiles = map[string]string{
 	"internal/blas/asmgen/main.go": "writes the hand-vectorised assembly kernels instruction by instruction",
 }
 
-// notYetShortened lists functions over maxFuncLines still waiting to be cut, keyed by
-// "path:Func", each with the length it had when listed; the list must shrink to empty.
-var notYetShortened = map[string]int{
-	"cmd/pixelis/launch_torch_e2e_test.go:TestLaunchTorchExampleConsole": 112,
-}
-
-// TestFunctionLength fails on every function longer than maxFuncLines outside exemptFiles and
-// notYetShortened, and on a notYetShortened entry that has been shortened (so the list only shrinks).
+// TestFunctionLength fails on every function, tests' included, longer than maxFuncLines outside
+// exemptFiles.
 func TestFunctionLength(t *testing.T) {
 	root := repoRoot(t)
 	lengths := functionLengths(t, root)
 	var long []string
 	for key, n := range lengths {
 		if n <= maxFuncLines {
-			continue
-		}
-		if _, ok := notYetShortened[key]; ok {
 			continue
 		}
 		if _, ok := exemptFiles[key[:strings.LastIndex(key, ":")]]; ok {
@@ -51,11 +43,6 @@ func TestFunctionLength(t *testing.T) {
 	sort.Strings(long)
 	for _, key := range long {
 		t.Errorf("%s is %d lines, over %d: cut it into named helpers", key, lengths[key], maxFuncLines)
-	}
-	for key := range notYetShortened {
-		if n, ok := lengths[key]; !ok || n <= maxFuncLines {
-			t.Errorf("%s is no longer over %d lines: remove it from notYetShortened", key, maxFuncLines)
-		}
 	}
 	for path := range exemptFiles {
 		if _, err := os.Stat(filepath.Join(root, path)); err != nil {
@@ -144,5 +131,25 @@ func repoRoot(t *testing.T) string {
 			t.Fatal("no go.mod above the test's directory")
 		}
 		dir = parent
+	}
+}
+
+// functionLengths counts a function from its signature to its closing brace, names methods by
+// their receiver's type, and skips hidden and testdata directories.
+func TestFunctionLengthsCount(t *testing.T) {
+	root := t.TempDir()
+	src := "package p\n\ntype T[K any] struct{}\n\nfunc (*T[K]) M() {\n" + strings.Repeat("\t_ = 1\n", 79) + "}\n\nfunc f() {}\n"
+	for _, dir := range []string{".", ".hidden", "testdata"} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, dir, "p.go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := functionLengths(t, root)
+	want := map[string]int{"p.go:T.M": 81, "p.go:f": 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("lengths %v, want %v", got, want)
 	}
 }
