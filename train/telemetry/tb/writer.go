@@ -62,6 +62,9 @@ type mark struct {
 	runStep int
 }
 
+// fileClock is the time an event file is named after (a variable for tests).
+var fileClock = time.Now
+
 // NewWriter creates runDir/tb/events.out.tfevents.<unix-seconds>.<hostname> and
 // writes its version record and a SessionLog START at step from, the first step
 // the run writes from here: 0 for a fresh run, the step after its checkpoint for
@@ -87,7 +90,7 @@ func newWriterIn(dir string, from int) (*Writer, error) {
 	if err != nil || host == "" {
 		host = "localhost"
 	}
-	now := time.Now()
+	now := fileClock()
 	base := fmt.Sprintf("events.out.tfevents.%d.%s", now.Unix(), host)
 	var f *os.File
 	path := filepath.Join(dir, base)
@@ -97,7 +100,9 @@ func newWriterIn(dir string, from int) (*Writer, error) {
 			break
 		}
 		// Two writers in one second (tests, a quick restart): never share a file.
-		path = filepath.Join(dir, base+"."+strconv.Itoa(i))
+		// The suffix is zero-padded: TensorBoard reads a directory's files in
+		// name order, and ".10" sorts before ".2".
+		path = filepath.Join(dir, fmt.Sprintf("%s.%04d", base, i))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)

@@ -520,3 +520,35 @@ func TestResumedWriterMarksABeginningWhereNoneIs(t *testing.T) {
 		}
 	})
 }
+
+// Writers opened in one second get files whose names sort as they were made:
+// TensorBoard reads a directory's event files in name order, so the twelfth
+// must not sort before the second.
+func TestWritersInOneSecondSortInOrder(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	defer func(c func() time.Time) { fileClock = c }(fileClock)
+	fileClock = func() time.Time { return at }
+	dir := t.TempDir()
+	var made []string
+	for range 12 {
+		w, err := newWriterIn(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, filepath.Base(w.Path()))
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ents, err := os.ReadDir(dir) // in name order
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, made) {
+		t.Fatalf("files in name order %v, made in order %v", names, made)
+	}
+}
