@@ -66,16 +66,7 @@ func (r *Runner) loadDataset(ctx context.Context) (*dataset, error) {
 	}
 	d.cut1, d.cut2 = cuts(samples)
 	pairs, err := sft.Pairs(ctx, r.envCfg, len(samples), func(i int) (*env.Task, []env.Action, []env.Role, error) {
-		t, err := samples[i].Task(r.envCfg)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		acts, err := samples[i].Actions()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		roles, err := samples[i].Roles()
-		return t, acts, roles, err
+		return samples[i].Replay(r.envCfg)
 	}, r.workers)
 	if err != nil {
 		return nil, fmt.Errorf("training set: %w", err)

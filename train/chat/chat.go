@@ -114,15 +114,7 @@ type picture struct {
 // it was generated with) and returns it as a conversation, its task's prompt
 // and the images both refer to.
 func convert(ep *env.Episode, cfg env.Config, s env.Sample) (Conversation, Task, []picture, error) {
-	t, err := s.Task(cfg)
-	if err != nil {
-		return Conversation{}, Task{}, nil, err
-	}
-	actions, err := s.Actions()
-	if err != nil {
-		return Conversation{}, Task{}, nil, err
-	}
-	roles, err := s.Roles()
+	t, actions, roles, err := s.Replay(cfg)
 	if err != nil {
 		return Conversation{}, Task{}, nil, err
 	}

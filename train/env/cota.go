@@ -155,6 +155,24 @@ func containsInt(xs []int, v int) bool {
 	return false
 }
 
+// Replay is what a replay of the sample needs: its task regenerated under
+// cfg (the config it was generated with), its actions and their roles.
+func (s Sample) Replay(cfg Config) (*Task, []Action, []Role, error) {
+	t, err := s.Task(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	acts, err := s.Actions()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	roles, err := s.Roles()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return t, acts, roles, nil
+}
+
 // Roles are the roles of the trajectory's steps.
 func (s Sample) Roles() ([]Role, error) {
 	roles := make([]Role, len(s.Trajectory))

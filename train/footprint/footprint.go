@@ -542,16 +542,7 @@ func measureWorld(ec env.Config, mix env.Mix) worldSize {
 		pair: 4*float64(env.ObsDim) + pairOverhead}
 	if err == nil {
 		pairs, perr := sft.Pairs(context.Background(), ec, len(samples), func(i int) (*env.Task, []env.Action, []env.Role, error) {
-			t, err := samples[i].Task(ec)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			acts, err := samples[i].Actions()
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			roles, err := samples[i].Roles()
-			return t, acts, roles, err
+			return samples[i].Replay(ec)
 		}, 1)
 		if perr == nil && len(pairs) > 0 {
 			// A little above the mean: the mix of a larger set varies.

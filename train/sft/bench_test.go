@@ -29,16 +29,7 @@ func benchSource(b *testing.B, n int) (env.Config, Source) {
 		b.Fatal(err)
 	}
 	return cfg, func(i int) (*env.Task, []env.Action, []env.Role, error) {
-		t, err := samples[i].Task(cfg)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		acts, err := samples[i].Actions()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		roles, err := samples[i].Roles()
-		return t, acts, roles, err
+		return samples[i].Replay(cfg)
 	}
 }
 

@@ -20,16 +20,7 @@ func TestPairsObservationsAreExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := func(i int) (*env.Task, []env.Action, []env.Role, error) {
-		tk, err := samples[i].Task(cfg)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		acts, err := samples[i].Actions()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		roles, err := samples[i].Roles()
-		return tk, acts, roles, err
+		return samples[i].Replay(cfg)
 	}
 	pairs, err := Pairs(context.Background(), cfg, len(samples), src, 2)
 	if err != nil {
