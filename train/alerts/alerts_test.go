@@ -319,7 +319,7 @@ func TestAlertEvent(t *testing.T) {
 	a := Alert{Detector: ToolCollapse, State: StateFire, Step: 120, Rule: "r", Window: 30, Value: 0.21, Threshold: 0.3,
 		Metric: "behavior/rapr", Series: []Point{{1, 0.8}, {2, 0.7}}, Detail: "behavior/rapr projected 0.21", Action: "raise", Weight: "curiosity", Amount: 0.05}
 	e := a.Event()
-	if e.Kind != EventAlert || e.Step != 120 {
+	if e.Kind != telemetry.EventAlert || e.Step != 120 {
 		t.Errorf("event %+v", e)
 	}
 	want := "alert fire tool_collapse step 120: behavior/rapr projected 0.21 (action raise weight.curiosity by 0.05)"
