@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/alerts"
 	"github.com/pixelis/pixelis/train/edit"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -287,5 +289,20 @@ func TestAlertCommandFailureIsAWarning(t *testing.T) {
 	})
 	if i < 0 {
 		t.Errorf("no warning of the failed command: %v", sink.ofKind(telemetry.EventWarning))
+	}
+}
+
+// reward/<c>/abs is the batch mean of what each component adds to a
+// trajectory's total in size: |w·z|, the priced ones with w = 1.
+func TestContributions(t *testing.T) {
+	bd := reward.Breakdown{Names: []string{reward.NameFinal, reward.NameCuriosity, reward.NameCost}, Trajs: []reward.TrajReward{
+		{Norm: map[string]float64{reward.NameFinal: 1, reward.NameCuriosity: -2, reward.NameCost: -0.4}},
+		{Norm: map[string]float64{reward.NameFinal: -1, reward.NameCuriosity: 4, reward.NameCost: 0}},
+	}}
+	m := map[string]float64{}
+	contributions(bd, map[string]float64{reward.NameFinal: 1, reward.NameCuriosity: 0.5}, m)
+	want := map[string]float64{"reward/final/abs": 1, "reward/curiosity/abs": 1.5, "reward/cost/abs": 0.2}
+	if !maps.Equal(m, want) {
+		t.Errorf("got %v, want %v", m, want)
 	}
 }

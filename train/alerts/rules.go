@@ -3,6 +3,7 @@ package alerts
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -222,11 +223,46 @@ func evidence(s *series) []Point {
 	return out
 }
 
-// components are the reward components a record has, reward/<c>/norm (or
-// …/raw), each weighed as the total weighs it: by curriculum/weight/<c>
-// where the run logs one (the tool cost and misuse penalty enter the total
-// unweighted, so 1).
+// components are the reward components a record has, each with what it
+// adds to the total, read in the first form the record has:
+// reward/<c>/abs (the mean size of w_c·z_c, which pixelis's runs log), else
+// the weighted mean w_c·reward/<c>/norm, else w_c·reward/<c>/raw (a trainer
+// that logs only raw rewards); w_c is curriculum/weight/<c> where logged,
+// else 1 (the tool cost and misuse penalty enter the total unweighted).
 func components(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	kinds := map[string]int{} // the form each value came from: lower is preferred
+	for k, v := range m {
+		rest, ok := strings.CutPrefix(k, "reward/")
+		if !ok {
+			continue
+		}
+		name, kind, ok := strings.Cut(rest, "/")
+		rank := slices.Index(contributionForms, kind)
+		if !ok || rank < 0 {
+			continue
+		}
+		if prev, seen := kinds[name]; seen && prev <= rank {
+			continue
+		}
+		w := 1.0
+		if kind != "abs" {
+			if lw, ok := m[prefixWeight+name]; ok {
+				w = lw
+			}
+		}
+		out[name], kinds[name] = w*v, rank
+	}
+	return out
+}
+
+// contributionForms are the metric forms components reads, preferred first.
+var contributionForms = []string{"abs", "norm", "raw"}
+
+// weightedRaw is each shaping component's raw reward times its weight
+// (curriculum/weight/<c> where logged, else 1): what the policy is paid for
+// the behaviour, before normalisation, which a rising term shows.
+func weightedRaw(m map[string]float64) map[string]float64 {
 	out := map[string]float64{}
 	for k, v := range m {
 		rest, ok := strings.CutPrefix(k, "reward/")
@@ -234,10 +270,7 @@ func components(m map[string]float64) map[string]float64 {
 			continue
 		}
 		name, kind, ok := strings.Cut(rest, "/")
-		if !ok || (kind != "norm" && kind != "raw") {
-			continue
-		}
-		if _, hasNorm := m["reward/"+name+"/norm"]; kind == "raw" && hasNorm {
+		if !ok || kind != "raw" {
 			continue
 		}
 		w, ok := m[prefixWeight+name]
@@ -251,9 +284,9 @@ func components(m map[string]float64) map[string]float64 {
 
 // dominanceDetector: one shaping component making up most of the reward.
 //
-// With C_c the mean over the last W steps of component c's weighted reward
-// w_c·r_c (the reward the total adds up), the rule holds when a component
-// other than the task's has
+// With C_c the mean over the last W steps of what component c adds to the
+// total (components: the mean |w_c·z_c| where the run logs it), the rule
+// holds when a component other than the task's has
 //
 //	|C_c| / Σ_k |C_k| ≥ max_share
 func dominanceDetector(c configs.Dominance) detector {
@@ -301,8 +334,9 @@ func sortedKeys[V any](m map[string]V) []string {
 // hackingDetector: the reward rising for the wrong reason.
 //
 // Over the last W steps, with Δ the least-squares line's change across the
-// window (β × span), the rule holds when a shaping component's weighted
-// reward rises while the task's raw reward does not:
+// window (β × span) and r the raw rewards (reward/<c>/raw), the rule holds
+// when a shaping component's weighted raw reward rises while the task's raw
+// reward does not:
 //
 //	Δ(w_c·r_c) ≥ min_rise  and  Δ(r_task) ≤ task_max_change
 //
@@ -321,7 +355,7 @@ func hackingDetector(c configs.Hacking) detector {
 			if v, ok := r.Metrics[task]; ok {
 				st.series(task).add(r.Step, v, 1, c.Window)
 			}
-			for name, v := range components(r.Metrics) {
+			for name, v := range weightedRaw(r.Metrics) {
 				if name != c.Task {
 					st.series("reward/"+name).add(r.Step, v, 1, c.Window)
 				}
