@@ -161,27 +161,38 @@ func (r *Runner) saveAlerts() (*alertState, error) {
 }
 
 // alertActions carries out the actions of the alerts fired since the last
-// boundary, oldest first. stop reports a stop action.
+// boundary, oldest first. stop reports a stop action. Each is taken off the
+// queue before it runs, so a checkpoint it saves (or a stop's) keeps only
+// the actions still to do.
 func (r *Runner) alertActions(step int, ph phaseControl) (stop bool, err error) {
-	a := &r.alerts
-	a.mu.Lock()
-	todo := a.pending
-	a.pending = nil
-	a.mu.Unlock()
-	for i, al := range todo {
-		stop, err := r.alertAction(step, al, ph)
-		if err != nil || stop {
-			// What is left waits for the next boundary (after a resume).
-			a.mu.Lock()
-			a.pending = append(todo[i+1:len(todo):len(todo)], a.pending...)
-			a.mu.Unlock()
+	acted := false
+	for {
+		al, ok := r.nextAlertAction()
+		if !ok {
+			break
+		}
+		acted = true
+		if stop, err := r.alertAction(step, al, ph); stop || err != nil {
 			return stop, err
 		}
 	}
-	if len(todo) > 0 {
+	if acted {
 		ph.publish() // a pause or a new stage shows at once
 	}
 	return false, nil
+}
+
+// nextAlertAction takes the oldest queued alert off the queue.
+func (r *Runner) nextAlertAction() (alerts.Alert, bool) {
+	a := &r.alerts
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.pending) == 0 {
+		return alerts.Alert{}, false
+	}
+	al := a.pending[0]
+	a.pending = a.pending[1:]
+	return al, true
 }
 
 // alertAction carries out one fired alert's action and reports it as an
@@ -206,6 +217,10 @@ func (r *Runner) alertAction(step int, al alerts.Alert, ph phaseControl) (stop b
 		done("paused; resume to go on")
 	case "stop":
 		done("stopping")
+		// A checkpoint of this step taken before (a periodic one) keeps the
+		// stop still to do, and a resume from it would stop again: the stop
+		// saves afresh, without it.
+		r.checkpointNow(step, ph, ckpt.KindSignal)
 		return r.stopNow(step, ph, true), nil
 	case "rollback", "raise":
 		return false, r.alertEdit(step, al, ph, done)

@@ -178,6 +178,36 @@ func TestAlertActionsTakeEffect(t *testing.T) {
 	}
 }
 
+// A run stopped by an alert, at a step whose periodic checkpoint was taken
+// with the stop still to do, resumes from its stop's checkpoint and runs to
+// the end: it neither stops again nor fires again.
+func TestAlertStopResumes(t *testing.T) {
+	cfg := smoke(t, alertSets("stop")...)
+	sft := cfg.SFT.Steps
+	dir := t.TempDir()
+	first := &alertSink{cmds: make(chan telemetry.Command, 8)}
+	if err := alertRun(t, cfg, dir, "", first); !errors.Is(err, ErrStopped) {
+		t.Fatalf("first run ended with %v, want ErrStopped", err)
+	}
+	stopped := first.ofKind(telemetry.EventCommand)
+	if len(stopped) == 0 || stopped[len(stopped)-1].Data["checkpoint"] == nil {
+		t.Fatalf("the stop names no checkpoint: %v", stopped)
+	}
+	second := &alertSink{cmds: make(chan telemetry.Command, 8)}
+	if err := alertRun(t, cfg, dir, stopped[len(stopped)-1].Data["checkpoint"].(string), second); err != nil {
+		t.Fatalf("resumed run: %v", err)
+	}
+	if as := second.ofKind(telemetry.EventAlert); len(as) != 0 {
+		t.Errorf("the resumed run fired again: %v", as)
+	}
+	if acts := second.ofKind(telemetry.EventAlertAction); len(acts) != 0 {
+		t.Errorf("the resumed run acted again: %v", acts)
+	}
+	if _, ok := byStep(second.points)[sft+cfg.RFT.Steps]; !ok {
+		t.Errorf("the resumed run did not reach step %d", sft+cfg.RFT.Steps)
+	}
+}
+
 // A run killed after an alert fired but before its action (the periodic
 // checkpoint of RFT step 3 is taken between the two) and resumed from that
 // checkpoint goes on exactly as the run never interrupted: the action is
