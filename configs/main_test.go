@@ -5,11 +5,14 @@ import (
 	"testing"
 )
 
-// TestMain installs the weighted reward components as the reward registry
-// lists them (package reward installs its own when it is linked in; the
-// reward package's TestWeightNamesInstalled keeps this list equal to the
-// registry's), so these tests check names and encode weights as a run does.
+// TestMain installs the weighted reward components and the advantage
+// estimators as the reward registry and the estimator table list them
+// (packages reward and train/grpo install their own when they are linked in;
+// reward's TestWeightNamesInstalled and grpo's TestEstimatorsInstalled keep
+// these lists equal to theirs), so these tests check names and encode weights
+// as a run does.
 func TestMain(m *testing.M) {
 	SetWeightNames(func() []string { return []string{"final", "coherence", "curiosity"} })
+	SetEstimators(func() (names, grouped []string) { return []string{"grpo", "reinforce++", "ppo"}, []string{"grpo"} })
 	os.Exit(m.Run())
 }
