@@ -58,7 +58,8 @@ func (s *recordSink) Emit(telemetry.Event) {}
 // The recipe of docs/architecture.md, "A reward term": a term added through
 // the registry alone (reward.Register, what a row of reward/registry.go
 // does) is a key of a stage's weights that configs parses and validates, a
-// component of the orchestrator, metrics of a run, a column of pixelis serve's
+// component of the orchestrator, a weight of the reward curriculum, metrics of
+// a run, a column of pixelis serve's
 // scores, a live-edit field, and a row of the console's reward pane, with its
 // short label beside a sample's steps.
 func TestRecipeRewardTerm(t *testing.T) {
@@ -110,6 +111,9 @@ func TestRecipeRewardTerm(t *testing.T) {
 	snap := sink.snaps[len(sink.snaps)-1]
 	if !slices.ContainsFunc(snap.Rewards, func(r telemetry.RewardTerm) bool { return r.Name == "brevity" && r.Short == "brev" }) {
 		t.Errorf("the run's snapshot lists rewards %+v, without brevity", snap.Rewards)
+	}
+	if w := snap.Curriculum.Stages[0].Weights; w["brevity"] != 0.5 {
+		t.Errorf("the reward curriculum's first stage weighs %v", w)
 	}
 
 	// pixelis serve's scores.
