@@ -58,10 +58,9 @@ func (s *recordSink) Emit(telemetry.Event) {}
 // The recipe of docs/architecture.md, "A reward term": a term added through
 // the registry alone (reward.Register, what a row of reward/registry.go
 // does) is a key of a stage's weights that configs parses and validates, a
-// component of the orchestrator, a weight of the reward curriculum, metrics of
-// a run, a column of pixelis serve's
-// scores, a live-edit field, and a row of the console's reward pane, with its
-// short label beside a sample's steps.
+// component of the orchestrator, a weight of the reward curriculum, metrics
+// of a run, a column of pixelis serve's scores, a live-edit field, and a row
+// of the console's reward pane, with its short label beside a sample's steps.
 func TestRecipeRewardTerm(t *testing.T) {
 	unregister, err := reward.Register(reward.Term{Name: "brevity", Short: "brev", Doc: "−0.01 a step",
 		New: func(reward.Parts) (reward.Component, error) { return brevity{}, nil }})
