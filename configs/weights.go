@@ -3,7 +3,6 @@ package configs
 import (
 	"bytes"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
@@ -68,7 +67,7 @@ func (c *checker) weights(path string, w Weights) {
 		}
 		sum += w[n]
 	}
-	if ok && (sum == 0 || math.IsNaN(sum)) {
+	if ok && sum == 0 { // every value is >= 0: a sum of 0 is all 0
 		c.add(path, "must not all be 0")
 	}
 }
@@ -108,7 +107,12 @@ func orderWeights(b []byte) []byte {
 		if len(lines[len(lines)-1]) == 0 {
 			lines = lines[:len(lines)-1]
 		}
-		slices.SortStableFunc(lines, func(x, y []byte) int { return rank(x) - rank(y) })
+		slices.SortFunc(lines, func(x, y []byte) int {
+			if d := rank(x) - rank(y); d != 0 {
+				return d
+			}
+			return bytes.Compare(x, y)
+		})
 		for _, l := range lines {
 			out.Write(l)
 		}
