@@ -26,8 +26,9 @@ type Term struct {
 	// tool cost). The others are weighted, and a curriculum stage weighs them.
 	Priced bool
 	// PerStep terms need only the step just taken (and whether it ended the
-	// episode), so pixelis serve can pay them at every step; the others
-	// compare a trajectory with others or with a model trained on the batch.
+	// episode), so pixelis serve can pay them at every step, building them
+	// from Parts.Config alone; the others compare a trajectory with others or
+	// with a model trained on the batch.
 	PerStep bool
 	// New builds the component from the run's reward settings and the
 	// models terms share.
