@@ -69,11 +69,26 @@ func TestRecipeRewardTerm(t *testing.T) {
 	}
 	t.Cleanup(unregister)
 
-	// The config: a weights key, checked against the registry.
-	cfg, err := configs.Resolve("smoke", []string{"curriculum.stages[0].weights.brevity=0.5"})
+	cfg := configWithBrevity(t)
+	o, err := setup.Orchestrator(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !slices.Contains(o.Names(), "brevity") {
+		t.Errorf("orchestrator components %v lack brevity", o.Names())
+	}
+	sink := runWithBrevity(t, cfg)
+	serveScoresBrevity(t, cfg)
+	if _, err := edit.Lookup(telemetry.PhaseRFT, cfg, "weight.brevity"); err != nil {
+		t.Errorf("no live-edit field for the new weight: %v", err)
+	}
+	consoleShowsBrevity(t, sink)
+}
+
+// configWithBrevity is the smoke config with brevity weighed 0.5 in the first
+// stage, after checking that configs parses the key and refuses a slip of it.
+func configWithBrevity(t *testing.T) *configs.Config {
+	t.Helper()
 	if _, err := configs.Parse("t.toml", "[[curriculum.stages]]\nname = \"only\"\nweights = { final = 1.0, brevty = 0.5 }\n"); err == nil ||
 		!strings.Contains(err.Error(), "did you mean curriculum.stages[0].weights.brevity") {
 		t.Errorf("a slip of the new term's name: %v", err)
@@ -82,17 +97,16 @@ func TestRecipeRewardTerm(t *testing.T) {
 	if err != nil || parsed.Curriculum.Stages[0].Weights["brevity"] != 0.5 {
 		t.Fatalf("weights = { final = 1.0, brevity = 0.5 }: %v", err)
 	}
-
-	// The orchestrator a run builds.
-	o, err := setup.Orchestrator(cfg)
+	cfg, err := configs.Resolve("smoke", []string{"curriculum.stages[0].weights.brevity=0.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(o.Names(), "brevity") {
-		t.Errorf("orchestrator components %v lack brevity", o.Names())
-	}
+	return cfg
+}
 
-	// A run: its metrics and its snapshots.
+// runWithBrevity trains a smoke run and checks its metrics and snapshots.
+func runWithBrevity(t *testing.T, cfg *configs.Config) *recordSink {
+	t.Helper()
 	sink := &recordSink{}
 	r, err := train.New(cfg, train.Options{RunDir: t.TempDir(), Phases: []string{train.PhaseSFT, train.PhaseRFT}, Sink: sink})
 	if err != nil {
@@ -114,8 +128,12 @@ func TestRecipeRewardTerm(t *testing.T) {
 	if w := snap.Curriculum.Stages[0].Weights; w["brevity"] != 0.5 {
 		t.Errorf("the reward curriculum's first stage weighs %v", w)
 	}
+	return sink
+}
 
-	// pixelis serve's scores.
+// serveScoresBrevity checks that POST /v1/score returns the term.
+func serveScoresBrevity(t *testing.T, cfg *configs.Config) {
+	t.Helper()
 	srv, err := serve.New(cfg, serve.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -134,17 +152,16 @@ func TestRecipeRewardTerm(t *testing.T) {
 	if !slices.Contains(scored.Names, "brevity") || len(scored.Items) != 1 || scored.Items[0].Raw["brevity"] != -0.01 {
 		t.Errorf("serve's scores: %s", rec.Body)
 	}
+}
 
-	// The live edits.
-	if _, err := edit.Lookup(telemetry.PhaseRFT, cfg, "weight.brevity"); err != nil {
-		t.Errorf("no live-edit field for the new weight: %v", err)
-	}
-
-	// The console: the reward pane's row and the sample's step labels.
+// consoleShowsBrevity feeds the run to a console and looks for the term's
+// row, and its label beside a step.
+func consoleShowsBrevity(t *testing.T, sink *recordSink) {
+	t.Helper()
+	snap := sink.snaps[len(sink.snaps)-1]
 	hs := newHarness(t, newFakeFeed(false), Options{Color: "never"}, 160, 50)
 	hs.send(feedMsg(telemetry.Update{Points: sink.points, Snapshot: &snap}))
-	frame := hs.frame()
-	if !strings.Contains(frame, "brevity") {
+	if frame := hs.frame(); !strings.Contains(frame, "brevity") {
 		t.Errorf("the console does not show the new term:\n%s", frame)
 	}
 	if !strings.Contains(rewardParts(map[string]float64{"brevity": -0.01}, termsOf(&snap)), "brev -0.01") {
