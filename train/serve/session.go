@@ -170,7 +170,9 @@ func squeeze(as []*array) []*array {
 // that ends the episode unanswered, the price of its operation). Their sums
 // over an episode are the episode's raw values of POST /v1/score. The other
 // terms (coherence, curiosity) compare an episode with others, so they exist
-// only for a scored batch.
+// only for a scored batch. The list is read from the registry once, when
+// this package is initialised: a per-step term is registered from an init
+// function of a package this one's importer loads first.
 var termNames = perStepNames()
 
 func perStepNames() []string {
