@@ -474,17 +474,6 @@ type Stage struct {
 	Exit []Exit `toml:"exit,omitempty"`
 }
 
-// Weights are the reward component weights of a stage, each >= 0 and not all 0.
-// The misuse penalty is always added with weight 1.
-type Weights struct {
-	// Final weighs the final-answer reward.
-	Final float64 `toml:"final"`
-	// Coherence weighs the coherence reward.
-	Coherence float64 `toml:"coherence"`
-	// Curiosity weighs the curiosity reward.
-	Curiosity float64 `toml:"curiosity"`
-}
-
 // Exit is one [[curriculum.stages.exit]] condition. Which fields matter depends on Kind:
 //
 //	threshold  the latest value of Metric is Op Value

@@ -104,11 +104,11 @@ func TestEmbedded(t *testing.T) {
 
 func TestDefaultStages(t *testing.T) {
 	want := []Stage{
-		{Name: "Phase1_Learn_Goal", Weights: Weights{Final: 1},
+		{Name: "Phase1_Learn_Goal", Weights: Weights{"final": 1, "coherence": 0, "curiosity": 0},
 			Exit: []Exit{{Kind: "threshold", Metric: "success_rate_ma100", Op: ">", Value: 0.87}, {Kind: "steps", Steps: 100}}},
-		{Name: "Phase2_Learn_Coherence", Weights: Weights{Final: 1, Coherence: 0.1},
+		{Name: "Phase2_Learn_Coherence", Weights: Weights{"final": 1, "coherence": 0.1, "curiosity": 0},
 			Exit: []Exit{{Kind: "slope", Metric: "coherence_ma100", Op: "<", Value: 0.001, N: 5}, {Kind: "steps", Steps: 180}}},
-		{Name: "Phase3_Learn_Curiosity", Weights: Weights{Final: 1, Coherence: 0.1, Curiosity: 0.05}},
+		{Name: "Phase3_Learn_Curiosity", Weights: Weights{"final": 1, "coherence": 0.1, "curiosity": 0.05}},
 	}
 	if got := Default().Curriculum.Stages; !reflect.DeepEqual(got, want) {
 		t.Errorf("default stages = %+v, want %+v", got, want)
@@ -281,7 +281,7 @@ func TestLoadFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Curriculum.Stages; !reflect.DeepEqual(got, []Stage{{Name: "only", Weights: Weights{Final: 1}}}) {
+	if got := cfg.Curriculum.Stages; !reflect.DeepEqual(got, []Stage{{Name: "only", Weights: Weights{"final": 1}}}) {
 		t.Errorf("stages = %+v", got)
 	}
 
@@ -338,7 +338,15 @@ var loadErrorCases = []struct {
 		[]string{"reward.curiosity.bogus: unknown key"}},
 	{"unknown key in array of tables",
 		"[[curriculum.stages]]\nname = \"a\"\ncolour = 1\nweights = { final = 1.0, extra = 2.0 }\n",
-		[]string{"curriculum.stages[0].colour: unknown key", "curriculum.stages[0].weights.extra: unknown key"}},
+		[]string{"curriculum.stages[0].colour: unknown key", "curriculum.stages[0].weights.extra: unknown key: the weighted reward components are final, coherence, curiosity"}},
+	{"stage weights: a slip, a price", // the prices are added unweighted
+		"[[curriculum.stages]]\nname = \"a\"\nweights = { final = 1.0, cohrence = 0.1, penalty = 1.0 }\n",
+		[]string{"curriculum.stages[0].weights.cohrence: unknown key: the weighted reward components are final, coherence, curiosity (did you mean curriculum.stages[0].weights.coherence?)",
+			"curriculum.stages[0].weights.penalty: unknown key: the weighted reward components are final, coherence, curiosity"}},
+	{"stage weight negative", "[[curriculum.stages]]\nname = \"a\"\nweights = { final = -1.0, coherence = 0.1 }\n",
+		[]string{"curriculum.stages[0].weights.final: must be >= 0, got -1"}},
+	{"stage weights all 0", "[[curriculum.stages]]\nname = \"a\"\nweights = { final = 0.0 }\n",
+		[]string{"curriculum.stages[0].weights: must not all be 0"}},
 	{"removed key", "[eval]\ngreedy = true\n",
 		[]string{"eval.greedy: removed: nothing read it; the test evaluation always reports greedy pass@1 (test/<model>/all/greedy) beside sampled pass@1 — delete the key"}},
 	{"string for integer", "[rft]\ngroup_size = \"four\"\n",
@@ -563,7 +571,7 @@ func TestApply(t *testing.T) {
 				c.Curriculum.RollbackMetric = "success_rate_ma50"
 				c.Curriculum.Stages[0].Exit[0].Metric = "success_rate_ma50"
 				c.Curriculum.Stages[1].Exit[0].Metric = "coherence_ma50"
-				c.Curriculum.Stages[2].Weights.Curiosity = 0.1
+				c.Curriculum.Stages[2].Weights["curiosity"] = 0.1
 			}},
 		{"map key", []string{"policy.lora_ranks.head=4"}, func(c *Config) { c.Policy.LoRARanks = map[string]int{"head": 4} }},
 		{"later wins", []string{"rft.steps=10", "rft.steps=20"}, func(c *Config) { c.RFT.Steps = 20 }},

@@ -152,6 +152,14 @@ func assignMap(c *collector, path string, raw any, v reflect.Value) {
 	out := reflect.MakeMapWithSize(v.Type(), len(m))
 	before := len(c.errs)
 	for _, k := range keys {
+		if _, ok := v.Interface().(Weights); ok {
+			// A stage's weights are keyed by the reward registry's names: a
+			// slip is an unknown key, as in any other table.
+			if fe := unknownWeight(path, k); fe != nil {
+				c.errs = append(c.errs, fe)
+				continue
+			}
+		}
 		e := reflect.New(v.Type().Elem()).Elem()
 		assign(c, joinPath(path, k), m[k], e)
 		out.SetMapIndex(reflect.ValueOf(k), e)

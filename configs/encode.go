@@ -12,12 +12,16 @@ import (
 )
 
 // Encode writes cfg as TOML that Load reads back to an equal Config: every key, sections in the
-// order of Config, map keys sorted. It is the canonical form Hash digests and the config.toml
-// a run directory keeps.
+// order of Config, map keys sorted but a stage's weights, which follow the reward registry's
+// order. It is the canonical form Hash digests and the config.toml a run directory keeps.
 func Encode(w io.Writer, cfg *Config) error {
-	enc := toml.NewEncoder(w)
+	var b bytes.Buffer
+	enc := toml.NewEncoder(&b)
 	enc.Indent = ""
 	if err := enc.Encode(cfg); err != nil {
+		return fmt.Errorf("encode config: %w", err)
+	}
+	if _, err := w.Write(orderWeights(b.Bytes())); err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}
 	return nil

@@ -400,13 +400,7 @@ func (c *checker) curriculum(cu *Curriculum) {
 			c.add(p+".name", "repeats %q", st.Name)
 		}
 		names[st.Name] = true
-		w := st.Weights
-		okW := c.nonNegative(p+".weights.final", w.Final)
-		okW = c.nonNegative(p+".weights.coherence", w.Coherence) && okW
-		okW = c.nonNegative(p+".weights.curiosity", w.Curiosity) && okW
-		if okW && w.Final == 0 && w.Coherence == 0 && w.Curiosity == 0 {
-			c.add(p+".weights", "must not all be 0")
-		}
+		c.weights(p+".weights", st.Weights)
 		if i < len(cu.Stages)-1 && len(st.Exit) == 0 {
 			c.add(p+".exit", "must list at least one condition (only the last stage may have none)")
 		}

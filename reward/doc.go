@@ -6,7 +6,13 @@
 //
 //	R = clip( Σ_c w_c · z_c  +  penalty , ±clip ),   z_c = (raw_c − μ_c) / σ_c
 //
-// Start reading at orchestrator.go: an Orchestrator holds the Components
+// registry.go lists every term (its name, what it pays for, whether it is a
+// price added unweighted, how it is built): the one list of the reward's
+// components, which configs checks a stage's weights against, Build makes an
+// orchestrator of, and the runner's snapshots carry to the console. Adding a
+// term is a row there and its component's file.
+//
+// Then read orchestrator.go: an Orchestrator holds the Components
 // (final.go, coherence.go, misuse.go and one curiosity component,
 // curiosity_icm.go — its network in icm_net.go, its cache in icm_cache.go, its
 // checkpoint state in icm_state.go — or curiosity_rapr.go), a Normalizer (normalize.go) with a

@@ -35,7 +35,7 @@ type Component interface {
 	Score(trajs []*Trajectory) []Score
 }
 
-// Component names; the orchestrator and the metric names use them.
+// The built-in components' names (registry.go lists every term).
 const (
 	NameFinal     = "final"
 	NameCoherence = "coherence"
@@ -45,8 +45,12 @@ const (
 )
 
 // priced reports whether a component is a price added to the reward as it is
-// (unnormalised and unweighted) rather than a weighted, z-scored term.
-func priced(name string) bool { return name == NamePenalty || name == NameCost }
+// (unnormalised and unweighted) rather than a weighted, z-scored term, as the
+// registry says.
+func priced(name string) bool {
+	t, ok := Lookup(name)
+	return ok && t.Priced
+}
 
 // Final is the task reward: 1 when the answer was correct, else 0, attributed
 // to the ANSWER step.

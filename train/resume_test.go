@@ -10,6 +10,7 @@ import (
 
 	"github.com/pixelis/pixelis/ckpt"
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -78,7 +79,7 @@ func testResumeIsExact(t *testing.T, cfg *configs.Config, stops []int) {
 	total := cfg.SFT.Steps + cfg.RFT.Steps
 	// the comparison covers the critic/ family, and the critic's own metrics with one
 	_, values := want[total]["critic/values/mean"]
-	if _, ok := want[total]["critic/score/mean"]; !ok || values != (cfg.RFT.Estimator == configs.EstimatorPPO) {
+	if _, ok := want[total]["critic/score/mean"]; !ok || values != (cfg.RFT.Estimator == grpo.EstimatorPPO) {
 		t.Fatalf("the last step records critic/score/mean %v and critic/values/mean %v under estimator %s", ok, values, cfg.RFT.Estimator)
 	}
 	for _, k := range stops {

@@ -438,5 +438,16 @@ func (s *rftRun) publish() {
 	r.publish(telemetry.Snapshot{
 		Run: r.name, Phase: telemetry.PhaseRFT, State: r.state, Step: s.step, TotalSteps: r.cfg.RFT.Steps,
 		Time: time.Now(), StepsPerS: s.rate.rate(s.step), Metrics: s.last, Curriculum: cur, Samples: s.lastSamples,
+		Rewards: rewardTerms(s.orch),
 	})
+}
+
+// rewardTerms lists the components o scores, as the reward registry describes them.
+func rewardTerms(o *reward.Orchestrator) []telemetry.RewardTerm {
+	var out []telemetry.RewardTerm
+	for _, n := range o.Names() {
+		t, _ := reward.Lookup(n)
+		out = append(out, telemetry.RewardTerm{Name: n, Short: t.Short, Priced: t.Priced})
+	}
+	return out
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/ckpt"
-	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/critic"
 	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
@@ -16,17 +15,11 @@ import (
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// The advantage estimators of rft.estimator, and PPO's value function.
-//
-//	grpo         Âᵢ = (Rᵢ − mean_g R)/s for every action of trajectory i
-//	             (rft.advantage = "rloo" leaves the sample out of the mean)
-//	reinforce++  G_t = r_t + γ·G_{t+1};  Â_t = whiten_batch(G_t)
-//	ppo          Â_t = GAE(r, V; γ, λ), whitened over the batch; the critic
-//	             regresses V(s_t) on R_t = GAE's Â_t + V(s_t)
-//
-// r_t is the orchestrator's reward per step (reward.TrajReward.StepReward),
-// which sums to the total Rᵢ GRPO receives. The names are configs'
-// (configs.EstimatorGRPO, configs.EstimatorReinforcePP, configs.EstimatorPPO).
+// The advantage estimators of rft.estimator are grpo's table
+// (grpo.Estimators: name, formula, whether it trains a critic); this file
+// feeds them a step's rewards, and keeps the value function of those that
+// need one. r_t is the orchestrator's reward per step
+// (reward.TrajReward.StepReward), which sums to the total Rᵢ GRPO receives.
 
 // estimate is a step's advantages for the kept groups' rollouts.
 type estimate struct {
@@ -55,12 +48,12 @@ type valueFn struct {
 	time time.Duration
 }
 
-// buildCritic creates the value function of estimator "ppo" (nil otherwise),
+// buildCritic creates the value function of an estimator that needs one (nil otherwise),
 // initialised from the run's critic stream and, for a trunk network, the
 // policy's frozen base.
 func (s *rftRun) buildCritic() error {
 	cfg := s.r.cfg
-	if cfg.RFT.Estimator != configs.EstimatorPPO {
+	if e, _ := grpo.LookupEstimator(cfg.RFT.Estimator); !e.Critic {
 		return nil
 	}
 	net, err := critic.New(setup.CriticConfig(cfg), s.params, stream.New(cfg.Run.Seed, stream.Critic, 0, 0))
@@ -85,36 +78,28 @@ func (s *rftRun) warmingUp(step int) bool {
 // advantages estimates the kept rollouts' advantages by rft.estimator.
 func (s *rftRun) advantages(b *stepBatch) (*estimate, error) {
 	rf := s.r.cfg.RFT
+	e, ok := grpo.LookupEstimator(rf.Estimator)
+	if !ok {
+		return nil, fmt.Errorf("rft.estimator %q: no such estimator", rf.Estimator)
+	}
 	trajs := b.breakdown.Trajs
-	est := &estimate{traj: make([]float64, len(trajs)), steps: make([][]float64, len(trajs)), returns: make([][]float64, len(trajs))}
-	switch rf.Estimator {
-	case configs.EstimatorReinforcePP:
-		for i, tr := range trajs {
-			est.returns[i] = grpo.DiscountedReturns(tr.StepReward, rf.Gamma)
-		}
-		est.steps = grpo.Whiten(est.returns)
-	case configs.EstimatorPPO:
-		est.values = s.values(b)
-		gae := make([][]float64, len(trajs))
-		for i, tr := range trajs {
-			gae[i], est.returns[i] = grpo.GAE(tr.StepReward, est.values[i], rf.Gamma, rf.GAELambda)
-		}
-		est.steps = grpo.Whiten(gae)
-	default:
-		adv, st, err := grpo.Advantages(b.totals(), rf.GroupSize, grpo.Baseline(rf.Advantage), grpo.Scale(rf.ScaleRewards))
-		if err != nil {
-			return nil, err
-		}
-		est.traj, est.stats = adv, st
-		for i, ro := range b.rolls {
-			est.steps[i] = make([]float64, len(ro.Steps))
-			for t := range est.steps[i] {
-				est.steps[i][t] = adv[i]
-			}
-			est.returns[i] = est.steps[i]
-		}
+	in := grpo.Input{Totals: b.totals(), Steps: make([][]float64, len(trajs)), GroupSize: rf.GroupSize,
+		Baseline: grpo.Baseline(rf.Advantage), Scale: grpo.Scale(rf.ScaleRewards), Gamma: rf.Gamma, Lambda: rf.GAELambda}
+	for i, tr := range trajs {
+		in.Steps[i] = tr.StepReward
+	}
+	if e.Critic {
+		in.Values = s.values(b)
+	}
+	a, err := e.Estimate(in)
+	if err != nil {
+		return nil, err
+	}
+	est := &estimate{traj: a.PerTraj, steps: a.Steps, returns: a.Returns, values: in.Values, stats: a.Stats}
+	if a.PerTraj != nil {
 		return est, nil
 	}
+	est.traj = make([]float64, len(trajs))
 	est.perAction = true
 	var all []float64
 	for i, a := range est.steps {
@@ -272,7 +257,7 @@ func (v *valueFn) tensors() []ckpt.Tensor {
 
 func (v *valueFn) restore(ts []ckpt.Tensor) error {
 	if len(ts) == 0 {
-		return fmt.Errorf("the checkpoint has no %s for the critic of rft.estimator = %q", fileCritic, configs.EstimatorPPO)
+		return fmt.Errorf("the checkpoint has no %s for the critic of rft.estimator = %q", fileCritic, grpo.EstimatorPPO)
 	}
 	var w []policy.Tensor
 	var adam []ckpt.Tensor

@@ -5,9 +5,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
+	"github.com/pixelis/pixelis/train/grpo"
 	"github.com/pixelis/pixelis/train/policy"
 	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/setup"
@@ -44,7 +44,7 @@ func fakeBatch(rng *rand.Rand) *stepBatch {
 // go, whitened; PPO's λ-returns over the critic's values (γ = λ = 1 and a
 // fresh critic, V ≡ 0: the first action's return is the trajectory's total).
 func TestEstimatorsByHand(t *testing.T) {
-	for _, name := range []string{configs.EstimatorGRPO, configs.EstimatorReinforcePP, configs.EstimatorPPO} {
+	for _, name := range []string{grpo.EstimatorGRPO, grpo.EstimatorReinforcePP, grpo.EstimatorPPO} {
 		t.Run(name, func(t *testing.T) {
 			cfg := smoke(t, "rft.estimator="+name, "rft.gae_lambda=1", "rft.gamma=1")
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -56,7 +56,7 @@ func TestEstimatorsByHand(t *testing.T) {
 			if err := s.buildCritic(); err != nil {
 				t.Fatal(err)
 			}
-			if (s.value != nil) != (name == configs.EstimatorPPO) {
+			if (s.value != nil) != (name == grpo.EstimatorPPO) {
 				t.Fatalf("critic built: %v", s.value != nil)
 			}
 			b := fakeBatch(rng)
@@ -71,7 +71,7 @@ func TestEstimatorsByHand(t *testing.T) {
 				}
 				all = append(all, est.steps[i]...)
 				switch name {
-				case configs.EstimatorGRPO:
+				case grpo.EstimatorGRPO:
 					for t2, a := range est.steps[i] {
 						if a != est.traj[i] || est.returns[i][t2] != a {
 							t.Fatalf("trajectory %d action %d: Â %v R %v, trajectory Â %v", i, t2, a, est.returns[i][t2], est.traj[i])
@@ -83,7 +83,7 @@ func TestEstimatorsByHand(t *testing.T) {
 					}
 				}
 			}
-			if name != configs.EstimatorGRPO {
+			if name != grpo.EstimatorGRPO {
 				mean, std := meanStd(all)
 				n := float64(len(all))
 				if std *= math.Sqrt(n / (n - 1)); math.Abs(mean) > 1e-9 || math.Abs(std-1) > 1e-6 {
@@ -94,7 +94,7 @@ func TestEstimatorsByHand(t *testing.T) {
 			s.criticMetrics(b, est, false, m)
 			want := []string{"critic/score/mean", "critic/score/max", "critic/score/min", "critic/rewards/mean",
 				"critic/advantages/mean", "critic/advantages/max", "critic/returns/min"}
-			if name == configs.EstimatorPPO {
+			if name == grpo.EstimatorPPO {
 				want = append(want, "critic/values/mean", "critic/values/max", "critic/values/min", "critic/vf_explained_var",
 					"critic/vf_loss", "critic/vf_clipfrac", "critic/vpred_mean", "critic/grad_norm")
 			} else if _, ok := m["critic/values/mean"]; ok {
@@ -105,7 +105,7 @@ func TestEstimatorsByHand(t *testing.T) {
 					t.Errorf("no %s", k)
 				}
 			}
-			if name == configs.EstimatorPPO && m["critic/vf_explained_var"] != 0 {
+			if name == grpo.EstimatorPPO && m["critic/vf_explained_var"] != 0 {
 				t.Errorf("V ≡ 0 explains %v of the returns' variance, want 0", m["critic/vf_explained_var"])
 			}
 		})

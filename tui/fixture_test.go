@@ -16,6 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -444,11 +445,21 @@ func rftUpdates(last, total int) []telemetry.Update {
 				Run: "2026-11-22-1042", Phase: telemetry.PhaseRFT, State: telemetry.StateRunning,
 				Step: step, RunStep: sftSteps + step, TotalSteps: total, Time: t0.Add(time.Duration(step) * 240 * time.Millisecond),
 				Started: t0.Add(-10 * time.Minute), Process: &telemetry.Process{PID: 4242, CPUSeconds: 1100, CPUPercent: 193, RSSBytes: 412 << 20},
-				StepsPerS: 4.1, Metrics: m, Curriculum: rftCurriculum(step), Samples: rftSamples(step),
+				StepsPerS: 4.1, Metrics: m, Curriculum: rftCurriculum(step), Samples: rftSamples(step), Rewards: registryTerms(),
 			}
 			out = append(out, u)
 			u = telemetry.Update{}
 		}
+	}
+	return out
+}
+
+// registryTerms are the reward registry's terms as a pixelis run's RFT
+// snapshots carry them.
+func registryTerms() []telemetry.RewardTerm {
+	var out []telemetry.RewardTerm
+	for _, t := range reward.Terms() {
+		out = append(out, telemetry.RewardTerm{Name: t.Name, Short: t.Short, Priced: t.Priced})
 	}
 	return out
 }

@@ -69,18 +69,18 @@ func inspectorLines(e env, w int) []string {
 	}
 	out = append(out, "")
 	for i := range cur.Stages {
-		out = append(out, stageDetail(st, cur, i, w)...)
+		out = append(out, stageDetail(st, cur, termsOf(e.snap), i, w)...)
 		out = append(out, "")
 	}
 	return out
 }
 
 // stageDetail is stage i in the inspector: its heading, then its fields.
-func stageDetail(st *styles, cur telemetry.Curriculum, i, w int) []string {
+func stageDetail(st *styles, cur telemetry.Curriculum, terms rewardTerms, i, w int) []string {
 	s := cur.Stages[i]
 	out := []string{stageHeading(st, cur, i, w)}
 	if len(s.Weights) > 0 {
-		out = append(out, field(st, "weights", fullWeights(s.Weights)))
+		out = append(out, field(st, "weights", fullWeights(s.Weights, terms)))
 	}
 	if len(s.Pool) > 0 {
 		out = append(out, field(st, "pool", fmtInt(poolSize(s.Pool))+" pairs: "+fmtPool(s.Pool)))
@@ -159,12 +159,12 @@ func firstOnly(j int, name string) string {
 }
 
 // fullWeights writes every weight with its name, reward components first.
-func fullWeights(w map[string]float64) string {
+func fullWeights(w map[string]float64, terms rewardTerms) string {
 	keys := make([]string, 0, len(w))
 	for k := range w {
 		keys = append(keys, k)
 	}
-	sortInOrder(keys, rewardComponents)
+	sortInOrder(keys, terms.names())
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = clean(k) + " " + strconv.FormatFloat(math.Round(w[k]*1e4)/1e4, 'f', -1, 64)

@@ -49,7 +49,7 @@ func (p curriculumPane) view(e env) (string, []string) {
 	if cur.Kind == "data" {
 		title = "Data curriculum"
 	}
-	top := stageLines(st, cur, e.w)
+	top := stageLines(st, cur, termsOf(e.snap), e.w)
 	hist := historyLines(st, cur.History)
 	if len(top) >= h || len(hist) == 0 {
 		if len(top) > h {
@@ -77,11 +77,11 @@ func (p curriculumPane) view(e env) (string, []string) {
 
 // stageLines is one line a stage, with the current stage's exit conditions
 // and note below it, in w cells.
-func stageLines(st *styles, cur telemetry.Curriculum, w int) []string {
+func stageLines(st *styles, cur telemetry.Curriculum, terms rewardTerms, w int) []string {
 	nameW, weightW := 0, 0
 	for _, s := range cur.Stages {
 		nameW = max(nameW, len([]rune(clean(s.Name))))
-		weightW = max(weightW, len([]rune(fmtWeights(s.Weights))))
+		weightW = max(weightW, len([]rune(fmtWeights(s.Weights, terms))))
 		if len(s.Pool) > 0 {
 			weightW = max(weightW, len(fmtInt(poolSize(s.Pool)))+6)
 		}
@@ -90,7 +90,7 @@ func stageLines(st *styles, cur telemetry.Curriculum, w int) []string {
 	withW := 4+nameW+1+2+weightW+1+6 <= w
 	var top []string
 	for i, s := range cur.Stages {
-		top = append(top, stageLine(st, cur, i, s, w, nameW, withW))
+		top = append(top, stageLine(st, cur, i, s, fmtWeights(s.Weights, terms), w, nameW, withW))
 		if i == cur.Current {
 			if len(s.Pool) > 0 {
 				top = append(top, "    "+st.render(st.dim, fit("pool "+fmtPool(s.Pool), w-4, false)))
@@ -113,7 +113,7 @@ func stageLines(st *styles, cur telemetry.Curriculum, w int) []string {
 	return top
 }
 
-func stageLine(st *styles, cur telemetry.Curriculum, i int, s telemetry.Stage, w, nameW int, withW bool) string {
+func stageLine(st *styles, cur telemetry.Curriculum, i int, s telemetry.Stage, weights string, w, nameW int, withW bool) string {
 	marker, style := " ", st.dim
 	switch {
 	case i < cur.Current:
@@ -126,7 +126,6 @@ func stageLine(st *styles, cur telemetry.Curriculum, i int, s telemetry.Stage, w
 		at = "@" + fmtInt(s.EnteredAt)
 	}
 	name := clean(s.Name)
-	weights := fmtWeights(s.Weights)
 	if weights != "" && withW {
 		weights = "w " + weights
 	}
@@ -232,22 +231,24 @@ func historyLines(st *styles, h []telemetry.Transition) []string {
 	return out
 }
 
-// fmtWeights writes stage weights compactly: reward weights as
-// final/coherence/curiosity ("1/.1/0", penalty being constant), anything
-// else (a data mix) as name initial and value, sorted by name.
-func fmtWeights(w map[string]float64) string {
+// fmtWeights writes stage weights compactly: reward weights as the weighted
+// components' in scoring order, final/coherence/curiosity ("1/.1/0", the
+// prices being constant), anything else (a data mix) as name initial and
+// value, sorted by name.
+func fmtWeights(w map[string]float64, terms rewardTerms) string {
 	if len(w) == 0 {
 		return ""
 	}
-	reward := true
+	names := terms.names()
+	reward := len(names) > 0
 	for k := range w {
-		if !slices.Contains(rewardComponents, k) {
+		if !slices.Contains(names, k) {
 			reward = false
 		}
 	}
 	if reward {
 		var parts []string
-		for _, c := range rewardComponents[:3] {
+		for _, c := range terms.weighted() {
 			parts = append(parts, fmtShort(w[c]))
 		}
 		return strings.Join(parts, "/")

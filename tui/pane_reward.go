@@ -6,12 +6,51 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// rewardComponents are the parts of the reward, in the order the reward
-// curriculum introduces them; penalty and cost (the price of the visual
-// operations) are added unnormalised and always on.
-var rewardComponents = []string{"final", "coherence", "curiosity", "penalty", "cost"}
+// rewardTerms are the run's reward components in scoring order, as its
+// snapshot lists them (telemetry.Snapshot.Rewards: the reward registry's terms
+// the run was built with); none for a watched run or before RFT.
+type rewardTerms []telemetry.RewardTerm
+
+// termsOf is the reward components snapshot s lists.
+func termsOf(s *telemetry.Snapshot) rewardTerms {
+	if s == nil {
+		return nil
+	}
+	return s.Rewards
+}
+
+// names are the components' names in scoring order.
+func (ts rewardTerms) names() []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// weighted are the names of the components a curriculum stage weighs.
+func (ts rewardTerms) weighted() []string {
+	var out []string
+	for _, t := range ts {
+		if !t.Priced {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// short is the label of component name beside a sample's step.
+func (ts rewardTerms) short(name string) string {
+	for _, t := range ts {
+		if t.Name == name && t.Short != "" {
+			return t.Short
+		}
+	}
+	return name
+}
 
 // viewReward shows each reward component's latest batch value and its moving
 // average as a bar that grows right of the axis when positive and left when
@@ -29,7 +68,7 @@ func viewReward(e env) (string, []string) {
 	if e.kind == screenWatch {
 		title, totalName = "Reward · MA 100 steps", "reward"
 	}
-	rows, scale := rewardRows(metrics)
+	rows, scale := rewardRows(metrics, termsOf(e.snap).names())
 	if len(rows) == 0 && metrics.get("reward/total") == nil {
 		msg := "no rewards until RFT starts"
 		if e.kind == screenWatch {
@@ -111,7 +150,7 @@ type rewardRow struct {
 // order, then any other reward/<name>/raw (a watched run's reward functions)
 // by name — with the scale their bars share: the largest finite |value|, at
 // least 1.
-func rewardRows(metrics *store) ([]rewardRow, float64) {
+func rewardRows(metrics *store, order []string) ([]rewardRow, float64) {
 	var names []string
 	for name := range metrics.series {
 		if c, ok := strings.CutPrefix(name, "reward/"); ok {
@@ -120,7 +159,7 @@ func rewardRows(metrics *store) ([]rewardRow, float64) {
 			}
 		}
 	}
-	sortInOrder(names, rewardComponents)
+	sortInOrder(names, order)
 	var rows []rewardRow
 	scale := 1.0
 	for _, c := range names {

@@ -79,7 +79,7 @@ func (p samplePane) view(e env) (string, []string) {
 		thumbW = ansi.StringWidth(thumb[0]) + 2
 	}
 	textW := w - thumbW
-	text := sampleText(st, s, p.scroll, textW, h)
+	text := sampleText(st, s, termsOf(e.snap), p.scroll, textW, h)
 	out := make([]string, h)
 	for y := range h {
 		line := ""
@@ -98,7 +98,7 @@ func (p samplePane) view(e env) (string, []string) {
 
 // sampleText is the right-hand side: question, steps (scrolled down by
 // scroll when they overflow) and the answer, in h lines of w cells.
-func sampleText(st *styles, s telemetry.Sample, scrolled, w, h int) []string {
+func sampleText(st *styles, s telemetry.Sample, terms rewardTerms, scrolled, w, h int) []string {
 	q := st.render(st.label, "Q: ") + clean(s.Question)
 	verdict := st.render(st.good, "✓")
 	if !s.Correct {
@@ -107,7 +107,7 @@ func sampleText(st *styles, s telemetry.Sample, scrolled, w, h int) []string {
 	ans := st.render(st.label, "A: ") + clean(s.Answer) + "  " + verdict
 	steps := make([]string, len(s.Steps))
 	for j, step := range s.Steps {
-		steps[j] = stepLine(st, j+1, step, w)
+		steps[j] = stepLine(st, j+1, step, terms, w)
 	}
 	room := max(0, h-2)
 	scroll := 0
@@ -131,7 +131,7 @@ func sampleText(st *styles, s telemetry.Sample, scrolled, w, h int) []string {
 
 // stepLine is one operation: number, op, arguments, result, misuse, and the
 // reward parts it earned, right-aligned when the line is wide enough.
-func stepLine(st *styles, n int, step telemetry.SampleStep, w int) string {
+func stepLine(st *styles, n int, step telemetry.SampleStep, terms rewardTerms, w int) string {
 	left := fmt.Sprintf("%d %s", n, st.render(st.accent, clean(step.Op)))
 	if step.Args != "" {
 		left += " " + clean(step.Args)
@@ -142,7 +142,7 @@ func stepLine(st *styles, n int, step telemetry.SampleStep, w int) string {
 	if step.Misuse != "" {
 		left += " " + st.render(st.warn, "⚠ "+clean(step.Misuse))
 	}
-	parts := rewardParts(step.Rewards)
+	parts := rewardParts(step.Rewards, terms)
 	if parts == "" {
 		return left
 	}
@@ -155,23 +155,18 @@ func stepLine(st *styles, n int, step telemetry.SampleStep, w int) string {
 }
 
 // rewardParts writes a step's reward attribution: "coh +0.20 final +1.00".
-func rewardParts(r map[string]float64) string {
+func rewardParts(r map[string]float64, terms rewardTerms) string {
 	if len(r) == 0 {
 		return ""
 	}
-	short := map[string]string{"coherence": "coh", "curiosity": "cur", "penalty": "pen"}
 	keys := make([]string, 0, len(r))
 	for k := range r {
 		keys = append(keys, k)
 	}
-	sortInOrder(keys, rewardComponents)
+	sortInOrder(keys, terms.names())
 	var parts []string
 	for _, k := range keys {
-		name := k
-		if s, ok := short[k]; ok {
-			name = s
-		}
-		parts = append(parts, clean(name)+" "+strings.TrimSpace(fmtSigned(r[k])))
+		parts = append(parts, clean(terms.short(k))+" "+strings.TrimSpace(fmtSigned(r[k])))
 	}
 	return strings.Join(parts, " ")
 }

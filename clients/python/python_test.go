@@ -238,7 +238,7 @@ func writeReference(t *testing.T, path string) {
 	ref.Stateless = rewards(o)
 	o, _ = setup.Orchestrator(cfg)
 	last := cfg.Curriculum.Stages[len(cfg.Curriculum.Stages)-1].Weights
-	if err := o.SetWeights(map[string]float64{reward.NameFinal: last.Final, reward.NameCoherence: last.Coherence, reward.NameCuriosity: last.Curiosity}); err != nil {
+	if err := o.SetWeights(reward.StageWeights(last)); err != nil {
 		t.Fatal(err)
 	}
 	ref.Batches = [][]refReward{rewards(o), rewards(o)}

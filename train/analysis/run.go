@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"image/color"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/rollout"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -102,6 +104,30 @@ func (d *runData) passAtN(prefix string) string {
 		}
 	}
 	return prefix + "pass@n"
+}
+
+// rewardComponents are the reward components the run logged
+// (reward/<name>/raw), in the reward registry's scoring order, then any the
+// registry does not list by name.
+func (d *runData) rewardComponents() []string {
+	seen := map[string]bool{}
+	for _, p := range d.points {
+		for name := range p.Metrics {
+			if c, ok := strings.CutPrefix(name, "reward/"); ok {
+				if c, ok := strings.CutSuffix(c, "/raw"); ok {
+					seen[c] = true
+				}
+			}
+		}
+	}
+	var out []string
+	for _, t := range reward.Terms() {
+		if seen[t.Name] {
+			out = append(out, t.Name)
+			delete(seen, t.Name)
+		}
+	}
+	return append(out, slices.Sorted(maps.Keys(seen))...)
 }
 
 // readJSONL decodes every complete line of a JSONL file with fn; a line that
@@ -475,7 +501,7 @@ func runFigures(ctx context.Context, d *runData, s *RunSummary) ([]runFigure, er
 	stages := append(stageMarks(s), editMarks(s, telemetry.PhaseRFT)...)
 	mixes := append(mixMarks(d.points), editMarks(s, telemetry.PhaseSFT)...)
 	var parts []string
-	for _, c := range []string{"final", "coherence", "curiosity", "penalty", "cost"} {
+	for _, c := range d.rewardComponents() {
 		parts = append(parts, "reward/"+c+"/raw")
 	}
 	rft := func(title, ylabel string, names ...string) figSpec {

@@ -111,8 +111,10 @@ func rftFields(cfg *configs.Config) []Field {
 	// The clip range is one rule over both ends.
 	fs[2].keys = append(fs[2].keys, "rft.clip_high")
 	fs[3].keys = append(fs[3].keys, "rft.clip_low")
-	for _, name := range []string{reward.NameFinal, reward.NameCoherence, reward.NameCuriosity} {
-		fs = append(fs, weightField(name, len(cfg.Curriculum.Stages)))
+	for _, t := range reward.Terms() {
+		if !t.Priced {
+			fs = append(fs, weightField(t, len(cfg.Curriculum.Stages)))
+		}
 	}
 	fs = append(fs, stageField())
 	for i, st := range cfg.Curriculum.Stages {
@@ -125,33 +127,27 @@ func rftFields(cfg *configs.Config) []Field {
 	return fs
 }
 
-// weightField is a reward component's weight. An edit sets it in every stage
+// weightField is a reward term's weight. An edit sets it in every stage
 // of the curriculum: the weight holds from the edit on, whatever stage the
 // run is in or moves to. Its value is the current stage's.
-func weightField(name string, stages int) Field {
+func weightField(t reward.Term, stages int) Field {
+	name := t.Name
 	f := Field{Name: "weight." + name, Doc: "weight of the " + name + " reward, in every curriculum stage from this step"}
 	for i := range stages {
 		p := fmt.Sprintf("curriculum.stages[%d].weights", i)
 		f.keys = append(f.keys, p, p+"."+name)
 	}
-	f.get = func(l Live) float64 { return *weightOf(&l.Cfg.Curriculum.Stages[l.Stage].Weights, name) }
+	f.get = func(l Live) float64 { return l.Cfg.Curriculum.Stages[l.Stage].Weights[name] }
 	f.set = func(l *Live, v float64) {
 		for i := range l.Cfg.Curriculum.Stages {
-			*weightOf(&l.Cfg.Curriculum.Stages[i].Weights, name) = v
+			st := &l.Cfg.Curriculum.Stages[i]
+			if st.Weights == nil {
+				st.Weights = configs.Weights{}
+			}
+			st.Weights[name] = v
 		}
 	}
 	return f
-}
-
-// weightOf is the field of w that weighs the named component.
-func weightOf(w *configs.Weights, name string) *float64 {
-	switch name {
-	case reward.NameFinal:
-		return &w.Final
-	case reward.NameCoherence:
-		return &w.Coherence
-	}
-	return &w.Curiosity
 }
 
 // FieldStage names the reward curriculum's stage.

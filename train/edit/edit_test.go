@@ -73,8 +73,8 @@ func TestApply(t *testing.T) {
 		}
 	}
 	for i, st := range cfg.Curriculum.Stages {
-		if st.Weights.Curiosity != 0.3 {
-			t.Errorf("stage %d: curiosity weight %v, want 0.3", i, st.Weights.Curiosity)
+		if st.Weights["curiosity"] != 0.3 {
+			t.Errorf("stage %d: curiosity weight %v, want 0.3", i, st.Weights["curiosity"])
 		}
 	}
 	if cfg.RFT.ClipHigh != 0.4 || l.Stage != 2 {

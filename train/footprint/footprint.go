@@ -436,7 +436,7 @@ func (m *Model) RFT() Phase {
 		{What: "the curiosity model and its batch", Keys: []string{"reward.curiosity.hidden", "reward.curiosity.embed_dim", "reward.curiosity.batch_size"},
 			Bytes: 4*icm*6 + float64(cu.BatchSize)*icmRow + float64(cu.CacheSize)*(e*4+64)},
 	}
-	if rf.Estimator == configs.EstimatorPPO {
+	if e, _ := grpo.LookupEstimator(rf.Estimator); e.Critic {
 		terms = append(terms, m.critic())
 	}
 	return Phase{Name: "RFT", Terms: terms}

@@ -287,7 +287,8 @@ func (s *Server) applyStep(e *episode, a env.Action) stepView {
 
 // termsView is a step's reward terms by name, and their weighted sum.
 func (s *Server) termsView(e *env.Episode, last env.Step) (map[string]float64, float64) {
-	terms, sum := s.terms.of(e, last)
+	terms := make([]float64, len(termNames))
+	sum := s.terms.of(e, last, terms)
 	m := make(map[string]float64, len(termNames))
 	for i, n := range termNames {
 		m[n] = terms[i]

@@ -67,7 +67,7 @@ func (s *Server) newOrchestrator(ws weightsSpec, normalize bool) (*reward.Orches
 		return nil, &apiError{Status: http.StatusInternalServerError, Message: err.Error()}
 	}
 	if ws.Stage == nil && len(s.cfg.Curriculum.Stages) > 0 {
-		if err := o.SetWeights(stageWeights(s.cfg.Curriculum.Stages[0].Weights.Final, s.cfg.Curriculum.Stages[0].Weights.Coherence, s.cfg.Curriculum.Stages[0].Weights.Curiosity)); err != nil {
+		if err := o.SetWeights(reward.StageWeights(s.cfg.Curriculum.Stages[0].Weights)); err != nil {
 			return nil, &apiError{Status: http.StatusInternalServerError, Message: err.Error()}
 		}
 	}
@@ -75,10 +75,6 @@ func (s *Server) newOrchestrator(ws weightsSpec, normalize bool) (*reward.Orches
 		return nil, aerr
 	}
 	return o, nil
-}
-
-func stageWeights(final, coherence, curiosity float64) map[string]float64 {
-	return map[string]float64{reward.NameFinal: final, reward.NameCoherence: coherence, reward.NameCuriosity: curiosity}
 }
 
 // applyWeights sets a stage's weights, then individual ones.
@@ -90,7 +86,7 @@ func (s *Server) applyWeights(o *reward.Orchestrator, ws weightsSpec) *apiError 
 			names = append(names, st.Name)
 			if st.Name == *ws.Stage {
 				found = true
-				if err := o.SetWeights(stageWeights(st.Weights.Final, st.Weights.Coherence, st.Weights.Curiosity)); err != nil {
+				if err := o.SetWeights(reward.StageWeights(st.Weights)); err != nil {
 					return &apiError{Status: http.StatusInternalServerError, Message: err.Error()}
 				}
 			}

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/configs"
-	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 	"github.com/pixelis/pixelis/train/setup"
 	"golang.org/x/sync/semaphore"
@@ -145,9 +144,8 @@ func New(cfg *configs.Config, opt Options) (*Server, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	s.terms = stepTerms{final: reward.NewFinal(), misuse: reward.NewMisuse(cfg.Reward.Misuse), cost: reward.NewCost(cfg.Reward.ToolCost), wFinal: 1}
-	if len(cfg.Curriculum.Stages) > 0 {
-		s.terms.wFinal = cfg.Curriculum.Stages[0].Weights.Final
+	if s.terms, err = newStepTerms(cfg); err != nil {
+		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.scoreSem = semaphore.NewWeighted(s.scoreCap)

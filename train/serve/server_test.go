@@ -469,7 +469,7 @@ func TestScoresMatchInProcess(t *testing.T) {
 			stage := cfg.Curriculum.Stages[2].Name
 			var sc scorerView
 			ts.json("POST", "/v1/scorers", map[string]any{"stage": stage}, &sc)
-			if sc.Weights[reward.NameCuriosity] != cfg.Curriculum.Stages[2].Weights.Curiosity {
+			if sc.Weights[reward.NameCuriosity] != cfg.Curriculum.Stages[2].Weights[reward.NameCuriosity] {
 				t.Fatalf("scorer weights %v", sc.Weights)
 			}
 			orch := fresh()

@@ -1,8 +1,10 @@
 package serve
 
 import (
+	"fmt"
 	"image"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 )
@@ -162,32 +164,66 @@ func squeeze(as []*array) []*array {
 	return as
 }
 
-// Reward terms known at a step, before any batch is scored: the final
-// reward's raw value (on the answering step), the misuse penalty of the
-// step (with the no-answer charge on a step that ends the episode
-// unanswered) and the price of its operation. Their sums over an episode
-// are the episode's raw final, penalty and cost of POST /v1/score.
-// Coherence and curiosity compare an episode with others, so they exist
-// only for a scored batch.
-var termNames = []string{reward.NameFinal, reward.NamePenalty, reward.NameCost}
+// Reward terms known at a step, before any batch is scored: the reward
+// registry's per-step terms (the final reward's raw value on the answering
+// step, the misuse penalty of the step with the no-answer charge on a step
+// that ends the episode unanswered, the price of its operation). Their sums
+// over an episode are the episode's raw values of POST /v1/score. The other
+// terms (coherence, curiosity) compare an episode with others, so they exist
+// only for a scored batch. The list is read from the registry once, when
+// this package is initialised: a per-step term is registered from an init
+// function of a package this one's importer loads first.
+var termNames = perStepNames()
+
+func perStepNames() []string {
+	var names []string
+	for _, t := range reward.Terms() {
+		if t.PerStep {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
 
 // stepTerms computes the terms with the reward's own components.
 type stepTerms struct {
-	final  *reward.Final
-	misuse *reward.Misuse
-	cost   *reward.Cost
-	wFinal float64 // the weight of final in the config's first reward stage
+	comps   []reward.Component // one per termNames entry
+	weights []float64          // a weighted term's weight in the config's first reward stage; 1 for a price
 }
 
-// of returns the terms of e's last step and their sum weighted as the
-// first stage weighs them (penalty and cost are never weighted).
-func (st *stepTerms) of(e *env.Episode, last env.Step) (terms [3]float64, sum float64) {
+// newStepTerms builds the per-step terms of cfg's reward.
+func newStepTerms(cfg *configs.Config) (stepTerms, error) {
+	var st stepTerms
+	var first configs.Weights
+	if len(cfg.Curriculum.Stages) > 0 {
+		first = cfg.Curriculum.Stages[0].Weights
+	}
+	for _, n := range termNames {
+		t, _ := reward.Lookup(n)
+		c, err := t.New(reward.Parts{Config: cfg.Reward})
+		if err != nil {
+			return st, fmt.Errorf("reward %s: %w", n, err)
+		}
+		w := 1.0
+		if !t.Priced && first != nil {
+			w = first[n]
+		}
+		st.comps, st.weights = append(st.comps, c), append(st.weights, w)
+	}
+	return st, nil
+}
+
+// of writes the terms of e's last step into terms (one per termNames entry)
+// and returns their sum weighted as the first stage weighs them (prices are
+// never weighted).
+func (st *stepTerms) of(e *env.Episode, last env.Step, terms []float64) (sum float64) {
 	_, answered := e.Answer()
 	tr := []*reward.Trajectory{{Steps: []env.Step{last}, Answered: !e.Done() || answered, Correct: e.Done() && e.Correct()}}
-	terms[0] = st.final.Score(tr)[0].Value
-	terms[1] = st.misuse.Score(tr)[0].Value
-	terms[2] = st.cost.Score(tr)[0].Value
-	return terms, st.wFinal*terms[0] + terms[1] + terms[2]
+	for i, c := range st.comps {
+		terms[i] = c.Score(tr)[0].Value
+		sum += st.weights[i] * terms[i]
+	}
+	return sum
 }
 
 // ending says how a step ended its episode, in gymnasium's terms:

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"net/http"
 
+	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 )
 
@@ -168,14 +169,18 @@ func (s *Server) handleSpec(w http.ResponseWriter, r *http.Request) {
 	}
 	rw := &sp.Reward
 	rw.Components = s.names
-	rw.Priced = []string{"penalty", "cost"}
+	for _, t := range reward.Terms() {
+		if t.Priced {
+			rw.Priced = append(rw.Priced, t.Name)
+		}
+	}
 	rw.Formula = "total = clip(sum over weighted components c of w_c * z_c + penalty + cost, -clip, clip); " +
 		"z_c = (raw_c - mean_c) / (std_c + 1e-8) over the scorer's last norm_window raw values of c " +
 		"(raw_c - mean_c while it holds fewer than norm_warmup; raw_c when normalize is false)"
 	rc := s.cfg.Reward
 	rw.Clip, rw.Normalize, rw.NormWindow, rw.NormWarmup, rw.Curiosity = rc.Clip, rc.Normalize, rc.NormWindow, rc.NormWarmup, rc.Curiosity.Mode
 	for _, st := range s.cfg.Curriculum.Stages {
-		rw.Stages = append(rw.Stages, stageSpec{Name: st.Name, Weights: stageWeights(st.Weights.Final, st.Weights.Coherence, st.Weights.Curiosity)})
+		rw.Stages = append(rw.Stages, stageSpec{Name: st.Name, Weights: reward.StageWeights(st.Weights)})
 	}
 	sv := &sp.Server
 	sv.MaxMemoryMiB = s.opt.MaxMemory >> 20

@@ -144,9 +144,7 @@ func (s *Server) stepSlot(v *vector, i int, a env.Action) bool {
 		out.terminated[i], out.truncated[i] = v.ended[i][0], v.ended[i][1]
 	default:
 		last, done := e.step(a)
-		var t [3]float64
-		t, out.reward[i] = s.terms.of(e.env, last)
-		copy(terms, t[:])
+		out.reward[i] = s.terms.of(e.env, last, terms)
 		term, trunc := ending(last, done)
 		out.terminated[i], out.truncated[i] = term, trunc
 		if done {

@@ -5,9 +5,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/env"
 )
 
@@ -441,8 +443,24 @@ type rewardTerms struct {
 }
 
 func (s *Server) rewardTerms() rewardTerms {
-	return rewardTerms{Terms: termNames, Weights: map[string]float64{termNames[0]: s.terms.wFinal},
-		Formula: "reward = w_final·final + penalty + cost (w_final of the first reward stage); coherence and curiosity exist only for a scored batch (POST /v1/score)"}
+	rt := rewardTerms{Terms: termNames, Weights: map[string]float64{}}
+	var sum, weighted, batch []string
+	for i, n := range termNames {
+		if t, _ := reward.Lookup(n); t.Priced {
+			sum = append(sum, n)
+			continue
+		}
+		rt.Weights[n] = s.terms.weights[i]
+		sum, weighted = append(sum, "w_"+n+"·"+n), append(weighted, "w_"+n)
+	}
+	for _, t := range reward.Terms() {
+		if !t.PerStep {
+			batch = append(batch, t.Name)
+		}
+	}
+	rt.Formula = "reward = " + strings.Join(sum, " + ") + " (" + strings.Join(weighted, ", ") + " of the first reward stage); " +
+		strings.Join(batch, " and ") + " exist only for a scored batch (POST /v1/score)"
+	return rt
 }
 
 func (s *Server) writeVectorState(w http.ResponseWriter, r *http.Request, status int, v *vector) {

@@ -64,35 +64,33 @@ func PolicyConfig(cfg *configs.Config) policy.Config {
 	}.WithEnvLayout()
 }
 
-// Orchestrator builds the reward of [reward] exactly as a run does: final,
-// coherence, the curiosity of reward.curiosity.mode, the misuse penalty and
-// the tool cost, in scoring order (coherence before an ICM that serves as its
-// embedder, so both see the same encoder version). Random initialisation comes
-// from run.seed's curiosity stream. Its weights are the reward curriculum's
-// first stage until SetWeights changes them. Services that score trajectories
-// for trainers outside pixelis (pixelis serve) build theirs here, so their
-// rewards are the ones a pixelis run computes.
+// Orchestrator builds the reward of [reward] exactly as a run does: every
+// term of the reward registry (reward.Terms), in its scoring order, over the
+// observation models they share: the ICM of curiosity mode "icm" (also
+// coherence's embedder), else a fixed random projection. Random
+// initialisation comes from run.seed's curiosity stream. Its weights are the
+// reward curriculum's first stage until SetWeights changes them. Services
+// that score trajectories for trainers outside pixelis (pixelis serve) build
+// theirs here, so their rewards are the ones a pixelis run computes.
 func Orchestrator(cfg *configs.Config) (*reward.Orchestrator, error) {
 	rc := cfg.Reward
 	seed := cfg.Run.Seed
-	var curiosity reward.Component
-	var emb reward.Embedder
+	parts := reward.Parts{Config: rc}
 	switch rc.Curiosity.Mode {
 	case "icm":
 		icm, err := reward.NewICM(rc.Curiosity, env.ObsDim, env.NumActions(), stream.New(seed, stream.Curiosity, 0, 0))
 		if err != nil {
 			return nil, fmt.Errorf("reward.curiosity: %w", err)
 		}
-		curiosity, emb = icm, icm
+		parts.ICM, parts.Embedder = icm, icm
 	default:
 		rp, err := reward.NewRandomProjection(env.ObsDim, rc.Curiosity.EmbedDim, stream.New(seed, stream.Curiosity, 0, 1))
 		if err != nil {
 			return nil, fmt.Errorf("reward.curiosity: %w", err)
 		}
-		curiosity, emb = reward.NewRaPR(rc.Curiosity), rp
+		parts.Embedder = rp
 	}
-	return reward.NewOrchestrator(rc, reward.NewFinal(), reward.NewCoherence(rc.Coherence, emb), curiosity,
-		reward.NewMisuse(rc.Misuse), reward.NewCost(rc.ToolCost))
+	return reward.Build(parts)
 }
 
 // DataCurriculumConfig maps [sft.curriculum] onto the data curriculum over
@@ -131,9 +129,7 @@ func RewardCurriculumConfig(cfg *configs.Config) curriculum.RewardConfig {
 		Metric: cu.RollbackMetric, Drop: cu.RollbackDrop, Window: cu.RollbackWindow * cu.EvalEvery, Backoff: cu.Backoff,
 	}}
 	for _, st := range cu.Stages {
-		sc := curriculum.StageConfig{Name: st.Name, Weights: map[string]float64{
-			reward.NameFinal: st.Weights.Final, reward.NameCoherence: st.Weights.Coherence, reward.NameCuriosity: st.Weights.Curiosity,
-		}}
+		sc := curriculum.StageConfig{Name: st.Name, Weights: reward.StageWeights(st.Weights)}
 		for _, e := range st.Exit {
 			sc.Exit = append(sc.Exit, curriculum.ConditionConfig{Kind: e.Kind, Metric: e.Metric, Op: e.Op, Value: e.Value, N: e.N, Steps: e.Steps})
 		}

@@ -11,12 +11,11 @@ import (
 	"github.com/pixelis/pixelis/reward"
 )
 
-// The reward components a [curriculum.stages.weights] table weighs, by the
-// names pixelis's reward orchestrator gives them.
+// The reward components the curriculum's KPIs are read from (kpiNeeds); a
+// stage may weigh any weighted term of the reward registry.
 const (
 	componentFinal     = reward.NameFinal
 	componentCoherence = reward.NameCoherence
-	componentCuriosity = reward.NameCuriosity
 )
 
 // What a child reports per step besides its components' raw means.
@@ -129,12 +128,9 @@ func checkDeclared(cfg *configs.Config, d Declaration) error {
 	}
 	for i, st := range cu.Stages {
 		p := fmt.Sprintf("curriculum.stages[%d]", i)
-		for _, cw := range []struct {
-			c string
-			w float64
-		}{{componentFinal, st.Weights.Final}, {componentCoherence, st.Weights.Coherence}, {componentCuriosity, st.Weights.Curiosity}} {
-			if cw.w != 0 {
-				need(p+".weights."+cw.c, cw.c, "component:"+cw.c)
+		for _, c := range reward.Weighted() {
+			if st.Weights[c] != 0 {
+				need(p+".weights."+c, c, "component:"+c)
 			}
 		}
 		for j, e := range st.Exit {

@@ -10,6 +10,7 @@ import (
 func (s Snapshot) Clone() Snapshot {
 	s.Metrics = maps.Clone(s.Metrics)
 	s.Curriculum = s.Curriculum.Clone()
+	s.Rewards = slices.Clone(s.Rewards)
 	if s.TTRL != nil {
 		t := *s.TTRL
 		s.TTRL = &t

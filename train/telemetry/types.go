@@ -69,6 +69,20 @@ type Snapshot struct {
 	Started time.Time `json:"started,omitzero"`
 	// Process is the training process's resource use, nil when not measured.
 	Process *Process `json:"process,omitempty"`
+	// Rewards are the components of the run's reward in scoring order, as
+	// the reward registry built them; empty outside RFT and for runs of other
+	// trainers. The console's panes list and label components from here.
+	Rewards []RewardTerm `json:"rewards,omitempty"`
+}
+
+// RewardTerm is one component of a run's reward.
+type RewardTerm struct {
+	Name string `json:"name"`
+	// Short labels it beside a sample's step ("coh"); "" shows Name.
+	Short string `json:"short,omitempty"`
+	// Priced components are added unweighted (the misuse penalty, the tool
+	// cost); the others have a weight in each curriculum stage.
+	Priced bool `json:"priced,omitempty"`
 }
 
 // Process is what the process training a run uses, measured when a snapshot is

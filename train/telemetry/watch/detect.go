@@ -83,7 +83,7 @@ func Detect(path string) (Format, error) {
 }
 
 // detectFile tells a file's format from its name (event files, trainer_state.json)
-// or its first lines.
+// or its first lines (the log formats' table, logformat.go).
 func detectFile(path string) (Format, error) {
 	switch base := filepath.Base(path); {
 	case tb.IsEventFile(base):
@@ -95,13 +95,7 @@ func detectFile(path string) (Format, error) {
 	if err != nil {
 		return FormatUnknown, err
 	}
-	switch {
-	case isVerlJSONL(head):
-		return FormatVerlJSONL, nil
-	case consoleStep.Match(head):
-		return FormatVerlConsole, nil
-	}
-	return FormatUnknown, nil
+	return sniffLog(head), nil
 }
 
 func readHead(path string) ([]byte, error) {
@@ -146,7 +140,7 @@ func isPixelisRun(dir string) bool {
 		return false
 	}
 	head, err := readHead(path)
-	return err == nil && !isVerlJSONL(head) && !consoleStep.Match(head)
+	return err == nil && sniffLog(head) == FormatUnknown
 }
 
 func hasEventFiles(dir string) bool {
@@ -173,8 +167,8 @@ func isTrainerOutput(dir string) bool {
 // logExts are the names of the files a directory's verl log may be in.
 var logExts = []string{".jsonl", ".log", ".txt", ".out"}
 
-// logFile finds the verl log of a directory: the file directly in it, or in
-// verl's file_logger/<project>/ layout below it, that a verl reader can read —
+// logFile finds the log of a directory: the file directly in it, or in
+// verl's file_logger/<project>/ layout below it, that a log format reads —
 // the one modified last when several can. "" when none.
 func logFile(dir string) (string, error) {
 	var best string
@@ -183,7 +177,7 @@ func logFile(dir string) (string, error) {
 		if !slices.Contains(logExts, strings.ToLower(filepath.Ext(path))) {
 			return
 		}
-		if f, _ := detectFile(path); f != FormatVerlJSONL && f != FormatVerlConsole {
+		if f, _ := detectFile(path); !isLog(f) {
 			return
 		}
 		if t := fi.ModTime().UnixNano(); best == "" || t > bestTime {
@@ -191,6 +185,12 @@ func logFile(dir string) (string, error) {
 		}
 	})
 	return best, err
+}
+
+// isLog says f is one of the log formats.
+func isLog(f Format) bool {
+	_, ok := logFormat(f)
+	return ok
 }
 
 // walkLogs visits the regular files of dir and of its subdirectories two levels

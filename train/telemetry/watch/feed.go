@@ -140,30 +140,36 @@ func open(ctx context.Context, path string, opts Options, now func() time.Time) 
 		}
 		f.c = newCore(opts, NamerOptions{Trainer: "trl"}, "trl")
 		f.sources = []source{newTRLSource(dir), newTBSource(dir, true)}
-	case FormatVerlJSONL, FormatVerlConsole:
-		file := path
-		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-			file, _ = logFile(path)
-			f.note = "reading " + file
-		}
-		f.c = newCore(opts, NamerOptions{Trainer: "verl"}, "verl")
-		f.c.settings = configNear(file)
-		if format == FormatVerlJSONL {
-			f.sources = []source{newVerlJSONLSource(file)}
-		} else {
-			f.sources = []source{newVerlConsoleSource(file)}
-		}
 	case FormatTensorBoard:
 		if err := f.openTensorBoard(opts); err != nil {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("%s: %w", path, ErrNoRun)
+		lf, ok := logFormat(format)
+		if !ok {
+			return nil, fmt.Errorf("%s: %w", path, ErrNoRun)
+		}
+		f.openLog(lf, path, opts)
 	}
 	f.poll()
 	ctx, f.cancel = context.WithCancel(ctx)
 	go f.follow(ctx, opts.Interval)
 	return f, nil
+}
+
+// openLog follows the log of format lf at path (a file, or the newest log in a
+// directory).
+func (f *Feed) openLog(lf LogFormat, path string, opts Options) {
+	file := path
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		file, _ = logFile(path)
+		f.note = "reading " + file
+	}
+	f.c = newCore(opts, NamerOptions{Trainer: lf.Trainer}, lf.Trainer)
+	if lf.Settings != nil {
+		f.c.settings = lf.Settings(file)
+	}
+	f.sources = []source{lf.newSource(file)}
 }
 
 // openPixelis reads a pixelis run directory (or, for a run's tb/, the run around it)
