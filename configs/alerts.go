@@ -1,7 +1,5 @@
 package configs
 
-import "reflect"
-
 // Alerts is the [alerts] section: the detectors that watch a run's metric
 // records for the failures that show in the curves before they show in the
 // score, and what each does when it fires (train/alerts holds the rules;
@@ -193,17 +191,6 @@ func (a Stall) Act() Act { return Act{a.Enabled, a.Action, a.Weight, a.Amount} }
 // Act is the table's enabled, action, weight and amount.
 func (a Throughput) Act() Act { return Act{a.Enabled, a.Action, a.Weight, a.Amount} }
 
-// WeightNames are the reward components a curriculum stage weighs, as
-// [curriculum.stages] weights names them: the tags of Weights.
-func WeightNames() []string {
-	t := reflect.TypeFor[Weights]()
-	names := make([]string, t.NumField())
-	for i := range names {
-		names[i] = tomlKey(t.Field(i))
-	}
-	return names
-}
-
 func (c *checker) alerts(a *Alerts) {
 	if len(a.Command) > 0 && a.Command[0] == "" {
 		c.add("alerts.command", "must start with a program name, got an empty string")
@@ -213,13 +200,13 @@ func (c *checker) alerts(a *Alerts) {
 
 	d := a.RewardDominance
 	c.alertAct("alerts.reward_dominance", d.Act())
-	c.oneOf("alerts.reward_dominance.task", d.Task, rewardComponents()...)
+	c.rewardComponent("alerts.reward_dominance.task", d.Task)
 	c.atLeast("alerts.reward_dominance.window", d.Window, 1)
 	c.alertShare("alerts.reward_dominance.max_share", d.MaxShare)
 
 	h := a.RewardHacking
 	c.alertAct("alerts.reward_hacking", h.Act())
-	c.oneOf("alerts.reward_hacking.task", h.Task, rewardComponents()...)
+	c.rewardComponent("alerts.reward_hacking.task", h.Task)
 	c.atLeast("alerts.reward_hacking.window", h.Window, 2)
 	c.atLeast("alerts.reward_hacking.baseline", h.Baseline, 1)
 	c.positive("alerts.reward_hacking.min_rise", h.MinRise)
@@ -258,15 +245,19 @@ func (c *checker) alerts(a *Alerts) {
 	c.alertShare("alerts.throughput_collapse.share", t.Share)
 }
 
-// rewardComponents are the components a detector may name as the task's:
-// the weighted ones.
-func rewardComponents() []string { return WeightNames() }
+// rewardComponent checks that name is a weighted reward component, as the
+// reward registry lists them; nothing when package reward is not linked in.
+func (c *checker) rewardComponent(path, name string) {
+	if names := WeightNames(); names != nil {
+		c.oneOf(path, name, names...)
+	}
+}
 
 func (c *checker) alertAct(p string, a Act) {
 	if !c.oneOf(p+".action", a.Action, AlertActions...) || a.Action != "raise" {
 		return
 	}
-	c.oneOf(p+".weight", a.Weight, WeightNames()...)
+	c.rewardComponent(p+".weight", a.Weight)
 	c.positive(p+".amount", a.Amount)
 }
 
