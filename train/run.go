@@ -52,6 +52,9 @@ type Options struct {
 	// phase, checkpoint retention (interrupt.go).
 	Stop Stop
 	Log  *slog.Logger
+	// Fork, when set, starts a fork of the run (a fork command): without
+	// it, the run refuses forks.
+	Fork Forker
 }
 
 // ErrStopped is returned by Run when a stop command ended the run early (after a
@@ -63,13 +66,17 @@ type Runner struct {
 	// cfg is the run's configuration as live edits leave it (a copy of the
 	// one given); hash is the one given's training hash, which checkpoints
 	// carry so that a resume under the same file accepts them.
-	cfg    *configs.Config
-	hash   string
-	edits  []edit.Edit // applied so far, oldest first
-	opt    Options
-	envCfg env.Config
-	log    *slog.Logger
-	name   string
+	cfg   *configs.Config
+	hash  string
+	edits []edit.Edit // applied so far, oldest first
+	// fork is where the run was forked from (nil for a run that was not);
+	// pendingEdits are the fork's edits, applied at its first step boundary.
+	fork         *rundir.Fork
+	pendingEdits []telemetry.FieldValue
+	opt          Options
+	envCfg       env.Config
+	log          *slog.Logger
+	name         string
 
 	workers int
 	last    telemetry.Snapshot // the newest snapshot published
@@ -134,12 +141,18 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if err := rundir.WriteFileAtomic(filepath.Join(opt.RunDir, rundir.ConfigFile), conf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
-	if err := rundir.WriteInfo(opt.RunDir, rundir.Info{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init}); err != nil {
+	// A fork keeps the record of where it branched off through every resume.
+	var fork *rundir.Fork
+	if prev, err := rundir.ReadInfo(opt.RunDir); err == nil {
+		fork = prev.Fork
+	}
+	if err := rundir.WriteInfo(opt.RunDir, rundir.Info{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init, Fork: fork}); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	workers := setup.Workers(cfg)
 	return &Runner{
-		cfg: cfg.Clone(), hash: cfg.TrainingHash(), opt: opt, envCfg: envCfg, log: opt.Log,
+		fork: fork,
+		cfg:  cfg.Clone(), hash: cfg.TrainingHash(), opt: opt, envCfg: envCfg, log: opt.Log,
 		name:     filepath.Base(opt.RunDir),
 		workers:  workers,
 		state:    telemetry.StateStarting,
@@ -235,6 +248,7 @@ func (r *Runner) run(ctx context.Context) error {
 	if err := r.replayEdits(resume); err != nil {
 		return err
 	}
+	r.pendingEdits = r.forkEdits(resume)
 	all := r.allPhases()
 	for _, p := range all {
 		if slices.Contains(r.opt.Done, p) {
@@ -311,6 +325,9 @@ func (r *Runner) record(phase telemetry.Phase, step int, m map[string]float64) {
 // run is paused. stop reports a stop (a stop command or request, with a
 // checkpoint unless it asked for none); a stop at once (ctx) comes first.
 func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop bool, err error) {
+	if err := r.applyForkEdits(step, ph); err != nil {
+		return false, err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -391,6 +408,8 @@ func (r *Runner) apply(ctx context.Context, c telemetry.Command, step int, ph ph
 		return r.stopNow(step, ph, !c.NoCheckpoint), nil
 	case telemetry.CmdEdit:
 		return false, r.editNow(step, c, ph)
+	case telemetry.CmdFork:
+		r.forkNow(step, c, ph)
 	default:
 		r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)
 	}

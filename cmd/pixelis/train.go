@@ -209,6 +209,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 // resumeStep is the run-wide step a resume starts from (-1 for a fresh run).
 func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Options, noTUI bool, note string, resumeStep int) error {
 	defer runtimeLimits(cfg)()
+	opt.Fork = startFork
 	r, err := train.New(cfg, opt)
 	if err != nil {
 		return usageError{err}
