@@ -18,6 +18,7 @@ type keyMap struct {
 	Log        key.Binding
 	Info       key.Binding
 	Edit       key.Binding
+	Fork       key.Binding
 	Metrics    key.Binding
 	NextPane   key.Binding
 	PrevPane   key.Binding
@@ -59,6 +60,7 @@ func defaultKeys() keyMap {
 		Log:        key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "event log")),
 		Info:       key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "run & config")),
 		Edit:       key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "edit")),
+		Fork:       key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "fork")),
 		Metrics:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "all metrics")),
 		NextPane:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "focus")),
 		PrevPane:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "focus back")),
@@ -164,7 +166,7 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	quit.SetHelp("q/ctrl+c", h.quit)
 	run := []key.Binding{quit} // a run that takes no commands offers only quitting
 	if h.commands {
-		run = []key.Binding{h.k.Checkpoint, pause, h.k.Eval, h.k.Edit, quit}
+		run = []key.Binding{h.k.Checkpoint, pause, h.k.Eval, h.k.Edit, h.k.Fork, quit}
 	}
 	return [][]key.Binding{
 		run,

@@ -108,6 +108,7 @@ const (
 	overlayInfo
 	overlayMetrics
 	overlayEdit
+	overlayFork
 )
 
 // Model is the console: the root of its sub-models. It keeps what the whole
@@ -479,6 +480,8 @@ func (m *Model) screenKey(msg tea.KeyPressMsg) {
 		m.toggleOverlay(overlayMetrics)
 	case key.Matches(msg, k.Edit) && m.opts.Role != RoleWatch:
 		m.toggleOverlay(overlayEdit)
+	case key.Matches(msg, k.Fork) && m.opts.Role != RoleWatch:
+		m.toggleOverlay(overlayFork)
 	case key.Matches(msg, k.Close) && !m.navigate(msg):
 		switch {
 		case m.overlay != nil:
@@ -546,6 +549,8 @@ func (m *Model) toggleOverlay(id overlayID) {
 		m.overlay = newMetricsPane(false)
 	case overlayEdit:
 		m.overlay = editPane{live: m.liveCfg, launched: m.opts.Settings != nil}
+	case overlayFork:
+		m.overlay = editPane{live: m.liveCfg, launched: m.opts.Settings != nil, forking: true}
 	}
 	m.overlay = m.overlay.update(resizeMsg{}, m.overlayEnv())
 }
@@ -598,6 +603,9 @@ func (m *Model) sendEdit() tea.Cmd {
 	c := *p.request
 	p.request = nil
 	m.overlay = p
+	if c.Kind == telemetry.CmdFork {
+		m.overlay, m.overlayID = nil, noOverlay // sent: the events pane shows where it went
+	}
 	return m.command(c)
 }
 
