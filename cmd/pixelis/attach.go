@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train/experiment"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -169,7 +170,7 @@ func compareRuns(ctx context.Context, opts tui.Options, title string, dirs, name
 	}
 	history := opts.History
 	err := tui.RunCompare(ctx, tui.CompareOptions{
-		Options: opts, Title: title, Runs: runs, Jobs: jobs, JobsDetached: detached, Config: readConfig,
+		Options: opts, Title: title, Runs: runs, Jobs: jobs, JobsDetached: detached, Config: readConfig, ForkPairs: forkPairs,
 		Open: func(dir string) (telemetry.Feed, error) {
 			return telemetry.OpenRunContext(ctx, dir, telemetry.RunFeedOptions{MaxPoints: history})
 		},
@@ -178,4 +179,17 @@ func compareRuns(ctx context.Context, opts tui.Options, title string, dirs, name
 		return nil
 	}
 	return err
+}
+
+// forkPairs is the compare view's comparison of a fork with its parent
+// (runs.CompareFork), as the view lists it.
+func forkPairs(dir string) (tui.ForkPairs, bool) {
+	c, ok, err := runs.CompareFork(dir)
+	if !ok || err != nil {
+		return tui.ForkPairs{}, false
+	}
+	return tui.ForkPairs{Parent: c.Parent, Step: c.Step, Vals: len(c.Vals), KPIs: []tui.PairedKPI{
+		{Name: "val greedy", Mean: c.Greedy.Mean, CI95: c.Greedy.CI95, N: c.Greedy.N},
+		{Name: "val pass@1", Mean: c.Pass1.Mean, CI95: c.Pass1.CI95, N: c.Pass1.N},
+	}}, true
 }
