@@ -147,7 +147,28 @@ func (m *Model) forked(e telemetry.Event) tea.Cmd {
 	if m.opts.RunDir == "" || dir == "" {
 		return m.setStatus(clean(e.Message), false)
 	}
-	return m.setStatus(fmt.Sprintf("%s · pixelis attach %s %s compares them", clean(e.Message), m.opts.RunDir, dir), false)
+	return m.setStatus(fmt.Sprintf("%s · d compares the two", clean(e.Message)), false)
+}
+
+// followForks keeps the forks the run's events name.
+func (m *Model) followForks(events []telemetry.Event) {
+	for _, e := range events {
+		if dir, ok := e.Data["dir"].(string); ok && e.Kind == telemetry.EventFork && dir != "" {
+			m.forks = append(m.forks, dir)
+		}
+	}
+}
+
+// compareWithFork ends the console to show the run and its newest fork in
+// the compare view (Run returns a *CompareRequest); its caller shows the
+// console again after.
+func (m *Model) compareWithFork() tea.Cmd {
+	if len(m.forks) == 0 || m.opts.RunDir == "" {
+		return m.setStatus("no fork of this run yet: b forks it", true)
+	}
+	m.compareFork = m.forks[len(m.forks)-1]
+	m.quitting = true
+	return tea.Quit
 }
 
 func (m *Model) setStatus(s string, isErr bool) tea.Cmd {

@@ -155,6 +155,10 @@ type Model struct {
 	stops        int      // stops asked for by y and ctrl+c: a second one stops at once
 	quitting     bool
 	userQuit     bool // quit while the run was live and not finished
+	// forks are the run's forks its events named, oldest first; compareFork
+	// is the one the user asked to compare with (d), which ends the console.
+	forks       []string
+	compareFork string
 
 	done     <-chan struct{} // closed when the program ends; stops the feed waiter
 	frameGap time.Duration
@@ -405,6 +409,7 @@ func (m *Model) fold(u telemetry.Update) tea.Cmd {
 	}
 	m.events.add(u.Events, u.Dropped)
 	m.followEdits(u.Events)
+	m.followForks(u.Events)
 	if s := u.Snapshot; s != nil {
 		snap := *s
 		step := snap.Step
@@ -456,6 +461,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.command(telemetry.Command{Kind: telemetry.CmdPause})
 	case key.Matches(msg, k.Eval):
 		return m.command(telemetry.Command{Kind: telemetry.CmdEval})
+	case key.Matches(msg, k.Compare) && m.opts.Role != RoleWatch:
+		return m.compareWithFork()
 	}
 	m.screenKey(msg)
 	return m.sendEdit()

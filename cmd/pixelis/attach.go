@@ -55,14 +55,39 @@ func cmdAttach(ctx context.Context, args []string, std stdio) error {
 	opts.Config = readConfig(runs[0])
 	// The feed holds at most what the console keeps: the first view of a long run
 	// reads its whole history but keeps only the newest points.
-	feed, err := telemetry.OpenRunContext(ctx, runs[0], telemetry.RunFeedOptions{MaxPoints: opts.History})
-	if err != nil {
-		return usageError{err}
+	for {
+		feed, err := telemetry.OpenRunContext(ctx, runs[0], telemetry.RunFeedOptions{MaxPoints: opts.History})
+		if err != nil {
+			return usageError{err}
+		}
+		err = tui.Run(ctx, feed, opts)
+		feed.Close()
+		var cmp *tui.CompareRequest
+		switch {
+		case errors.As(err, &cmp):
+			if err := compareFork(ctx, opts, cmp.Dirs); err != nil {
+				return err
+			}
+			continue // the console again, on the run's files as they are now
+		case errors.Is(err, tui.ErrUserQuit) || errors.Is(err, tui.ErrHangup):
+			return nil // quitting an attached console never stops the run
+		}
+		return err
 	}
-	defer feed.Close()
-	err = tui.Run(ctx, feed, opts)
-	if errors.Is(err, tui.ErrUserQuit) || errors.Is(err, tui.ErrHangup) {
-		return nil // quitting an attached console never stops the run
+}
+
+// compareFork shows a run and its fork (d in the console) in the compare
+// view, until the user leaves it.
+func compareFork(ctx context.Context, opts tui.Options, dirs []string) error {
+	opts.Role, opts.Backlog, opts.Config, opts.Settings = tui.RoleAttached, nil, "", nil
+	opts.RunDir = strings.Join(dirs, " ")
+	names := make([]string, len(dirs))
+	for i, d := range dirs {
+		names[i] = filepath.Base(d)
+	}
+	err := compareRuns(ctx, opts, "a run and its fork", dirs, names, nil, false)
+	if errors.Is(err, tui.ErrUserQuit) {
+		return nil
 	}
 	return err
 }
