@@ -15,6 +15,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/edit"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -44,7 +45,7 @@ func cmdFork(ctx context.Context, args []string, std stdio) error {
 		return usagef("%s: %v", dir, err)
 	}
 	phase := livePhase(dir)
-	c := telemetry.Command{Kind: telemetry.CmdFork, Source: "control", Edits: []telemetry.FieldValue{}}
+	c := telemetry.Command{Kind: telemetry.CmdFork, Source: edit.SourceControl, Edits: []telemetry.FieldValue{}}
 	for _, a := range pos[1:] {
 		e, err := editCommand(cfg, phase, a)
 		if err != nil {
@@ -137,13 +138,22 @@ func startFork(p train.ForkPoint) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := startResume(dir); err != nil {
+		os.RemoveAll(dir) // a fork that never started is no run
+		return "", fmt.Errorf("start the fork: %w", err)
+	}
+	return dir, nil
+}
+
+// startResume starts `pixelis resume dir --no-tui` in a session of its own.
+func startResume(dir string) error {
 	bin, err := os.Executable()
 	if err != nil {
-		return "", err
+		return err
 	}
 	errLog, err := os.OpenFile(filepath.Join(dir, CrashFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer errLog.Close()
 	cmd := exec.Command(bin, "resume", dir, "--no-tui")
@@ -151,10 +161,10 @@ func startFork(p train.ForkPoint) (string, error) {
 	cmd.Stderr = errLog
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start the fork: %w", err)
+		return err
 	}
 	go cmd.Wait() // reaped when it ends before its parent
-	return dir, nil
+	return nil
 }
 
 // forkEnv is the parent's environment less the fault points of the
