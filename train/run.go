@@ -52,6 +52,9 @@ type Options struct {
 	// phase, checkpoint retention (interrupt.go).
 	Stop Stop
 	Log  *slog.Logger
+	// Fork, when set, starts a fork of the run (a fork command): without
+	// it, the run refuses forks.
+	Fork Forker
 }
 
 // ErrStopped is returned by Run when a stop command ended the run early (after a
@@ -70,6 +73,11 @@ type Runner struct {
 	envCfg env.Config
 	log    *slog.Logger
 	name   string
+
+	// fork is where the run was forked from (nil for a run that was not);
+	// pendingEdits are the fork's edits, applied at its first step boundary.
+	fork         *rundir.Fork
+	pendingEdits []telemetry.FieldValue
 
 	workers int
 	last    telemetry.Snapshot // the newest snapshot published
@@ -135,13 +143,19 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if err := rundir.WriteFileAtomic(filepath.Join(opt.RunDir, rundir.ConfigFile), conf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
-	if err := rundir.WriteInfo(opt.RunDir, rundir.Info{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init}); err != nil {
+	// A fork keeps the record of where it branched off through every resume.
+	var fork *rundir.Fork
+	if prev, err := rundir.ReadInfo(opt.RunDir); err == nil {
+		fork = prev.Fork
+	}
+	if err := rundir.WriteInfo(opt.RunDir, rundir.Info{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init, Fork: fork}); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	workers := setup.Workers(cfg)
 	return &Runner{
 		cfg: cfg.Clone(), hash: cfg.TrainingHash(), opt: opt, envCfg: envCfg, log: opt.Log,
 		name:     filepath.Base(opt.RunDir),
+		fork:     fork,
 		workers:  workers,
 		state:    telemetry.StateStarting,
 		ckptRoot: filepath.Join(opt.RunDir, rundir.Checkpoints),
@@ -241,6 +255,7 @@ func (r *Runner) run(ctx context.Context) error {
 	if err := r.startAlerts(resume); err != nil {
 		return err
 	}
+	r.pendingEdits = r.forkEdits(resume)
 	all := r.allPhases()
 	for _, p := range all {
 		if slices.Contains(r.opt.Done, p) {
@@ -323,6 +338,9 @@ func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop b
 	// The stall clock runs from here to the next boundary, unless paused.
 	r.alerts.clock.Store(false)
 	defer func() { r.alerts.clock.Store(!stop && err == nil && !r.paused) }()
+	if err := r.applyForkEdits(step, ph); err != nil {
+		return false, err
+	}
 	if stop, err := r.alertActions(step, ph); stop || err != nil {
 		return stop, err
 	}
@@ -406,6 +424,8 @@ func (r *Runner) apply(ctx context.Context, c telemetry.Command, step int, ph ph
 		return r.stopNow(step, ph, !c.NoCheckpoint), nil
 	case telemetry.CmdEdit:
 		return false, r.editNow(step, c, ph)
+	case telemetry.CmdFork:
+		r.forkNow(step, c, ph)
 	default:
 		r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)
 	}

@@ -17,6 +17,7 @@ type cmpRuns struct {
 	experiment bool            // the view shows an experiment's jobs (CompareOptions.Jobs)
 	sel        int             // the run selected in the run list, -1 when none: set in the copy env lends
 	phase      telemetry.Phase // the phase the charts show
+	pairs      []forkPair      // forks shown with their parents, compared
 }
 
 // chartPhase is the phase the charts show: RFT once any run has it.
@@ -55,6 +56,10 @@ func (d *cmpRuns) localWindow(v chartView) (xrange, bool) {
 	}
 	full := xrange{1, max(1, longest)}
 	if v.zoom == 0 && v.back == 0 {
+		if from := d.forkPoint(); from > 1 && from < full.hi {
+			// A fork with its parent: the two are one run up to the fork.
+			return xrange{from, full.hi}, true
+		}
 		return full, false
 	}
 	width := max(8, longest>>v.zoom)

@@ -25,6 +25,7 @@ const (
 	SourceConsole = "console"
 	SourceControl = "control"
 	SourceAlert   = "alert"
+	SourceFork    = "fork" // a fork's edits, applied at its first step
 )
 
 // Edit is one change of a live run: Field went from Old to New at the
