@@ -18,7 +18,7 @@ import (
 
 // Command indices for the pending-acknowledgement flags.
 var commandKinds = [...]telemetry.CommandKind{
-	telemetry.CmdCheckpoint, telemetry.CmdPause, telemetry.CmdResume, telemetry.CmdEval, telemetry.CmdStop, telemetry.CmdEdit,
+	telemetry.CmdCheckpoint, telemetry.CmdPause, telemetry.CmdResume, telemetry.CmdEval, telemetry.CmdStop, telemetry.CmdEdit, telemetry.CmdAck,
 }
 
 func commandIndex(k telemetry.CommandKind) int {
@@ -66,6 +66,8 @@ func ackOf(e telemetry.Event) (kind telemetry.CommandKind, failed, ok bool) {
 		return telemetry.CmdEval, false, true
 	case telemetry.EventEdit:
 		return telemetry.CmdEdit, false, true
+	case telemetry.EventAlertAck:
+		return telemetry.CmdAck, false, true
 	case telemetry.EventWarning:
 		// The trainer reports a failed save as a warning: training goes on.
 		if strings.Contains(msg, "checkpoint failed") {
@@ -128,6 +130,8 @@ func (m *Model) acknowledge(events []telemetry.Event) tea.Cmd {
 			cmds = append(cmds, m.setStatus("checkpoint saved", false))
 		case kind == telemetry.CmdEdit:
 			cmds = append(cmds, m.setStatus("edit applied: "+clean(e.Message), false))
+		case kind == telemetry.CmdAck:
+			cmds = append(cmds, m.setStatus(clean(e.Message), false))
 		}
 	}
 	if m.quitAfterAck && !m.quitting && !m.pending[commandIndex(telemetry.CmdStop)] && !m.pending[commandIndex(telemetry.CmdResume)] {

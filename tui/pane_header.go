@@ -93,6 +93,12 @@ func (m Model) headerParts() []headerPart {
 	if s.Kind == "" { // a run of another trainer has no phases of pixelis's: its run label says its kind
 		parts = append(parts, headerPart{text: phaseLabel(phase), keep: always})
 	}
+	if head, detail := m.alerts.banner(); head != "" {
+		// Kept until acknowledged, and never dropped to fit: its detail
+		// goes before anything else.
+		parts = append(parts, headerPart{text: st.render(st.bad, head), keep: always},
+			headerPart{text: st.render(st.bad, detail), keep: 97})
+	}
 	if s.Run != "" {
 		parts = append(parts, headerPart{text: "run " + clean(s.Run), keep: 30})
 	}

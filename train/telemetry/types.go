@@ -261,4 +261,8 @@ type Command struct {
 	Field  string   `json:"field,omitempty"`
 	Value  *float64 `json:"value,omitempty"`
 	Source string   `json:"source,omitempty"`
+	// Detector and AlertStep name the alert an ack acknowledges: the
+	// detector and the step it fired at.
+	Detector  string `json:"detector,omitempty"`
+	AlertStep int    `json:"alert_step,omitempty"`
 }
