@@ -157,15 +157,24 @@ func (l *alertLog) unacked() (newest, n int) {
 	return newest, n
 }
 
-// clearedAfter reports the step at which the detector of alert i cleared
-// after it fired, if it has: the first clear of that detector listed after it.
-func (l *alertLog) clearedAfter(i int) (int, bool) {
+// clearedAfter is the clear of alert i's detector after it fired, if it
+// has cleared: the first listed after it.
+func (l *alertLog) clearedAfter(i int) (alert, bool) {
 	for _, b := range l.items[i+1:] {
 		if b.detector == l.items[i].detector && !b.fired() {
-			return b.ev.Step, true
+			return b, true
 		}
 	}
-	return 0, false
+	return alert{}, false
+}
+
+// phaseStep is where an event happened as the header counts steps: within
+// its phase when it has one.
+func phaseStep(e telemetry.Event) int {
+	if e.Phase != "" {
+		return e.PhaseStep
+	}
+	return e.Step
 }
 
 // selected is the index of the alert the view is on; -1 when there are none.
@@ -186,12 +195,13 @@ func (l *alertLog) banner() (head, detail string) {
 		return "", ""
 	}
 	a := l.items[i]
-	detail = "fired at " + eventLabel(a.ev)
+	// Steps without a word before them: the header's step is the one "step N".
+	detail = "fired at " + fmtInt(phaseStep(a.ev))
 	if a.action != "" && a.action != "warn" {
 		detail += " → " + a.action
 	}
-	if step, ok := l.clearedAfter(i); ok {
-		detail += " (cleared at " + fmtInt(step) + ")"
+	if c, ok := l.clearedAfter(i); ok {
+		detail += " (cleared at " + fmtInt(phaseStep(c.ev)) + ")"
 	}
 	if n > 1 {
 		detail += fmt.Sprintf(" · +%d more", n-1)
