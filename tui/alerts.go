@@ -3,6 +3,7 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -21,6 +22,7 @@ type alert struct {
 	haveValue bool
 	series    []stepValue // the evidence: the series the rule read
 	acked     bool
+	outcome   string // what its action did, as the run's alert_action event says; "" before it does
 }
 
 type stepValue struct {
@@ -94,6 +96,8 @@ func (l *alertLog) add(evs []telemetry.Event) (fired int) {
 			if a.fired() {
 				fired++
 			}
+		case telemetry.EventAlertAction:
+			l.actionDone(e)
 		case telemetry.EventAlertAck:
 			d, _ := e.Data["detector"].(string)
 			step, _ := jsonInt(e.Data["alert_step"])
@@ -109,6 +113,22 @@ func (l *alertLog) add(evs []telemetry.Event) (fired int) {
 		}
 	}
 	return fired
+}
+
+// actionDone notes what a fired alert's action did on the alert.
+func (l *alertLog) actionDone(e telemetry.Event) {
+	d, _ := e.Data["detector"].(string)
+	at, _ := jsonInt(e.Data["fired_at"])
+	what, _ := e.Data["done"].(string)
+	if what == "" {
+		what, _ = e.Data["error"].(string)
+	}
+	for i := len(l.items) - 1; i >= 0; i-- {
+		if a := &l.items[i]; a.fired() && a.detector == d && a.ev.Step == at {
+			a.outcome = what
+			return
+		}
+	}
 }
 
 // jsonInt reads a whole number that came as any of JSON's or Go's types.
@@ -186,25 +206,30 @@ func (l *alertLog) selected() int {
 }
 
 // banner is what the header's banner says of the newest alert not yet
-// acknowledged: its detector, which stays however narrow the header, and
-// the detail (where it fired, its action, whether it has cleared since, how
-// many more wait, the key), which goes first; "" when there is none.
-func (l *alertLog) banner() (head, detail string) {
+// acknowledged, in the parts the header drops last to first to fit: its
+// detector, which stays however narrow the header; where it fired and its
+// action; whether it has cleared since, how many more wait, and the key.
+// head is "" when there is none.
+type banner struct{ head, where, rest string }
+
+func (l *alertLog) banner() banner {
 	i, n := l.unacked()
 	if n == 0 {
-		return "", ""
+		return banner{}
 	}
 	a := l.items[i]
 	// Steps without a word before them: the header's step is the one "step N".
-	detail = "fired at " + fmtInt(phaseStep(a.ev))
+	b := banner{head: "⚠ " + a.detector, where: "fired at " + fmtInt(phaseStep(a.ev))}
 	if a.action != "" && a.action != "warn" {
-		detail += " → " + a.action
+		b.where += " → " + a.action
 	}
+	var rest []string
 	if c, ok := l.clearedAfter(i); ok {
-		detail += " (cleared at " + fmtInt(phaseStep(c.ev)) + ")"
+		rest = append(rest, "cleared at "+fmtInt(phaseStep(c.ev)))
 	}
 	if n > 1 {
-		detail += fmt.Sprintf(" · +%d more", n-1)
+		rest = append(rest, fmt.Sprintf("+%d more", n-1))
 	}
-	return "⚠ " + a.detector, detail + " · d ack"
+	b.rest = strings.Join(append(rest, "d ack"), " · ")
+	return b
 }

@@ -34,12 +34,14 @@ func rapr(from, to int) [][2]float64 {
 }
 
 // alertsHarness is the fixture run with three alerts: tool use fired and
-// cleared, then entropy fired (not acknowledged).
+// cleared, its action done, then entropy fired (not acknowledged).
 func alertsHarness(t *testing.T, w, h int, live bool) *harness {
 	t.Helper()
 	hs := rftHarness(t, w, h, "never", live)
 	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{
 		alertEvent(1100, "tool_collapse", "fire", "pause", rapr(900, 1100)),
+		{Step: sftSteps + 1101, Phase: telemetry.PhaseRFT, PhaseStep: 1101, Kind: telemetry.EventAlertAction, Message: "alert tool_collapse: paused; resume to go on",
+			Data: map[string]any{"detector": "tool_collapse", "action": "pause", "fired_at": sftSteps + 1100, "done": "paused; resume to go on"}},
 		alertEvent(1150, "tool_collapse", "clear", "pause", rapr(950, 1150)),
 		alertEvent(1200, "entropy_collapse", "fire", "warn", [][2]float64{{3100, 1.2}, {3150, 0.8}, {3200, 0.15}}),
 	}}))
@@ -47,7 +49,9 @@ func alertsHarness(t *testing.T, w, h int, live bool) *harness {
 }
 
 func TestAlertBannerStaysUntilAcknowledged(t *testing.T) {
-	hs := alertsHarness(t, 120, 40, true)
+	// Wide enough for where it fired: at 120 columns the stage and the rate
+	// come first, and the banner is the detector's name.
+	hs := alertsHarness(t, 180, 40, true)
 	header := strings.SplitN(hs.frame(), "\n", 2)[0]
 	if !strings.Contains(header, "⚠ entropy_collapse · fired at 1,200 · +1 more · d ack") {
 		t.Fatalf("header lacks the banner: %q", header)
@@ -73,7 +77,7 @@ func TestAlertBannerStaysUntilAcknowledged(t *testing.T) {
 	msg, data := telemetry.AckEvent(sent[0])
 	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 3202, Kind: telemetry.EventAlertAck, Message: msg, Data: data}}}))
 	header = strings.SplitN(hs.frame(), "\n", 2)[0]
-	if !strings.Contains(header, "⚠ tool_collapse · fired at 1,100 → pause (cleared at 1,150) · d ack") {
+	if !strings.Contains(header, "⚠ tool_collapse · fired at 1,100 → pause · cleared at 1,150 · d ack") {
 		t.Fatalf("after the ack the banner should show the older alert: %q", header)
 	}
 	if !strings.Contains(footer(hs), "alert acknowledged: entropy_collapse") {
@@ -165,7 +169,8 @@ func TestAlertsViewSelects(t *testing.T) {
 		t.Fatal("evidence is not the newest alert's")
 	}
 	hs.press("down", "down")
-	if f := hs.frame(); !strings.Contains(f, "Evidence · tool_collapse fire at rft 1,100") || !strings.Contains(f, "window: the last 50 steps, from 3,050") {
+	if f := hs.frame(); !strings.Contains(f, "Evidence · tool_collapse fire at rft 1,100") || !strings.Contains(f, "window: the last 50 steps, from 3,050") ||
+		!strings.Contains(f, "action pause: paused; resume to go on") || !strings.Contains(f, "not acked pause ✓") {
 		t.Fatalf("evidence after ↓↓:\n%s", f)
 	}
 	hs.press("d")

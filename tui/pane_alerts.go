@@ -91,6 +91,9 @@ func alertRow(a alert, labelW, detW int) string {
 	if action == "" {
 		action = "warn"
 	}
+	if a.outcome != "" {
+		action += " ✓"
+	}
 	return fmt.Sprintf("%s %s %s %-15s %-9s %s", padLeft(eventLabel(a.ev), labelW), state,
 		fit(a.detector, detW, true), val, ack, action)
 }
@@ -111,8 +114,12 @@ func (alertChartPane) view(e env) (string, []string) {
 	a := l.items[i]
 	title := fmt.Sprintf("Evidence · %s %s at %s", a.detector, a.state, eventLabel(a.ev))
 	var out []string
-	for _, s := range []string{a.rule, a.ev.Message} {
-		if s = clean(s); s != "" && len(out) < 2 {
+	lines := []string{a.rule, a.ev.Message}
+	if a.outcome != "" {
+		lines = append(lines, "action "+a.action+": "+a.outcome)
+	}
+	for _, s := range lines {
+		if s = clean(s); s != "" && len(out) < 3 {
 			out = append(out, wrapWords(s, max(10, e.w))[0])
 		}
 	}

@@ -34,6 +34,8 @@ func (s *session) judgeAlerts(step int, now time.Time, named, weights map[string
 		s.w.Sink.Emit(e)
 		if act != nil {
 			act()
+			s.emit(telemetry.EventAlertAction, fmt.Sprintf("alert %s: %s sent to the trainer", a.Detector, a.ActionText()),
+				map[string]any{"detector": a.Detector, "action": a.Action, "fired_at": a.Step, "done": a.ActionText() + " sent to the trainer"})
 		}
 	}
 }

@@ -97,6 +97,9 @@ func TestLaunchedAlertPauses(t *testing.T) {
 	l := launchChild(t, dir, spec, "--entropy-halflife", "15")
 	fire := l.waitData(t, telemetry.EventAlert, map[string]any{"detector": "entropy_collapse", "state": "fire"})
 	waitFor(t, "the trainer paused", func() bool { return status(t, dir).State == telemetry.StatePaused })
+	if done := l.waitData(t, telemetry.EventAlertAction, map[string]any{"detector": "entropy_collapse"}); done.Data["done"] != "pause sent to the trainer" || int(done.Data["fired_at"].(float64)) != fire.Step {
+		t.Fatalf("alert_action %+v", done)
+	}
 	if err := telemetry.SendControl(dir, telemetry.Command{Kind: telemetry.CmdAck, Detector: "entropy_collapse", AlertStep: fire.Step}); err != nil {
 		t.Fatal(err)
 	}

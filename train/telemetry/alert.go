@@ -2,13 +2,9 @@ package telemetry
 
 import "fmt"
 
-// Alerts are the run's detectors speaking (train/alerts): an EventAlert when
-// one fires or clears, with its evidence in Data (detector, state "fire" or
-// "clear", rule, window, threshold, value, series [[step, value], …],
-// action). A viewer acknowledges one with CmdAck; the run answers with an
-// EventAlertAck, so every viewer sees it acknowledged.
+// A viewer acknowledges an alert (an EventAlert) with CmdAck; the run
+// answers with an EventAlertAck, so every viewer sees it acknowledged.
 const (
-	EventAlert    = "alert"
 	EventAlertAck = "alert_ack" // Data: detector, alert_step, source
 
 	// CmdAck acknowledges the alert of Detector that fired at AlertStep.
