@@ -30,7 +30,7 @@ func defaultAlerts(t *testing.T) configs.Alerts {
 
 func fires(evs []telemetry.Event) (n int, last telemetry.Event) {
 	for _, e := range evs {
-		if e.Kind == alerts.EventAlert && e.Data["state"] == alerts.StateFire {
+		if e.Kind == telemetry.EventAlert && e.Data["state"] == alerts.StateFire {
 			n, last = n+1, e
 		}
 	}
