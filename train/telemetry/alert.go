@@ -14,7 +14,7 @@ const (
 // AckEvent is the event that acknowledges an alert: what the run emits when
 // it takes a CmdAck.
 func AckEvent(c Command) (msg string, data map[string]any) {
-	msg = fmt.Sprintf("alert acknowledged: %s (fired at step %d)", c.Detector, c.AlertStep)
+	msg = fmt.Sprintf("alert acknowledged: %s (fired at run step %d)", c.Detector, c.AlertStep)
 	data = map[string]any{"detector": c.Detector, "alert_step": c.AlertStep}
 	if c.Source != "" {
 		data["source"] = c.Source
