@@ -426,6 +426,9 @@ func (r *Runner) apply(ctx context.Context, c telemetry.Command, step int, ph ph
 		return false, r.editNow(step, c, ph)
 	case telemetry.CmdFork:
 		r.forkNow(step, c, ph)
+	case telemetry.CmdAck:
+		msg, data := telemetry.AckEvent(c)
+		r.emit(step, telemetry.EventAlertAck, msg, data)
 	default:
 		r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)
 	}

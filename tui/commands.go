@@ -18,7 +18,7 @@ import (
 
 // Command indices for the pending-acknowledgement flags.
 var commandKinds = [...]telemetry.CommandKind{
-	telemetry.CmdCheckpoint, telemetry.CmdPause, telemetry.CmdResume, telemetry.CmdEval, telemetry.CmdStop, telemetry.CmdEdit, telemetry.CmdFork,
+	telemetry.CmdCheckpoint, telemetry.CmdPause, telemetry.CmdResume, telemetry.CmdEval, telemetry.CmdStop, telemetry.CmdEdit, telemetry.CmdFork, telemetry.CmdAck,
 }
 
 func commandIndex(k telemetry.CommandKind) int {
@@ -68,6 +68,8 @@ func ackOf(e telemetry.Event) (kind telemetry.CommandKind, failed, ok bool) {
 		return telemetry.CmdEdit, false, true
 	case telemetry.EventFork:
 		return telemetry.CmdFork, false, true
+	case telemetry.EventAlertAck:
+		return telemetry.CmdAck, false, true
 	case telemetry.EventWarning:
 		// The trainer reports a failed save as a warning: training goes on.
 		if strings.Contains(msg, "checkpoint failed") {
@@ -132,6 +134,8 @@ func (m *Model) acknowledge(events []telemetry.Event) tea.Cmd {
 			cmds = append(cmds, m.setStatus("edit applied: "+clean(e.Message), false))
 		case kind == telemetry.CmdFork:
 			cmds = append(cmds, m.forked(e))
+		case kind == telemetry.CmdAck:
+			cmds = append(cmds, m.setStatus(clean(e.Message), false))
 		}
 	}
 	if m.quitAfterAck && !m.quitting && !m.pending[commandIndex(telemetry.CmdStop)] && !m.pending[commandIndex(telemetry.CmdResume)] {
@@ -147,7 +151,7 @@ func (m *Model) forked(e telemetry.Event) tea.Cmd {
 	if m.opts.RunDir == "" || dir == "" {
 		return m.setStatus(clean(e.Message), false)
 	}
-	return m.setStatus(fmt.Sprintf("%s · d compares the two", clean(e.Message)), false)
+	return m.setStatus(fmt.Sprintf("%s · B compares the two", clean(e.Message)), false)
 }
 
 // followForks keeps the forks the run's events name.

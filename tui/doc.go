@@ -17,7 +17,9 @@
 // View returns. pane.go says what a pane is and how messages reach it.
 // Each pane_*.go holds one pane: pane_kpi.go (the chart sets), pane_events.go
 // (and the event log the root folds), pane_curriculum.go, pane_sample.go,
-// pane_metrics.go (a grid of every metric, with a filter), and the panes
+// pane_metrics.go (a grid of every metric, with a filter), pane_alerts.go
+// (the alerts view, !: the list and the selected alert's evidence chart,
+// from the alert log in alerts.go, which the header's banner reads too), and the panes
 // with no state of their own, pane_reward.go, pane_tools.go and pane_sft.go
 // (validation and imitation accuracy during SFT). The views drawn over them
 // all are inspector.go (the stages), overlay_log.go (the full event log) and

@@ -21,6 +21,8 @@ type keyMap struct {
 	Fork       key.Binding
 	Compare    key.Binding
 	Metrics    key.Binding
+	Alerts     key.Binding
+	Ack        key.Binding
 	NextPane   key.Binding
 	PrevPane   key.Binding
 	Up         key.Binding
@@ -62,8 +64,10 @@ func defaultKeys() keyMap {
 		Info:       key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "run & config")),
 		Edit:       key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "edit")),
 		Fork:       key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "fork")),
-		Compare:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "compare with fork")),
+		Compare:    key.NewBinding(key.WithKeys("B"), key.WithHelp("B", "compare with fork")),
 		Metrics:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "all metrics")),
+		Alerts:     key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "alerts")),
+		Ack:        key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "ack alert")),
 		NextPane:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "focus")),
 		PrevPane:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "focus back")),
 		Up:         key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
@@ -108,6 +112,8 @@ type helpKeys struct {
 	overlay     []key.Binding
 	horiz, vert string // what ←/→ and ↑/↓ do; "" for nothing
 	typing      bool
+	alerts      bool // the run raised alerts: ! shows them
+	unacked     bool // one is not acknowledged: d acknowledges it
 }
 
 func (h helpKeys) bindings() (pause, quit, horiz, vert key.Binding) {
@@ -150,6 +156,12 @@ func (h helpKeys) ShortHelp() []key.Binding {
 		log.SetHelp("v", "log")
 		info.SetHelp("i", "info")
 		zoom := key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "zoom"))
+		if h.unacked {
+			out = append(out, h.k.Ack)
+		}
+		if h.alerts {
+			out = append(out, h.k.Alerts)
+		}
 		out = append(out, h.k.KPISet, zoom, h.k.Metrics, log, info, h.k.NextPane)
 	}
 	if h.horiz != "" {
@@ -166,13 +178,13 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	pause, _, _, _ := h.bindings()
 	quit := h.k.Quit
 	quit.SetHelp("q/ctrl+c", h.quit)
-	run := []key.Binding{quit} // a run that takes no commands offers only quitting
+	run := []key.Binding{h.k.Ack, quit} // a run that takes no commands offers acknowledging (here) and quitting
 	if h.commands {
-		run = []key.Binding{h.k.Checkpoint, pause, h.k.Eval, h.k.Edit, h.k.Fork, quit}
+		run = []key.Binding{h.k.Checkpoint, pause, h.k.Eval, h.k.Edit, h.k.Fork, h.k.Ack, quit}
 	}
 	return [][]key.Binding{
 		run,
-		{h.k.Stages, h.k.Log, h.k.Info, h.k.Metrics, h.k.Compare},
+		{h.k.Stages, h.k.Log, h.k.Info, h.k.Metrics, h.k.Compare, h.k.Alerts},
 		{h.k.NextPane, h.k.PrevPane, h.k.KPISet, h.k.Close},
 		{h.k.Up, h.k.Down, h.k.Left, h.k.Right},
 		{h.k.PageUp, h.k.PageDown, h.k.Home, h.k.End},

@@ -33,18 +33,21 @@ const (
 	paneOverlaid
 	paneResults
 	paneArms
+	// The alerts view's panes.
+	paneAlerts
+	paneEvidence
 	numPanes
 )
 
 func (p paneID) String() string {
 	return [...]string{"reward", "validation", "kpi", "curriculum", "tools", "imitation", "metrics", "events", "sample", "ttrl", "corridor",
-		"runs", "overlaid", "results", "arms"}[p]
+		"runs", "overlaid", "results", "arms", "alerts", "evidence"}[p]
 }
 
 // screenKind is what a console shows, and so which panes it lays out: an
 // RFT run, an SFT run, a run of another trainer watched through its logs, a
-// TTRL run, or several runs compared (with their results, or an
-// experiment's arms × seeds).
+// TTRL run, several runs compared (with their results, or an
+// experiment's arms × seeds), or a run's alerts.
 type screenKind int
 
 const (
@@ -54,6 +57,7 @@ const (
 	screenTTRL
 	screenCompare
 	screenCompareArms
+	screenAlerts
 	numScreens
 )
 
@@ -152,9 +156,9 @@ func compareScreen(table paneID) screenLayout {
 //	Curriculum | Tools | Events    Curriculum | Imitation | Events  Metrics | Events
 //	Sample trajectory              Validation trajectory
 //
-//	TTRL                                  compare
-//	TTRL (vote, gate, retrieval) | KPIs   Runs | overlaid KPIs
-//	Corridor | Tools | Events             Results (t: Arms × seeds)
+//	TTRL                                  compare                         alerts (!)
+//	TTRL (vote, gate, retrieval) | KPIs   Runs | overlaid KPIs            Alerts (list)
+//	Corridor | Tools | Events             Results (t: Arms × seeds)       Evidence (chart)
 //	Sample trajectory
 var screens = [numScreens]screenLayout{
 	screenRFT:  trainingScreen(paneReward, paneCurriculum, paneTools),
@@ -170,6 +174,11 @@ var screens = [numScreens]screenLayout{
 	},
 	screenCompare:     compareScreen(paneResults),
 	screenCompareArms: compareScreen(paneArms),
+	screenAlerts: {
+		// The list above, the selected alert's evidence chart below it.
+		rows:  [][]slot{{{pane: paneAlerts, w: fill}}, {{pane: paneEvidence, w: fill, passive: true}}},
+		bands: []band{{heights: []size{{pct: 35, lo: 5, keep: 9}, fill}}},
+	},
 }
 
 type rect struct{ x, y, w, h int }

@@ -133,11 +133,14 @@ type Model struct {
 	panes         [numPanes]pane // the sub-models the layout places, by id
 	overlay       pane           // drawn over the panes while open; nil when closed
 	overlayID     overlayID
+	alertsOpen    bool   // the alerts view (!) is shown instead of the run's screen
+	beforeAlerts  paneID // the pane that had focus when it opened
 
 	snap    *telemetry.Snapshot // the latest snapshot: the header, commands and several panes read it
 	watch   watchInfo           // what a watched run's feed says of its files
 	metrics *store              // every metric series: the charts and several panes read it
 	events  *eventLog           // the run's events: the events pane and the event log read it
+	alerts  *alertLog           // the run's alerts: the header's banner and the alerts view read it
 	now     time.Time           // the clock as of the latest message
 	heard   time.Time           // when the feed last brought anything
 
@@ -156,7 +159,7 @@ type Model struct {
 	quitting     bool
 	userQuit     bool // quit while the run was live and not finished
 	// forks are the run's forks its events named, oldest first; compareFork
-	// is the one the user asked to compare with (d), which ends the console.
+	// is the one the user asked to compare with (B), which ends the console.
 	forks       []string
 	compareFork string
 
@@ -197,9 +200,12 @@ func New(feed telemetry.Feed, opts Options) Model {
 			paneSample:     samplePane{},
 			paneTTRL:       statelessPane(viewTTRL),
 			paneCorridor:   statelessPane(viewCorridor),
+			paneAlerts:     alertsPane{},
+			paneEvidence:   alertChartPane{},
 		},
 		metrics:  newStore(opts.History),
 		events:   newEventLog(eventsCap),
+		alerts:   newAlertLog(eventsCap),
 		now:      opts.Now(),
 		frameGap: time.Second / time.Duration(opts.FPS),
 		tick: func(d time.Duration, msg tea.Msg) tea.Cmd {
@@ -331,7 +337,7 @@ func (m *Model) update(msg tea.Msg) (tea.Cmd, bool) {
 
 // env is what a pane of inner size a is lent for one update or one frame.
 func (m *Model) env(a area) env {
-	e := env{area: a, keys: &m.keys, st: &m.st, snap: m.snap, metrics: m.metrics, events: m.events,
+	e := env{area: a, keys: &m.keys, st: &m.st, snap: m.snap, metrics: m.metrics, events: m.events, alerts: m.alerts,
 		kind: m.kind, phase: m.phase(), now: m.now}
 	if m.snap != nil {
 		e.runKind = m.snap.Kind
@@ -383,6 +389,8 @@ func (m *Model) phase() telemetry.Phase {
 // screen is the kind of screen the newest data calls for.
 func (m *Model) screen() screenKind {
 	switch {
+	case m.alertsOpen:
+		return screenAlerts
 	case m.opts.Role == RoleWatch:
 		return screenWatch
 	case m.phase() == telemetry.PhaseSFT:
@@ -403,11 +411,13 @@ func (m *Model) fold(u telemetry.Update) tea.Cmd {
 		// what follows starts again from the beginning.
 		m.metrics = newStore(m.opts.History)
 		m.events = newEventLog(eventsCap)
+		m.alerts = newAlertLog(eventsCap)
 	}
 	for _, p := range u.Points {
 		m.metrics.addAll(p.Named(), p.Step, p.Phase)
 	}
 	m.events.add(u.Events, u.Dropped)
+	fired := m.alerts.add(u.Events)
 	m.followEdits(u.Events)
 	m.followForks(u.Events)
 	if s := u.Snapshot; s != nil {
@@ -428,8 +438,16 @@ func (m *Model) fold(u telemetry.Update) tea.Cmd {
 		m.watch = readWatchInfo(m.feed)
 	}
 	m.broadcast(feedMsg(u))
+	if fired > 0 {
+		return tea.Batch(m.acknowledge(u.Events), bell)
+	}
 	return m.acknowledge(u.Events)
 }
+
+// bell rings the terminal's bell (BEL): once an update in which an alert
+// fired. A terminal or multiplexer with its bell off shows nothing, or its
+// own visual bell.
+var bell = tea.Raw("\a")
 
 // key handles a key press: the question while one is asked, text for a pane
 // that is reading it, else the console's own keys, else navigation for the
@@ -463,6 +481,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.command(telemetry.Command{Kind: telemetry.CmdEval})
 	case key.Matches(msg, k.Compare) && m.opts.Role != RoleWatch:
 		return m.compareWithFork()
+	case key.Matches(msg, k.Ack):
+		return m.ackAlert()
 	}
 	m.screenKey(msg)
 	return m.sendEdit()
@@ -489,6 +509,8 @@ func (m *Model) screenKey(msg tea.KeyPressMsg) {
 		m.toggleOverlay(overlayEdit)
 	case key.Matches(msg, k.Fork) && m.opts.Role != RoleWatch:
 		m.toggleOverlay(overlayFork)
+	case key.Matches(msg, k.Alerts):
+		m.toggleAlerts()
 	case key.Matches(msg, k.Close) && !m.navigate(msg):
 		switch {
 		case m.overlay != nil:
@@ -496,6 +518,8 @@ func (m *Model) screenKey(msg tea.KeyPressMsg) {
 		case m.help.ShowAll:
 			m.help.ShowAll = false
 			m.relayout()
+		case m.alertsOpen:
+			m.toggleAlerts()
 		}
 	case key.Matches(msg, k.NextPane) && m.overlay == nil:
 		m.focus.next()
@@ -635,4 +659,40 @@ func (m *Model) followEdits(events []telemetry.Event) {
 		l := edit.Live{Cfg: m.liveCfg}
 		edit.Apply(&l, edit.Edit{Field: field, New: v, Phase: telemetry.Phase(phase)})
 	}
+}
+
+// toggleAlerts opens the alerts view in place of the run's screen, or closes
+// it, giving focus back to the pane that had it.
+func (m *Model) toggleAlerts() {
+	m.overlay, m.overlayID = nil, noOverlay
+	m.alertsOpen = !m.alertsOpen
+	if m.alertsOpen {
+		m.beforeAlerts = m.focus.current
+	}
+	m.kind = m.screen()
+	m.relayout()
+	if !m.alertsOpen {
+		m.focus.set(m.beforeAlerts)
+	}
+}
+
+// ackAlert acknowledges an alert: the one the alerts view is on when it is
+// open, else the newest not yet acknowledged (the banner's). A run that takes
+// commands is asked, and its answer, an event, marks the alert for every
+// viewer; a run that takes none (a watched log, a finished run) has it
+// marked here only.
+func (m *Model) ackAlert() tea.Cmd {
+	i, n := m.alerts.unacked()
+	if m.alertsOpen {
+		i = m.alerts.selected()
+	}
+	if n == 0 || i < 0 || !m.alerts.items[i].fired() || m.alerts.items[i].acked {
+		return m.setStatus("no alert to acknowledge", false)
+	}
+	a := m.alerts.items[i]
+	if !m.commandable() {
+		m.alerts.ack(a.detector, a.ev.Step)
+		return m.setStatus("alert acknowledged in this console (the run takes no commands)", false)
+	}
+	return m.command(telemetry.Command{Kind: telemetry.CmdAck, Detector: a.detector, AlertStep: a.ev.Step, Source: "console"})
 }

@@ -111,9 +111,9 @@ func TestForkForm(t *testing.T) {
 	if len(hs.feed.sentCommands()) != 0 || !strings.Contains(screen, "fork now with kl_coef=0.2") || !strings.Contains(screen, "→ 0.2") {
 		t.Fatalf("choosing an edit: sent %v\n%s", hs.feed.sentCommands(), screen)
 	}
-	hs.press("esc", "d")
+	hs.press("esc", "B")
 	if hs.quit || !strings.Contains(footer(hs), "no fork of this run yet") {
-		t.Fatalf("d before a fork: quit %v, footer %q", hs.quit, footer(hs))
+		t.Fatalf("B before a fork: quit %v, footer %q", hs.quit, footer(hs))
 	}
 	hs.press("b", "home", "down", "down", "enter")
 	hs.send(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
@@ -127,11 +127,11 @@ func TestForkForm(t *testing.T) {
 	}
 	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241, Kind: telemetry.EventFork, Message: "forked → runs/r-fork-1241 at step 1241",
 		Data: map[string]any{"dir": "runs/r-fork-1241", "step": 1241}}}}))
-	if f := footer(hs); !strings.Contains(f, "forked → runs/r-fork-1241 at step 1241 · d compares the two") {
+	if f := footer(hs); !strings.Contains(f, "forked → runs/r-fork-1241 at step 1241 · B compares the two") {
 		t.Fatalf("footer after the fork %q", f)
 	}
-	hs.press("d")
+	hs.press("B")
 	if !hs.quit || hs.m.compareFork != "runs/r-fork-1241" {
-		t.Fatalf("d after the fork: quit %v, compare with %q", hs.quit, hs.m.compareFork)
+		t.Fatalf("B after the fork: quit %v, compare with %q", hs.quit, hs.m.compareFork)
 	}
 }

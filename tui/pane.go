@@ -72,6 +72,7 @@ type env struct {
 	snap    *telemetry.Snapshot // the latest snapshot; nil until the first
 	metrics *store              // every metric series of the run
 	events  *eventLog           // the run's events
+	alerts  *alertLog           // the run's alerts, and the one the alerts view is on
 	kind    screenKind          // what the console shows: the panes' choice of sets and rows
 	runKind string              // a watched run's kind (Snapshot.Kind): its panes' choice
 	phase   telemetry.Phase     // the training phase shown (the newest data's)

@@ -93,6 +93,16 @@ func (m Model) headerParts() []headerPart {
 	if s.Kind == "" { // a run of another trainer has no phases of pixelis's: its run label says its kind
 		parts = append(parts, headerPart{text: phaseLabel(phase), keep: always})
 	}
+	if b := m.alerts.banner(); b.head != "" {
+		// Kept until acknowledged, and never dropped to fit; where it fired,
+		// then the rest, go before the stage and the rate do (the help bar
+		// says d acknowledges).
+		parts = append(parts, headerPart{text: st.render(st.bad, b.head), keep: always},
+			headerPart{text: st.render(st.bad, b.where), keep: 48})
+		if b.rest != "" {
+			parts = append(parts, headerPart{text: st.render(st.bad, b.rest), keep: 46})
+		}
+	}
 	if s.Run != "" {
 		parts = append(parts, headerPart{text: "run " + clean(s.Run), keep: 30})
 	}

@@ -73,6 +73,11 @@ func (p *plainSink) Emit(e telemetry.Event) {
 		msg = e.Kind
 	}
 	label := "[" + eventStep(e) + "] " + e.Kind + ": "
+	if e.Kind == telemetry.EventAlert {
+		// One line however long, for scripts that grep for alerts.
+		p.write(label + msg)
+		return
+	}
 	for i, line := range wrapWords(msg, plainWidth-len(label)) {
 		if i == 0 {
 			p.write(label + line)

@@ -28,7 +28,7 @@ var (
 )
 
 // CompareRequest is returned by Run when the user asked to compare the run
-// with its newest fork (d): the caller shows Dirs, the run then the fork, in
+// with its newest fork (B): the caller shows Dirs, the run then the fork, in
 // the compare view, then the console again.
 type CompareRequest struct{ Dirs []string }
 

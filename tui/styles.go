@@ -112,6 +112,8 @@ func newStyles(p colorprofile.Profile) styles {
 		telemetry.EventPhase:         fg(colMagenta),
 		telemetry.EventWarning:       fg(colWarn),
 		telemetry.EventError:         fg(colBad).Bold(true),
+		telemetry.EventAlert:         fg(colBad).Bold(true),
+		telemetry.EventAlertAck:      fg(colDim),
 	}
 	key := fg(colAccent)
 	desc := fg(colDim)
@@ -169,6 +171,10 @@ func eventMarker(kind string) string {
 		return "!"
 	case telemetry.EventError:
 		return "✗"
+	case telemetry.EventAlert:
+		return "⚠"
+	case telemetry.EventAlertAck:
+		return "✓"
 	}
 	return "·"
 }

@@ -360,7 +360,10 @@ func (m Model) tooSmallNotes() []string {
 func (m Model) helpKeys() helpKeys {
 	target := m.navTarget()
 	hk := helpKeys{k: m.keys, commands: m.commandable(), paused: isPaused(m.snap), typing: isTyping(target),
-		stages: m.snap != nil && (len(m.snap.Curriculum.Stages) > 0 || m.snap.TTRL != nil)}
+		stages: m.snap != nil && (len(m.snap.Curriculum.Stages) > 0 || m.snap.TTRL != nil),
+		alerts: len(m.alerts.items) > 0}
+	_, unacked := m.alerts.unacked()
+	hk.unacked = unacked > 0
 	if m.kind == screenTTRL {
 		hk.k.Stages.SetHelp("s", "ttrl state")
 	}

@@ -166,6 +166,7 @@ func launchSpec(runDir string, rec launch.Record, args []string, o launchOptions
 	if !o.NoCurriculum {
 		spec.Curriculum = cfg
 	}
+	spec.Alerts = &cfg.Alerts
 	return spec
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/telemetry/watch"
 	"github.com/pixelis/pixelis/tui"
 )
@@ -12,7 +13,9 @@ import (
 // cmdWatch: the console, read-only, on a run of another trainer — a Hugging Face
 // or TRL output directory, verl's logs, any TensorBoard log — or a pixelis run
 // directory, live or finished. --no-tui (or a stdout that is not a terminal)
-// prints plain lines instead, as runs print them, until the run ends.
+// prints plain lines instead, as runs print them, until the run ends. The
+// detectors of [alerts] run over the run's metrics and warn (a watched run
+// takes no action); --no-tui prints each alert as one line.
 func cmdWatch(ctx context.Context, args []string, std stdio) error {
 	fs := newFlagSet("watch", std)
 	run := fs.String("run", "", "the run `NAME` to show when DIR holds several TensorBoard runs, or the end of its name (default: the one written last)")
@@ -21,6 +24,9 @@ func cmdWatch(ctx context.Context, args []string, std stdio) error {
 	color := fs.String("color", "auto", "colours: auto (honouring NO_COLOR), always or never")
 	noTUI := fs.Bool("no-tui", false, "plain lines instead of the console, until the run ends (automatic when stdout is not a terminal)")
 	once := fs.Bool("once", false, "with --no-tui: print what the files hold and exit, without following the run")
+	config := fs.String("config", "", "config `FILE` whose [alerts] the detectors take (default: the embedded default)")
+	var sets listFlag
+	fs.Var(&sets, "set", "override a config value, `key=value`: alerts.enabled=false runs no detectors (repeatable)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -34,7 +40,11 @@ func cmdWatch(ctx context.Context, args []string, std stdio) error {
 	if *color != "auto" && *color != "always" && *color != "never" {
 		return usagef("--color %q: want auto, always or never", *color)
 	}
-	opts := watch.Options{MaxPoints: *history, Run: *run}
+	cfg, err := configs.Resolve(*config, sets)
+	if err != nil {
+		return usageError{err}
+	}
+	opts := watch.Options{MaxPoints: *history, Run: *run, Alerts: &cfg.Alerts}
 	if *mapFile != "" {
 		m, err := watch.LoadMapping(*mapFile)
 		if err != nil {

@@ -310,8 +310,14 @@ func (s *session) sendFrom(kind string, args map[string]any, from int) {
 
 // command is one of the owner's requests between steps.
 func (s *session) command(c telemetry.Command) {
-	if c.Kind == telemetry.CmdEdit {
+	switch c.Kind {
+	case telemetry.CmdEdit:
 		s.edit(c)
+		return
+	case telemetry.CmdAck:
+		// An alert's acknowledgement is pixelis's own: the trainer has no part in it.
+		msg, data := telemetry.AckEvent(c)
+		s.emit(telemetry.EventAlertAck, msg, data)
 		return
 	}
 	kind, ok := commandToWire[c.Kind]

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/internal/child"
+	"github.com/pixelis/pixelis/train/alerts"
 	"github.com/pixelis/pixelis/train/owner"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -53,8 +54,9 @@ type session struct {
 	gone     bool // the child has exited
 	// endedEarly: the child exited 0 without saying done, unasked.
 	endedEarly bool
-	procs      []Process // the trainer's processes, as ProcessesFile records them
-	guard      *guard    // ends the child's process group should pixelis die
+	procs      []Process   // the trainer's processes, as ProcessesFile records them
+	guard      *guard      // ends the child's process group should pixelis die
+	alerts     *alerts.Set // the detectors on the trainer's metrics; nil none
 }
 
 // stopping is where a stop of the child stands.
@@ -84,6 +86,9 @@ func start(spec Spec, w owner.Wiring) (*session, error) {
 	namer, _ := namerFor("") // a hello naming its log keys replaces it
 	s.view = newView(spec, namer, s.steer)
 	s.cmds = newCommands()
+	if spec.Alerts != nil && spec.Alerts.Enabled {
+		s.alerts = alerts.New(*spec.Alerts)
+	}
 	s.quiet.heard = s.started
 	s.written, s.refused = math.MinInt, refusals{}
 	if spec.ResumeStep >= 0 {

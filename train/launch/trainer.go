@@ -86,6 +86,9 @@ type Spec struct {
 	// trainer's metrics (train/steer) and whose stages go to it; nil runs
 	// none.
 	Curriculum *configs.Config
+	// Alerts, when set and enabled, runs these detectors on the trainer's
+	// metrics; their actions go through the channel (alerts.go).
+	Alerts *configs.Alerts
 }
 
 // ErrNotFound wraps a command that cannot be found or run.

@@ -143,6 +143,7 @@ func (s *session) metrics(m inMessage) {
 	s.view.metrics = named
 	s.view.rate.add(now, step)
 	s.w.Sink.Record(telemetry.Point{Step: step, Phase: s.view.phase(), Time: now.Format(time.RFC3339Nano), Metrics: record, Alias: alias})
+	s.judgeAlerts(step, now, named, weights)
 	s.publish()
 }
 

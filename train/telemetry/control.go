@@ -19,7 +19,7 @@ import (
 // Valid reports whether k is one of the commands a run understands.
 func (k CommandKind) Valid() bool {
 	switch k {
-	case CmdCheckpoint, CmdPause, CmdResume, CmdEval, CmdStop, CmdEdit, CmdFork:
+	case CmdCheckpoint, CmdPause, CmdResume, CmdEval, CmdStop, CmdEdit, CmdFork, CmdAck:
 		return true
 	}
 	return false

@@ -103,6 +103,13 @@ func TestControlRefusals(t *testing.T) {
 	if len(cmds) != 0 {
 		t.Error("a refused request reached the run")
 	}
+	// An alert's ack reaches the run with the alert it names.
+	if got := rawRequest(t, dir, `{"kind":"ack","detector":"kl_runaway","alert_step":120}`+"\n"); !strings.HasPrefix(got, `{"ok":true}`) {
+		t.Fatalf("ack: reply %q", got)
+	}
+	if c := <-cmds; c.Kind != CmdAck || c.Detector != "kl_runaway" || c.AlertStep != 120 {
+		t.Fatalf("ack arrived as %+v", c)
+	}
 	// An edit with its field and value (0 is a value) reaches the run.
 	if got := rawRequest(t, dir, `{"kind":"edit","field":"kl_coef","value":0,"source":"control"}`+"\n"); got != `{"ok":true}`+"\n" && got != `{"ok":true}` {
 		t.Fatalf("edit: reply %q", got)

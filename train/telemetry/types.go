@@ -288,6 +288,10 @@ type Command struct {
 	Source string   `json:"source,omitempty"`
 	// Edits are a fork's: the fields its run changes at its first step.
 	Edits []FieldValue `json:"edits,omitempty"`
+	// Detector and AlertStep name the alert an ack acknowledges: the
+	// detector and the step it fired at.
+	Detector  string `json:"detector,omitempty"`
+	AlertStep int    `json:"alert_step,omitempty"`
 }
 
 // FieldValue is one edit a fork asks for: a field (train/edit) and its new value.

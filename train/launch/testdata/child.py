@@ -47,6 +47,8 @@ def parse_args():
                     help="log as a Hugging Face Trainer's on_log names them (loss, not train/loss) and say so in hello")
     ap.add_argument("--fail-at", type=int, help="exit 3 at this step")
     ap.add_argument("--components", default="final,cost")
+    ap.add_argument("--entropy-halflife", type=float,
+                    help="log policy/entropy falling from 0.7, halved every N steps (a collapse for the alert detectors)")
     ap.add_argument("--heartbeat", type=float, default=1.0)
     ap.add_argument("--hang-at", type=int, help="at this step, go silent until killed")
     ap.add_argument("--reconnect-at", type=int, help="at this step, drop the channel and connect again")
@@ -274,6 +276,8 @@ def main():
             msg["weights"] = stages.weights
         for field, value in settings.items():
             msg["metrics"]["hp/" + field] = value
+        if a.entropy_halflife:
+            msg["metrics"]["policy/entropy"] = 0.7 * 0.5 ** (step / a.entropy_halflife)
         if a.hf_log_keys:
             msg["metrics"] = {hf_log_key(k): v for k, v in msg["metrics"].items()}
         ch.send(**msg)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/telemetry"
 	"github.com/pixelis/pixelis/train/telemetry/tb"
 )
@@ -49,6 +50,11 @@ type Options struct {
 	// Now is the feed's clock, against which it tells a running run from an
 	// idle one; nil is time.Now. Tests fix it.
 	Now func() time.Time
+	// Alerts, when set, runs these detectors over the run's metrics as they
+	// are read, as warnings (alert events): a watched run takes no action. A
+	// pixelis run directory's alerts are its own, in its events: none is
+	// added.
+	Alerts *configs.Alerts
 }
 
 const (
@@ -77,9 +83,10 @@ type Feed struct {
 	done      chan struct{}
 	stopOnce  sync.Once
 
-	mu    sync.Mutex
-	c     *core
-	state telemetry.State
+	mu     sync.Mutex
+	c      *core
+	state  telemetry.State
+	alerts *alerting // the detectors over what Take yields; nil none
 }
 
 var _ telemetry.Feed = (*Feed)(nil)
@@ -150,6 +157,9 @@ func open(ctx context.Context, path string, opts Options, now func() time.Time) 
 			return nil, fmt.Errorf("%s: %w", path, ErrNoRun)
 		}
 		f.openLog(lf, path, opts)
+	}
+	if opts.Alerts != nil && opts.Alerts.Enabled {
+		f.alerts = newAlerting(*opts.Alerts)
 	}
 	f.poll()
 	ctx, f.cancel = context.WithCancel(ctx)
@@ -507,6 +517,9 @@ func (f *Feed) Take() telemetry.Update {
 	defer f.mu.Unlock()
 	changed := f.c.st.changed
 	u := f.c.st.take()
+	if f.alerts != nil {
+		f.alerts.judge(&u)
+	}
 	if changed && f.c.st.latest != math.MinInt {
 		u.Snapshot = f.snapshotLocked()
 	}
