@@ -73,10 +73,13 @@ func (p samplePane) view(e env) (string, []string) {
 			i+1, len(p.samples), clean(s.Family), mark, fmtInt(s.Step))
 	}
 
-	thumb := thumbnail(st, s.Thumb, w/3, h)
+	if len(s.Views) > 0 {
+		title += fmt.Sprintf(" · %d images", 1+len(s.Views))
+	}
+	thumb := sampleImages(st, s, w/3, h)
 	thumbW := 0
-	if len(thumb) > 0 {
-		thumbW = ansi.StringWidth(thumb[0]) + 2
+	for _, line := range thumb {
+		thumbW = max(thumbW, ansi.StringWidth(line)+2)
 	}
 	textW := w - thumbW
 	text := sampleText(st, s, p.scroll, textW, h)
@@ -84,7 +87,7 @@ func (p samplePane) view(e env) (string, []string) {
 	for y := range h {
 		line := ""
 		if y < len(thumb) {
-			line = thumb[y] + "  "
+			line = thumb[y] + strings.Repeat(" ", thumbW-ansi.StringWidth(thumb[y]))
 		} else if thumbW > 0 {
 			line = strings.Repeat(" ", thumbW)
 		}
@@ -94,6 +97,17 @@ func (p samplePane) view(e env) (string, []string) {
 		out[y] = line
 	}
 	return title, out
+}
+
+// sampleImages is the left-hand side: the sample's first view and, below
+// it when the steps returned images (a launched VLM's zoomed views), the last
+// of them, in maxW columns and maxH rows.
+func sampleImages(st *styles, s telemetry.Sample, maxW, maxH int) []string {
+	if len(s.Views) == 0 {
+		return thumbnail(st, s.Thumb, maxW, maxH)
+	}
+	first := thumbnail(st, s.Thumb, maxW, maxH/2)
+	return append(first, thumbnail(st, s.Views[len(s.Views)-1], maxW, maxH-len(first))...)
 }
 
 // sampleText is the right-hand side: question, steps (scrolled down by
