@@ -99,15 +99,32 @@ func (p samplePane) view(e env) (string, []string) {
 	return title, out
 }
 
-// sampleImages is the left-hand side: the sample's first view and, below
+// sampleImages is the left-hand side: the sample's first view and, beside
 // it when the steps returned images (a launched VLM's zoomed views), the last
-// of them, in maxW columns and maxH rows.
+// of them, in maxW columns and maxH rows. Side by side, each keeps the pane's
+// height, which bounds a square image more than the width does.
 func sampleImages(st *styles, s telemetry.Sample, maxW, maxH int) []string {
 	if len(s.Views) == 0 {
 		return thumbnail(st, s.Thumb, maxW, maxH)
 	}
-	first := thumbnail(st, s.Thumb, maxW, maxH/2)
-	return append(first, thumbnail(st, s.Views[len(s.Views)-1], maxW, maxH-len(first))...)
+	first := thumbnail(st, s.Thumb, maxW/2-1, maxH)
+	last := thumbnail(st, s.Views[len(s.Views)-1], maxW/2-1, maxH)
+	firstW := 0
+	for _, l := range first {
+		firstW = max(firstW, ansi.StringWidth(l))
+	}
+	out := make([]string, max(len(first), len(last)))
+	for y := range out {
+		if y < len(first) {
+			out[y] = first[y] + strings.Repeat(" ", firstW-ansi.StringWidth(first[y]))
+		} else {
+			out[y] = strings.Repeat(" ", firstW)
+		}
+		if y < len(last) {
+			out[y] += " " + last[y]
+		}
+	}
+	return out
 }
 
 // sampleText is the right-hand side: question, steps (scrolled down by

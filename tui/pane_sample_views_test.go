@@ -19,17 +19,20 @@ func solid(w, h int, r, g, b byte) telemetry.Thumbnail {
 }
 
 // A sample whose steps returned images (a launched VLM's zoomed view) draws
-// its first view above the last of them; one without draws the first alone.
+// its first view beside the last of them; one without draws the first alone.
 func TestSampleDrawsTheViewItsStepsReturned(t *testing.T) {
 	st := newStyles(colorprofile.TrueColor)
 	first, zoomed := solid(16, 16, 10, 20, 30), solid(16, 16, 200, 100, 50)
 	firstColour, zoomedColour := sgrColor(38, [3]byte{10, 20, 30}), sgrColor(38, [3]byte{200, 100, 50})
-	lines := sampleImages(&st, telemetry.Sample{Thumb: first, Views: []telemetry.Thumbnail{solid(8, 8, 1, 1, 1), zoomed}}, 20, 16)
-	if len(lines) != 16 {
-		t.Fatalf("%d lines, want 16 (two images of 8)", len(lines))
+	lines := sampleImages(&st, telemetry.Sample{Thumb: first, Views: []telemetry.Thumbnail{solid(8, 8, 1, 1, 1), zoomed}}, 40, 8)
+	if len(lines) != 8 {
+		t.Fatalf("%d lines, want 8 (two images of 16 pixels side by side)", len(lines))
 	}
-	if !strings.Contains(lines[0], firstColour) || !strings.Contains(lines[15], zoomedColour) || strings.Contains(lines[15], firstColour) {
-		t.Errorf("want the first view on top and the last returned one below:\n%q\n%q", lines[0], lines[15])
+	for _, l := range lines {
+		f, z := strings.Index(l, firstColour), strings.Index(l, zoomedColour)
+		if f < 0 || z < f {
+			t.Fatalf("want the first view on the left and the last returned one on its right:\n%q", l)
+		}
 	}
 	alone := sampleImages(&st, telemetry.Sample{Thumb: first}, 20, 16)
 	for _, l := range alone {

@@ -188,6 +188,12 @@ func TestScriptedAgentsScoreAndPairExactly(t *testing.T) {
 			t.Errorf("task %d: %+v, want %s greedy %v pass@1 %v", i, s, want, greedy[i], pass1[i])
 		}
 	}
+	if even.Unfinished != 0 || wrong.Unfinished != 0 {
+		t.Errorf("unfinished: %d and %d, want 0", even.Unfinished, wrong.Unfinished)
+	}
+	if want := testTasks * (1 + testSamples); even.Operations != want || wrong.Operations != 0 {
+		t.Errorf("operations: %d and %d, want %d (one an attempt) and 0", even.Operations, wrong.Operations, want)
+	}
 	if w := wrong.Result; w.Greedy["all"] != 0 || w.Pass1["all"] != 0 || w.PassN["all"] != 0 || w.RaPR["all"] != 0 {
 		t.Errorf("wrong agent: %+v, want all 0", w)
 	}
@@ -215,8 +221,8 @@ func TestUnfinishedEpisodesAreWrong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res.Result; r.Greedy["all"] != 0 || r.Pass1["all"] != 0 || r.Tasks != testTasks {
-		t.Errorf("idle agent: %+v, want %d tasks, none right", r, testTasks)
+	if r := res.Result; r.Greedy["all"] != 0 || r.Pass1["all"] != 0 || r.Tasks != testTasks || res.Unfinished != testTasks*(1+testSamples) {
+		t.Errorf("idle agent: %+v, %d unfinished, want %d tasks, none right, all unfinished", r, res.Unfinished, testTasks)
 	}
 }
 
@@ -245,4 +251,3 @@ func TestPairRefusesOtherAttempts(t *testing.T) {
 		t.Errorf("paired other tasks: %v", err)
 	}
 }
-

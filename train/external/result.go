@@ -11,15 +11,21 @@ import (
 // pixelis reports its own models' (greedy, pass@1, pass@n, RaPR by task
 // family) and each task's, so that two agents pair task by task.
 type Result struct {
-	Split       string             `json:"split"`
-	From        int                `json:"from"`
-	Tasks       int                `json:"tasks"`
-	Samples     int                `json:"samples"`
-	Temperature float64            `json:"temperature"`
-	Seed        uint64             `json:"seed"`
-	Agent       []string           `json:"agent"`
-	Result      rollout.EvalResult `json:"result"`
-	PerTask     []TaskScore        `json:"per_task"`
+	Split       string   `json:"split"`
+	From        int      `json:"from"`
+	Tasks       int      `json:"tasks"`
+	Samples     int      `json:"samples"`
+	Temperature float64  `json:"temperature"`
+	Seed        uint64   `json:"seed"`
+	Agent       []string `json:"agent"`
+	// Unfinished counts the attempts whose episode the agent left
+	// unfinished (no answer, under the step limit): scored wrong.
+	Unfinished int `json:"unfinished"`
+	// Operations counts the operations (every step but the answer) serve
+	// recorded over all attempts, greedy ones included.
+	Operations int                `json:"operations"`
+	Result     rollout.EvalResult `json:"result"`
+	PerTask    []TaskScore        `json:"per_task"`
 }
 
 // TaskScore is one task's score.
@@ -33,11 +39,16 @@ type TaskScore struct {
 func score(srv *serve.Server, opt Options, p *Plan) (Result, error) {
 	greedy := make([]*rollout.Rollout, p.Tasks)
 	sampled := make([][]*rollout.Rollout, p.Tasks)
+	unfinished, ops := 0, 0
 	for _, a := range p.Attempts {
 		ro, err := played(srv, a)
 		if err != nil {
 			return Result{}, err
 		}
+		if !ro.Answered && len(ro.Steps) < srv.MaxSteps() {
+			unfinished++
+		}
+		ops += ro.Ops()
 		if a.Greedy {
 			greedy[a.Task] = ro
 		} else {
@@ -45,7 +56,7 @@ func score(srv *serve.Server, opt Options, p *Plan) (Result, error) {
 		}
 	}
 	res := Result{Split: p.Split, From: p.From, Tasks: p.Tasks, Samples: p.Samples, Temperature: p.Temperature,
-		Seed: opt.Config.Run.Seed, Agent: opt.Command,
+		Seed: opt.Config.Run.Seed, Agent: opt.Command, Unfinished: unfinished, Operations: ops,
 		Result: rollout.Score(rollout.EvalSpec{Samples: p.Samples}, greedy, sampled)}
 	pt := rollout.NewPerTask(p.Tasks)
 	for i := range greedy {

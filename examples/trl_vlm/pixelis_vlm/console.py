@@ -32,10 +32,10 @@ def _images(content):
     return []
 
 
-def sample(prompt, first_view, completion, item, finish):
+def sample(prompt, first_view, completion, item, finish, family=""):
     """The channel's sample of one rollout: prompt (its messages), the task's
     view, the completion (the model's turns and the tools' answers), serve's
-    scored item and the episode's finish."""
+    scored item, the episode's finish and the task's family."""
     question = next((_text(m["content"]) for m in prompt if m.get("role") == "user"), "")
     actions, images = [], [png64(first_view)] if first_view is not None else []
     answer = ""
@@ -53,7 +53,7 @@ def sample(prompt, first_view, completion, item, finish):
             actions.append({"op": "ANSWER", "args": {"answer": answer}})
     for a, rewards in zip(actions, item.get("per_step") or []):
         a["rewards"] = rewards
-    return {"question": question, "actions": actions, "answer": answer,
+    return {"question": question, "family": family or "", "actions": actions, "answer": answer,
             "ground_truth": (finish or {}).get("ground_truth", ""), "correct": bool(item.get("correct")),
             "reward": float(item.get("total", 0.0)), "images": images}
 
@@ -75,5 +75,6 @@ class Samples:
         first = views[0][0] if views[0] else None
         finish = getattr(environments[0], "finish", None)
         step = self.trainer.state.global_step + 1  # the step these rollouts train
-        self.run.sample(step, sample(prompts[0], first, completions[0], items[0], finish))
+        family = (kwargs.get("task_type") or [""])[0]
+        self.run.sample(step, sample(prompts[0], first, completions[0], items[0], finish, family))
         self.sent += 1
