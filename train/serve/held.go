@@ -47,3 +47,6 @@ func (s *Server) Outcome(id string) (Outcome, error) {
 	return Outcome{Task: e.task, Steps: e.env.Trajectory(), Done: e.env.Done(), Answer: ans, Answered: answered,
 		Correct: e.env.Correct(), Resets: e.resets}, nil
 }
+
+// MaxSteps is the step limit of the server's episodes.
+func (s *Server) MaxSteps() int { return s.envCfg.MaxSteps }
