@@ -73,10 +73,13 @@ func (p samplePane) view(e env) (string, []string) {
 			i+1, len(p.samples), clean(s.Family), mark, fmtInt(s.Step))
 	}
 
-	thumb := thumbnail(st, s.Thumb, w/3, h)
+	if len(s.Views) > 0 {
+		title += fmt.Sprintf(" · %d images", 1+len(s.Views))
+	}
+	thumb := sampleImages(st, s, w/3, h)
 	thumbW := 0
-	if len(thumb) > 0 {
-		thumbW = ansi.StringWidth(thumb[0]) + 2
+	for _, line := range thumb {
+		thumbW = max(thumbW, ansi.StringWidth(line)+2)
 	}
 	textW := w - thumbW
 	text := sampleText(st, s, p.scroll, textW, h)
@@ -84,7 +87,7 @@ func (p samplePane) view(e env) (string, []string) {
 	for y := range h {
 		line := ""
 		if y < len(thumb) {
-			line = thumb[y] + "  "
+			line = thumb[y] + strings.Repeat(" ", thumbW-ansi.StringWidth(thumb[y]))
 		} else if thumbW > 0 {
 			line = strings.Repeat(" ", thumbW)
 		}
@@ -94,6 +97,34 @@ func (p samplePane) view(e env) (string, []string) {
 		out[y] = line
 	}
 	return title, out
+}
+
+// sampleImages is the left-hand side: the sample's first view and, beside
+// it when the steps returned images (a launched VLM's zoomed views), the last
+// of them, in maxW columns and maxH rows. Side by side, each keeps the pane's
+// height, which bounds a square image more than the width does.
+func sampleImages(st *styles, s telemetry.Sample, maxW, maxH int) []string {
+	if len(s.Views) == 0 {
+		return thumbnail(st, s.Thumb, maxW, maxH)
+	}
+	first := thumbnail(st, s.Thumb, maxW/2-1, maxH)
+	last := thumbnail(st, s.Views[len(s.Views)-1], maxW/2-1, maxH)
+	firstW := 0
+	for _, l := range first {
+		firstW = max(firstW, ansi.StringWidth(l))
+	}
+	out := make([]string, max(len(first), len(last)))
+	for y := range out {
+		if y < len(first) {
+			out[y] = first[y] + strings.Repeat(" ", firstW-ansi.StringWidth(first[y]))
+		} else {
+			out[y] = strings.Repeat(" ", firstW)
+		}
+		if y < len(last) {
+			out[y] += " " + last[y]
+		}
+	}
+	return out
 }
 
 // sampleText is the right-hand side: question, steps (scrolled down by

@@ -28,7 +28,10 @@ var usages = map[string]usageText{
 	"resume": {"pixelis resume RUN_DIR [flags]",
 		"Continue a stopped or crashed run exactly from its latest checkpoint (or --from an older one). A finished\n" +
 			"run has nothing to resume."},
-	"eval":       {"pixelis eval --ckpt DIR [flags]", "Score a checkpoint on the validation or test split: greedy pass@1, sampled pass@1 and pass@n, as JSON."},
+	"eval": {"pixelis eval --ckpt DIR [flags] | --serve [flags] -- CMD ARGS… | --paired A.json B.json",
+		"Score a checkpoint on the validation or test split: greedy pass@1, sampled pass@1 and pass@n, as JSON.\n" +
+			"--serve scores an agent outside pixelis the same way: it plays the tasks' episodes on a pixelis serve\n" +
+			"(docs/trl-vlm.md#evaluation); --paired pairs two such results task by task."},
 	"data gen":   {"pixelis data gen --out FILE [flags]", "Write expert CoTA trajectories (chain of thought and action) as JSONL, with their difficulty and sample type; --chat DIR also as chat conversations with images, for TRL."},
 	"data show":  {"pixelis data show FILE [--index K]", "Show one trajectory of a CoTA JSONL file."},
 	"data probe": {"pixelis data probe [flags]", "Measure the no-tool baseline: how well the first observation alone answers each task family."},

@@ -31,7 +31,7 @@ sys.path.insert(0, HERE)
 
 import pixelis  # noqa: E402
 from pixelis.trl import PixelisCallback  # noqa: E402
-from pixelis_vlm import data, grpo, model, rewards, tools  # noqa: E402
+from pixelis_vlm import console, data, grpo, model, rewards, tools  # noqa: E402
 
 
 def arguments(argv=None):
@@ -83,7 +83,9 @@ def main(argv=None):
                                reward_funcs=scores.functions(), args=cfg, train_dataset=data.tasks(args.data),
                                environment_factory=lambda: tools.PixelWorld(client))
     scores.on_scored = rewards.counts(trainer)
-    trainer.add_callback(PixelisCallback(trainer, reports=rewards.REPORTS))
+    callback = PixelisCallback(trainer, reports=rewards.REPORTS)
+    scores.on_rollouts = console.Samples(callback.run, trainer)  # the console's sample trajectories
+    trainer.add_callback(callback)
     trainer.train(resume_from_checkpoint=args.resume)
     trainer.save_state()  # OUTPUT_DIR/trainer_state.json: the steps' logs (log_history)
     if trainer.state.global_step >= args.steps:  # finished, not stopped: the trained policy, as sft.py saves it

@@ -104,6 +104,15 @@ type Task struct {
 	Images     []string  `json:"images"`
 }
 
+// Prompt is a task's prompt: the system prompt, then the user's turn, the
+// task's first view (the image part) and its question.
+func Prompt(question string) []Message {
+	return []Message{
+		{Role: "system", Content: []Part{{Type: "text", Text: SystemPrompt}}},
+		{Role: "user", Content: []Part{{Type: "image"}, {Type: "text", Text: question}}},
+	}
+}
+
 // picture is one image of a conversation, before it is written.
 type picture struct {
 	path string
@@ -120,10 +129,7 @@ func convert(ep *env.Episode, cfg env.Config, s env.Sample) (Conversation, Task,
 	}
 	ep.Reset(t)
 	pics := []picture{{imagePath(s.SampleID, 0), ep.ViewImage()}}
-	prompt := []Message{
-		{Role: "system", Content: []Part{{Type: "text", Text: SystemPrompt}}},
-		{Role: "user", Content: []Part{{Type: "image"}, {Type: "text", Text: s.Question}}},
-	}
+	prompt := Prompt(s.Question)
 	msgs := append([]Message(nil), prompt...)
 	for i, a := range actions {
 		role := roles[i].String()

@@ -126,6 +126,9 @@ type inSample struct {
 	Family      string            `json:"family"`
 	Correct     bool              `json:"correct"`
 	Reward      *float64          `json:"reward"`
+	// Images are PNGs in standard base64: the task's view first, then the
+	// views the actions returned (a VLM's tool answers), in order.
+	Images []string `json:"images"`
 }
 
 // welcome answers hello. Stage is nil when pixelis runs no reward

@@ -241,6 +241,13 @@ func (s *session) sample(m inMessage) {
 	for _, a := range in.Actions {
 		out.Steps = append(out.Steps, action(a))
 	}
+	views, err := thumbnails(in.Images)
+	if err != nil {
+		s.emit(telemetry.EventWarning, fmt.Sprintf("sample of step %d drawn without its images: %v", step, err), nil)
+	}
+	if len(views) > 0 {
+		out.Thumb, out.Views = views[0], views[1:]
+	}
 	s.view.samples = append(s.view.samples, out)
 	if len(s.view.samples) > maxSamples {
 		s.view.samples = s.view.samples[len(s.view.samples)-maxSamples:]

@@ -81,10 +81,7 @@ func (l TaskList) Len() int { return l.n }
 // the result does not depend on EvalChunk or on the number of workers.
 func Evaluate(ctx context.Context, r *Roller, tasks TaskList, spec EvalSpec) (EvalResult, error) {
 	faults.AtContext(ctx, faults.Evaluation)
-	res := EvalResult{Tasks: tasks.n, Samples: spec.Samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{}}
-	if spec.Samples > 0 {
-		res.Pass1, res.PassN = map[string]float64{}, map[string]float64{}
-	}
+	res := newEvalResult(tasks.n, spec.Samples)
 	chunk := make([]*env.Task, 0, EvalChunk)
 	for lo := 0; lo < tasks.n; lo += EvalChunk {
 		chunk = chunk[:0]
@@ -118,15 +115,40 @@ func Evaluate(ctx context.Context, r *Roller, tasks TaskList, spec EvalSpec) (Ev
 			}
 		}
 	}
+	res.average()
+	return res, nil
+}
+
+// Score scores episodes played elsewhere (by an agent outside pixelis, on
+// serve) as Evaluate scores its own: greedy[i] and sampled[i] are task i's
+// greedy episode and its spec.Samples sampled ones.
+func Score(spec EvalSpec, greedy []*Rollout, sampled [][]*Rollout) EvalResult {
+	res := newEvalResult(len(greedy), spec.Samples)
+	for i, g := range greedy {
+		res.add(g.Task, spec, g, sampled[i])
+	}
+	res.average()
+	return res
+}
+
+func newEvalResult(tasks, samples int) EvalResult {
+	res := EvalResult{Tasks: tasks, Samples: samples, Greedy: map[string]float64{}, RaPR: map[string]float64{}, Count: map[string]int{}}
+	if samples > 0 {
+		res.Pass1, res.PassN = map[string]float64{}, map[string]float64{}
+	}
+	return res
+}
+
+// average turns the sums add made into means over each group's tasks.
+func (res *EvalResult) average() {
 	for key, c := range res.Count {
 		res.Greedy[key] /= float64(c)
 		res.RaPR[key] /= float64(c)
-		if spec.Samples > 0 {
+		if res.Samples > 0 {
 			res.Pass1[key] /= float64(c)
 			res.PassN[key] /= float64(c)
 		}
 	}
-	return res, nil
 }
 
 // add counts one task's episodes into the sums of every group it belongs to.

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -37,6 +38,24 @@ type PerTask struct{ greedy, pass1 []float64 }
 func NewPerTask(tasks int) PerTask {
 	return PerTask{greedy: make([]float64, tasks), pass1: make([]float64, tasks)}
 }
+
+// PerTaskOf is the scores of len(greedy) tasks, as Greedy and Pass1 read them
+// back (from a file).
+func PerTaskOf(greedy, pass1 []float64) (PerTask, error) {
+	if len(greedy) != len(pass1) {
+		return PerTask{}, fmt.Errorf("per-task scores: %d greedy, %d pass@1", len(greedy), len(pass1))
+	}
+	return PerTask{greedy: greedy, pass1: pass1}, nil
+}
+
+// Len is the number of tasks.
+func (pt PerTask) Len() int { return len(pt.greedy) }
+
+// Greedy is task t's greedy score: 1 solved, 0 not.
+func (pt PerTask) Greedy(t int) float64 { return pt.greedy[t] }
+
+// Pass1 is task t's pass@1: the share of its sampled attempts that are right.
+func (pt PerTask) Pass1(t int) float64 { return pt.pass1[t] }
 
 // Add scores task t from its episodes.
 func (pt PerTask) Add(t int, greedy *Rollout, sampled []*Rollout) {

@@ -23,6 +23,7 @@ type episode struct {
 	steps  int             // steps taken in the current episode
 	obs    obsOptions      // what its answers carry
 	vector string          // the vector it is a slot of, "" for none
+	resets int             // restarts a client asked for (Outcome reports them)
 	used   atomic.Int64    // last use, Unix ns
 }
 
@@ -234,6 +235,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.reset(t)
+	e.resets++
 	s.writeEpisode(w, r, http.StatusOK, e)
 }
 

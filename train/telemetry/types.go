@@ -188,6 +188,9 @@ type Sample struct {
 	Reward      float64      `json:"reward"`
 	Steps       []SampleStep `json:"steps"`
 	Thumb       Thumbnail    `json:"thumb"`
+	// Views are the images the steps returned after Thumb, the first view
+	// (a launched VLM's tool answers: a zoomed view), in order.
+	Views []Thumbnail `json:"views,omitempty"`
 	// ViewSize and SourceSize say which space the steps' coordinates are in:
 	// points in the agent's ViewSize² view, boxes in the SourceSize² frame.
 	ViewSize   int `json:"view_size,omitempty"`

@@ -13,6 +13,8 @@
   safetensors), the base a stage adapter applies to under PEFT.
 - pixelis.openenv: PixelisEnv, serve's tasks as an environment for TRL's
   GRPOTrainer (environment_factory), through OpenEnv's GenericEnvClient.
+- pixelis.evalplan: the plan `pixelis eval --serve` hands the agent it
+  evaluates (the episodes to play), with a client of its server.
 
 The standard library is enough; numpy, when installed, makes observations
 numpy arrays decoded without copying.

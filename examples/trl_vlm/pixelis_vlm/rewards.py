@@ -41,6 +41,9 @@ class Serve:
         self.scorer = client.create_scorer()
         self.names = list(self.scorer.state["names"])  # the orchestrator's components, in its order
         self.on_scored = None  # called with serve's items of each batch scored and its PixelWorlds
+        # called with each batch's completions, environments, serve's items and
+        # the reward functions' other arguments (console.Samples sends one)
+        self.on_rollouts = None
         self._episodes = None  # the episodes of the batch last scored
         self._items = None     # serve's items for them
 
@@ -50,14 +53,17 @@ class Serve:
 
     def _function(self, name):
         def component(completions, environments, **kwargs):
-            return [item["raw"][name] for item in self.score(completions, environments)]
+            return [item["raw"][name] for item in self.score(completions, environments, kwargs)]
 
         component.__name__ = component.__qualname__ = name
         return component
 
-    def score(self, completions, environments):
+    def score(self, completions, environments, kwargs=None):
         """serve's scored items of the rollouts, in order: the episodes are
-        answered and scored once a batch, whichever function asks first."""
+        answered and scored once a batch, whichever function asks first.
+        kwargs are the rest of what GRPOTrainer gives a reward function (the
+        prompts, the dataset's columns, the trainer's state): on_rollouts
+        receives them with the batch."""
         episodes = [w.episode for w in environments]
         if episodes != self._episodes:
             for completion, world in zip(completions, environments):
@@ -66,6 +72,8 @@ class Serve:
             self._episodes = episodes
             if self.on_scored is not None:
                 self.on_scored(self._items, environments)
+            if self.on_rollouts is not None:
+                self.on_rollouts(completions, environments, self._items, kwargs or {})
         return self._items
 
     def _score(self, items):

@@ -32,16 +32,28 @@ class PixelWorld:
         self.region = None  # the source region the view shows
         self.calls = []  # (operation, arguments) the model called, in order
         self.finish = None  # serve's finish of the episode once answered or cut off
+        self._owned = True  # the world opened the episode, and closes it
 
     def reset(self, split, index, **row):
         """Start an episode of task (split, index), closing the previous one.
         The prompt already holds the task's question and first view: nothing
         is added to it."""
         self._close()
+        self._owned = True
         state = self.client.create_episode(split=split, index=index, observation={"coarse": False})
         self.episode, self.region = state["episode"], state["region"]
         self.calls, self.finish = [], None
         return None
+
+    def _attach(self, episode):
+        """Play episode, already started by someone else (`pixelis eval
+        --serve` opens its attempts' episodes), and return its first view.
+        The world never closes it: its owner reads it back."""
+        state = self.client.episode(episode)
+        self.episode, self.region = state["episode"], state["region"]
+        self.calls, self.finish = [], state.get("finish")
+        self._owned = False
+        return Image.open(io.BytesIO(self.client.view_png(episode))).convert("RGB")
 
     def _step(self, op, **args):
         """One operation: its summary, and the view if the operation moved it."""
@@ -119,12 +131,12 @@ class PixelWorld:
         return self.finish
 
     def _close(self):
-        if self.episode is not None:
+        if self.episode is not None and self._owned:
             try:
                 self.client.close_episode(self.episode)
             except PixelisError:  # expired already
                 pass
-            self.episode = None
+        self.episode = None
 
 
 # The tools, in the order GRPOTrainer lists an environment's methods in the

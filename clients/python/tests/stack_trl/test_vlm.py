@@ -488,6 +488,46 @@ class GRPO(VLM):
             w._close()
 
 
+    def evaluate(self, checkpoint, max_tokens):
+        """examples/trl_vlm/eval.py on checkpoint under `pixelis eval --serve`:
+        its result, and what the script said."""
+        import json
+
+        p = subprocess.run([self.server.bin, "eval", "--serve", "--config", "smoke", "--tasks", "3", "--samples", "1",
+                            "--", sys.executable, os.path.join(REPO, "examples", "trl_vlm", "eval.py"),
+                            "--checkpoint", checkpoint, "--max-completion-length", str(max_tokens)],
+                           capture_output=True, text=True, timeout=900)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        print(p.stderr[-600:], file=sys.stderr)
+        return json.loads(p.stdout), p.stderr
+
+    def test_eval_plays_every_attempt_and_pairs(self):
+        """The memorized model against the untrained one on three held-out
+        tasks, one greedy and one sampled attempt each, then paired."""
+        import json
+
+        self.assertLess(self.memorized_loss, 0.05)
+        untrained, _ = self.evaluate(self.model_dir, 16)
+        memorized, log = self.evaluate(self.memorized, 64)
+        for res in (untrained, memorized):
+            self.assertEqual((res["split"], res["tasks"], res["samples"]), ("test", 3, 1))
+            self.assertEqual([t["id"] for t in res["per_task"]], ["test-%06d" % i for i in range(3)])
+            self.assertEqual(res["unfinished"], 0)  # every attempt ended with the model's answer
+        # The memorized model calls the tools on held-out tasks too (its
+        # greedy attempts, at least): serve recorded the operations.
+        self.assertGreater(memorized["operations"], 0, log)
+        paths = []
+        for name, res in (("untrained", untrained), ("memorized", memorized)):
+            paths.append(os.path.join(self.tmp, name + ".json"))
+            with open(paths[-1], "w") as f:
+                json.dump(res, f)
+        p = subprocess.run([self.server.bin, "eval", "--paired", *paths], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        change = json.loads(p.stdout)["b_minus_a"]
+        diff = [b["pass@1"] - a["pass@1"] for a, b in zip(untrained["per_task"], memorized["per_task"])]
+        self.assertAlmostEqual(change["pass@1"], sum(diff) / len(diff), places=12)
+
+
 class Script(VLM):
     with_model = False
 
