@@ -2,12 +2,19 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pixelis/pixelis/internal/pyenv"
+	"github.com/pixelis/pixelis/train/telemetry"
 )
 
 // The seeds' system on TRL (examples/trl_vlm, docs/trl-vlm.md) under
@@ -18,7 +25,12 @@ import (
 // curriculum, whose KPIs need the components and the episodes and successes
 // the script declares (the handshake refuses a trainer without them). Every
 // metric the console recorded equals TRL's own log (trainer_state.json's
-// log_history) at the same step, each step's episodes among them.
+// log_history) at the same step, each step's episodes among them. After the
+// SFT, the model's own tool calls reach serve (checkToolCalls). A checkpoint
+// asked for as the console's c asks (SIGUSR1: the checkpoint command through
+// the channel) is a PEFT adapter PeftModel.from_pretrained loads, and after a
+// stop `pixelis resume` continues the GRPO run from the newest checkpoint to
+// its last step.
 func TestLaunchTRLVLMSFTThenGRPO(t *testing.T) {
 	py := pyenv.Python(t, "trl")
 	bin := buildPixelis(t)
@@ -40,31 +52,140 @@ func TestLaunchTRLVLMSFTThenGRPO(t *testing.T) {
 	}
 
 	sftOut, sftRun := filepath.Join(tmp, "sft"), filepath.Join(tmp, "run-sft")
-	launchVLM(t, bin, env, sftRun, []string{"--no-curriculum"},
-		py, "-u", example("sft.py"), sftOut, "--data", data, "--tiny", "--steps", "3", "--batch", "2")
-	checkLogHistory(t, sftRun, sftOut, 3, nil)
+	p := launchVLM(t, bin, env, sftRun, []string{"--no-curriculum"},
+		append([]string{py, "-u", example("sft.py"), sftOut, "--data", data, "--tiny"}, vlmSFTArgs...)...)
+	waitExit(t, p, 0)
+	checkLogHistory(t, sftRun, sftOut, vlmSFTSteps, nil)
 
 	grpoOut, grpoRun := filepath.Join(tmp, "grpo"), filepath.Join(tmp, "run-grpo")
-	launchVLM(t, bin, env, grpoRun, nil,
-		py, "-u", example("grpo_tools.py"), grpoOut, "--data", data, "--serve", url,
-		"--model", filepath.Join(sftOut, "model"), "--steps", "2", "--batch", "2", "--generations", "2",
-		"--max-completion-length", "32")
-	checkLogHistory(t, grpoRun, grpoOut, 2, []string{"final", "coherence", "curiosity", "penalty", "cost"})
+	base := filepath.Join(sftOut, "model")
+	p = launchVLM(t, bin, env, grpoRun, []string{"--resume-args", "--resume {checkpoint}"},
+		append([]string{py, "-u", example("grpo_tools.py"), grpoOut, "--data", data, "--serve", url, "--model", base},
+			vlmGRPOArgs...)...)
+	stop := checkpointThenStop(t, p, grpoRun)
+	ck := waitLaunchEvent(t, grpoRun, telemetry.EventCheckpoint, "saved by the trainer").Data["path"].(string)
+	checkAdapterLoads(t, py, base, ck)
+	r := startProcess(t, bin, env, "resume", grpoRun, "--no-tui")
+	waitExit(t, r, 0)
+	if !strings.Contains(r.out.String(), fmt.Sprintf("(step %d): --resume ", stop)) {
+		t.Errorf("pixelis resume did not resume from the checkpoint of step %d:\n%s", stop, r.out)
+	}
+	checkLogHistory(t, grpoRun, grpoOut, vlmGRPOSteps, []string{"final", "coherence", "curiosity", "penalty", "cost"})
+	checkToolCalls(t, grpoOut)
 }
 
-// launchVLM runs `pixelis launch --no-tui FLAGS -- CHILD` into run dir dir
-// and waits for it to exit 0; the bound is a safety net against a hang.
-func launchVLM(t *testing.T, bin string, env []string, dir string, flags []string, child ...string) {
+// The end-to-end test's runs. SFT trains every weight of the random tiny
+// model (--lora-rank 0) on the 24 conversations, 10 epochs, until it writes
+// the tool calls' format itself: at lr 3e-3, 2 conversations a step, the first
+// turns it samples at temperature 1 hold a well-formed call of one of the
+// operations in 1 of the 24 tasks after 60 steps, 12 after 90 and 17 after
+// 120 (at lr 1e-2, in none after 100);
+// GRPO samples up to 128 tokens a rollout, room for three calls and their
+// answers.
+const (
+	vlmSFTSteps  = 120
+	vlmGRPOSteps = 4
+)
+
+var (
+	vlmSFTArgs = []string{"--steps", strconv.Itoa(vlmSFTSteps), "--batch", "2", "--lora-rank", "0",
+		"--learning-rate", "3e-3"}
+	vlmGRPOArgs = []string{"--steps", strconv.Itoa(vlmGRPOSteps), "--batch", "2", "--generations", "2",
+		"--max-completion-length", "128"}
+)
+
+// checkpointThenStop asks the launched GRPO run for a checkpoint after its
+// first step (SIGUSR1, as the console's c) and, once the trainer saved it,
+// stops the run (SIGTERM): pixelis exits 0, the run stopped before its last
+// step with a checkpoint. It returns the step it stopped at.
+func checkpointThenStop(t *testing.T, p *process, dir string) int {
+	t.Helper()
+	waitLaunchedStep(t, dir, 1, "the first GRPO step")
+	p.signal(t, syscall.SIGUSR1)
+	waitLaunchEvent(t, dir, telemetry.EventCheckpoint, "saved by the trainer")
+	p.signal(t, syscall.SIGTERM)
+	waitExit(t, p, 0)
+	m := regexp.MustCompile(`stopped at step (\d+) with checkpoint`).FindStringSubmatch(p.out.String() + p.errOut.String())
+	if m == nil {
+		t.Fatalf("no stop with a checkpoint in pixelis's output:\n%s\n%s", p.out, p.errOut)
+	}
+	stop, _ := strconv.Atoi(m[1])
+	if stop >= vlmGRPOSteps {
+		t.Fatalf("the run stopped at step %d, its last: nothing left to resume", stop)
+	}
+	return stop
+}
+
+// adapterLoads loads a Trainer checkpoint of the LoRA policy as a PEFT
+// adapter on its base model and checks every saved tensor is the loaded one.
+const adapterLoads = `import sys, torch
+from peft import PeftModel, get_peft_model_state_dict
+from safetensors.torch import load_file
+from transformers import Qwen2_5_VLForConditionalGeneration
+base, ckpt = sys.argv[1], sys.argv[2]
+m = PeftModel.from_pretrained(Qwen2_5_VLForConditionalGeneration.from_pretrained(base), ckpt)
+saved, loaded = load_file(ckpt + "/adapter_model.safetensors"), get_peft_model_state_dict(m)
+assert saved and saved.keys() == loaded.keys(), (sorted(saved)[:3], sorted(loaded)[:3])
+assert all(torch.equal(saved[k], loaded[k]) for k in saved)
+print(len(saved), "tensors")
+`
+
+// checkAdapterLoads: the checkpoint directory ckpt is an adapter that
+// PeftModel.from_pretrained loads onto the model it was trained from.
+func checkAdapterLoads(t *testing.T, py, base, ckpt string) {
+	t.Helper()
+	out, err := exec.Command(py, "-c", adapterLoads, base, ckpt).CombinedOutput()
+	if err != nil {
+		t.Fatalf("PeftModel.from_pretrained(%s): %v\n%s", ckpt, err, out)
+	}
+	t.Logf("%s: a PEFT adapter, %s", filepath.Base(ckpt), strings.TrimSpace(string(out)))
+}
+
+// checkToolCalls checks what the GRPO rollouts after the test's SFT called,
+// as grpo_tools.py logs it (pixelis_vlm.rewards.counts): at least half of
+// them made a well-formed tool call of their own that stepped their serve
+// episode. Which operations reached serve is logged: after these 120 SFT
+// steps, only the first call of the expert's trajectories, SEGMENT_OBJECT_AT
+// (6 of 8 rollouts called it, none called a second tool).
+func checkToolCalls(t *testing.T, out string) {
+	t.Helper()
+	episodes, calling, ops := 0.0, 0.0, map[string]float64{}
+	for _, e := range logHistory(t, out) {
+		if _, ok := e["episodes"]; !ok {
+			continue
+		}
+		episodes += e["episodes"].(float64)
+		calling += e["tools/rollouts_calling"].(float64)
+		for k, v := range e {
+			if op, ok := strings.CutPrefix(k, "tools/calls/"); ok && v.(float64) > 0 {
+				ops[op] += v.(float64)
+			}
+		}
+	}
+	t.Logf("GRPO after SFT: %.0f of %.0f rollouts called a tool; operations that reached serve %v", calling, episodes, ops)
+	if episodes == 0 || calling < episodes/2 {
+		t.Errorf("%.0f of %.0f rollouts made a well-formed tool call, want at least half", calling, episodes)
+	}
+}
+
+// launchVLM starts `pixelis launch --run-dir dir --no-tui FLAGS -- CHILD`.
+func launchVLM(t *testing.T, bin string, env []string, dir string, flags []string, child ...string) *process {
 	t.Helper()
 	args := append(append([]string{"launch", "--run-dir", dir, "--no-tui"}, flags...), "--")
-	p := startProcess(t, bin, env, append(args, child...)...)
+	return startProcess(t, bin, env, append(args, child...)...)
+}
+
+// waitExit waits for p to exit with code want; the bound is a safety net
+// against a hang.
+func waitExit(t *testing.T, p *process, want int) {
+	t.Helper()
 	select {
 	case err := <-p.done:
-		if code := exitCode(err); code != 0 {
-			t.Fatalf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", child, code, p.out, p.errOut)
+		if code := exitCode(err); code != want {
+			t.Fatalf("%v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", p.cmd.Args, code, want, p.out, p.errOut)
 		}
 	case <-time.After(15 * time.Minute):
-		t.Fatalf("%v did not end\nstdout:\n%s\nstderr:\n%s", child, p.out, p.errOut)
+		t.Fatalf("%v did not end\nstdout:\n%s\nstderr:\n%s", p.cmd.Args, p.out, p.errOut)
 	}
 }
 
@@ -79,19 +200,9 @@ const trainerOnlyKey = "total_flos"
 // reward component's raw mean (reward/<name>/raw) TRL's rewards/<name>/mean.
 func checkLogHistory(t *testing.T, dir, out string, steps int, components []string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(out, "trainer_state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var state struct {
-		LogHistory []map[string]any `json:"log_history"`
-	}
-	if err := json.Unmarshal(b, &state); err != nil {
-		t.Fatalf("%s/trainer_state.json: %v", out, err)
-	}
 	ms := launchedMetrics(t, dir)
 	logged := map[int]bool{}
-	for _, entry := range state.LogHistory {
+	for _, entry := range logHistory(t, out) {
 		step := int(entry["step"].(float64))
 		logged[step] = true
 		for k, v := range entry {
@@ -123,4 +234,20 @@ func checkLogHistory(t *testing.T, dir, out string, steps int, components []stri
 			t.Errorf("%s: no log_history entry at step %d", out, s)
 		}
 	}
+}
+
+// logHistory is the log_history of the Trainer's out/trainer_state.json.
+func logHistory(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "trainer_state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state struct {
+		LogHistory []map[string]any `json:"log_history"`
+	}
+	if err := json.Unmarshal(b, &state); err != nil {
+		t.Fatalf("%s/trainer_state.json: %v", out, err)
+	}
+	return state.LogHistory
 }

@@ -13,7 +13,10 @@ docs/trl-vlm.md.
 
 `--model` takes a Qwen2.5-VL checkpoint (Qwen/Qwen2.5-VL-3B-Instruct, a
 directory `--tiny` saved, or the model sft.py saved). The serve URL and token come from --serve and
-PIXELIS_SERVE_TOKEN.
+PIXELIS_SERVE_TOKEN. A run that reaches --steps saves its policy, the LoRA
+adapters merged, with its processor to OUTPUT_DIR/model (as sft.py does); the
+checkpoints the console asks for (OUTPUT_DIR/checkpoint-N) are the adapters
+alone, which PeftModel.from_pretrained loads onto --model and --resume goes on from.
 """
 
 import argparse
@@ -38,7 +41,7 @@ def arguments(argv=None):
     ap.add_argument("--serve", default="http://127.0.0.1:8765", help="pixelis serve's URL")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="a Qwen2.5-VL checkpoint: a directory or a hub name")
-    src.add_argument("--tiny", action="store_true", help="build the tiny model from --data into OUTPUT_DIR/model")
+    src.add_argument("--tiny", action="store_true", help="build the tiny model from --data into OUTPUT_DIR/base")
     ap.add_argument("--image-pixels", type=int, default=model.IMAGE_PIXELS,
                     help="pixels an image is resized to (default %(default)s: 4 tokens a view)")
     ap.add_argument("--lora-rank", type=int, default=16)
@@ -47,6 +50,8 @@ def arguments(argv=None):
     ap.add_argument("--generations", type=int, default=4, help="rollouts a task (GRPO's group)")
     ap.add_argument("--max-completion-length", type=int, default=256,
                     help="tokens of a rollout: the model's turns and the tools' answers")
+    ap.add_argument("--temperature", type=float, default=1.0,
+                    help="the rollouts' sampling temperature (default %(default)s, TRL's)")
     ap.add_argument("--learning-rate", type=float, default=1e-5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--resume", help="a checkpoint-N directory to go on from (pixelis resume passes it)")
@@ -62,7 +67,7 @@ def main(argv=None):
     args = arguments(argv)
     gpu = torch.cuda.is_available()
     if args.tiny:
-        model_dir = os.path.join(args.output_dir, "model")
+        model_dir = os.path.join(args.output_dir, "base")
         model.tiny(data.conversations(args.data), tools.schemas(), model_dir, seed=args.seed)
     else:
         model_dir = args.model
@@ -71,8 +76,8 @@ def main(argv=None):
     client = pixelis.Client(args.serve, token=os.environ.get("PIXELIS_SERVE_TOKEN"))
     cfg = trl.GRPOConfig(args.output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch,
                          num_generations=args.generations, max_completion_length=args.max_completion_length,
-                         learning_rate=args.learning_rate, logging_steps=1, save_strategy="no", report_to="none",
-                         use_cpu=not gpu, bf16=gpu, seed=args.seed)
+                         temperature=args.temperature, learning_rate=args.learning_rate, logging_steps=1,
+                         save_strategy="no", report_to="none", use_cpu=not gpu, bf16=gpu, seed=args.seed)
     scores = rewards.Serve(client)
     trainer = grpo.GRPOTrainer(model=model.lora(policy, rank=args.lora_rank), processing_class=proc,
                                reward_funcs=scores.functions(), args=cfg, train_dataset=data.tasks(args.data),
@@ -83,6 +88,8 @@ def main(argv=None):
     trainer.add_callback(callback)
     trainer.train(resume_from_checkpoint=args.resume)
     trainer.save_state()  # OUTPUT_DIR/trainer_state.json: the steps' logs (log_history)
+    if trainer.state.global_step >= args.steps:  # finished, not stopped: the trained policy, as sft.py saves it
+        model.save(trainer.model, proc, os.path.join(args.output_dir, "model"))
 
 
 if __name__ == "__main__":

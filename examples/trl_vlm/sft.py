@@ -75,16 +75,7 @@ def main(argv=None):
     trainer.add_callback(PixelisCallback(trainer))
     trainer.train(resume_from_checkpoint=args.resume)
     trainer.save_state()  # OUTPUT_DIR/trainer_state.json: the steps' logs (log_history)
-    save(trainer.model, proc, os.path.join(args.output_dir, "model"))
-
-
-def save(policy, proc, out_dir):
-    """The policy, its adapters merged, and its processor: a checkpoint
-    model.load reads as any other."""
-    if hasattr(policy, "merge_and_unload"):
-        policy = policy.merge_and_unload()
-    policy.save_pretrained(out_dir)
-    proc.save_pretrained(out_dir)
+    model.save(trainer.model, proc, os.path.join(args.output_dir, "model"))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
                                    a GPU box), the processor's chat template set
                                    to one TRL parses tool calls of
     lora(model, rank)              PEFT's LoRA on the language model's projections
+    save(model, proc, out_dir)     a trained policy, its LoRA merged, as load() reads it
 
 Nothing is downloaded: the tokenizer is trained here with `tokenizers`.
 
@@ -172,3 +173,12 @@ def lora(model, rank=16, alpha=32, dropout=0.05):
     targets = r"model\.language_model\..*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
     return get_peft_model(model, LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets,
                                             task_type="CAUSAL_LM"))
+
+
+def save(model, proc, out_dir):
+    """The policy, its LoRA adapters merged, and its processor to out_dir: a
+    checkpoint load() reads as any other."""
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    model.save_pretrained(out_dir)
+    proc.save_pretrained(out_dir)

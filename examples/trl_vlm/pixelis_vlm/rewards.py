@@ -19,10 +19,14 @@ weighs final, coherence and curiosity only).
 
 `counts(trainer)` makes each scored batch's episodes and right answers metrics
 of the step TRL logs (`episodes`, `successes`): the reports pixelis's KPI
-curriculum reads its success rate from (docs/launch-curriculum.md).
+curriculum reads its success rate from (docs/launch-curriculum.md); and what
+reached serve: the rollouts that called a tool (`tools/rollouts_calling`) and
+the calls of each operation (`tools/calls/<OP>`).
 """
 
 from pixelis.client import PixelisError
+
+from . import tools
 
 # serve's answer for a scorer it no longer holds: closed, or idle past its
 # --idle-timeout (a run paused from the console for longer, say).
@@ -36,7 +40,7 @@ class Serve:
         self.client = client
         self.scorer = client.create_scorer()
         self.names = list(self.scorer.state["names"])  # the orchestrator's components, in its order
-        self.on_scored = None  # called with serve's items of each batch scored
+        self.on_scored = None  # called with serve's items of each batch scored and its PixelWorlds
         # called with each batch's completions, environments, serve's items and
         # the reward functions' other arguments (console.Samples sends one)
         self.on_rollouts = None
@@ -67,7 +71,7 @@ class Serve:
             self._items = self._score([{"episode": e} for e in episodes])
             self._episodes = episodes
             if self.on_scored is not None:
-                self.on_scored(self._items)
+                self.on_scored(self._items, environments)
             if self.on_rollouts is not None:
                 self.on_rollouts(completions, environments, self._items, kwargs or {})
         return self._items
@@ -87,18 +91,26 @@ class Serve:
 
 # What counts() adds to the logs of a step: the launch channel's reports.
 REPORTS = ("episodes", "successes")
+# What else counts() logs: the rollouts whose model called at least one tool
+# (a well-formed call, parsed by TRL, that stepped their serve episode), and
+# each operation's calls, so that a run shows which of the tools it uses.
+ROLLOUTS_CALLING = "tools/rollouts_calling"
+CALLS = "tools/calls/"  # + the operation's name
 
 
 def counts(trainer):
-    """An on_scored for trainer (a GRPOTrainer): the batch's episodes and
-    right answers go into the metrics TRL logs for the step, as its own
-    metrics do, so that they are in trainer_state.json's log_history too.
+    """An on_scored for trainer (a GRPOTrainer): the batch's episodes, right
+    answers and tool calls go into the metrics TRL logs for the step, as its
+    own metrics do, so that they are in trainer_state.json's log_history too.
     With one generation batch a step (gradient_accumulation_steps and
     steps_per_generation 1, the scripts' default) a step's value is its batch's."""
-    def record(items):
+    def record(items, worlds):
         metrics = trainer._metrics["train" if trainer.model.training else "eval"]
         metrics["episodes"].append(float(len(items)))
         metrics["successes"].append(float(sum(1 for it in items if it["correct"])))
+        metrics[ROLLOUTS_CALLING].append(float(sum(1 for w in worlds if w.calls)))
+        for op in tools.OPERATIONS:
+            metrics[CALLS + op].append(float(sum(1 for w in worlds for name, _ in w.calls if name == op)))
     return record
 
 

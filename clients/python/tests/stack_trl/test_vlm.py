@@ -358,9 +358,12 @@ class GRPO(VLM):
                              num_generations=2, max_completion_length=256, temperature=0.2, learning_rate=1e-4,
                              logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True,
                              seed=0)
-        return trainer_class(model=model.lora(m, rank=4), processing_class=proc, reward_funcs=scores.functions(),
-                             args=cfg, train_dataset=datasets.concatenate_datasets([task] * 4),
-                             environment_factory=factory)
+        trainer = trainer_class(model=model.lora(m, rank=4), processing_class=proc, reward_funcs=scores.functions(),
+                                args=cfg, train_dataset=datasets.concatenate_datasets([task] * 4),
+                                environment_factory=factory)
+        scores.on_scored = rewards.counts(trainer)
+        self.scores = scores
+        return trainer
 
     def test_the_pinned_trainer_fails_on_a_round_of_tools_without_an_image(self):
         """The probe's finding that grpo.GRPOTrainer exists for: TRL 1.16's own
@@ -400,6 +403,14 @@ class GRPO(VLM):
         m.register_forward_pre_hook(forward, with_kwargs=True)
         worlds = []
         trainer = self.trainer(grpo.GRPOTrainer, m, proc, worlds, 2)
+        scored = []  # each scored batch's calls, rollout by rollout
+        record = self.scores.on_scored
+
+        def spy(items, batch):
+            scored.append([[op for op, _ in w.calls] for w in batch])
+            record(items, batch)
+
+        self.scores.on_scored = spy
         trainer.train()
 
         calls = [op for w in worlds for op, _ in w.calls]
@@ -423,6 +434,12 @@ class GRPO(VLM):
         for h in logs:
             for name in COMPONENTS:
                 self.assertIn("rewards/%s/mean" % name, h)
+        # Each step logs its batch's calls: the rollouts that called a tool, and each operation's calls.
+        self.assertEqual(len(scored), len(logs))
+        for h, batch in zip(logs, scored):
+            self.assertEqual(h[rewards.ROLLOUTS_CALLING], sum(1 for c in batch if c), (h, batch))
+            for op in tools.OPERATIONS:
+                self.assertEqual(h[rewards.CALLS + op], sum(c.count(op) for c in batch), (op, h, batch))
         # The answers went to serve, which found right ones (the memorized "H4").
         self.assertGreater(max(h["rewards/final/mean"] for h in logs), 0, logs)
         self.assertTrue(all(w.finish and "correct" in w.finish for w in worlds if w.calls), [w.finish for w in worlds])
