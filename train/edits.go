@@ -64,7 +64,7 @@ func (r *Runner) editNow(step int, c telemetry.Command, ph phaseControl) error {
 func (r *Runner) recordEdits() {
 	edits, err := json.Marshal(r.edits)
 	if err == nil {
-		err = rundir.WriteInfo(r.opt.RunDir, rundir.Info{Phases: r.allPhases(), Init: r.opt.Init, Edits: edits})
+		err = rundir.WriteInfo(r.opt.RunDir, r.opt.info(edits))
 	}
 	if err != nil {
 		r.emit(0, telemetry.EventWarning, "run.json: "+err.Error(), nil)

@@ -41,8 +41,16 @@ type Options struct {
 	Done []string
 	// Init is the checkpoint the run's first phase starts from: RFT's SFT
 	// model, or TTRL's RFT model; "" = this run's own.
-	Init     string
-	Resume   string // a checkpoint directory to continue from; "" starts fresh
+	Init   string
+	Resume string // a checkpoint directory to continue from; "" starts fresh
+	// From is set for a run that starts from another run's checkpoint
+	// (Resume names it): run.json records it and FromEdits, the edits in
+	// Edits as FIELD=VALUE.
+	From      string
+	FromEdits []string
+	// Edits are edit commands applied at the first step boundary, before any
+	// command sent: a run from a checkpoint takes its edits there.
+	Edits    []telemetry.Command
 	Sink     telemetry.Sink
 	Commands <-chan telemetry.Command
 	// Stop, when set, is the run owner's stop request (a signal, the console's
@@ -63,13 +71,15 @@ type Runner struct {
 	// cfg is the run's configuration as live edits leave it (a copy of the
 	// one given); hash is the one given's training hash, which checkpoints
 	// carry so that a resume under the same file accepts them.
-	cfg    *configs.Config
-	hash   string
-	edits  []edit.Edit // applied so far, oldest first
-	opt    Options
-	envCfg env.Config
-	log    *slog.Logger
-	name   string
+	cfg   *configs.Config
+	hash  string
+	edits []edit.Edit // applied so far, oldest first
+	// pending are Options.Edits not applied yet: the first boundary takes them.
+	pending []telemetry.Command
+	opt     Options
+	envCfg  env.Config
+	log     *slog.Logger
+	name    string
 
 	workers int
 	last    telemetry.Snapshot // the newest snapshot published
@@ -134,12 +144,13 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if err := rundir.WriteFileAtomic(filepath.Join(opt.RunDir, rundir.ConfigFile), conf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
-	if err := rundir.WriteInfo(opt.RunDir, rundir.Info{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init}); err != nil {
+	if err := rundir.WriteInfo(opt.RunDir, opt.info(nil)); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	workers := setup.Workers(cfg)
 	return &Runner{
 		cfg: cfg.Clone(), hash: cfg.TrainingHash(), opt: opt, envCfg: envCfg, log: opt.Log,
+		pending:  slices.Clone(opt.Edits),
 		name:     filepath.Base(opt.RunDir),
 		workers:  workers,
 		state:    telemetry.StateStarting,
@@ -272,6 +283,11 @@ func (r *Runner) totalSteps() int {
 	return PhaseOffset(r.cfg, r.allPhases(), "")
 }
 
+// info is the run's run.json, with the edits applied so far (JSON, nil for none).
+func (o Options) info(edits []byte) rundir.Info {
+	return rundir.Info{Phases: append(slices.Clone(o.Done), o.Phases...), Init: o.Init, Edits: edits, From: o.From, FromEdits: o.FromEdits}
+}
+
 // allPhases is the run directory's phases: those done before, then this run's.
 func (r *Runner) allPhases() []string { return append(slices.Clone(r.opt.Done), r.opt.Phases...) }
 
@@ -335,6 +351,10 @@ const pausedRefresh = time.Second
 // stop requested (ok false: none). While the run is paused it waits for one,
 // calling refresh every pausedRefresh.
 func (r *Runner) nextCommand(ctx context.Context, refresh func()) (c telemetry.Command, ok bool, err error) {
+	if len(r.pending) > 0 {
+		c, r.pending = r.pending[0], r.pending[1:]
+		return c, true, nil
+	}
 	if !r.paused {
 		select {
 		case c = <-r.opt.Commands:

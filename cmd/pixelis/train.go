@@ -75,9 +75,16 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	registerPhaseFlags(fs, name, &init, &phaseList)
 	var sub slurmSubmit
 	sub.register(fs)
+	var ff fromFlags
+	if name == "run" {
+		ff.register(fs)
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if ff.given() {
+		return runFrom(ctx, io, fs, cf, ff, pos, sub.on())
 	}
 	if phaseList != "" {
 		if phases, err = parsePhases(phaseList); err != nil {
@@ -194,7 +201,12 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	if err := point.Rewind(runDir); err != nil {
 		return err
 	}
-	opt := train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init}
+	opt := train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init, From: info.From, FromEdits: info.FromEdits}
+	if point.Again {
+		if _, opt.Edits, err = checkFrom(cfg, point.Checkpoint, info.FromEdits); err != nil {
+			return err
+		}
+	}
 	if point.StartsOver() {
 		return execute(ctx, io, cfg, opt, *noTUI, "no checkpoint was saved before the run stopped: starting it over", 0)
 	}

@@ -21,7 +21,9 @@ var usages = map[string]usageText{
 		"Run the whole pipeline on the config: generate the data, SFT with the difficulty curriculum, GRPO (RFT) with\n" +
 			"the reward curriculum, then the held-out test evaluation. The console shows the run when stdout is a\n" +
 			"terminal; --no-tui prints plain lines instead. Its files go to the run directory (--run-dir, or\n" +
-			"<run.dir>/<run.name or the start time>)."},
+			"<run.dir>/<run.name or the start time>). --from RUN/checkpoints/NAME starts a new run from another run's\n" +
+			"checkpoint instead: that run's config, phases, models and data and sampling streams, with --edit FIELD=VALUE\n" +
+			"edits (as pixelis edit takes them) applied at its first step."},
 	"sft":  {"pixelis sft [flags]", "Supervised fine-tuning on the expert's trajectories with the difficulty curriculum; `pixelis rft\n--run-dir DIR` continues the same run with RL."},
 	"rft":  {"pixelis rft [flags]", "GRPO reinforcement fine-tuning with the reward curriculum, from an SFT checkpoint (--init, or the run\ndirectory's own checkpoints/sft_final)."},
 	"ttrl": {"pixelis ttrl [flags]", "Test-time RL without labels from an RFT checkpoint (--init, or the run directory's own\ncheckpoints/rft_final) on a stream of validation tasks of [env] (shifted or not: --set env.shift=blur), then\nthe test evaluation of the RFT and the TTRL model on the same tasks, paired ([ttrl] in configs/config.go)."},

@@ -25,6 +25,9 @@ const (
 	SourceConsole = "console"
 	SourceControl = "control"
 	SourceAlert   = "alert"
+	// SourceFrom: an edit a run started from another run's checkpoint
+	// takes at its first step (pixelis run --from --edit, an experiment arm).
+	SourceFrom = "from"
 )
 
 // Edit is one change of a live run: Field went from Old to New at the

@@ -36,6 +36,12 @@ type Info struct {
 	// Edits are the live edits the run took, oldest first: a JSON list of
 	// train/edit's Edit, which this leaf package keeps as it is written.
 	Edits json.RawMessage `json:"edits,omitempty"`
+	// From is the checkpoint of another run this run started from (`pixelis
+	// run --from`): its streams, its phases done, and FromEdits, the
+	// FIELD=VALUE edits it took at its first step. A resume before the run
+	// saved a checkpoint of its own starts from From again.
+	From      string   `json:"from,omitempty"`
+	FromEdits []string `json:"from_edits,omitempty"`
 }
 
 // ReadInfo reads a run directory's run.json.
