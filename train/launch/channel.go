@@ -239,7 +239,9 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 	}
 	if s.stop.asked && !s.stop.sentStop && s.stop.refusedErr == nil {
 		s.sendStop()
+		return
 	}
+	s.sendStartEdits()
 }
 
 // heartbeat notes the SDK's dropped count: said when it grows, every 10 s at most.
@@ -310,8 +312,12 @@ func (s *session) sendFrom(kind string, args map[string]any, from int) {
 
 // command is one of the owner's requests between steps.
 func (s *session) command(c telemetry.Command) {
-	if c.Kind == telemetry.CmdEdit {
+	switch c.Kind {
+	case telemetry.CmdEdit:
 		s.edit(c)
+		return
+	case telemetry.CmdFork:
+		s.fork(c)
 		return
 	}
 	kind, ok := commandToWire[c.Kind]

@@ -55,6 +55,10 @@ type session struct {
 	endedEarly bool
 	procs      []Process // the trainer's processes, as ProcessesFile records them
 	guard      *guard    // ends the child's process group should pixelis die
+
+	// forks are the edits of the fork commands waiting for their checkpoint.
+	forks          [][]telemetry.FieldValue
+	startEditsSent bool // Spec.Edits went to the trainer
 }
 
 // stopping is where a stop of the child stands.

@@ -18,7 +18,7 @@ import (
 // Valid reports whether k is one of the commands a run understands.
 func (k CommandKind) Valid() bool {
 	switch k {
-	case CmdCheckpoint, CmdPause, CmdResume, CmdEval, CmdStop, CmdEdit:
+	case CmdCheckpoint, CmdPause, CmdResume, CmdEval, CmdStop, CmdEdit, CmdFork:
 		return true
 	}
 	return false

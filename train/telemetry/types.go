@@ -248,7 +248,17 @@ const (
 	CmdStop       CommandKind = "stop"
 	// CmdEdit changes a field of the run (train/edit) from the next step on.
 	CmdEdit CommandKind = "edit"
+	// CmdFork takes a checkpoint at the next step boundary and starts a
+	// sibling run from it, with Edits applied at its first step.
+	CmdFork CommandKind = "fork"
 )
+
+// FieldValue is one edit of a fork: a field (train/edit, or a setting a
+// launched trainer declared editable) and its new value.
+type FieldValue struct {
+	Field string  `json:"field"`
+	Value float64 `json:"value"`
+}
 
 // Command is sent to the run; it is applied between steps and acknowledged by an Event.
 type Command struct {
@@ -261,4 +271,6 @@ type Command struct {
 	Field  string   `json:"field,omitempty"`
 	Value  *float64 `json:"value,omitempty"`
 	Source string   `json:"source,omitempty"`
+	// Edits are a fork's edits, applied at the fork's first step.
+	Edits []FieldValue `json:"edits,omitempty"`
 }
