@@ -64,7 +64,9 @@ func (r *Runner) editNow(step int, c telemetry.Command, ph phaseControl) error {
 func (r *Runner) recordEdits() {
 	edits, err := json.Marshal(r.edits)
 	if err == nil {
-		err = rundir.WriteInfo(r.opt.RunDir, r.opt.info(edits))
+		info := r.runInfo()
+		info.Edits = edits
+		err = rundir.WriteInfo(r.opt.RunDir, info)
 	}
 	if err != nil {
 		r.emit(0, telemetry.EventWarning, "run.json: "+err.Error(), nil)

@@ -72,10 +72,12 @@ func (r *Runner) runRFT(ctx context.Context, res *resumePoint) error {
 	if res != nil && res.state.RFT != nil && res.state.RFT.Init != "" {
 		init = res.state.RFT.Init
 	}
-	if _, err := os.Stat(init); err != nil && r.opt.From != "" {
-		// A run from another run's checkpoint: its SFT model is that run's
-		// (the path recorded may be relative to where that run was started).
-		init = filepath.Join(filepath.Dir(r.opt.From), rundir.SFTFinal)
+	if _, err := os.Stat(init); err != nil {
+		// A fork: its SFT model is up its line of parents (the path its
+		// checkpoint recorded may be relative to where the parent started).
+		if p := r.ancestorCheckpoint(rundir.SFTFinal); p != "" {
+			init = p
+		}
 	}
 	if _, err := os.Stat(init); err != nil {
 		return fmt.Errorf("rft: the SFT checkpoint %s does not exist: run `pixelis sft` first or pass --init PATH", init)

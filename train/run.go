@@ -41,16 +41,8 @@ type Options struct {
 	Done []string
 	// Init is the checkpoint the run's first phase starts from: RFT's SFT
 	// model, or TTRL's RFT model; "" = this run's own.
-	Init   string
-	Resume string // a checkpoint directory to continue from; "" starts fresh
-	// From is set for a run that starts from another run's checkpoint
-	// (Resume names it): run.json records it and FromEdits, the edits in
-	// Edits as FIELD=VALUE.
-	From      string
-	FromEdits []string
-	// Edits are edit commands applied at the first step boundary, before any
-	// command sent: a run from a checkpoint takes its edits there.
-	Edits    []telemetry.Command
+	Init     string
+	Resume   string // a checkpoint directory to continue from; "" starts fresh
 	Sink     telemetry.Sink
 	Commands <-chan telemetry.Command
 	// Stop, when set, is the run owner's stop request (a signal, the console's
@@ -60,6 +52,9 @@ type Options struct {
 	// phase, checkpoint retention (interrupt.go).
 	Stop Stop
 	Log  *slog.Logger
+	// Fork, when set, starts a fork of the run (a fork command): without
+	// it, the run refuses forks.
+	Fork Forker
 }
 
 // ErrStopped is returned by Run when a stop command ended the run early (after a
@@ -74,12 +69,14 @@ type Runner struct {
 	cfg   *configs.Config
 	hash  string
 	edits []edit.Edit // applied so far, oldest first
-	// pending are Options.Edits not applied yet: the first boundary takes them.
-	pending []telemetry.Command
-	opt     Options
-	envCfg  env.Config
-	log     *slog.Logger
-	name    string
+	// fork is where the run was forked from (nil for a run that was not);
+	// pendingEdits are the fork's edits, applied at its first step boundary.
+	fork         *rundir.Fork
+	pendingEdits []telemetry.FieldValue
+	opt          Options
+	envCfg       env.Config
+	log          *slog.Logger
+	name         string
 
 	workers int
 	last    telemetry.Snapshot // the newest snapshot published
@@ -144,13 +141,18 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	if err := rundir.WriteFileAtomic(filepath.Join(opt.RunDir, rundir.ConfigFile), conf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write config.toml: %w", err)
 	}
-	if err := rundir.WriteInfo(opt.RunDir, opt.info(nil)); err != nil {
+	// A fork keeps the record of where it branched off through every resume.
+	var fork *rundir.Fork
+	if prev, err := rundir.ReadInfo(opt.RunDir); err == nil {
+		fork = prev.Fork
+	}
+	if err := rundir.WriteInfo(opt.RunDir, rundir.Info{Phases: append(slices.Clone(opt.Done), opt.Phases...), Init: opt.Init, Fork: fork}); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	workers := setup.Workers(cfg)
 	return &Runner{
-		cfg: cfg.Clone(), hash: cfg.TrainingHash(), opt: opt, envCfg: envCfg, log: opt.Log,
-		pending:  slices.Clone(opt.Edits),
+		fork: fork,
+		cfg:  cfg.Clone(), hash: cfg.TrainingHash(), opt: opt, envCfg: envCfg, log: opt.Log,
 		name:     filepath.Base(opt.RunDir),
 		workers:  workers,
 		state:    telemetry.StateStarting,
@@ -246,6 +248,7 @@ func (r *Runner) run(ctx context.Context) error {
 	if err := r.replayEdits(resume); err != nil {
 		return err
 	}
+	r.pendingEdits = r.forkEdits(resume)
 	all := r.allPhases()
 	for _, p := range all {
 		if slices.Contains(r.opt.Done, p) {
@@ -281,11 +284,6 @@ func (r *Runner) run(ctx context.Context) error {
 // totalSteps is the run-wide step count of all phases.
 func (r *Runner) totalSteps() int {
 	return PhaseOffset(r.cfg, r.allPhases(), "")
-}
-
-// info is the run's run.json, with the edits applied so far (JSON, nil for none).
-func (o Options) info(edits []byte) rundir.Info {
-	return rundir.Info{Phases: append(slices.Clone(o.Done), o.Phases...), Init: o.Init, Edits: edits, From: o.From, FromEdits: o.FromEdits}
 }
 
 // allPhases is the run directory's phases: those done before, then this run's.
@@ -327,6 +325,9 @@ func (r *Runner) record(phase telemetry.Phase, step int, m map[string]float64) {
 // run is paused. stop reports a stop (a stop command or request, with a
 // checkpoint unless it asked for none); a stop at once (ctx) comes first.
 func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop bool, err error) {
+	if err := r.applyForkEdits(step, ph); err != nil {
+		return false, err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -351,10 +352,6 @@ const pausedRefresh = time.Second
 // stop requested (ok false: none). While the run is paused it waits for one,
 // calling refresh every pausedRefresh.
 func (r *Runner) nextCommand(ctx context.Context, refresh func()) (c telemetry.Command, ok bool, err error) {
-	if len(r.pending) > 0 {
-		c, r.pending = r.pending[0], r.pending[1:]
-		return c, true, nil
-	}
 	if !r.paused {
 		select {
 		case c = <-r.opt.Commands:
@@ -411,6 +408,8 @@ func (r *Runner) apply(ctx context.Context, c telemetry.Command, step int, ph ph
 		return r.stopNow(step, ph, !c.NoCheckpoint), nil
 	case telemetry.CmdEdit:
 		return false, r.editNow(step, c, ph)
+	case telemetry.CmdFork:
+		r.forkNow(step, c, ph)
 	default:
 		r.emit(step, telemetry.EventWarning, fmt.Sprintf("unknown command %q ignored", c.Kind), nil)
 	}

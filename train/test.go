@@ -31,13 +31,10 @@ func (r *Runner) testModels() map[string]string {
 			m["rft"] = r.opt.Init
 		}
 	}
-	if r.opt.From != "" {
-		// A run from another run's checkpoint did not train the models of
-		// the phases before it: they are that run's.
-		parent := filepath.Dir(r.opt.From)
-		for name, path := range m {
-			if _, err := os.Stat(path); err != nil {
-				m[name] = filepath.Join(parent, filepath.Base(path))
+	for name, path := range m {
+		if _, err := os.Stat(path); err != nil {
+			if p := r.ancestorCheckpoint(filepath.Base(path)); p != "" {
+				m[name] = p // a fork's model of a phase before its fork point
 			}
 		}
 	}

@@ -18,7 +18,7 @@ import (
 
 // Command indices for the pending-acknowledgement flags.
 var commandKinds = [...]telemetry.CommandKind{
-	telemetry.CmdCheckpoint, telemetry.CmdPause, telemetry.CmdResume, telemetry.CmdEval, telemetry.CmdStop, telemetry.CmdEdit,
+	telemetry.CmdCheckpoint, telemetry.CmdPause, telemetry.CmdResume, telemetry.CmdEval, telemetry.CmdStop, telemetry.CmdEdit, telemetry.CmdFork,
 }
 
 func commandIndex(k telemetry.CommandKind) int {
@@ -66,6 +66,8 @@ func ackOf(e telemetry.Event) (kind telemetry.CommandKind, failed, ok bool) {
 		return telemetry.CmdEval, false, true
 	case telemetry.EventEdit:
 		return telemetry.CmdEdit, false, true
+	case telemetry.EventFork:
+		return telemetry.CmdFork, false, true
 	case telemetry.EventWarning:
 		// The trainer reports a failed save as a warning: training goes on.
 		if strings.Contains(msg, "checkpoint failed") {
@@ -128,12 +130,45 @@ func (m *Model) acknowledge(events []telemetry.Event) tea.Cmd {
 			cmds = append(cmds, m.setStatus("checkpoint saved", false))
 		case kind == telemetry.CmdEdit:
 			cmds = append(cmds, m.setStatus("edit applied: "+clean(e.Message), false))
+		case kind == telemetry.CmdFork:
+			cmds = append(cmds, m.forked(e))
 		}
 	}
 	if m.quitAfterAck && !m.quitting && !m.pending[commandIndex(telemetry.CmdStop)] && !m.pending[commandIndex(telemetry.CmdResume)] {
 		return m.quit()
 	}
 	return tea.Batch(cmds...)
+}
+
+// forked says where the fork the console asked for went, and how to
+// compare it with its parent.
+func (m *Model) forked(e telemetry.Event) tea.Cmd {
+	dir, _ := e.Data["dir"].(string)
+	if m.opts.RunDir == "" || dir == "" {
+		return m.setStatus(clean(e.Message), false)
+	}
+	return m.setStatus(fmt.Sprintf("%s · d compares the two", clean(e.Message)), false)
+}
+
+// followForks keeps the forks the run's events name.
+func (m *Model) followForks(events []telemetry.Event) {
+	for _, e := range events {
+		if dir, ok := e.Data["dir"].(string); ok && e.Kind == telemetry.EventFork && dir != "" {
+			m.forks = append(m.forks, dir)
+		}
+	}
+}
+
+// compareWithFork ends the console to show the run and its newest fork in
+// the compare view (Run returns a *CompareRequest); its caller shows the
+// console again after.
+func (m *Model) compareWithFork() tea.Cmd {
+	if len(m.forks) == 0 || m.opts.RunDir == "" {
+		return m.setStatus("no fork of this run yet: b forks it", true)
+	}
+	m.compareFork = m.forks[len(m.forks)-1]
+	m.quitting = true
+	return tea.Quit
 }
 
 func (m *Model) setStatus(s string, isErr bool) tea.Cmd {

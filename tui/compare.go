@@ -75,6 +75,10 @@ type CompareOptions struct {
 	// JobsDetached: the jobs go on when the view quits (Slurm's), so q quits
 	// without asking.
 	JobsDetached bool
+	// ForkPairs, when set, compares a run directory that is a fork with its
+	// parent (ok false for a run that is not a fork): shown with its parent,
+	// the results list the paired differences, read again as validations come.
+	ForkPairs func(dir string) (p ForkPairs, ok bool)
 }
 
 // cmpRun is one run: its feed, its metrics (those the view shows), its
@@ -301,7 +305,14 @@ func (c *Compare) update(msg tea.Msg) (tea.Cmd, bool) {
 	switch msg := msg.(type) {
 	case cmpFeedMsg:
 		c.fold(msg.run, msg.u)
-		return tea.Batch(c.wait(msg.run), c.schedule()), false
+		var pairs tea.Cmd
+		if hasValidation(msg.u) {
+			pairs = c.readPairs()
+		}
+		return tea.Batch(c.wait(msg.run), c.schedule(), pairs), false
+	case pairsMsg:
+		c.data.pairs = msg
+		return c.schedule(), false
 	case cmpOpenedMsg:
 		r := c.data.runs[msg.run]
 		r.opening = false

@@ -420,6 +420,7 @@ func (p resultsPane) view(e env) (string, []string) {
 		}
 		body = append(body, line)
 	}
+	body = append(body, d.pairLines(st)...)
 	scroll := clamp(p.scroll, 0, max(0, len(body)-(a.h-1)))
 	out = append(out, body[scroll:min(len(body), scroll+max(0, a.h-1))]...)
 	if d.experiment || d.hasArms() {

@@ -17,6 +17,7 @@ type cmpRuns struct {
 	experiment bool            // the view shows an experiment's jobs (CompareOptions.Jobs)
 	sel        int             // the run selected in the run list, -1 when none: set in the copy env lends
 	phase      telemetry.Phase // the phase the charts show
+	pairs      []forkPair      // forks shown with their parents, compared
 }
 
 // chartPhase is the phase the charts show: RFT once any run has it.

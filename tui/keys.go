@@ -18,6 +18,8 @@ type keyMap struct {
 	Log        key.Binding
 	Info       key.Binding
 	Edit       key.Binding
+	Fork       key.Binding
+	Compare    key.Binding
 	Metrics    key.Binding
 	NextPane   key.Binding
 	PrevPane   key.Binding
@@ -59,6 +61,8 @@ func defaultKeys() keyMap {
 		Log:        key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "event log")),
 		Info:       key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "run & config")),
 		Edit:       key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "edit")),
+		Fork:       key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "fork")),
+		Compare:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "compare with fork")),
 		Metrics:    key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "all metrics")),
 		NextPane:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "focus")),
 		PrevPane:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "focus back")),
@@ -164,11 +168,11 @@ func (h helpKeys) FullHelp() [][]key.Binding {
 	quit.SetHelp("q/ctrl+c", h.quit)
 	run := []key.Binding{quit} // a run that takes no commands offers only quitting
 	if h.commands {
-		run = []key.Binding{h.k.Checkpoint, pause, h.k.Eval, h.k.Edit, quit}
+		run = []key.Binding{h.k.Checkpoint, pause, h.k.Eval, h.k.Edit, h.k.Fork, quit}
 	}
 	return [][]key.Binding{
 		run,
-		{h.k.Stages, h.k.Log, h.k.Info, h.k.Metrics},
+		{h.k.Stages, h.k.Log, h.k.Info, h.k.Metrics, h.k.Compare},
 		{h.k.NextPane, h.k.PrevPane, h.k.KPISet, h.k.Close},
 		{h.k.Up, h.k.Down, h.k.Left, h.k.Right},
 		{h.k.PageUp, h.k.PageDown, h.k.Home, h.k.End},

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestCommandKeys(t *testing.T) {
 			hs := rftHarness(t, 120, 40, "never", true)
 			hs.setState(c.state)
 			hs.press(c.key)
-			if got := hs.feed.commands(); !slices.Equal(got, []telemetry.CommandKind{c.want}) {
+			if got := hs.feed.commands(); !reflect.DeepEqual(got, []telemetry.CommandKind{c.want}) {
 				t.Fatalf("sent %v, want [%s]", got, c.want)
 			}
 			if !strings.Contains(footer(hs), c.label) {
@@ -137,7 +138,7 @@ func TestQuit(t *testing.T) {
 		hs := rftHarness(t, 120, 40, "never", true)
 		hs.press("q", "n")
 		want := []telemetry.Command{{Kind: telemetry.CmdStop, NoCheckpoint: true}}
-		if !hs.quit || !hs.m.StopRequested() || !slices.Equal(hs.feed.sentCommands(), want) {
+		if !hs.quit || !hs.m.StopRequested() || !reflect.DeepEqual(hs.feed.sentCommands(), want) {
 			t.Fatalf("quit=%v stop=%v sent=%v", hs.quit, hs.m.StopRequested(), hs.feed.sent)
 		}
 	})
@@ -149,7 +150,7 @@ func TestQuit(t *testing.T) {
 		if hs.quit {
 			t.Fatal("quit before the stop was acknowledged")
 		}
-		if got := hs.feed.sentCommands(); !slices.Equal(got, []telemetry.Command{{Kind: telemetry.CmdStop}}) {
+		if got := hs.feed.sentCommands(); !reflect.DeepEqual(got, []telemetry.Command{{Kind: telemetry.CmdStop}}) {
 			t.Fatalf("sent %v, want one stop with its checkpoint", got)
 		}
 		if !strings.Contains(footer(hs), "stopping at the end of this step, with a checkpoint (ctrl+c: at once)") {
@@ -186,7 +187,7 @@ func TestQuitCtrlC(t *testing.T) {
 	t.Run("ctrl+c stops with a checkpoint and waits", func(t *testing.T) {
 		hs := rftHarness(t, 120, 40, "never", true)
 		hs.press("ctrl+c")
-		if hs.quit || !slices.Equal(hs.feed.sentCommands(), []telemetry.Command{{Kind: telemetry.CmdStop}}) {
+		if hs.quit || !reflect.DeepEqual(hs.feed.sentCommands(), []telemetry.Command{{Kind: telemetry.CmdStop}}) {
 			t.Fatalf("quit=%v sent=%v", hs.quit, hs.feed.sent)
 		}
 		if !strings.Contains(footer(hs), "stopping at the end of this step, with a checkpoint (ctrl+c: at once)") {
@@ -198,7 +199,7 @@ func TestQuitCtrlC(t *testing.T) {
 			hs := rftHarness(t, 120, 40, "never", true)
 			hs.press(keys...)
 			stop := telemetry.Command{Kind: telemetry.CmdStop}
-			if hs.quit || !slices.Equal(hs.feed.sentCommands(), []telemetry.Command{stop, stop}) {
+			if hs.quit || !reflect.DeepEqual(hs.feed.sentCommands(), []telemetry.Command{stop, stop}) {
 				t.Fatalf("quit=%v sent=%v", hs.quit, hs.feed.sent)
 			}
 			if !strings.Contains(footer(hs), "stopping at once") {

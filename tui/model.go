@@ -108,6 +108,7 @@ const (
 	overlayInfo
 	overlayMetrics
 	overlayEdit
+	overlayFork
 )
 
 // Model is the console: the root of its sub-models. It keeps what the whole
@@ -154,6 +155,10 @@ type Model struct {
 	stops        int      // stops asked for by y and ctrl+c: a second one stops at once
 	quitting     bool
 	userQuit     bool // quit while the run was live and not finished
+	// forks are the run's forks its events named, oldest first; compareFork
+	// is the one the user asked to compare with (d), which ends the console.
+	forks       []string
+	compareFork string
 
 	done     <-chan struct{} // closed when the program ends; stops the feed waiter
 	frameGap time.Duration
@@ -404,6 +409,7 @@ func (m *Model) fold(u telemetry.Update) tea.Cmd {
 	}
 	m.events.add(u.Events, u.Dropped)
 	m.followEdits(u.Events)
+	m.followForks(u.Events)
 	if s := u.Snapshot; s != nil {
 		snap := *s
 		step := snap.Step
@@ -455,6 +461,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.command(telemetry.Command{Kind: telemetry.CmdPause})
 	case key.Matches(msg, k.Eval):
 		return m.command(telemetry.Command{Kind: telemetry.CmdEval})
+	case key.Matches(msg, k.Compare) && m.opts.Role != RoleWatch:
+		return m.compareWithFork()
 	}
 	m.screenKey(msg)
 	return m.sendEdit()
@@ -479,6 +487,8 @@ func (m *Model) screenKey(msg tea.KeyPressMsg) {
 		m.toggleOverlay(overlayMetrics)
 	case key.Matches(msg, k.Edit) && m.opts.Role != RoleWatch:
 		m.toggleOverlay(overlayEdit)
+	case key.Matches(msg, k.Fork) && m.opts.Role != RoleWatch:
+		m.toggleOverlay(overlayFork)
 	case key.Matches(msg, k.Close) && !m.navigate(msg):
 		switch {
 		case m.overlay != nil:
@@ -546,6 +556,8 @@ func (m *Model) toggleOverlay(id overlayID) {
 		m.overlay = newMetricsPane(false)
 	case overlayEdit:
 		m.overlay = editPane{live: m.liveCfg, launched: m.opts.Settings != nil}
+	case overlayFork:
+		m.overlay = editPane{live: m.liveCfg, launched: m.opts.Settings != nil, forking: true}
 	}
 	m.overlay = m.overlay.update(resizeMsg{}, m.overlayEnv())
 }
@@ -598,6 +610,9 @@ func (m *Model) sendEdit() tea.Cmd {
 	c := *p.request
 	p.request = nil
 	m.overlay = p
+	if c.Kind == telemetry.CmdFork {
+		m.overlay, m.overlayID = nil, noOverlay // sent: the events pane shows where it went
+	}
 	return m.command(c)
 }
 

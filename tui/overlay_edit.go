@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,6 +18,11 @@ import (
 // phase (train/edit's table), each with its value now. ↑/↓ pick a field,
 // enter types its new value, enter again applies it at the run's next step
 // boundary; the run answers with an edit event (old → new) or a refusal.
+//
+// In fork mode (b) the same form chooses the fork's edits instead: enter
+// on a field types its value for the fork, and enter on the first line
+// forks the run with the edits chosen (none: the fork is its parent step
+// for step); the run answers with a fork event naming the fork's directory.
 type editPane struct {
 	live *configs.Config // the run's config with the edits seen so far; nil when there is none
 	// launched is a run of another trainer, whose editable settings its
@@ -28,6 +34,18 @@ type editPane struct {
 	request *telemetry.Command
 	// refused says why the last value typed was not sent.
 	refused string
+	// forking is fork mode; chosen are the fork's edits so far.
+	forking bool
+	chosen  []telemetry.FieldValue
+}
+
+// field is the index in fields of the line selected, -1 for fork mode's
+// first line (fork now).
+func (p editPane) field() int {
+	if p.forking {
+		return p.sel - 1
+	}
+	return p.sel
 }
 
 func (p editPane) typing() bool { return p.input.on }
@@ -57,23 +75,49 @@ func (p editPane) state(e env) (edit.Live, telemetry.Phase, []edit.Field) {
 
 func (p editPane) key(msg tea.KeyPressMsg, e env) (pane, bool) {
 	l, phase, fields := p.state(e)
+	l = p.withChosen(l, phase)
+	i := p.field()
 	if p.input.on {
 		var r inputResult
 		p.input, r = p.input.key(msg)
-		if r == inputApplied && p.sel < len(fields) {
-			p = p.apply(l, phase, fields[p.sel].Name)
+		if r == inputApplied && i >= 0 && i < len(fields) {
+			p = p.apply(l, phase, fields[i].Name)
 		}
 		return p, true
 	}
-	if key.Matches(msg, e.keys.Open) && p.sel < len(fields) {
-		f := fields[p.sel]
+	if key.Matches(msg, e.keys.Open) && i < 0 && phase != "" {
+		p.request = &telemetry.Command{Kind: telemetry.CmdFork, Edits: p.chosen, Source: edit.SourceConsole}
+		return p, true
+	}
+	if key.Matches(msg, e.keys.Open) && i >= 0 && i < len(fields) {
+		f := fields[i]
 		p.input = lineInput{on: true, text: []rune(strconv.FormatFloat(f.Value(l), 'g', -1, 64)), shown: true}
 		p.refused = ""
 		return p, true
 	}
+	last := len(fields) - 1
+	if p.forking {
+		last++
+	}
 	var used bool
-	p.sel, used = scrollKey(e.keys, msg, p.sel, len(fields)-1, e.page(), false)
+	p.sel, used = scrollKey(e.keys, msg, p.sel, last, e.page(), false)
 	return p, used
+}
+
+// withChosen is l with the fork's edits chosen so far applied, on a copy of
+// its config: each later one is checked against them, as the fork applies
+// them in turn.
+func (p editPane) withChosen(l edit.Live, phase telemetry.Phase) edit.Live {
+	if len(p.chosen) == 0 || l.Cfg == nil {
+		return l
+	}
+	l.Cfg = l.Cfg.Clone()
+	for _, c := range p.chosen {
+		if e, err := edit.Make(l, phase, c.Field, c.Value); err == nil {
+			_ = edit.Apply(&l, e)
+		}
+	}
+	return l
 }
 
 // apply checks the typed value against the field's rule and, when it holds,
@@ -88,6 +132,11 @@ func (p editPane) apply(l edit.Live, phase telemetry.Phase, name string) editPan
 		p.refused = err.Error()
 		return p
 	}
+	if p.forking {
+		p.chosen = slices.DeleteFunc(slices.Clone(p.chosen), func(c telemetry.FieldValue) bool { return c.Field == name })
+		p.chosen = append(p.chosen, telemetry.FieldValue{Field: name, Value: v})
+		return p
+	}
 	p.request = &telemetry.Command{Kind: telemetry.CmdEdit, Field: name, Value: &v, Source: edit.SourceConsole}
 	return p
 }
@@ -96,6 +145,9 @@ func (p editPane) view(e env) (string, []string) {
 	st := e.st
 	l, phase, fields := p.state(e)
 	title := "Edit the run"
+	if p.forking {
+		title = "Fork the run"
+	}
 	if phase != "" {
 		title += " · " + phaseLabel(phase) + " · from the next step"
 	}
@@ -108,20 +160,22 @@ func (p editPane) view(e env) (string, []string) {
 		out = append(out, "No config for this run: nothing to edit.")
 	case phase == "":
 		out = append(out, "The run has not begun a phase yet: its fields show once it has.")
-	case len(fields) == 0:
+	case len(fields) == 0 && !p.forking:
 		out = append(out, fmt.Sprintf("Nothing may change in the %s phase.", phaseLabel(phase)))
+	}
+	if p.forking && phase != "" && !p.launched {
+		out = append(out, p.mark(st, -1)+p.forkLine())
 	}
 	nameW := 8
 	for _, f := range fields {
 		nameW = max(nameW, len(f.Name))
 	}
 	for i, f := range fields {
-		mark := "  "
-		if i == p.sel {
-			mark = st.render(st.title, "▶ ")
-		}
 		val := strconv.FormatFloat(f.Value(l), 'g', 6, 64)
-		out = append(out, fit(fmt.Sprintf("%s%-*s  %-10s %s", mark, nameW, f.Name, val, st.render(st.dim, f.Doc)), e.w, false))
+		if c := slices.IndexFunc(p.chosen, func(c telemetry.FieldValue) bool { return c.Field == f.Name }); c >= 0 {
+			val += " → " + strconv.FormatFloat(p.chosen[c].Value, 'g', 6, 64)
+		}
+		out = append(out, fit(fmt.Sprintf("%s%-*s  %-10s %s", p.mark(st, i), nameW, f.Name, val, st.render(st.dim, f.Doc)), e.w, false))
 	}
 	h := max(e.h-1, 1) // the last line is the prompt, a refusal or the hint
 	if len(out) > h {
@@ -131,13 +185,36 @@ func (p editPane) view(e env) (string, []string) {
 	for len(out) < h {
 		out = append(out, "")
 	}
+	i := p.field()
 	switch {
-	case p.input.on && p.sel < len(fields):
-		out = append(out, p.input.view(st, fields[p.sel].Name+" = "))
+	case p.input.on && i >= 0 && i < len(fields):
+		out = append(out, p.input.view(st, fields[i].Name+" = "))
 	case p.refused != "":
 		out = append(out, st.render(st.bad, fit(p.refused, e.w, false)))
+	case p.forking:
+		out = append(out, st.render(st.dim, "↑/↓ line · enter on a field: its value in the fork · enter on the first line: fork · esc close"))
 	default:
 		out = append(out, st.render(st.dim, "↑/↓ field · enter new value · esc close · the run answers in the events pane"))
 	}
 	return title, out
+}
+
+// mark is the selection mark of field i's line (-1: fork mode's first line).
+func (p editPane) mark(st *styles, i int) string {
+	if i == p.field() {
+		return st.render(st.title, "▶ ")
+	}
+	return "  "
+}
+
+// forkLine is fork mode's first line: what enter there does.
+func (p editPane) forkLine() string {
+	if len(p.chosen) == 0 {
+		return "fork now, no edit: a sibling run from the next step, its parent step for step until edited"
+	}
+	parts := make([]string, len(p.chosen))
+	for i, c := range p.chosen {
+		parts[i] = c.Field + "=" + strconv.FormatFloat(c.Value, 'g', 6, 64)
+	}
+	return "fork now with " + strings.Join(parts, ", ")
 }

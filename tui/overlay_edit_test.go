@@ -86,3 +86,52 @@ func TestEditFormLaunched(t *testing.T) {
 		t.Fatalf("launched form:\n%s", screen)
 	}
 }
+
+// b opens the same form in fork mode: enter on a field chooses its value in
+// the fork (nothing is sent), enter on the first line sends the fork with
+// the edits chosen and closes the form; the run's fork event says where the
+// fork went and how to compare the two.
+func TestForkForm(t *testing.T) {
+	var conf bytes.Buffer
+	if err := configs.Encode(&conf, configs.Default()); err != nil {
+		t.Fatal(err)
+	}
+	hs := rftHarnessWith(t, 120, 40, Options{Color: "never", RunDir: "runs/r", Config: conf.String()}, true)
+	hs.press("b")
+	screen := ansi.Strip(hs.frame())
+	for _, want := range []string{"Fork the run", "▶ fork now, no edit", "kl_coef"} {
+		if !strings.Contains(screen, want) {
+			t.Fatalf("the fork form lacks %q:\n%s", want, screen)
+		}
+	}
+	hs.press("home", "down", "down", "enter")
+	hs.send(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
+	hs.press("0", ".", "2", "enter")
+	screen = ansi.Strip(hs.frame())
+	if len(hs.feed.sentCommands()) != 0 || !strings.Contains(screen, "fork now with kl_coef=0.2") || !strings.Contains(screen, "→ 0.2") {
+		t.Fatalf("choosing an edit: sent %v\n%s", hs.feed.sentCommands(), screen)
+	}
+	hs.press("esc", "d")
+	if hs.quit || !strings.Contains(footer(hs), "no fork of this run yet") {
+		t.Fatalf("d before a fork: quit %v, footer %q", hs.quit, footer(hs))
+	}
+	hs.press("b", "home", "down", "down", "enter")
+	hs.send(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
+	hs.press("0", ".", "2", "enter", "home", "enter")
+	sent := hs.feed.sentCommands()
+	if len(sent) != 1 || sent[0].Kind != telemetry.CmdFork || len(sent[0].Edits) != 1 || sent[0].Edits[0] != (telemetry.FieldValue{Field: "kl_coef", Value: 0.2}) {
+		t.Fatalf("sent %+v", sent)
+	}
+	if strings.Contains(ansi.Strip(hs.frame()), "Fork the run") {
+		t.Fatal("the form stays open after the fork was sent")
+	}
+	hs.send(feedMsg(telemetry.Update{Events: []telemetry.Event{{Step: 1241, Kind: telemetry.EventFork, Message: "forked → runs/r-fork-1241 at step 1241",
+		Data: map[string]any{"dir": "runs/r-fork-1241", "step": 1241}}}}))
+	if f := footer(hs); !strings.Contains(f, "forked → runs/r-fork-1241 at step 1241 · d compares the two") {
+		t.Fatalf("footer after the fork %q", f)
+	}
+	hs.press("d")
+	if !hs.quit || hs.m.compareFork != "runs/r-fork-1241" {
+		t.Fatalf("d after the fork: quit %v, compare with %q", hs.quit, hs.m.compareFork)
+	}
+}

@@ -22,7 +22,7 @@ var logKinds = []struct {
 	{"checkpoints", []string{telemetry.EventCheckpoint}},
 	{"evaluations", []string{telemetry.EventEval}},
 	{"warnings and errors", []string{telemetry.EventWarning, telemetry.EventError}},
-	{"commands and edits", []string{telemetry.EventCommand, telemetry.EventEdit}},
+	{"commands and edits", []string{telemetry.EventCommand, telemetry.EventEdit, telemetry.EventFork}},
 	{"phases", []string{telemetry.EventPhase}},
 }
 

@@ -27,6 +27,13 @@ var (
 	ErrHangup = errors.New("tui: terminal hung up")
 )
 
+// CompareRequest is returned by Run when the user asked to compare the run
+// with its newest fork (d): the caller shows Dirs, the run then the fork, in
+// the compare view, then the console again.
+type CompareRequest struct{ Dirs []string }
+
+func (r *CompareRequest) Error() string { return fmt.Sprintf("tui: compare %v", r.Dirs) }
+
 // Run shows the console for feed until the user quits, the terminal hangs up
 // or ctx is cancelled (then it returns nil). It owns the terminal meanwhile:
 // alternate screen, mouse only with opts.Mouse, frames capped at opts.FPS,
@@ -70,7 +77,11 @@ func run(parent context.Context, feed telemetry.Feed, opts Options, extra ...tea
 	}
 	final, err := program(ctx, parent, m, m.opts, extra...)
 	if err == nil {
-		if fm, ok := final.(Model); ok && fm.StopRequested() {
+		fm, ok := final.(Model)
+		switch {
+		case ok && fm.compareFork != "":
+			return &CompareRequest{Dirs: []string{fm.opts.RunDir, fm.compareFork}}
+		case ok && fm.StopRequested():
 			return ErrUserQuit
 		}
 	}

@@ -108,6 +108,7 @@ func newStyles(p colorprofile.Profile) styles {
 		telemetry.EventEval:          fg(colCyan),
 		telemetry.EventCommand:       fg(colDim),
 		telemetry.EventEdit:          fg(colAccent),
+		telemetry.EventFork:          fg(colAccent),
 		telemetry.EventPhase:         fg(colMagenta),
 		telemetry.EventWarning:       fg(colWarn),
 		telemetry.EventError:         fg(colBad).Bold(true),
@@ -160,6 +161,8 @@ func eventMarker(kind string) string {
 		return "›"
 	case telemetry.EventEdit:
 		return "✎"
+	case telemetry.EventFork:
+		return "⑂"
 	case telemetry.EventPhase:
 		return "»"
 	case telemetry.EventWarning:

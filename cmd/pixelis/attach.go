@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train/experiment"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -54,14 +55,39 @@ func cmdAttach(ctx context.Context, args []string, std stdio) error {
 	opts.Config = readConfig(runs[0])
 	// The feed holds at most what the console keeps: the first view of a long run
 	// reads its whole history but keeps only the newest points.
-	feed, err := telemetry.OpenRunContext(ctx, runs[0], telemetry.RunFeedOptions{MaxPoints: opts.History})
-	if err != nil {
-		return usageError{err}
+	for {
+		feed, err := telemetry.OpenRunContext(ctx, runs[0], telemetry.RunFeedOptions{MaxPoints: opts.History})
+		if err != nil {
+			return usageError{err}
+		}
+		err = tui.Run(ctx, feed, opts)
+		feed.Close()
+		var cmp *tui.CompareRequest
+		switch {
+		case errors.As(err, &cmp):
+			if err := compareFork(ctx, opts, cmp.Dirs); err != nil {
+				return err
+			}
+			continue // the console again, on the run's files as they are now
+		case errors.Is(err, tui.ErrUserQuit) || errors.Is(err, tui.ErrHangup):
+			return nil // quitting an attached console never stops the run
+		}
+		return err
 	}
-	defer feed.Close()
-	err = tui.Run(ctx, feed, opts)
-	if errors.Is(err, tui.ErrUserQuit) || errors.Is(err, tui.ErrHangup) {
-		return nil // quitting an attached console never stops the run
+}
+
+// compareFork shows a run and its fork (d in the console) in the compare
+// view, until the user leaves it.
+func compareFork(ctx context.Context, opts tui.Options, dirs []string) error {
+	opts.Role, opts.Backlog, opts.Config, opts.Settings = tui.RoleAttached, nil, "", nil
+	opts.RunDir = strings.Join(dirs, " ")
+	names := make([]string, len(dirs))
+	for i, d := range dirs {
+		names[i] = filepath.Base(d)
+	}
+	err := compareRuns(ctx, opts, "a run and its fork", dirs, names, nil, false)
+	if errors.Is(err, tui.ErrUserQuit) {
+		return nil
 	}
 	return err
 }
@@ -169,7 +195,7 @@ func compareRuns(ctx context.Context, opts tui.Options, title string, dirs, name
 	}
 	history := opts.History
 	err := tui.RunCompare(ctx, tui.CompareOptions{
-		Options: opts, Title: title, Runs: runs, Jobs: jobs, JobsDetached: detached, Config: readConfig,
+		Options: opts, Title: title, Runs: runs, Jobs: jobs, JobsDetached: detached, Config: readConfig, ForkPairs: forkPairs,
 		Open: func(dir string) (telemetry.Feed, error) {
 			return telemetry.OpenRunContext(ctx, dir, telemetry.RunFeedOptions{MaxPoints: history})
 		},
@@ -178,4 +204,17 @@ func compareRuns(ctx context.Context, opts tui.Options, title string, dirs, name
 		return nil
 	}
 	return err
+}
+
+// forkPairs is the compare view's comparison of a fork with its parent
+// (runs.CompareFork), as the view lists it.
+func forkPairs(dir string) (tui.ForkPairs, bool) {
+	c, ok, err := runs.CompareFork(dir)
+	if !ok || err != nil {
+		return tui.ForkPairs{}, false
+	}
+	return tui.ForkPairs{Parent: c.Parent, Step: c.Step, Vals: len(c.Vals), KPIs: []tui.PairedKPI{
+		{Name: "val greedy", Mean: c.Greedy.Mean, CI95: c.Greedy.CI95, N: c.Greedy.N},
+		{Name: "val pass@1", Mean: c.Pass1.Mean, CI95: c.Pass1.CI95, N: c.Pass1.N},
+	}}, true
 }

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,7 +13,6 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train"
-	"github.com/pixelis/pixelis/train/edit"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -33,11 +32,13 @@ func (f *fromFlags) register(fs *flag.FlagSet) {
 // given reports whether --from or --edit was given: runFrom takes the run.
 func (f *fromFlags) given() bool { return f.from != "" || len(f.edits) > 0 }
 
-// runFrom starts a new run from the checkpoint --from names: it continues that
-// run's phases from the checkpoint's step with its config (--config, else the
-// run's config.toml, with --set), its data and sampling streams, its models of
-// the phases before, and takes the --edit edits at its first step boundary as
-// edit events. The checkpoint's run is not touched.
+// runFrom starts a new run from the checkpoint --from names: a fork of that
+// checkpoint's run (runs.MakeForkIn) in the run directory --run-dir names,
+// then resumed there as `pixelis resume` resumes a fork: the run's phases
+// from the checkpoint's step with its config (--set may change what no
+// number depends on), its models of the phases before, its data and
+// sampling streams, and the --edit edits at its first step boundary as edit
+// events. The checkpoint's run is not touched.
 func runFrom(ctx context.Context, std stdio, fs *flag.FlagSet, cf configFlags, ff fromFlags, pos []string, slurm bool) error {
 	switch {
 	case ff.from == "":
@@ -48,104 +49,108 @@ func runFrom(ctx context.Context, std stdio, fs *flag.FlagSet, cf configFlags, f
 	if err := wantArgs(pos, 0, "no arguments"); err != nil {
 		return err
 	}
-	for _, name := range []string{"init", "phases", "seed"} {
+	for _, name := range []string{"init", "phases", "seed", "config"} {
 		if flagSet(fs, name) {
-			return usagef("--%s: a run --from a checkpoint continues that run's phases with its seed and models; leave --%s out", name, name)
+			return usagef("--%s: a run --from a checkpoint continues that run's phases with its config, seed and models; leave --%s out", name, name)
 		}
 	}
 	from, err := filepath.Abs(ff.from)
 	if err != nil {
 		return usageError{err}
 	}
-	parent, info, err := checkpointRun(from)
+	parent, err := checkpointRun(from)
 	if err != nil {
 		return err
 	}
-	if cf.config == "" {
-		cf.config = filepath.Join(parent, rundir.ConfigFile)
-	}
+	cf.config = filepath.Join(parent, rundir.ConfigFile)
 	cfg, err := cf.load()
 	if err != nil {
 		return err
 	}
-	phase, cmds, err := checkFrom(cfg, from, ff.edits)
+	step, edits, err := checkFrom(cfg, from, ff.edits)
 	if err != nil {
-		return err
-	}
-	if err := checkMemory(cfg, info.Phases); err != nil {
 		return err
 	}
 	target := runs.NewTarget(cfg, cf.runDir, time.Now())
 	if err := target.Claim(); err != nil {
 		return err
 	}
-	if _, err := rundir.ReadInfo(target.Dir); err == nil {
-		return usagef("%s %s: a run is there already; a run --from a checkpoint needs a new directory", target.Where, target.Dir)
+	if _, err := os.Stat(target.Dir); err == nil && !emptyDir(target.Dir) {
+		return usagef("%s %s: it exists already; a run --from a checkpoint needs a new directory", target.Where, target.Dir)
 	}
-	lock, err := runs.Lock(target.Dir, target.Where, "run")
-	if err != nil {
+	os.Remove(target.Dir) // Claim may have made it, empty
+	if err := runs.MakeForkIn(train.ForkPoint{Parent: parent, Checkpoint: from, Step: step, Edits: edits}, target.Dir); err != nil {
 		return err
 	}
-	defer lock.Release()
-	runs.Place(cfg, target.Dir)
-	opt := train.Options{RunDir: target.Dir, Phases: info.Phases, Init: info.Init, Resume: from, From: from, FromEdits: ff.edits, Edits: cmds}
-	step, err := runWideStep(cfg, info.Phases, from)
-	if err != nil {
+	if err := writeConfig(target.Dir, cfg); err != nil {
 		return err
 	}
-	return execute(ctx, std, cfg, opt, cf.noTUI, fmt.Sprintf("starting from %s (%s)", from, phase), step)
+	args := []string{target.Dir}
+	if cf.noTUI {
+		args = append(args, "--no-tui")
+	}
+	return cmdResume(ctx, args, std)
+}
+
+// emptyDir reports whether dir holds nothing.
+func emptyDir(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return err == nil && len(entries) == 0
+}
+
+// writeConfig writes cfg as dir's config.toml: a run --from a checkpoint
+// with --set runs its parent's config with them.
+func writeConfig(dir string, cfg *configs.Config) error {
+	var b bytes.Buffer
+	if err := configs.Encode(&b, cfg); err != nil {
+		return err
+	}
+	return rundir.WriteFileAtomic(filepath.Join(dir, rundir.ConfigFile), b.Bytes())
 }
 
 // checkpointRun is the run directory a checkpoint belongs to
-// (RUN/checkpoints/NAME) and its run.json.
-func checkpointRun(path string) (string, rundir.Info, error) {
+// (RUN/checkpoints/NAME), refused unless it is one.
+func checkpointRun(path string) (string, error) {
 	if st, err := os.Stat(path); err != nil || !st.IsDir() {
-		return "", rundir.Info{}, usagef("--from %s: no such checkpoint", path)
+		return "", usagef("--from %s: no such checkpoint", path)
 	}
 	parent := filepath.Dir(filepath.Dir(path))
-	info, err := rundir.ReadInfo(parent)
-	if err != nil {
-		return "", rundir.Info{}, usagef("--from %s: not a checkpoint of a pixelis run (RUN/checkpoints/NAME): %v", path, err)
+	if _, err := rundir.ReadInfo(parent); err != nil {
+		return "", usagef("--from %s: not a checkpoint of a pixelis run (RUN/checkpoints/NAME): %v", path, err)
 	}
-	return parent, info, nil
+	return parent, nil
 }
 
-// checkFrom checks that a run under cfg can start from the checkpoint at path
-// and take each FIELD=VALUE edit in the checkpoint's phase; it returns that
-// phase and the edits as commands. Every problem is the user's (exit 2).
-func checkFrom(cfg *configs.Config, path string, edits []string) (telemetry.Phase, []telemetry.Command, error) {
+// checkFrom checks that a run under cfg can start from the checkpoint at
+// path and take each FIELD=VALUE edit in the checkpoint's phase; it returns
+// the checkpoint's run-wide step and the edits. Every problem is the
+// user's (exit 2).
+func checkFrom(cfg *configs.Config, path string, args []string) (int, []telemetry.FieldValue, error) {
 	if err := train.CheckResume(cfg, path); err != nil {
-		return "", nil, usagef("--from %s: %v", path, err)
+		return 0, nil, usagef("--from %s: %v", path, err)
 	}
 	m, err := ckpt.Inspect(path)
 	if err != nil {
-		return "", nil, usagef("--from %s: %v", path, err)
+		return 0, nil, usagef("--from %s: %v", path, err)
 	}
-	phase := telemetry.Phase(m.Phase)
-	var cmds []telemetry.Command
+	info, err := rundir.ReadInfo(filepath.Dir(filepath.Dir(path)))
+	if err != nil {
+		return 0, nil, usageError{err}
+	}
+	var edits []telemetry.FieldValue
 	var errs []error
-	for _, a := range edits {
-		c, err := editCommand(cfg, phase, a)
+	for _, a := range args {
+		c, err := editCommand(cfg, telemetry.Phase(m.Phase), a)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		c.Source = edit.SourceFrom
-		cmds = append(cmds, c)
+		edits = append(edits, telemetry.FieldValue{Field: c.Field, Value: *c.Value})
 	}
 	if err := errors.Join(errs...); err != nil {
-		return "", nil, usageError{err}
+		return 0, nil, usageError{err}
 	}
-	return phase, cmds, nil
-}
-
-// runWideStep is the run-wide step of a checkpoint of a run of phases.
-func runWideStep(cfg *configs.Config, phases []string, path string) (int, error) {
-	m, err := ckpt.Inspect(path)
-	if err != nil {
-		return 0, err
-	}
-	return train.PhaseOffset(cfg, phases, m.Phase) + int(m.Step), nil
+	return train.PhaseOffset(cfg, info.Phases, m.Phase) + int(m.Step), edits, nil
 }
 
 // flagSet reports whether the flag name was given on the command line.

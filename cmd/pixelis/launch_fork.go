@@ -7,19 +7,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
+	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/steer"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
-
-// ForkLog is a fork's pixelis output, in the fork's run directory: it trains
-// headless, in a session of its own.
-const ForkLog = "fork.log"
 
 // noForkReason is why a launched run cannot fork, "" when it can: a fork
 // starts its trainer from a checkpoint through the resume arguments.
@@ -37,7 +32,7 @@ func launchedForker(runDir string, rec launch.Record) func(launch.ForkPoint) (st
 
 // forkLaunched starts a fork of the launched run in parent from the
 // checkpoint its trainer saved at p.Step: a sibling run directory named after
-// the parent (forkDir) holding the parent's record and files up to that step,
+// the parent (runs.NewForkDir) holding the parent's record and files up to that step,
 // and a `pixelis resume` of it from that checkpoint in a session of its own —
 // an ordinary launched run, which owns its trainer as any does, and whose
 // trainer is sent p.Edits after its hello. It returns the fork's directory.
@@ -46,7 +41,7 @@ func forkLaunched(parent string, rec launch.Record, p launch.ForkPoint) (string,
 	if err != nil {
 		return "", err
 	}
-	dir, err := forkDir(abs, p.Step)
+	dir, err := runs.NewForkDir(abs, p.Step)
 	if err != nil {
 		return "", err
 	}
@@ -58,31 +53,10 @@ func forkLaunched(parent string, rec launch.Record, p launch.ForkPoint) (string,
 	if err := launch.WriteRecord(dir, rec); err != nil {
 		return "", fmt.Errorf("fork %s: %w", dir, err)
 	}
-	if err := startDetached(dir, "resume", dir, "--from", p.Checkpoint, "--no-tui"); err != nil {
+	if err := startResume(dir, "--from", p.Checkpoint); err != nil {
 		return "", fmt.Errorf("fork %s: %w", dir, err)
 	}
 	return dir, nil
-}
-
-// forkDir creates the run directory of a fork of parent at step:
-// PARENT-fork-STEP, or PARENT-fork-STEP-N for the N-th fork at that step.
-// os.Mkdir makes it only where none is, so two forks never share one.
-func forkDir(parent string, step int) (string, error) {
-	base := fmt.Sprintf("%s-fork-%d", parent, step)
-	for n := 1; n < 1000; n++ {
-		dir := base
-		if n > 1 {
-			dir = fmt.Sprintf("%s-%d", base, n)
-		}
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return "", err
-		}
-	}
-	return "", fmt.Errorf("%s: 999 forks at step %d already", parent, step)
 }
 
 // copyForkFiles gives the fork the parent's config, launch options and
@@ -134,27 +108,4 @@ func copyLines(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b[:bytes.LastIndexByte(b, '\n')+1], 0o644)
-}
-
-// startDetached starts this pixelis with args in a session of its own (a
-// terminal's hang-up or ctrl+c does not reach it), its output to dir's
-// ForkLog, and reaps it when it exits.
-func startDetached(dir string, args ...string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	log, err := os.OpenFile(filepath.Join(dir, ForkLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer log.Close()
-	c := exec.Command(exe, args...)
-	c.Stdout, c.Stderr = log, log
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := c.Start(); err != nil {
-		return err
-	}
-	go c.Wait() // reaped while this pixelis lives; after, by init
-	return nil
 }

@@ -3,18 +3,20 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pixelis/pixelis/train/edit"
 	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// A fork of a launched trainer over control.sock: an edit outside the
-// trainer's declared range refuses it, naming the field and the range; a
+// A fork of a launched trainer (control.sock, pixelis fork): an edit outside
+// the trainer's declared range refuses it, naming the field and the range; a
 // good one makes the parent's trainer checkpoint at its next boundary and a
 // second trainer start from that checkpoint in PARENT-fork-STEP, under a
 // pixelis of its own, with the edit sent after its hello and taken from
@@ -31,35 +33,37 @@ func TestLaunchFork(t *testing.T) {
 	t.Cleanup(func() { stopLaunchedForks(dir) })
 	waitSteps(t, dir, 20)
 
-	fork := func(v float64) {
-		t.Helper()
-		c := telemetry.Command{Kind: telemetry.CmdFork, Edits: []telemetry.FieldValue{{Field: "lr", Value: v}}}
-		if err := telemetry.SendControl(dir, c); err != nil {
-			t.Fatal(err)
-		}
+	// The run checks a fork's edits as pixelis fork does before it sends one.
+	c := telemetry.Command{Kind: telemetry.CmdFork, Edits: []telemetry.FieldValue{{Field: "lr", Value: 5}}}
+	if err := telemetry.SendControl(dir, c); err != nil {
+		t.Fatal(err)
 	}
-	fork(5)
 	waitLaunchEvent(t, dir, telemetry.EventWarning, "fork refused: edit lr: must be in [0, 1] (the trainer's declared range), got 5")
-	fork(0.5)
-	e := waitLaunchEvent(t, dir, telemetry.EventCommand, "forked → ")
+	if b, err := exec.Command(bin, "fork", dir, "lr=2").CombinedOutput(); exitCode(err) != exitBadUsage || !strings.Contains(string(b), "edit lr: must be in [0, 1]") {
+		t.Fatalf("pixelis fork lr=2: exit %d, want 2 naming the range:\n%s", exitCode(err), b)
+	}
+	if b, err := exec.Command(bin, "fork", dir, "lr=0.5").CombinedOutput(); err != nil || !strings.Contains(string(b), "forked → ") {
+		t.Fatalf("pixelis fork lr=0.5: %v\n%s", err, b)
+	}
+	e := waitLaunchEvent(t, dir, telemetry.EventFork, "forked → ")
 	step := int(e.Data["step"].(float64))
 	forkDir := fmt.Sprintf("%s-fork-%d", dir, step)
-	if e.Data["fork"] != forkDir {
+	if e.Data["dir"] != forkDir {
 		t.Fatalf("forked to %v, want %s", e.Data["fork"], forkDir)
 	}
 	ck := e.Data["checkpoint"].(string)
 	t.Cleanup(func() {
 		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(forkDir, ForkLog))
-			t.Logf("the fork's %s:\n%s", ForkLog, b)
+			b, _ := os.ReadFile(filepath.Join(forkDir, "console.log"))
+			t.Logf("the fork's console.log:\n%s", b)
 		}
 	})
 	// The trainer takes the edit at the first step it reads its commands
 	// before: the fork's first, unless that step began before the edit came.
 	ed := waitLaunchEvent(t, forkDir, telemetry.EventEdit, "lr → 0.5 from step ")
 	from := int(ed.Data["from_step"].(float64))
-	if from != step+1 && from != step+2 || ed.Data["source"] != launch.SourceFork {
-		t.Fatalf("the fork's edit: %v, want from step %d or %d, source %s", ed.Data, step+1, step+2, launch.SourceFork)
+	if from != step+1 && from != step+2 || ed.Data["source"] != edit.SourceFork {
+		t.Fatalf("the fork's edit: %v, want from step %d or %d, source %s", ed.Data, step+1, step+2, edit.SourceFork)
 	}
 	if !fileContains(filepath.Join(forkDir, launch.StderrFile), fmt.Sprintf("resuming from %s at step %d", ck, step)) {
 		t.Fatal("the fork's trainer was not started from the fork's checkpoint")

@@ -58,6 +58,7 @@ func init() {
 		"data":       {"data gen | show | probe: write or read CoTA JSONL, or measure the no-tool baseline", cmdData},
 		"attach":     {"the console on a running or finished run, or several side by side: attach RUN_DIR…", cmdAttach},
 		"edit":       {"change a running run's learning rate, KL, clip, temperature, reward weight or curriculum: edit RUN_DIR FIELD=VALUE…", cmdEdit},
+		"fork":       {"branch a running run: a sibling run from its next step, with edits: fork RUN_DIR [FIELD=VALUE…]", cmdFork},
 		"export":     {"export a run's metrics: export RUN_DIR [--csv FILE] [--tb DIR]", cmdExport},
 		"ckpt":       {"ckpt inspect|verify PATH", cmdCkpt},
 		"config":     {"config print: the effective config as TOML", cmdConfig},

@@ -201,12 +201,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 	if err := point.Rewind(runDir); err != nil {
 		return err
 	}
-	opt := train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init, From: info.From, FromEdits: info.FromEdits}
-	if point.Again {
-		if _, opt.Edits, err = checkFrom(cfg, point.Checkpoint, info.FromEdits); err != nil {
-			return err
-		}
-	}
+	opt := train.Options{RunDir: runDir, Phases: info.Phases, Init: info.Init}
 	if point.StartsOver() {
 		return execute(ctx, io, cfg, opt, *noTUI, "no checkpoint was saved before the run stopped: starting it over", 0)
 	}
@@ -221,6 +216,7 @@ func cmdResume(ctx context.Context, args []string, io stdio) error {
 // resumeStep is the run-wide step a resume starts from (-1 for a fresh run).
 func execute(ctx context.Context, std stdio, cfg *configs.Config, opt train.Options, noTUI bool, note string, resumeStep int) error {
 	defer runtimeLimits(cfg)()
+	opt.Fork = startFork
 	r, err := train.New(cfg, opt)
 	if err != nil {
 		return usageError{err}
@@ -273,14 +269,40 @@ func (c terminalConsole) Show(ctx context.Context, feed telemetry.Feed) error {
 			opts.Backlog = &u
 		}
 	}
-	err := tui.Run(ctx, feed, opts)
-	switch {
-	case errors.Is(err, tui.ErrUserQuit):
-		return owner.ErrQuit
-	case errors.Is(err, tui.ErrHangup):
-		return owner.ErrHangup
+	for {
+		err := tui.Run(ctx, feed, opts)
+		var cmp *tui.CompareRequest
+		switch {
+		case errors.As(err, &cmp):
+			// The run trains on meanwhile; its console comes back with
+			// its history read from its files, which hold every step the
+			// feed brought while it was away.
+			if err := compareFork(ctx, opts, cmp.Dirs); err != nil {
+				return err
+			}
+			feed.Take()
+			opts.Backlog = runBacklog(ctx, c.runDir, ui.History)
+			continue
+		case errors.Is(err, tui.ErrUserQuit):
+			return owner.ErrQuit
+		case errors.Is(err, tui.ErrHangup):
+			return owner.ErrHangup
+		}
+		return err
 	}
-	return err
+}
+
+// runBacklog is a run's history as its files hold it, for a console that
+// starts on a run already going (nil when they cannot be read).
+func runBacklog(ctx context.Context, dir string, history int) *telemetry.Update {
+	f, err := telemetry.OpenRunContext(ctx, dir, telemetry.RunFeedOptions{MaxPoints: history})
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	u := f.Take()
+	u.Snapshot = nil // the run publishes its own
+	return &u
 }
 
 // CrashFile is the run directory's crash log.

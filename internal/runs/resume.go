@@ -19,10 +19,6 @@ type Resume struct {
 	Checkpoint string // "" when the run starts over
 	Step       int    // the run-wide step Checkpoint was saved at
 	moveLatest bool   // --from chose Checkpoint: checkpoints/latest must name it
-	// Again: the run started from another run's checkpoint (run.json's from)
-	// and saved none of its own; it starts from that one again and takes
-	// its first-step edits (from_edits) again.
-	Again bool
 }
 
 // StartsOver reports whether no checkpoint was saved, so the run starts again.
@@ -50,15 +46,11 @@ func PlanResume(cfg *configs.Config, runDir string, info rundir.Info, from strin
 		}
 		var err error
 		if path, err = ckpt.Latest(checkpoints(runDir)); err != nil {
-			infos, lerr := ckpt.List(checkpoints(runDir))
-			switch {
-			case !errors.Is(err, ckpt.ErrNoCheckpoint) || (lerr == nil && len(infos) > 0):
-				return Resume{}, fmt.Errorf("resume %s: %w", runDir, err)
-			case info.From == "":
+			if infos, lerr := ckpt.List(checkpoints(runDir)); errors.Is(err, ckpt.ErrNoCheckpoint) && (lerr != nil || len(infos) == 0) {
 				// Stopped before its first save: nothing was trained that could be kept.
 				return Resume{}, nil
 			}
-			path = info.From
+			return Resume{}, fmt.Errorf("resume %s: %w", runDir, err)
 		}
 	}
 	if err := train.CheckResume(cfg, path); err != nil {
@@ -69,7 +61,7 @@ func PlanResume(cfg *configs.Config, runDir string, info rundir.Info, from strin
 		return Resume{}, err
 	}
 	step := train.PhaseOffset(cfg, info.Phases, m.Phase) + int(m.Step)
-	return Resume{Checkpoint: path, Step: step, moveLatest: from != "", Again: path == info.From}, nil
+	return Resume{Checkpoint: path, Step: step, moveLatest: from != ""}, nil
 }
 
 // Rewind makes runDir read as one clean run up to the resume: a checkpoint

@@ -25,9 +25,7 @@ const (
 	SourceConsole = "console"
 	SourceControl = "control"
 	SourceAlert   = "alert"
-	// SourceFrom: an edit a run started from another run's checkpoint
-	// takes at its first step (pixelis run --from --edit, an experiment arm).
-	SourceFrom = "from"
+	SourceFork    = "fork" // a fork's edits, applied at its first step
 )
 
 // Edit is one change of a live run: Field went from Old to New at the

@@ -219,6 +219,11 @@ func seriesStats(runs []runMetrics, name string) []SeriesPoint {
 }
 
 // stat is the mean and 95 % interval of the finite values.
+// NewStat is the mean of vals and its 95 % interval (Student's t), as the
+// experiment reports each arm's metrics and paired differences; NaN and
+// infinite values are left out.
+func NewStat(vals []float64) Stat { return stat(vals) }
+
 func stat(vals []float64) Stat {
 	st := Stat{Values: vals}
 	var xs []float64

@@ -48,8 +48,8 @@ func (s *session) forkAt(path string, step int) {
 		s.emit(telemetry.EventWarning, "fork failed: "+err.Error(), map[string]any{"command": string(telemetry.CmdFork), "error": err.Error()})
 		return
 	}
-	s.emit(telemetry.EventCommand, fmt.Sprintf("forked → %s at step %d", dir, step),
-		map[string]any{"command": string(telemetry.CmdFork), "fork": dir, "step": step, "checkpoint": path, "edits": edits})
+	s.emit(telemetry.EventFork, fmt.Sprintf("forked → %s at step %d", dir, step),
+		map[string]any{"dir": dir, "step": step, "checkpoint": path, "edits": edits})
 }
 
 // sendStartEdits sends Spec.Edits after the trainer's first hello: a fork's
@@ -61,9 +61,6 @@ func (s *session) sendStartEdits() {
 	s.startEditsSent = true
 	for _, e := range s.spec.Edits {
 		v := e.Value
-		s.edit(telemetry.Command{Kind: telemetry.CmdEdit, Field: e.Field, Value: &v, Source: SourceFork})
+		s.edit(telemetry.Command{Kind: telemetry.CmdEdit, Field: e.Field, Value: &v, Source: edit.SourceFork})
 	}
 }
-
-// SourceFork is the source of the edits a fork's trainer is sent.
-const SourceFork = "fork"

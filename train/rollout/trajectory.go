@@ -194,3 +194,48 @@ func misuseLabel(r env.Result) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// TaskScore is one task's result in a saved evaluation: its greedy episode's
+// score (1 when correct) and its pass@1, the share of its sampled episodes
+// that were correct.
+type TaskScore struct{ Greedy, Pass1 float64 }
+
+// ReadScores reads the episodes SaveEpisodes wrote in dir, each task's
+// scores by its id.
+func ReadScores(dir string) (map[string]TaskScore, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]TaskScore, len(files))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var recs []episodeRecord
+		if err := json.Unmarshal(b, &recs); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		var sc TaskScore
+		samples := 0
+		for _, r := range recs {
+			switch {
+			case r.Mode == "greedy" && r.Correct:
+				sc.Greedy = 1
+			case r.Mode == "sample":
+				samples++
+				if r.Correct {
+					sc.Pass1++
+				}
+			}
+		}
+		if samples > 0 {
+			sc.Pass1 /= float64(samples)
+		}
+		if len(recs) > 0 {
+			out[recs[0].Task] = sc
+		}
+	}
+	return out, nil
+}

@@ -36,12 +36,25 @@ type Info struct {
 	// Edits are the live edits the run took, oldest first: a JSON list of
 	// train/edit's Edit, which this leaf package keeps as it is written.
 	Edits json.RawMessage `json:"edits,omitempty"`
-	// From is the checkpoint of another run this run started from (`pixelis
-	// run --from`): its streams, its phases done, and FromEdits, the
-	// FIELD=VALUE edits it took at its first step. A resume before the run
-	// saved a checkpoint of its own starts from From again.
-	From      string   `json:"from,omitempty"`
-	FromEdits []string `json:"from_edits,omitempty"`
+	// Fork, for a run forked from another, says where it branched off.
+	Fork *Fork `json:"fork,omitempty"`
+}
+
+// Fork is where a forked run branched off its parent: the parent's run
+// directory, the run-wide step of the parent's checkpoint it started from
+// (kept in this run's Checkpoints under the same name), and the edits it
+// applies at its first step.
+type Fork struct {
+	Parent     string     `json:"parent"`
+	Step       int        `json:"step"`
+	Checkpoint string     `json:"checkpoint"`
+	Edits      []ForkEdit `json:"edits"`
+}
+
+// ForkEdit is one of a fork's edits: a field (train/edit) and its new value.
+type ForkEdit struct {
+	Field string  `json:"field"`
+	Value float64 `json:"value"`
 }
 
 // ReadInfo reads a run directory's run.json.

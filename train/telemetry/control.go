@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -213,6 +214,10 @@ func (s *ControlServer) handle(c *net.UnixConn) {
 	}
 	if cmd.Kind == CmdEdit && (cmd.Field == "" || cmd.Value == nil) {
 		reply(controlReply{Error: `bad request: an edit names a "field" and its new "value"`})
+		return
+	}
+	if cmd.Kind == CmdFork && slices.ContainsFunc(cmd.Edits, func(e FieldValue) bool { return e.Field == "" }) {
+		reply(controlReply{Error: `bad request: each of a fork's "edits" names a "field" and its new "value"`})
 		return
 	}
 	select {

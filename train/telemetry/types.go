@@ -220,6 +220,7 @@ const (
 	EventEval          = "eval"
 	EventCommand       = "command" // a command was received and applied
 	EventEdit          = "edit"    // a live edit was applied: Data has field, old, new, from_step, source
+	EventFork          = "fork"    // a fork started: Data has dir, step, checkpoint, edits
 	EventPhase         = "phase"   // a phase started or ended
 	EventWarning       = "warning"
 	EventError         = "error"
@@ -248,17 +249,10 @@ const (
 	CmdStop       CommandKind = "stop"
 	// CmdEdit changes a field of the run (train/edit) from the next step on.
 	CmdEdit CommandKind = "edit"
-	// CmdFork takes a checkpoint at the next step boundary and starts a
-	// sibling run from it, with Edits applied at its first step.
+	// CmdFork checkpoints the run at the next step boundary and starts a
+	// sibling run from that checkpoint, with Edits applied at its first step.
 	CmdFork CommandKind = "fork"
 )
-
-// FieldValue is one edit of a fork: a field (train/edit, or a setting a
-// launched trainer declared editable) and its new value.
-type FieldValue struct {
-	Field string  `json:"field"`
-	Value float64 `json:"value"`
-}
 
 // Command is sent to the run; it is applied between steps and acknowledged by an Event.
 type Command struct {
@@ -271,6 +265,12 @@ type Command struct {
 	Field  string   `json:"field,omitempty"`
 	Value  *float64 `json:"value,omitempty"`
 	Source string   `json:"source,omitempty"`
-	// Edits are a fork's edits, applied at the fork's first step.
+	// Edits are a fork's: the fields its run changes at its first step.
 	Edits []FieldValue `json:"edits,omitempty"`
+}
+
+// FieldValue is one edit a fork asks for: a field (train/edit) and its new value.
+type FieldValue struct {
+	Field string  `json:"field"`
+	Value float64 `json:"value"`
 }

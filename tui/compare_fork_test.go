@@ -1,0 +1,50 @@
+package tui
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// A fork shown with its parent: under the results, each validation KPI's
+// paired difference with its interval, read again as validations come.
+func TestCompareFork(t *testing.T) {
+	reads := 0
+	pairs := func(dir string) (ForkPairs, bool) {
+		if dir != "runs/p-fork-1000" {
+			return ForkPairs{}, false
+		}
+		reads++
+		return ForkPairs{Parent: "runs/p", Step: 1000, Vals: reads, KPIs: []PairedKPI{
+			{Name: "val greedy", Mean: 0.05, CI95: 0.04, N: 64 * reads},
+			{Name: "val pass@1", Mean: -0.01, CI95: math.NaN(), N: 1},
+		}}, true
+	}
+	runs := []CompareRun{{Name: "p", Dir: "runs/p", Feed: newFakeFeed(true)}, {Name: "p-fork-1000", Dir: "runs/p-fork-1000", Feed: newFakeFeed(true)}}
+	hs := newCmpHarness(t, CompareOptions{Options: Options{Color: "never"}, Title: "2 runs", Runs: runs, ForkPairs: pairs}, 120, 40)
+	for k := range runs {
+		for _, u := range armRun(k, 1240) {
+			hs.send(cmpFeedMsg{run: k, u: u})
+		}
+		val := telemetry.Point{Step: sftSteps + 1240, Phase: telemetry.PhaseRFT, Metrics: map[string]float64{"val/all/greedy": 0.4}}
+		hs.send(cmpFeedMsg{run: k, u: telemetry.Update{Points: []telemetry.Point{val}}})
+	}
+	hs.send(cmpFrameMsg{})
+	screen := ansi.Strip(hs.frame())
+	if reads == 0 {
+		t.Fatal("the validations shown never read the fork's comparison")
+	}
+	for _, want := range []string{
+		"p-fork-1000 − p, paired by validation task since the fork at step 1000",
+		"Δ val greedy  +0.050  95 % [+0.010, +0.090]",
+		"Δ val pass@1  -0.010  interval needs two pairs",
+	} {
+		if !strings.Contains(screen, want) {
+			t.Fatalf("the compare view lacks %q:\n%s", want, screen)
+		}
+	}
+}
