@@ -60,7 +60,9 @@ var usages = map[string]usageText{
 		"Fork a running run: at its next step boundary it saves a checkpoint and starts a sibling run from it, in\n" +
 			"RUN_DIR-fork-STEP next to it, with the same data and sampling streams and the edits given (the fields of\n" +
 			"`pixelis edit`, applied at the fork's first step). The fork trains in a process of its own and is an ordinary\n" +
-			"run (attach, stop, resume, analyze); the parent goes on unchanged. Prints the fork's directory (docs/console.md)."},
+			"run (attach, stop, resume, analyze); the parent goes on unchanged. Prints the fork's directory (docs/console.md).\n" +
+			"A launched trainer's run forks through its --resume-args, with the settings it declared editable\n" +
+			"(docs/launch-protocol.md)."},
 	"export":       {"pixelis export RUN_DIR [--csv FILE] [--tb DIR]", "Export a run's metrics.jsonl as a wide CSV (one row a step, one column a metric), or its metrics, samples and events as one TensorBoard event file."},
 	"ckpt inspect": {"pixelis ckpt inspect PATH", "Print a checkpoint's manifest: phase, step, stage, config hash and every file with its size and sha256."},
 	"ckpt verify":  {"pixelis ckpt verify PATH", "Check every file of a checkpoint against its manifest (presence, size, sha256, tensor shapes, finite values; no file it does not list) and decode state.json as a resume does."},
