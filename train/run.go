@@ -66,17 +66,18 @@ type Runner struct {
 	// cfg is the run's configuration as live edits leave it (a copy of the
 	// one given); hash is the one given's training hash, which checkpoints
 	// carry so that a resume under the same file accepts them.
-	cfg   *configs.Config
-	hash  string
-	edits []edit.Edit // applied so far, oldest first
+	cfg    *configs.Config
+	hash   string
+	edits  []edit.Edit // applied so far, oldest first
+	opt    Options
+	envCfg env.Config
+	log    *slog.Logger
+	name   string
+
 	// fork is where the run was forked from (nil for a run that was not);
 	// pendingEdits are the fork's edits, applied at its first step boundary.
 	fork         *rundir.Fork
 	pendingEdits []telemetry.FieldValue
-	opt          Options
-	envCfg       env.Config
-	log          *slog.Logger
-	name         string
 
 	workers int
 	last    telemetry.Snapshot // the newest snapshot published
@@ -151,9 +152,9 @@ func New(cfg *configs.Config, opt Options) (*Runner, error) {
 	}
 	workers := setup.Workers(cfg)
 	return &Runner{
-		fork: fork,
-		cfg:  cfg.Clone(), hash: cfg.TrainingHash(), opt: opt, envCfg: envCfg, log: opt.Log,
+		cfg: cfg.Clone(), hash: cfg.TrainingHash(), opt: opt, envCfg: envCfg, log: opt.Log,
 		name:     filepath.Base(opt.RunDir),
+		fork:     fork,
 		workers:  workers,
 		state:    telemetry.StateStarting,
 		ckptRoot: filepath.Join(opt.RunDir, rundir.Checkpoints),

@@ -88,6 +88,20 @@ func hasValidation(u telemetry.Update) bool {
 	return false
 }
 
+// forkPoint is the phase-local step the charts of a fork and its parent
+// start from, the fork point's (the earliest of several forks); 0 when the
+// view compares no fork or it forked in another phase.
+func (d *cmpRuns) forkPoint() int {
+	from := 0
+	for _, fp := range d.pairs {
+		first, ok := d.runs[fp.parent].metrics.phaseFirst[d.phase]
+		if local := fp.pairs.Step - first + 1; ok && local >= 1 && (from == 0 || local < from) {
+			from = local
+		}
+	}
+	return from
+}
+
 // pairLines are the lines under the results table: per fork shown with its
 // parent, each KPI's paired difference and its interval.
 func (d *cmpRuns) pairLines(st *styles) []string {

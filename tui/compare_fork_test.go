@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -11,7 +12,8 @@ import (
 )
 
 // A fork shown with its parent: under the results, each validation KPI's
-// paired difference with its interval, read again as validations come.
+// paired difference with its interval, read again as validations come; the
+// charts overlay the two from the fork point.
 func TestCompareFork(t *testing.T) {
 	reads := 0
 	pairs := func(dir string) (ForkPairs, bool) {
@@ -19,7 +21,7 @@ func TestCompareFork(t *testing.T) {
 			return ForkPairs{}, false
 		}
 		reads++
-		return ForkPairs{Parent: "runs/p", Step: 1000, Vals: reads, KPIs: []PairedKPI{
+		return ForkPairs{Parent: "runs/p", Step: sftSteps + 1000, Vals: reads, KPIs: []PairedKPI{
 			{Name: "val greedy", Mean: 0.05, CI95: 0.04, N: 64 * reads},
 			{Name: "val pass@1", Mean: -0.01, CI95: math.NaN(), N: 1},
 		}}, true
@@ -39,12 +41,16 @@ func TestCompareFork(t *testing.T) {
 		t.Fatal("the validations shown never read the fork's comparison")
 	}
 	for _, want := range []string{
-		"p-fork-1000 − p, paired by validation task since the fork at step 1000",
+		fmt.Sprintf("p-fork-1000 − p, paired by validation task since the fork at step %d", sftSteps+1000),
 		"Δ val greedy  +0.050  95 % [+0.010, +0.090]",
 		"Δ val pass@1  -0.010  interval needs two pairs",
 	} {
 		if !strings.Contains(screen, want) {
 			t.Fatalf("the compare view lacks %q:\n%s", want, screen)
 		}
+	}
+	// The charts start at the fork point: before it the two are one run.
+	if w, _ := hs.c.data.localWindow(chartView{}); w != (xrange{1000, 1240}) {
+		t.Fatalf("the charts show RFT steps %v, want 1000–1240", w)
 	}
 }

@@ -56,6 +56,10 @@ func (d *cmpRuns) localWindow(v chartView) (xrange, bool) {
 	}
 	full := xrange{1, max(1, longest)}
 	if v.zoom == 0 && v.back == 0 {
+		if from := d.forkPoint(); from > 1 && from < full.hi {
+			// A fork with its parent: the two are one run up to the fork.
+			return xrange{from, full.hi}, true
+		}
 		return full, false
 	}
 	width := max(8, longest>>v.zoom)

@@ -15,6 +15,7 @@ import (
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train"
+	"github.com/pixelis/pixelis/train/edit"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -59,7 +60,7 @@ func cmdFork(ctx context.Context, args []string, std stdio) error {
 // as `pixelis edit` checks it: against the run's fields in its live phase,
 // or against the settings a launched trainer declared editable.
 func forkCommand(dir string, args []string) (telemetry.Command, error) {
-	c := telemetry.Command{Kind: telemetry.CmdFork, Source: "control", Edits: []telemetry.FieldValue{}}
+	c := telemetry.Command{Kind: telemetry.CmdFork, Source: edit.SourceControl, Edits: []telemetry.FieldValue{}}
 	ranges, launched, err := trainerEditable(dir)
 	if err != nil {
 		return c, err
@@ -162,7 +163,11 @@ func startFork(p train.ForkPoint) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return dir, startResume(dir)
+	if err := startResume(dir); err != nil {
+		os.RemoveAll(dir) // a fork that never started is no run
+		return "", fmt.Errorf("start the fork: %w", err)
+	}
+	return dir, nil
 }
 
 // startResume starts `pixelis resume DIR --no-tui [args…]` as a process of
@@ -183,7 +188,7 @@ func startResume(dir string, args ...string) error {
 	cmd.Stderr = errLog
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the fork: %w", err)
+		return err
 	}
 	go cmd.Wait() // reaped when it ends before its parent
 	return nil

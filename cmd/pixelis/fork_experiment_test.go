@@ -31,49 +31,9 @@ func TestForkPairedDifferenceIsTheExperiments(t *testing.T) {
 	bin := buildPixelis(t)
 	dir := t.TempDir()
 	parent := filepath.Join(dir, "parent")
-	h := newHolds(t)
-	point := faults.TrainingStep + "#6"
-	p := startProcess(t, bin, h.env(point), "run", "--config", "smoke", "--no-tui", "--run-dir", parent,
-		"--set", "rft.steps=8", "--set", "checkpoint.keep=0")
-	h.reached(t, faults.TrainingStep)
-	t.Cleanup(func() { stopForks(parent) })
-	done := make(chan string, 1)
-	go func() {
-		_, out, _ := run(t, "fork", parent, "lr=0.0005")
-		done <- out
-	}()
-	h.release(t, faults.TrainingStep)
-	m := regexp.MustCompile(`forked → (\S+) at step (\d+)`).FindStringSubmatch(<-done)
-	if m == nil {
-		t.Fatal("pixelis fork did not fork")
-	}
-	fork := m[1]
-	step, _ := strconv.Atoi(m[2])
-	if code := p.exit(t); code != 0 {
-		t.Fatalf("the parent: exit %d\n%s", code, p.errOut)
-	}
-	waitFile(t, "the fork", filepath.Join(fork, telemetry.EventsFile), `"message":"run finished"`)
-
+	fork, step := forkLive(t, bin, parent, "lr=0.0005")
 	report := []string{"val/all/pass@1", "val/all/greedy", "policy/loss", "test/rft/all/pass@1", "test/rft/all/greedy"}
-	file := writeExperiment(t, dir, "arms.toml", fmt.Sprintf(`name = "arms"
-seeds = [1]
-from = "parent/checkpoints/step_%06d"
-baseline = "base"
-report = ["%s"]
-tail = 1
-series = ["policy/loss"]
-
-[[arms]]
-name = "base"
-
-[[arms]]
-name = "edit"
-edits = ["lr=0.0005"]
-`, step, strings.Join(report, `", "`)))
-	out := filepath.Join(dir, "out")
-	if b, err := exec.Command(bin, "experiment", file, "--out", out).CombinedOutput(); err != nil {
-		t.Fatalf("experiment: %v\n%s", err, b)
-	}
+	out := armsFrom(t, bin, dir, step, report, "lr=0.0005")
 	base, edit := filepath.Join(out, "runs", "base", "seed-1"), filepath.Join(out, "runs", "edit", "seed-1")
 	if s := sameFrom(t, parent, base); s != -2 {
 		t.Fatalf("the arm without the edit differs from the parent at step %d", s)
@@ -81,9 +41,7 @@ edits = ["lr=0.0005"]
 	if s := sameFrom(t, fork, edit); s != -2 {
 		t.Fatalf("the arm with the edit differs from the fork at step %d", s)
 	}
-
-	res := readResults(t, out)
-	for _, a := range res.Arms {
+	for _, a := range readResults(t, out).Arms {
 		if a.Name != "edit" {
 			continue
 		}
@@ -99,7 +57,6 @@ edits = ["lr=0.0005"]
 			t.Error("the edit moved no report metric: the comparison shows nothing")
 		}
 	}
-
 	c, ok, err := runs.CompareFork(fork)
 	if err != nil || !ok || len(c.Vals) == 0 {
 		t.Fatalf("compare the fork: %+v, %v, %v", c, ok, err)
@@ -109,6 +66,61 @@ edits = ["lr=0.0005"]
 		t.Fatalf("by task, the arms' edit − base is greedy %+v pass@1 %+v; the fork's fork − parent greedy %+v pass@1 %+v",
 			greedy, pass1, c.Greedy, c.Pass1)
 	}
+}
+
+// forkLive trains a smoke run in parent, forks it with edit at the boundary
+// after its 6th SFT step (pixelis fork), and waits until both have finished;
+// it returns the fork's directory and its run-wide fork step.
+func forkLive(t *testing.T, bin, parent, edit string) (string, int) {
+	t.Helper()
+	h := newHolds(t)
+	point := faults.TrainingStep + "#6"
+	p := startProcess(t, bin, h.env(point), "run", "--config", "smoke", "--no-tui", "--run-dir", parent,
+		"--set", "rft.steps=8", "--set", "checkpoint.keep=0")
+	h.reached(t, faults.TrainingStep)
+	t.Cleanup(func() { stopForks(parent) })
+	done := make(chan string, 1)
+	go func() {
+		_, out, _ := run(t, "fork", parent, edit)
+		done <- out
+	}()
+	h.release(t, faults.TrainingStep)
+	m := regexp.MustCompile(`forked → (\S+) at step (\d+)`).FindStringSubmatch(<-done)
+	if m == nil {
+		t.Fatal("pixelis fork did not fork")
+	}
+	step, _ := strconv.Atoi(m[2])
+	if code := p.exit(t); code != 0 {
+		t.Fatalf("the parent: exit %d\n%s", code, p.errOut)
+	}
+	waitFile(t, "the fork", filepath.Join(m[1], telemetry.EventsFile), `"message":"run finished"`)
+	return m[1], step
+}
+
+// armsFrom runs an experiment in dir/out from the checkpoint of dir/parent
+// at step: arm base without an edit, arm edit with edit, one seed.
+func armsFrom(t *testing.T, bin, dir string, step int, report []string, edit string) string {
+	t.Helper()
+	file := writeExperiment(t, dir, "arms.toml", fmt.Sprintf(`name = "arms"
+seeds = [1]
+from = "parent/checkpoints/step_%06d"
+baseline = "base"
+report = ["%s"]
+tail = 1
+series = ["policy/loss"]
+
+[[arms]]
+name = "base"
+
+[[arms]]
+name = "edit"
+edits = ["%s"]
+`, step, strings.Join(report, `", "`), edit))
+	out := filepath.Join(dir, "out")
+	if b, err := exec.Command(bin, "experiment", file, "--out", out).CombinedOutput(); err != nil {
+		t.Fatalf("experiment: %v\n%s", err, b)
+	}
+	return out
 }
 
 // lastValue is a metric as the experiment's results take it with tail = 1:

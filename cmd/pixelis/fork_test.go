@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/pixelis/pixelis/internal/faults"
+	"github.com/pixelis/pixelis/internal/lockfile"
+	"github.com/pixelis/pixelis/internal/runs"
 	"github.com/pixelis/pixelis/train/rundir"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -67,14 +69,18 @@ func TestForkCommand(t *testing.T) {
 	}
 }
 
-// stopForks stops the forks of the run in dir that a failed test left
-// running, without a checkpoint.
+// stopForks stops the forks of the run in dir that the test left running
+// (without a checkpoint) and waits until their processes have let go of
+// their directories, so that none outlives the test.
 func stopForks(dir string) {
 	forks, _ := filepath.Glob(dir + "-fork-*")
 	for _, f := range forks {
 		if telemetry.Live(f) {
 			telemetry.SendControl(f, telemetry.Command{Kind: telemetry.CmdStop, NoCheckpoint: true})
-			waitFor(time.Minute, func() bool { return !telemetry.Live(f) })
 		}
+		waitFor(time.Minute, func() bool {
+			h, err := lockfile.Holder(filepath.Join(f, runs.LockFile))
+			return err == nil && h == nil
+		})
 	}
 }

@@ -45,15 +45,17 @@ func forkLaunched(parent string, rec launch.Record, p launch.ForkPoint) (string,
 	if err != nil {
 		return "", err
 	}
-	if err := copyForkFiles(abs, dir, p); err != nil {
-		return "", fmt.Errorf("fork %s: %w", dir, err)
-	}
 	rec.Fork = &launch.Fork{Parent: abs, Step: p.Step, Checkpoint: p.Checkpoint, Edits: p.Edits}
 	rec.Started = time.Now().UTC()
-	if err := launch.WriteRecord(dir, rec); err != nil {
-		return "", fmt.Errorf("fork %s: %w", dir, err)
+	err = copyForkFiles(abs, dir, p)
+	if err == nil {
+		err = launch.WriteRecord(dir, rec)
 	}
-	if err := startResume(dir, "--from", p.Checkpoint); err != nil {
+	if err == nil {
+		err = startResume(dir, "--from", p.Checkpoint)
+	}
+	if err != nil {
+		os.RemoveAll(dir) // a fork that never started is no run
 		return "", fmt.Errorf("fork %s: %w", dir, err)
 	}
 	return dir, nil

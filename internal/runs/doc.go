@@ -10,5 +10,7 @@
 //
 // Start with NewTarget and Lock (placing a run), then StartCheckpoint and
 // Continued (a phase after another in one directory), then PlanResume (a
-// resume); launched.go holds the same rules for a launched trainer's runs.
+// resume); launched.go holds the same rules for a launched trainer's runs,
+// fork.go the directory of a fork (MakeFork) and forkpairs.go its paired
+// comparison with its parent (CompareFork).
 package runs

@@ -93,6 +93,7 @@ func TestControlRefusals(t *testing.T) {
 		{`{"kind":""}` + "\n", `unknown command`},
 		{`{"kind":"edit","field":"kl_coef"}` + "\n", `an edit names a \"field\" and its new \"value\"`},
 		{`{"kind":"edit","value":0.1}` + "\n", `an edit names a \"field\"`},
+		{`{"kind":"fork","edits":[{"value":0.1}]}` + "\n", `each of a fork's \"edits\" names a \"field\"`},
 	} {
 		got := rawRequest(t, dir, c.req)
 		if !strings.HasPrefix(got, `{"ok":false`) || !strings.Contains(got, c.want) {
@@ -108,6 +109,13 @@ func TestControlRefusals(t *testing.T) {
 	}
 	if c := <-cmds; c.Kind != CmdEdit || c.Field != "kl_coef" || c.Value == nil || *c.Value != 0 || c.Source != "control" {
 		t.Fatalf("edit arrived as %+v", c)
+	}
+	// A fork with its edits reaches the run.
+	if got := rawRequest(t, dir, `{"kind":"fork","edits":[{"field":"kl_coef","value":0.2}]}`+"\n"); !strings.HasPrefix(got, `{"ok":true}`) {
+		t.Fatalf("fork: reply %q", got)
+	}
+	if c := <-cmds; c.Kind != CmdFork || len(c.Edits) != 1 || c.Edits[0] != (FieldValue{Field: "kl_coef", Value: 0.2}) {
+		t.Fatalf("fork arrived as %+v", c)
 	}
 	// A queue the run has not drained: busy, not blocked.
 	if err := SendControl(dir, Command{Kind: CmdPause}); err != nil {
