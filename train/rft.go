@@ -73,6 +73,13 @@ func (r *Runner) runRFT(ctx context.Context, res *resumePoint) error {
 		init = res.state.RFT.Init
 	}
 	if _, err := os.Stat(init); err != nil {
+		// A fork: its SFT model is up its line of parents (the path its
+		// checkpoint recorded may be relative to where the parent started).
+		if p := r.ancestorCheckpoint(rundir.SFTFinal); p != "" {
+			init = p
+		}
+	}
+	if _, err := os.Stat(init); err != nil {
 		return fmt.Errorf("rft: the SFT checkpoint %s does not exist: run `pixelis sft` first or pass --init PATH", init)
 	}
 	params, err := setup.LoadPolicy(cfg, init)

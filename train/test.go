@@ -31,6 +31,13 @@ func (r *Runner) testModels() map[string]string {
 			m["rft"] = r.opt.Init
 		}
 	}
+	for name, path := range m {
+		if _, err := os.Stat(path); err != nil {
+			if p := r.ancestorCheckpoint(filepath.Base(path)); p != "" {
+				m[name] = p // a fork's model of a phase before its fork point
+			}
+		}
+	}
 	return m
 }
 

@@ -117,28 +117,39 @@ func editLaunched(dir string, ranges map[string][]float64, list bool, args []str
 		}
 		return nil
 	}
+	cmds, err := launchedEdits(ranges, args)
+	if err != nil {
+		return err
+	}
+	return sendEdits(dir, cmds, std)
+}
+
+// launchedEdits are FIELD=VALUE arguments as edit commands of a launched
+// trainer, each checked against the settings and ranges it declared.
+func launchedEdits(ranges map[string][]float64, args []string) ([]telemetry.Command, error) {
+	names := slices.Sorted(maps.Keys(ranges))
 	var cmds []telemetry.Command
 	for _, a := range args {
 		name, val, ok := strings.Cut(a, "=")
 		if !ok {
-			return usagef("%q: want FIELD=VALUE", a)
+			return nil, usagef("%q: want FIELD=VALUE", a)
 		}
 		v, err := strconv.ParseFloat(val, 64)
 		if err != nil {
-			return usagef("edit %s: must be a number, got %q", name, val)
+			return nil, usagef("edit %s: must be a number, got %q", name, val)
 		}
 		r, ok := ranges[name]
 		switch {
 		case !ok && len(names) == 0:
-			return usagef("edit %s: the trainer declared nothing editable (hello's editable)", name)
+			return nil, usagef("edit %s: the trainer declared nothing editable (hello's editable)", name)
 		case !ok:
-			return usagef("edit %s: not a setting the trainer declared editable; one of %s", name, strings.Join(names, ", "))
+			return nil, usagef("edit %s: not a setting the trainer declared editable; one of %s", name, strings.Join(names, ", "))
 		case len(r) == 2 && (v < r[0] || v > r[1]):
-			return usagef("edit %s: must be in [%g, %g] (the trainer's declared range), got %g", name, r[0], r[1], v)
+			return nil, usagef("edit %s: must be in [%g, %g] (the trainer's declared range), got %g", name, r[0], r[1], v)
 		}
 		cmds = append(cmds, telemetry.Command{Kind: telemetry.CmdEdit, Field: name, Value: &v, Source: edit.SourceControl})
 	}
-	return sendEdits(dir, cmds, std)
+	return cmds, nil
 }
 
 // sendEdits sends edit commands over the run's control socket.

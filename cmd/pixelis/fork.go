@@ -35,23 +35,9 @@ func cmdFork(ctx context.Context, args []string, std stdio) error {
 		return usagef("want RUN_DIR [FIELD=VALUE…]")
 	}
 	dir := pos[0]
-	if _, ok, err := trainerEditable(dir); err != nil {
-		return err
-	} else if ok {
-		return usagef("%s is a launched trainer's run: fork runs of pixelis's own", dir)
-	}
-	cfg, err := configs.Load(filepath.Join(dir, rundir.ConfigFile))
+	c, err := forkCommand(dir, pos[1:])
 	if err != nil {
-		return usagef("%s: %v", dir, err)
-	}
-	phase := livePhase(dir)
-	c := telemetry.Command{Kind: telemetry.CmdFork, Source: edit.SourceControl, Edits: []telemetry.FieldValue{}}
-	for _, a := range pos[1:] {
-		e, err := editCommand(cfg, phase, a)
-		if err != nil {
-			return err
-		}
-		c.Edits = append(c.Edits, telemetry.FieldValue{Field: e.Field, Value: *e.Value})
+		return err
 	}
 	events := filepath.Join(dir, telemetry.EventsFile)
 	from := fileSize(events)
@@ -68,6 +54,45 @@ func cmdFork(ctx context.Context, args []string, std stdio) error {
 	}
 	fmt.Fprintf(std.out, "%s\n", ev.Message)
 	return nil
+}
+
+// forkCommand is the fork command of FIELD=VALUE arguments, each checked
+// as `pixelis edit` checks it: against the run's fields in its live phase,
+// or against the settings a launched trainer declared editable.
+func forkCommand(dir string, args []string) (telemetry.Command, error) {
+	c := telemetry.Command{Kind: telemetry.CmdFork, Source: edit.SourceControl, Edits: []telemetry.FieldValue{}}
+	ranges, launched, err := trainerEditable(dir)
+	if err != nil {
+		return c, err
+	}
+	var cmds []telemetry.Command
+	if launched {
+		cmds, err = launchedEdits(ranges, args)
+	} else {
+		cmds, err = runEdits(dir, args)
+	}
+	for _, e := range cmds {
+		c.Edits = append(c.Edits, telemetry.FieldValue{Field: e.Field, Value: *e.Value})
+	}
+	return c, err
+}
+
+// runEdits are FIELD=VALUE arguments as edit commands of pixelis's run in dir.
+func runEdits(dir string, args []string) ([]telemetry.Command, error) {
+	cfg, err := configs.Load(filepath.Join(dir, rundir.ConfigFile))
+	if err != nil {
+		return nil, usagef("%s: %v", dir, err)
+	}
+	phase := livePhase(dir)
+	var cmds []telemetry.Command
+	for _, a := range args {
+		e, err := editCommand(cfg, phase, a)
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, e)
+	}
+	return cmds, nil
 }
 
 // fileSize is the size of the file at path, 0 when it cannot be read.
@@ -145,8 +170,10 @@ func startFork(p train.ForkPoint) (string, error) {
 	return dir, nil
 }
 
-// startResume starts `pixelis resume dir --no-tui` in a session of its own.
-func startResume(dir string) error {
+// startResume starts `pixelis resume DIR --no-tui [args…]` as a process of
+// its own, in a session of its own (a fork's, pixelis's or a launched
+// trainer's), its standard error to DIR's crash.log.
+func startResume(dir string, args ...string) error {
 	bin, err := os.Executable()
 	if err != nil {
 		return err
@@ -156,7 +183,7 @@ func startResume(dir string) error {
 		return err
 	}
 	defer errLog.Close()
-	cmd := exec.Command(bin, "resume", dir, "--no-tui")
+	cmd := exec.Command(bin, append([]string{"resume", dir, "--no-tui"}, args...)...)
 	cmd.Env = forkEnv(os.Environ())
 	cmd.Stderr = errLog
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

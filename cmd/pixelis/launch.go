@@ -167,6 +167,9 @@ func launchSpec(runDir string, rec launch.Record, args []string, o launchOptions
 		spec.Curriculum = cfg
 	}
 	spec.Alerts = &cfg.Alerts
+	if spec.NoFork = noForkReason(rec); spec.NoFork == "" {
+		spec.Fork = launchedForker(runDir, rec)
+	}
 	return spec
 }
 
@@ -252,6 +255,9 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 	}
 	spec := launchSpec(runDir, rec, append(slices.Clone(rec.Args), extra...), o, cfg)
 	spec.ResumeStep, spec.Resumed = step, ck
+	if rec.Fork != nil && ck == rec.Fork.Checkpoint {
+		spec.Edits = rec.Fork.Edits // a fork starting from where it forked: its edits again
+	}
 	saved := ""
 	if c.Unreported {
 		saved = ", saved by the trainer after its pixelis was gone (" + launch.UnreportedFile + ")"

@@ -75,9 +75,16 @@ func trainCommand(ctx context.Context, name string, args []string, io stdio, pha
 	registerPhaseFlags(fs, name, &init, &phaseList)
 	var sub slurmSubmit
 	sub.register(fs)
+	var ff fromFlags
+	if name == "run" {
+		ff.register(fs)
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if ff.given() {
+		return runFrom(ctx, io, fs, cf, ff, pos, sub.on())
 	}
 	if phaseList != "" {
 		if phases, err = parsePhases(phaseList); err != nil {

@@ -21,7 +21,9 @@ var usages = map[string]usageText{
 		"Run the whole pipeline on the config: generate the data, SFT with the difficulty curriculum, GRPO (RFT) with\n" +
 			"the reward curriculum, then the held-out test evaluation. The console shows the run when stdout is a\n" +
 			"terminal; --no-tui prints plain lines instead. Its files go to the run directory (--run-dir, or\n" +
-			"<run.dir>/<run.name or the start time>)."},
+			"<run.dir>/<run.name or the start time>). --from RUN/checkpoints/NAME starts a new run from another run's\n" +
+			"checkpoint instead: that run's config, phases, models and data and sampling streams, with --edit FIELD=VALUE\n" +
+			"edits (as pixelis edit takes them) applied at its first step."},
 	"sft":  {"pixelis sft [flags]", "Supervised fine-tuning on the expert's trajectories with the difficulty curriculum; `pixelis rft\n--run-dir DIR` continues the same run with RL."},
 	"rft":  {"pixelis rft [flags]", "GRPO reinforcement fine-tuning with the reward curriculum, from an SFT checkpoint (--init, or the run\ndirectory's own checkpoints/sft_final)."},
 	"ttrl": {"pixelis ttrl [flags]", "Test-time RL without labels from an RFT checkpoint (--init, or the run directory's own\ncheckpoints/rft_final) on a stream of validation tasks of [env] (shifted or not: --set env.shift=blur), then\nthe test evaluation of the RFT and the TTRL model on the same tasks, paired ([ttrl] in configs/config.go)."},
@@ -61,7 +63,9 @@ var usages = map[string]usageText{
 		"Fork a running run: at its next step boundary it saves a checkpoint and starts a sibling run from it, in\n" +
 			"RUN_DIR-fork-STEP next to it, with the same data and sampling streams and the edits given (the fields of\n" +
 			"`pixelis edit`, applied at the fork's first step). The fork trains in a process of its own and is an ordinary\n" +
-			"run (attach, stop, resume, analyze); the parent goes on unchanged. Prints the fork's directory (docs/console.md)."},
+			"run (attach, stop, resume, analyze); the parent goes on unchanged. Prints the fork's directory (docs/console.md).\n" +
+			"A launched trainer's run forks through its --resume-args, with the settings it declared editable\n" +
+			"(docs/launch-protocol.md)."},
 	"export":       {"pixelis export RUN_DIR [--csv FILE] [--tb DIR]", "Export a run's metrics.jsonl as a wide CSV (one row a step, one column a metric), or its metrics, samples and events as one TensorBoard event file."},
 	"ckpt inspect": {"pixelis ckpt inspect PATH", "Print a checkpoint's manifest: phase, step, stage, config hash and every file with its size and sha256."},
 	"ckpt verify":  {"pixelis ckpt verify PATH", "Check every file of a checkpoint against its manifest (presence, size, sha256, tensor shapes, finite values; no file it does not list) and decode state.json as a resume does."},

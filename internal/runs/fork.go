@@ -39,12 +39,44 @@ func MakeFork(p train.ForkPoint) (dir string, err error) {
 	if err != nil {
 		return "", err
 	}
-	info, err := rundir.ReadInfo(parent)
-	if err != nil {
+	if _, err := rundir.ReadInfo(parent); err != nil {
 		return "", err
 	}
-	if dir, err = newForkDir(parent, p.Step); err != nil {
+	if dir, err = NewForkDir(parent, p.Step); err != nil {
 		return "", err
+	}
+	if err := fillFork(parent, dir, p); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// MakeForkIn makes dir, which must not exist yet, the run directory of a
+// fork from p, as MakeFork does next to the parent: `pixelis run --from`
+// and an experiment's arm from a checkpoint put theirs where they are told.
+func MakeForkIn(p train.ForkPoint, dir string) error {
+	parent, err := filepath.Abs(p.Parent)
+	if err != nil {
+		return err
+	}
+	if _, err := rundir.ReadInfo(parent); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("fork: cannot create the run directory %s: %v", dir, unwrapPath(err))
+	}
+	return fillFork(parent, dir, p)
+}
+
+// fillFork fills the new directory dir of a fork of parent from p; dir is
+// removed if it cannot be made whole.
+func fillFork(parent, dir string, p train.ForkPoint) (err error) {
+	info, err := rundir.ReadInfo(parent)
+	if err != nil {
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -53,33 +85,33 @@ func MakeFork(p train.ForkPoint) (dir string, err error) {
 	}()
 	for _, name := range []string{rundir.ConfigFile, telemetry.MetricsFile, telemetry.EventsFile, telemetry.SamplesFile} {
 		if err := copyFile(filepath.Join(parent, name), filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("fork: %w", err)
+			return fmt.Errorf("fork: %w", err)
 		}
 	}
 	if err := telemetry.Truncate(dir, p.Step); err != nil {
-		return "", fmt.Errorf("fork: %w", err)
+		return fmt.Errorf("fork: %w", err)
 	}
 	name := filepath.Base(p.Checkpoint)
 	to := filepath.Join(dir, rundir.Checkpoints, name)
 	if err := linkTree(p.Checkpoint, to); err != nil {
-		return "", fmt.Errorf("fork: checkpoint %s: %w", name, err)
+		return fmt.Errorf("fork: checkpoint %s: %w", name, err)
 	}
 	if err := ckpt.SetLatest(to); err != nil {
-		return "", fmt.Errorf("fork: %w", err)
+		return fmt.Errorf("fork: %w", err)
 	}
 	rec := &rundir.Fork{Parent: parent, Step: p.Step, Checkpoint: name, Edits: []rundir.ForkEdit{}}
 	for _, e := range p.Edits {
 		rec.Edits = append(rec.Edits, rundir.ForkEdit(e))
 	}
 	if err := rundir.WriteInfo(dir, rundir.Info{Phases: info.Phases, Init: info.Init, Fork: rec}); err != nil {
-		return "", fmt.Errorf("fork: %w", err)
+		return fmt.Errorf("fork: %w", err)
 	}
-	return dir, nil
+	return nil
 }
 
-// newForkDir creates the first free ForkName next to parent (os.Mkdir is the
+// NewForkDir creates the first free ForkName next to parent (os.Mkdir is the
 // test-and-set, as in NewDir).
-func newForkDir(parent string, step int) (string, error) {
+func NewForkDir(parent string, step int) (string, error) {
 	for n := 1; n <= maxForksPerStep; n++ {
 		dir := filepath.Join(filepath.Dir(parent), ForkName(filepath.Base(parent), step, n))
 		err := os.Mkdir(dir, 0o755)

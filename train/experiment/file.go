@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/rundir"
 )
 
 // File is an experiment file (TOML). Every field is documented here; an
@@ -68,6 +69,9 @@ type File struct {
 	// cluster. It is no part of any run's config: changing it never blocks a
 	// resume.
 	Scheduler SchedulerTable `toml:"scheduler"`
+	// From is a checkpoint every arm starts from (an arm's own from replaces
+	// it): see Arm.From. Default "" (arms train from the start).
+	From string `toml:"from"`
 	// Arms are the variants compared. At least one.
 	Arms []Arm `toml:"arms"`
 
@@ -88,6 +92,19 @@ type Arm struct {
 	Config string `toml:"config"`
 	// Set are the arm's --set overrides.
 	Set []string `toml:"set"`
+	// From is a checkpoint of another run the arm starts from
+	// (RUN/checkpoints/NAME, relative to the experiment file), "{seed}" in it
+	// standing for the seed (one checkpoint per seed; without it, list one
+	// seed): the arm continues that run's phases from the checkpoint's step
+	// with its config (the file's and the arm's set applied over it; they may
+	// change nothing that run trained with), its models and its data and
+	// sampling streams, as `pixelis run --from` does. Not with shared_sft or
+	// shared_rft, nor with config.
+	From string `toml:"from"`
+	// Edits are FIELD=VALUE live edits (as `pixelis edit` takes them: the
+	// fields of the checkpoint's phase) the arm applies at its first step,
+	// recorded as edit events. Only with from.
+	Edits []string `toml:"edits"`
 }
 
 // Phase names, as pixelis run --phases takes them.
@@ -256,6 +273,9 @@ func (f *File) checkArm(key string, a Arm) []error {
 			}
 		}
 	}
+	if f.armFrom(&a) != "" || len(a.Edits) > 0 {
+		return append(errs, f.checkFrom(key, &a)...)
+	}
 	cfg, err := f.resolve(a, f.Seeds0())
 	if err != nil {
 		return append(errs, fmt.Errorf("%s (%s): %w", key, a.Name, err))
@@ -319,7 +339,17 @@ func (f *File) sets(a *Arm, seed uint64) []string {
 
 // resolve is the effective config of an arm's run of a seed.
 func (f *File) resolve(a Arm, seed uint64) (*configs.Config, error) {
-	return configs.Resolve(f.ArmConfig(&a), f.sets(&a, seed))
+	return configs.Resolve(f.runConfig(&a, seed))
+}
+
+// runConfig is the config file and the overrides of arm a's run of a seed
+// (nil arm: the shared run): an arm from a checkpoint has that run's config
+// and seed, with the file's and the arm's overrides.
+func (f *File) runConfig(a *Arm, seed uint64) (string, []string) {
+	if from := f.From1(a, seed); from != "" {
+		return filepath.Join(fromRun(from), rundir.ConfigFile), append(append([]string{}, f.Set...), a.Set...)
+	}
+	return f.ArmConfig(a), f.sets(a, seed)
 }
 
 func indexOf(list []string, s string) int {

@@ -97,7 +97,12 @@ func Plan(f *File, out string) []*Job {
 				j.Needs, j.Phases = s, []string{"rft", "test"}
 				init = filepath.Join(s.Dir, rundir.Checkpoints, rundir.SFTFinal)
 			}
-			j.Args = runArgs(f, a, seed, dir, j.Phases, init)
+			if from := f.From1(a, seed); from != "" {
+				j.Phases = fromPhases(from, f.Phases)
+				j.Args = fromArgs(f, a, dir, from)
+			} else {
+				j.Args = runArgs(f, a, seed, dir, j.Phases, init)
+			}
 			jobs = append(jobs, j)
 		}
 	}
@@ -110,6 +115,21 @@ func runArgs(f *File, a *Arm, seed uint64, dir string, phases []string, init str
 		args = append(args, "--init", init)
 	}
 	for _, s := range f.sets(a, seed) {
+		args = append(args, "--set", s)
+	}
+	return args
+}
+
+// fromArgs start arm a's run from a checkpoint: `pixelis run --from` with
+// the arm's edits and the file's and the arm's overrides (the run's config and
+// seed are the checkpoint's run's).
+func fromArgs(f *File, a *Arm, dir, from string) []string {
+	args := []string{"run", "--no-tui", "--run-dir", dir, "--from", from}
+	for _, e := range a.Edits {
+		args = append(args, "--edit", e)
+	}
+	_, sets := f.runConfig(a, 0)
+	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
 	return args

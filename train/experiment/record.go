@@ -232,7 +232,7 @@ func CheckRuns(f *File, jobs []*Job) error {
 			errs = append(errs, fmt.Errorf("%s: %w", j.Name(), err))
 			continue
 		}
-		want, err := configs.Resolve(f.ArmConfig(j.arm), f.sets(j.arm, j.Seed))
+		want, err := configs.Resolve(f.runConfig(j.arm, j.Seed))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", j.Name(), err))
 			continue

@@ -239,7 +239,9 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 	}
 	if s.stop.asked && !s.stop.sentStop && s.stop.refusedErr == nil {
 		s.sendStop()
+		return
 	}
+	s.sendStartEdits()
 }
 
 // heartbeat notes the SDK's dropped count: said when it grows, every 10 s at most.
@@ -318,6 +320,9 @@ func (s *session) command(c telemetry.Command) {
 		// An alert's acknowledgement is pixelis's own: the trainer has no part in it.
 		msg, data := telemetry.AckEvent(c)
 		s.emit(telemetry.EventAlertAck, msg, data)
+		return
+	case telemetry.CmdFork:
+		s.fork(c)
 		return
 	}
 	kind, ok := commandToWire[c.Kind]

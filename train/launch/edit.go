@@ -19,22 +19,8 @@ func (s *session) edit(c telemetry.Command) {
 		s.refuseEdit(c.Field, "no trainer on the channel")
 		return
 	}
-	b, ok := s.editable[c.Field]
-	if !ok {
-		names := slices.Sorted(maps.Keys(s.editable))
-		rule := "the trainer declared nothing editable (hello's editable)"
-		if len(names) > 0 {
-			rule = "not a setting the trainer declared editable; one of " + strings.Join(names, ", ")
-		}
+	if rule := s.editRule(c.Field, c.Value); rule != "" {
 		s.refuseEdit(c.Field, rule)
-		return
-	}
-	if c.Value == nil || !finite(*c.Value) || *c.Value < b.lo || *c.Value > b.hi {
-		got := "none"
-		if c.Value != nil {
-			got = num(*c.Value)
-		}
-		s.refuseEdit(c.Field, fmt.Sprintf("must be in [%s, %s] (the trainer's declared range), got %s", num(b.lo), num(b.hi), got))
 		return
 	}
 	source := c.Source
@@ -42,6 +28,27 @@ func (s *session) edit(c telemetry.Command) {
 		source = edit.SourceControl
 	}
 	s.sendFrom(KindEdit, map[string]any{"field": c.Field, "value": *c.Value, "source": source}, max(s.nextStep(), 0))
+}
+
+// editRule is the rule an edit of field to value breaks ("" for none): the
+// field must be one the trainer declared editable, the value in its range.
+func (s *session) editRule(field string, value *float64) string {
+	b, ok := s.editable[field]
+	if !ok {
+		names := slices.Sorted(maps.Keys(s.editable))
+		if len(names) == 0 {
+			return "the trainer declared nothing editable (hello's editable)"
+		}
+		return "not a setting the trainer declared editable; one of " + strings.Join(names, ", ")
+	}
+	if value == nil || !finite(*value) || *value < b.lo || *value > b.hi {
+		got := "none"
+		if value != nil {
+			got = num(*value)
+		}
+		return fmt.Sprintf("must be in [%s, %s] (the trainer's declared range), got %s", num(b.lo), num(b.hi), got)
+	}
+	return ""
 }
 
 func (s *session) refuseEdit(field, rule string) {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pixelis/pixelis/train/telemetry"
 )
 
 // RecordFile is the launched run's record in its run directory: what was
@@ -26,6 +28,19 @@ type Record struct {
 	// "" when the trainer has no way to resume (a resume starts it over).
 	ResumeArgs string    `json:"resume_args"`
 	Started    time.Time `json:"started"`
+	// Fork is set for a fork of another launched run: where it came from.
+	Fork *Fork `json:"fork,omitempty"`
+}
+
+// Fork is where a forked run came from: its parent's run directory, the
+// checkpoint the parent's trainer saved for it at Step, and the edits the
+// fork's trainer is sent after its hello when it starts from that
+// checkpoint (its own checkpoints keep them after).
+type Fork struct {
+	Parent     string                 `json:"parent"`
+	Step       int                    `json:"step"`
+	Checkpoint string                 `json:"checkpoint"`
+	Edits      []telemetry.FieldValue `json:"edits,omitempty"`
 }
 
 // WriteRecord writes r as runDir's launch.json.

@@ -57,6 +57,10 @@ type session struct {
 	procs      []Process   // the trainer's processes, as ProcessesFile records them
 	guard      *guard      // ends the child's process group should pixelis die
 	alerts     *alerts.Set // the detectors on the trainer's metrics; nil none
+
+	// forks are the edits of the fork commands waiting for their checkpoint.
+	forks          [][]telemetry.FieldValue
+	startEditsSent bool // Spec.Edits went to the trainer
 }
 
 // stopping is where a stop of the child stands.

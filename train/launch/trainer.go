@@ -89,6 +89,22 @@ type Spec struct {
 	// Alerts, when set and enabled, runs these detectors on the trainer's
 	// metrics; their actions go through the channel (alerts.go).
 	Alerts *configs.Alerts
+	// Edits go to the trainer as edit commands after its first hello: a
+	// fork's, when it starts from the checkpoint it was forked at.
+	Edits []telemetry.FieldValue
+	// Fork, when set, starts a sibling run from a checkpoint the trainer
+	// saved for a fork command (ForkPoint) and returns its run directory;
+	// nil refuses fork commands with NoFork as the reason.
+	Fork   func(ForkPoint) (string, error)
+	NoFork string
+}
+
+// ForkPoint is where a fork starts: the checkpoint the trainer saved at
+// Step for the fork command, and the edits the fork takes.
+type ForkPoint struct {
+	Checkpoint string
+	Step       int
+	Edits      []telemetry.FieldValue
 }
 
 // ErrNotFound wraps a command that cannot be found or run.

@@ -279,4 +279,5 @@ func (s *session) checkpoint(m inMessage) {
 	if err := s.steer.save(s.spec.RunDir, step); err != nil {
 		s.emit(telemetry.EventWarning, err.Error(), nil)
 	}
+	s.forkAt(path, step)
 }

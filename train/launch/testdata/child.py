@@ -29,7 +29,8 @@ def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=10**9)
     ap.add_argument("--step-time", type=float, default=0.02)
-    ap.add_argument("--ckpt-dir", default="ckpts")
+    ap.add_argument("--ckpt-dir", default=os.path.join(os.environ.get("PIXELIS_RUN_DIR", "."), "ckpts"),
+                    help="where checkpoints go (default: ckpts in the run directory, so a fork's are its own)")
     ap.add_argument("--resume", help="checkpoint file to resume from")
     ap.add_argument("--deaf", action="store_true", help="never read commands")
     ap.add_argument("--garbage", action="store_true", help="send bad lines after hello")
@@ -74,6 +75,7 @@ class Channel:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(path)
         self.buf = b""
+        self.early = []  # lines read with the welcome, after it: the next lines() returns them first
 
     def send(self, **msg):
         self.send_raw(json.dumps(msg).encode() + b"\n")
@@ -83,7 +85,7 @@ class Channel:
 
     def lines(self, timeout):
         """The complete lines readable within timeout seconds."""
-        out = []
+        out, self.early = self.early, []
         r, _, _ = select.select([self.sock], [], [], timeout)
         if r:
             data = self.sock.recv(1 << 16)
@@ -113,7 +115,9 @@ def connect(path, a, components):
     deadline = time.time() + 30
     while welcome is None and time.time() < deadline:
         for m in ch.lines(1.0):
-            if m["type"] in ("welcome", "refused"):
+            if welcome is not None:
+                ch.early.append(m)  # a command sent right after the welcome (a fork's edits)
+            elif m["type"] in ("welcome", "refused"):
                 welcome = m
     if welcome is None or welcome["type"] == "refused":
         print("refused: %s" % (welcome or {}).get("reason"), file=sys.stderr, flush=True)

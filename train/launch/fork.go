@@ -1,0 +1,66 @@
+package launch
+
+import (
+	"fmt"
+
+	"github.com/pixelis/pixelis/train/edit"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// fork takes a fork command: each edit checked as an edit is (a setting the
+// trainer declared editable, in its range), then a checkpoint asked of the
+// trainer; the checkpoint it saves next is the fork's start (forkAt).
+func (s *session) fork(c telemetry.Command) {
+	rule := ""
+	switch {
+	case s.spec.Fork == nil:
+		rule = s.spec.NoFork
+	case s.hello == nil || s.conn == nil:
+		rule = "no trainer on the channel"
+	}
+	for _, e := range c.Edits {
+		if rule != "" {
+			break
+		}
+		v := e.Value
+		if r := s.editRule(e.Field, &v); r != "" {
+			rule = (&edit.Error{Field: e.Field, Rule: r}).Error()
+		}
+	}
+	if rule != "" {
+		s.emit(telemetry.EventWarning, "fork refused: "+rule, map[string]any{"command": string(telemetry.CmdFork), "error": rule})
+		return
+	}
+	s.forks = append(s.forks, c.Edits)
+	s.send(KindCheckpoint, nil)
+}
+
+// forkAt starts the fork the oldest waiting fork command asked for from the
+// checkpoint the trainer saved at step, and says where it went.
+func (s *session) forkAt(path string, step int) {
+	if len(s.forks) == 0 {
+		return
+	}
+	edits := s.forks[0]
+	s.forks = s.forks[1:]
+	dir, err := s.spec.Fork(ForkPoint{Checkpoint: path, Step: step, Edits: edits})
+	if err != nil {
+		s.emit(telemetry.EventWarning, "fork failed: "+err.Error(), map[string]any{"command": string(telemetry.CmdFork), "error": err.Error()})
+		return
+	}
+	s.emit(telemetry.EventFork, fmt.Sprintf("forked → %s at step %d", dir, step),
+		map[string]any{"dir": dir, "step": step, "checkpoint": path, "edits": edits})
+}
+
+// sendStartEdits sends Spec.Edits after the trainer's first hello: a fork's
+// edits, from its first step.
+func (s *session) sendStartEdits() {
+	if s.startEditsSent {
+		return
+	}
+	s.startEditsSent = true
+	for _, e := range s.spec.Edits {
+		v := e.Value
+		s.edit(telemetry.Command{Kind: telemetry.CmdEdit, Field: e.Field, Value: &v, Source: edit.SourceFork})
+	}
+}
