@@ -31,6 +31,8 @@ type Config struct {
 	Export Export `toml:"export"`
 	// Divergence is [divergence]: when a run whose updates go wrong is stopped.
 	Divergence Divergence `toml:"divergence"`
+	// Alerts is [alerts]: the detectors that warn of a failing run, and their actions.
+	Alerts Alerts `toml:"alerts"`
 }
 
 // Run is the [run] section: naming, placement and seeding of a run.

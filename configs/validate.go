@@ -51,6 +51,7 @@ func (cfg *Config) Validate() error {
 	c.checkpoint(&cfg.Checkpoint)
 	c.ui(&cfg.UI)
 	c.divergence(&cfg.Divergence)
+	c.alerts(&cfg.Alerts)
 	return c.err()
 }
 
