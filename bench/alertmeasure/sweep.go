@@ -1,0 +1,90 @@
+package main
+
+import (
+	"math"
+	"sort"
+
+	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/telemetry"
+)
+
+// The tool-use rule's settings the sweep tries on the tuning runs.
+var (
+	sweepWindows   = []int{20, 30, 40, 60}
+	sweepBaselines = []int{10, 20}
+	sweepHorizons  = []int{50, 100, 150, 200}
+	sweepFloors    = []float64{0.2, 0.3, 0.4}
+	sweepMinDrops  = []float64{0.1, 0.15, 0.2, 0.25, 0.3}
+)
+
+// candidate is one setting of the tool-use rule and what it did on the tuning runs.
+type candidate struct {
+	Trend       configs.Trend
+	Lead        leadSummary
+	MinLead     float64
+	HealthyFire int // tool-use fires on the tuning healthy runs
+}
+
+// eligible: quiet on every tuning healthy run, and every tuning collapsing
+// run alerted before it crossed.
+func (c candidate) eligible() bool {
+	return c.HealthyFire == 0 && c.Lead.AlertedFirst == c.Lead.Runs
+}
+
+// better is the order candidates are chosen in: eligible first, then the
+// larger median lead, the larger least lead, the larger min_drop and the
+// shorter horizon (the more cautious of two that did as well).
+func better(a, b candidate) bool {
+	if a.eligible() != b.eligible() {
+		return a.eligible()
+	}
+	for _, d := range []float64{a.Lead.MedianLead - b.Lead.MedianLead, a.MinLead - b.MinLead,
+		a.Trend.MinDrop - b.Trend.MinDrop, float64(b.Trend.Horizon - a.Trend.Horizon)} {
+		if d != 0 {
+			return d > 0
+		}
+	}
+	return false
+}
+
+// sweep tries every setting of the grid on the tuning runs, the best first.
+func sweep(base configs.Alerts, collapsing, healthy []run) []candidate {
+	var out []candidate
+	for _, t := range trendGrid(base.ToolCollapse) {
+		cfg := toolOnly(base, t)
+		os, _ := collapseOutcomes(collapsing, cfg)
+		c := candidate{Trend: t, Lead: summarizeLeads(os), MinLead: math.Inf(1)}
+		for _, o := range os {
+			c.MinLead = math.Min(c.MinLead, o.Lead())
+		}
+		c.HealthyFire = countAlarms(healthy, cfg, telemetry.PhaseRFT).Fires["tool_collapse"]
+		out = append(out, c)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return better(out[i], out[j]) })
+	return out
+}
+
+func trendGrid(base configs.Trend) []configs.Trend {
+	var out []configs.Trend
+	for _, w := range sweepWindows {
+		for _, b := range sweepBaselines {
+			for _, h := range sweepHorizons {
+				for _, f := range sweepFloors {
+					for _, d := range sweepMinDrops {
+						t := base
+						t.Window, t.Baseline, t.Horizon, t.Floor, t.MinDrop = w, b, h, f, d
+						out = append(out, t)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// toolOnly is cfg with the tool-use rule set to t and every other detector off.
+func toolOnly(cfg configs.Alerts, t configs.Trend) configs.Alerts {
+	out := configs.Alerts{Enabled: true, ToolCollapse: t}
+	out.ToolCollapse.Enabled = true
+	return out
+}
