@@ -331,10 +331,14 @@ func hackingDetector(c configs.Hacking) detector {
 			}
 		},
 		judge: func(st *state, _ time.Time) verdict {
-			if v := hackingLength(c, st.Series[metricLength]); v.holds {
-				return v
+			length := hackingLength(c, st.Series[metricLength])
+			if length.holds {
+				return length
 			}
-			return hackingShaping(c, task, st)
+			if shaping := hackingShaping(c, task, st); shaping.ready {
+				return shaping
+			}
+			return length
 		}}
 }
 
@@ -499,7 +503,7 @@ const gapSeries = "seconds between records"
 // It reads the clock (Set.Tick); a record arriving clears it.
 func stallDetector(c configs.Stall) detector {
 	rule := fmt.Sprintf("no record for > %s× the median time between records over the last %d steps and ≥ %ss", g(c.Factor), c.Window, g(c.MinSeconds))
-	return detector{name: Stall, act: c.Act(), rule: rule, window: c.Window, calm: c.Window,
+	return detector{name: Stall, act: c.Act(), rule: rule, window: c.Window,
 		observe: func(st *state, r Record) {
 			if r.Time.IsZero() {
 				return
