@@ -47,6 +47,12 @@ func printSets(w io.Writer, s *sets) {
 func printSweep(w io.Writer, s *sets, cfg configs.Alerts) {
 	printSets(w, s)
 	healthy := append(append([]run(nil), s.raprTune...), s.defaultTune...)
+	all := countAlarms(healthy, cfg, telemetry.PhaseRFT)
+	fmt.Fprintf(w, "every detector with configs/default.toml on the tuning healthy runs: %d fires in %d RFT steps\n", all.Total(), all.Steps)
+	for _, x := range all.Where {
+		fmt.Fprintln(w, "  ", x)
+	}
+	fmt.Fprintln(w)
 	cands := sweep(cfg, s.collapseTune, healthy)
 	fmt.Fprintf(w, "tool_collapse on the tuning runs (%d collapsing, %d healthy), %d settings, best first:\n\n", len(s.collapseTune), len(healthy), len(cands))
 	fmt.Fprintln(w, "| window | baseline | horizon | floor | min_drop | median lead | least lead | alerted first | healthy fires |\n|---|---|---|---|---|---|---|---|---|")
