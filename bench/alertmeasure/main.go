@@ -5,11 +5,12 @@
 // logs. Detectors are replayed over each run's metrics.jsonl
 // (alerts.Replay), exactly as they judge a live run.
 //
-//	go run ./bench/alertmeasure -collapse DIR -healthy DIR [-sweep]
+//	go run ./bench/alertmeasure -collapse DIR -healthy DIR [-rapr DIR] [-sweep]
 //
 // -collapse is the directory of `pixelis experiment
 // configs/experiments/alerts_collapse.toml`, -healthy that of
-// alerts_healthy.toml. Seeds from 101 on are tuning seeds: -sweep chooses the
+// alerts_healthy.toml, -rapr that of alerts_healthy_rapr.toml (report seeds
+// only). Seeds from 101 on are tuning seeds: -sweep chooses the
 // tool-use rule's thresholds on them alone; without it the report seeds are
 // measured with the thresholds of configs/default.toml.
 package main
@@ -29,6 +30,7 @@ const rftSteps = 300
 func main() {
 	collapseDir := flag.String("collapse", "", "directory of the alerts_collapse experiment")
 	healthyDir := flag.String("healthy", "", "directory of the alerts_healthy experiment")
+	raprDir := flag.String("rapr", "", "directory of the alerts_healthy_rapr experiment (optional)")
 	corpusDir := flag.String("corpus", "train/telemetry/watch/testdata/corpus", "pixelis watch's corpus of published logs")
 	doSweep := flag.Bool("sweep", false, "choose the tool-use rule's thresholds on the tuning seeds")
 	flag.Parse()
@@ -36,7 +38,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "alertmeasure: -collapse and -healthy are required")
 		os.Exit(2)
 	}
-	s, err := loadSets(*collapseDir, *healthyDir, *corpusDir)
+	s, err := loadSets(*collapseDir, *healthyDir, *raprDir, *corpusDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "alertmeasure:", err)
 		os.Exit(1)
@@ -57,22 +59,31 @@ type sets struct {
 	corpus                       []run
 }
 
-func loadSets(collapseDir, healthyDir, corpusDir string) (*sets, error) {
+// armSource is where one arm's runs are read and which sets they go to.
+type armSource struct {
+	dir, arm     string
+	tune, report *[]run
+}
+
+func loadSets(collapseDir, healthyDir, raprDir, corpusDir string) (*sets, error) {
 	var s sets
-	for _, a := range []struct {
-		dir, arm     string
-		tune, report *[]run
-	}{
+	var raprMore []run // alerts_healthy_rapr has report seeds only
+	arms := []armSource{
 		{collapseDir, "no_curiosity", &s.collapseTune, &s.collapseReport},
 		{collapseDir, "rapr", &s.raprTune, &s.raprReport},
 		{healthyDir, "default", &s.defaultTune, &s.defaultReport},
-	} {
+	}
+	if raprDir != "" {
+		arms = append(arms, armSource{raprDir, "rapr", &raprMore, &raprMore})
+	}
+	for _, a := range arms {
 		runs, err := armRuns(a.dir, a.arm)
 		if err != nil {
 			return nil, err
 		}
 		*a.tune, *a.report = split(finished(runs, rftSteps))
 	}
+	s.raprReport = append(s.raprReport, raprMore...)
 	var err error
 	s.corpus, err = corpusRuns(corpusDir)
 	return &s, err
