@@ -46,6 +46,8 @@ var AlertActions = []string{"warn", "checkpoint", "pause", "rollback", "raise", 
 // Act is what every detector's table has (enabled, action, weight, amount):
 // whether it runs and what it does when it fires. Weight and Amount are the
 // "raise" action's: the reward component whose weight goes up, and by how much.
+// Each detector's table starts with these four keys (TOML tables cannot
+// share an embedded struct here: the strict decoder walks tagged fields).
 type Act struct {
 	Enabled bool    `toml:"enabled"`
 	Action  string  `toml:"action"`
@@ -63,7 +65,8 @@ type Trend struct {
 	Action  string  `toml:"action"`
 	Weight  string  `toml:"weight"`
 	Amount  float64 `toml:"amount"`
-	// Metric is the series; "" or absent from the records falls back to the detector's default.
+	// Metric is the series read. On records without it, tool_collapse reads
+	// the tools/<OP> call counts summed, relative to their baseline.
 	Metric   string  `toml:"metric"`
 	Window   int     `toml:"window"`
 	Baseline int     `toml:"baseline"`
@@ -115,8 +118,9 @@ type Vanishing struct {
 	MinKept    float64 `toml:"min_kept"`
 }
 
-// Runaway fires when the mean of Metric over the last Window steps is above
-// Max (0: no bound) or above Growth times the baseline's mean (0: no bound).
+// Runaway fires when the median of Metric over the last Window steps is
+// above Max (0: no bound) or above Growth times the median of the phase's
+// first Baseline steps (0: no bound).
 type Runaway struct {
 	Enabled  bool    `toml:"enabled"`
 	Action   string  `toml:"action"`

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"math"
 	"time"
 
 	"github.com/pixelis/pixelis/reward"
@@ -17,6 +18,7 @@ import (
 // stepMetrics are the reward, GRPO, policy and behaviour metrics of a step.
 func (s *rftRun) stepMetrics(b *stepBatch, u updateResult, adv grpo.AdvantageStats, keepRate, lr float64) map[string]float64 {
 	m := s.orch.Metrics(b.breakdown)
+	contributions(b.breakdown, s.orch.Weights(), m)
 	m["grpo/filter_rate"] = keepRate
 	m["grpo/frac_zero_std"] = float64(b.sampling.ZeroStd) / float64(max(b.sampling.Groups, 1))
 	m["grpo/adv_abs_max"] = adv.AbsMax
@@ -26,6 +28,28 @@ func (s *rftRun) stepMetrics(b *stepBatch, u updateResult, adv grpo.AdvantageSta
 	m["policy/clip_ratio"], m["policy/grad_norm"], m["policy/lr"] = u.ClipRatio, u.GradNorm, lr
 	rollout.Behaviour(b.sampled.rolls, m)
 	return m
+}
+
+// contributions adds reward/<c>/abs: the mean over the batch of |w_c·z_c|,
+// how much component c adds to a trajectory's total in size (the priced
+// tool cost and misuse penalty enter it unweighted, w = 1). Batch means of
+// the normalised z_c are near 0 by construction, so they cannot say which
+// component makes up the total; the alerts' dominance rule reads these.
+func contributions(bd reward.Breakdown, weights map[string]float64, m map[string]float64) {
+	if len(bd.Trajs) == 0 {
+		return
+	}
+	for _, name := range bd.Names {
+		w, ok := weights[name]
+		if !ok {
+			w = 1
+		}
+		var sum float64
+		for _, t := range bd.Trajs {
+			sum += math.Abs(w * t.Norm[name])
+		}
+		m["reward/"+name+"/abs"] = sum / float64(len(bd.Trajs))
+	}
 }
 
 // curriculumMetrics adds the KPIs and the reward curriculum's stage and weights.

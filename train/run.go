@@ -92,6 +92,7 @@ type Runner struct {
 	// also cancelled by a stop request: the context of the long steps it ends.
 	ctx, ictx context.Context
 	saved     saved     // the newest checkpoint of a step, which a stop there keeps
+	alerts    alerting  // the detectors and their actions (alerting.go)
 	started   time.Time // when this process started (or resumed) the run
 	proc      telemetry.ProcessMeter
 }
@@ -169,6 +170,8 @@ func (r *Runner) Wire(sink telemetry.Sink, cmds <-chan telemetry.Command, stop S
 // ctx.Err() when cancelled, and the first failure otherwise.
 func (r *Runner) Run(ctx context.Context) error {
 	r.started = time.Now()
+	r.opt.Sink = &lockedSink{s: r.opt.Sink}
+	defer r.endAlerts()
 	if r.opt.Resume == "" {
 		r.emit(0, telemetry.EventPhase, fmt.Sprintf("run %s started: phases %v", r.name, r.opt.Phases), nil)
 	}
@@ -235,6 +238,9 @@ func (r *Runner) run(ctx context.Context) error {
 	if err := r.replayEdits(resume); err != nil {
 		return err
 	}
+	if err := r.startAlerts(ctx, resume); err != nil {
+		return err
+	}
 	all := r.allPhases()
 	for _, p := range all {
 		if slices.Contains(r.opt.Done, p) {
@@ -259,6 +265,7 @@ func (r *Runner) run(ctx context.Context) error {
 		case PhaseTest:
 			err = r.stoppedDuring(ctx, r.runTest(r.ictx), "during the test evaluation")
 		}
+		r.alerts.clock.Store(false) // between phases nothing steps
 		if err != nil {
 			return err
 		}
@@ -304,13 +311,21 @@ func (r *Runner) emit(step int, kind, msg string, data map[string]any) {
 
 // record sends one step's metrics (phase-local step) to the sink.
 func (r *Runner) record(phase telemetry.Phase, step int, m map[string]float64) {
-	r.opt.Sink.Record(telemetry.Point{Step: r.offset + step, Phase: phase, Time: time.Now().Format(time.RFC3339Nano), Metrics: m})
+	p := telemetry.Point{Step: r.offset + step, Phase: phase, Time: time.Now().Format(time.RFC3339Nano), Metrics: m}
+	r.opt.Sink.Record(p)
+	r.observeAlerts(p)
 }
 
 // control applies the commands waiting between two steps. It blocks while the
 // run is paused. stop reports a stop (a stop command or request, with a
 // checkpoint unless it asked for none); a stop at once (ctx) comes first.
 func (r *Runner) control(ctx context.Context, step int, ph phaseControl) (stop bool, err error) {
+	// The stall clock runs from here to the next boundary, unless paused.
+	r.alerts.clock.Store(false)
+	defer func() { r.alerts.clock.Store(!stop && err == nil && !r.paused) }()
+	if stop, err := r.alertActions(step, ph); stop || err != nil {
+		return stop, err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, err

@@ -40,6 +40,10 @@ type runState struct {
 	// Edits are the live edits applied so far, oldest first: a resume
 	// replays them onto the configuration (train/edit).
 	Edits []edit.Edit `json:"edits,omitempty"`
+	// Alerts are the detectors' memory and the fired alerts whose action
+	// waits for the next boundary: a resume goes on judging where the run
+	// was, neither firing nor acting twice.
+	Alerts *alertState `json:"alerts,omitempty"`
 }
 
 // resumePoint is a verified checkpoint to continue from.
@@ -199,6 +203,11 @@ func checkpointPlace(path string) (phase string, step int64, ok bool) {
 // save writes a checkpoint of the current phase into the run's checkpoint root.
 func (r *Runner) save(name string, kind ckpt.Kind, st runState, stage string, stageIdx int, files map[string][]ckpt.Tensor) (string, error) {
 	st.Edits = r.edits
+	alerts, err := r.saveAlerts()
+	if err != nil {
+		return "", err
+	}
+	st.Alerts = alerts
 	data, err := json.Marshal(st)
 	if err != nil {
 		return "", fmt.Errorf("checkpoint state: %w", err)

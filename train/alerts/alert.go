@@ -11,9 +11,6 @@ import (
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// EventAlert is the kind of the event an Alert is.
-const EventAlert = "alert"
-
 // States of an alert.
 const (
 	StateFire  = "fire"
@@ -115,5 +112,5 @@ func (a Alert) Data() map[string]any {
 
 // Event is the alert as the run's event (its Time and phase step are the emitter's).
 func (a Alert) Event() telemetry.Event {
-	return telemetry.Event{Step: a.Step, Phase: a.Phase, Kind: EventAlert, Message: a.Message(), Data: a.Data()}
+	return telemetry.Event{Step: a.Step, Phase: a.Phase, Kind: telemetry.EventAlert, Message: a.Message(), Data: a.Data()}
 }

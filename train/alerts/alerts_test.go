@@ -102,21 +102,21 @@ func detectorCases() []detectorCase {
 			}, 0},
 		{"curiosity dominates", RewardDominance,
 			func(s int) map[string]float64 {
-				return map[string]float64{"reward/final/norm": 0.5, "curriculum/weight/final": 1,
-					"reward/curiosity/norm": 4 * rise(s), "curriculum/weight/curiosity": 1, "reward/cost/norm": -0.1}
+				return map[string]float64{"reward/final/abs": 0.8, "reward/final/norm": 0.01, "curriculum/weight/final": 1,
+					"reward/curiosity/abs": 6 * rise(s), "reward/curiosity/norm": 0, "curriculum/weight/curiosity": 1, "reward/cost/abs": 0.1}
 			},
 			func(s int) map[string]float64 {
-				return map[string]float64{"reward/final/norm": 0.5 + n(), "curriculum/weight/final": 1,
-					"reward/curiosity/norm": 2, "curriculum/weight/curiosity": 0.05, "reward/cost/norm": -0.1}
+				return map[string]float64{"reward/final/abs": 0.8 + n(), "reward/final/norm": 0, "curriculum/weight/final": 1,
+					"reward/curiosity/abs": 0.1, "reward/curiosity/norm": 0.3, "curriculum/weight/curiosity": 0.05, "reward/cost/abs": 0.2}
 			}, 0},
 		{"coherence gamed", RewardHacking,
 			func(s int) map[string]float64 {
-				return map[string]float64{"reward/final/raw": 0.6, "reward/final/norm": 0, "curriculum/weight/final": 1,
-					"reward/coherence/norm": rise(s), "curriculum/weight/coherence": 0.5}
+				return map[string]float64{"reward/final/raw": 0.6, "curriculum/weight/final": 1,
+					"reward/coherence/raw": rise(s), "curriculum/weight/coherence": 0.5}
 			},
 			func(s int) map[string]float64 {
-				return map[string]float64{"reward/final/raw": 0.3 + 0.4*rise(s), "reward/final/norm": 0, "curriculum/weight/final": 1,
-					"reward/coherence/norm": rise(s), "curriculum/weight/coherence": 0.5}
+				return map[string]float64{"reward/final/raw": 0.3 + 0.4*rise(s), "curriculum/weight/final": 1,
+					"reward/coherence/raw": rise(s), "curriculum/weight/coherence": 0.5}
 			}, 130},
 		{"lengths blow up", RewardHacking,
 			func(s int) map[string]float64 { return map[string]float64{"behavior/traj_len_mean": 3 + 6*rise(s)} },
@@ -319,7 +319,7 @@ func TestAlertEvent(t *testing.T) {
 	a := Alert{Detector: ToolCollapse, State: StateFire, Step: 120, Rule: "r", Window: 30, Value: 0.21, Threshold: 0.3,
 		Metric: "behavior/rapr", Series: []Point{{1, 0.8}, {2, 0.7}}, Detail: "behavior/rapr projected 0.21", Action: "raise", Weight: "curiosity", Amount: 0.05}
 	e := a.Event()
-	if e.Kind != EventAlert || e.Step != 120 {
+	if e.Kind != telemetry.EventAlert || e.Step != 120 {
 		t.Errorf("event %+v", e)
 	}
 	want := "alert fire tool_collapse step 120: behavior/rapr projected 0.21 (action raise weight.curiosity by 0.05)"
@@ -330,6 +330,20 @@ func TestAlertEvent(t *testing.T) {
 		if _, ok := e.Data[k]; !ok {
 			t.Errorf("data lacks %q", k)
 		}
+	}
+}
+
+// A component's part of the total is read as |w·z| where the run logs it,
+// else as the weighted mean of its normalised, else raw, reward.
+func TestComponentsPreferAbs(t *testing.T) {
+	got := components(map[string]float64{
+		"reward/final/abs": 0.8, "reward/final/norm": 0.01, "reward/final/raw": 0.7, "curriculum/weight/final": 1,
+		"reward/coherence/norm": 0.5, "reward/coherence/raw": 0.9, "curriculum/weight/coherence": 0.1,
+		"reward/cost/raw": -0.4, "reward/total": 3,
+	})
+	want := map[string]float64{"final": 0.8, "coherence": 0.05, "cost": -0.4}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("components = %v, want %v", got, want)
 	}
 }
 

@@ -13,6 +13,11 @@
 // What a fire does (warn, checkpoint, pause, roll back, raise a weight, stop)
 // is the Alert's Action; the runner carries it out.
 //
-// Start reading at Set; the rules are in rules.go, configured by [alerts]
-// (configs.Alerts), stated in docs/alerts.md.
+// Start reading at Set (set.go), then detector.go, which lists the
+// detectors; each rule, with its formula beside it, is in trend.go (tool use
+// and entropy collapsing), reward.go (a component dominating, a term gamed),
+// signal.go (GRPO's signal vanishing, the KL or gradient norm running away)
+// or progress.go (validation regressing, a stall, throughput collapsing).
+// They are configured by [alerts] (configs.Alerts) and stated in
+// docs/alerts.md.
 package alerts

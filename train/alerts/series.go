@@ -42,11 +42,11 @@ func (s *series) add(step int, v float64, baseline, window int) {
 	s.Win = slices.Delete(s.Win, 0, cut)
 }
 
-// baselineDone reports whether the window has moved past the baseline: its
-// first point lies after the baseline's last, so the two do not overlap and
-// the baseline is complete.
+// baselineDone reports whether the baseline is complete: a point has come
+// after its last, so no later point joins it. The window may still overlap
+// it (a short run's drop is then diluted, never exaggerated).
 func (s *series) baselineDone() bool {
-	return len(s.Base) > 0 && len(s.Win) > 0 && s.Win[0].Step() > s.Base[len(s.Base)-1].Step()
+	return len(s.Base) > 0 && len(s.Win) > 0 && s.Win[len(s.Win)-1].Step() > s.Base[len(s.Base)-1].Step()
 }
 
 // spans reports whether the window holds at least two points across at

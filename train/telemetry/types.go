@@ -221,8 +221,15 @@ const (
 	EventCommand       = "command" // a command was received and applied
 	EventEdit          = "edit"    // a live edit was applied: Data has field, old, new, from_step, source
 	EventPhase         = "phase"   // a phase started or ended
-	EventWarning       = "warning"
-	EventError         = "error"
+	// EventAlert is a detector firing or clearing (train/alerts): Data has
+	// detector, state (fire|clear), rule, window, threshold, value, metric,
+	// series [[step, value]…], detail, action (and weight, amount for a raise).
+	EventAlert = "alert"
+	// EventAlertAction is what a fired alert's action did: Data has detector,
+	// action, the step of the fire and done (what happened) or error.
+	EventAlertAction = "alert_action"
+	EventWarning     = "warning"
+	EventError       = "error"
 )
 
 // Event is something that happened once. Events are never coalesced.
