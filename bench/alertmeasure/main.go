@@ -5,12 +5,12 @@
 // logs. Detectors are replayed over each run's metrics.jsonl
 // (alerts.Replay), exactly as they judge a live run.
 //
-//	go run ./bench/alertmeasure -collapse DIR -healthy DIR [-rapr DIR] [-sweep]
+//	go run ./bench/alertmeasure -collapse DIR -healthy DIR [-rapr DIR] [-action DIR] [-sweep]
 //
 // -collapse is the directory of `pixelis experiment
 // configs/experiments/alerts_collapse.toml`, -healthy that of
-// alerts_healthy.toml, -rapr that of alerts_healthy_rapr.toml (report seeds
-// only). Seeds from 101 on are tuning seeds: -sweep chooses the
+// alerts_healthy.toml, -rapr that of alerts_healthy_rapr.toml and -action
+// that of alerts_action.toml (both report seeds only). Seeds from 101 on are tuning seeds: -sweep chooses the
 // tool-use rule's thresholds on them alone; without it the report seeds are
 // measured with the thresholds of configs/default.toml.
 package main
@@ -31,6 +31,7 @@ func main() {
 	collapseDir := flag.String("collapse", "", "directory of the alerts_collapse experiment")
 	healthyDir := flag.String("healthy", "", "directory of the alerts_healthy experiment")
 	raprDir := flag.String("rapr", "", "directory of the alerts_healthy_rapr experiment (optional)")
+	actionDir := flag.String("action", "", "directory of the alerts_action experiment (optional)")
 	corpusDir := flag.String("corpus", "train/telemetry/watch/testdata/corpus", "pixelis watch's corpus of published logs")
 	doSweep := flag.Bool("sweep", false, "choose the tool-use rule's thresholds on the tuning seeds")
 	flag.Parse()
@@ -38,7 +39,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "alertmeasure: -collapse and -healthy are required")
 		os.Exit(2)
 	}
-	s, err := loadSets(*collapseDir, *healthyDir, *raprDir, *corpusDir)
+	s, err := loadSets(*collapseDir, *healthyDir, *raprDir, *actionDir, *corpusDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "alertmeasure:", err)
 		os.Exit(1)
@@ -56,6 +57,7 @@ type sets struct {
 	collapseTune, collapseReport []run // Pixel Reasoner without curiosity
 	raprTune, raprReport         []run // Pixel Reasoner with the RaPR bonus
 	defaultTune, defaultReport   []run // the default run
+	actionBase, actionArm        []run // alerts_action: without curiosity, and with the tool-use alert raising it
 	corpus                       []run
 }
 
@@ -65,7 +67,7 @@ type armSource struct {
 	tune, report *[]run
 }
 
-func loadSets(collapseDir, healthyDir, raprDir, corpusDir string) (*sets, error) {
+func loadSets(collapseDir, healthyDir, raprDir, actionDir, corpusDir string) (*sets, error) {
 	var s sets
 	var raprMore []run // alerts_healthy_rapr has report seeds only
 	arms := []armSource{
@@ -75,6 +77,10 @@ func loadSets(collapseDir, healthyDir, raprDir, corpusDir string) (*sets, error)
 	}
 	if raprDir != "" {
 		arms = append(arms, armSource{raprDir, "rapr", &raprMore, &raprMore})
+	}
+	if actionDir != "" { // report seeds only
+		arms = append(arms, armSource{actionDir, "no_curiosity", &s.actionBase, &s.actionBase},
+			armSource{actionDir, actionArmName, &s.actionArm, &s.actionArm})
 	}
 	for _, a := range arms {
 		runs, err := armRuns(a.dir, a.arm)

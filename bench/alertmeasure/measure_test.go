@@ -67,3 +67,12 @@ func TestUpperBound95(t *testing.T) {
 		}
 	}
 }
+
+// The paired interval is Student's: for 1, 2, 3 the mean is 2 and the
+// half-width t(0.975; 2)·1/√3 = 4.303/1.732 = 2.484.
+func TestPairedMean(t *testing.T) {
+	m, h := pairedMean([]float64{1, 2, 3})
+	if m != 2 || math.Abs(h-2.484) > 1e-3 {
+		t.Fatalf("%g ± %g, want 2 ± 2.484", m, h)
+	}
+}

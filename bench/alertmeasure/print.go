@@ -81,6 +81,10 @@ func printReport(w io.Writer, s *sets, cfg configs.Alerts) {
 	own := countAlarms(healthy, cfg, telemetry.PhaseRFT)
 	corpus := countAlarms(s.corpus, cfg, "")
 	printAlarms(w, own, corpus)
+	if len(s.actionArm) > 0 {
+		fmt.Fprintln(w)
+		printAction(w, s.actionBase, s.actionArm)
+	}
 }
 
 func printLeads(w io.Writer, runs []run, cfg configs.Alerts) {
