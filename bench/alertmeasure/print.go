@@ -55,15 +55,19 @@ func printSweep(w io.Writer, s *sets, cfg configs.Alerts) {
 	fmt.Fprintln(w)
 	cands := sweep(cfg, s.collapseTune, healthy)
 	fmt.Fprintf(w, "tool_collapse on the tuning runs (%d collapsing, %d healthy), %d settings, best first:\n\n", len(s.collapseTune), len(healthy), len(cands))
-	fmt.Fprintln(w, "| window | baseline | horizon | floor | min_drop | median lead | least lead | alerted first | healthy fires |\n|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| rank | window | baseline | horizon | floor | min_drop | median lead | least lead | alerted first | healthy fires | healthy largest drop |\n|---|---|---|---|---|---|---|---|---|---|---|")
 	for i, c := range cands {
-		if i == 20 {
-			break
+		if i < 20 || c.Trend == cfg.ToolCollapse {
+			printCandidate(w, c, i+1)
 		}
-		t := c.Trend
-		fmt.Fprintf(w, "| %d | %d | %d | %g | %g | %s | %s | %d/%d | %d |\n", t.Window, t.Baseline, t.Horizon, t.Floor, t.MinDrop,
-			lead(c.Lead.MedianLead), lead(c.MinLead), c.Lead.AlertedFirst, c.Lead.Runs, c.HealthyFire)
 	}
+}
+
+// printCandidate is one row of the sweep: its rank, its settings, what it did.
+func printCandidate(w io.Writer, c candidate, rank int) {
+	t := c.Trend
+	fmt.Fprintf(w, "| %d | %d | %d | %d | %g | %g | %s | %s | %d/%d | %d | %.3f |\n", rank, t.Window, t.Baseline, t.Horizon, t.Floor, t.MinDrop,
+		lead(c.Lead.MedianLead), lead(c.MinLead), c.Lead.AlertedFirst, c.Lead.Runs, c.HealthyFire, c.HealthyDrop)
 }
 
 func lead(v float64) string {

@@ -22,7 +22,8 @@ type candidate struct {
 	Trend       configs.Trend
 	Lead        leadSummary
 	MinLead     float64
-	HealthyFire int // tool-use fires on the tuning healthy runs
+	HealthyFire int     // tool-use fires on the tuning healthy runs
+	HealthyDrop float64 // the largest drop of RaPR's window mean below its baseline on them
 }
 
 // eligible: quiet on every tuning healthy run, and every tuning collapsing
@@ -58,6 +59,7 @@ func sweep(base configs.Alerts, collapsing, healthy []run) []candidate {
 			c.MinLead = math.Min(c.MinLead, o.Lead())
 		}
 		c.HealthyFire = countAlarms(healthy, cfg, telemetry.PhaseRFT).Fires["tool_collapse"]
+		c.HealthyDrop = largestDrop(healthy, t.Window, t.Baseline)
 		out = append(out, c)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return better(out[i], out[j]) })
@@ -87,4 +89,36 @@ func toolOnly(cfg configs.Alerts, t configs.Trend) configs.Alerts {
 	out := configs.Alerts{Enabled: true, ToolCollapse: t}
 	out.ToolCollapse.Enabled = true
 	return out
+}
+
+// largestDrop is the most RaPR's window mean fell below its baseline's mean
+// over runs' RFT phases (the baseline the phase's first baseline steps, the
+// window the last window steps): how close the rule's min_drop came to
+// holding on them.
+func largestDrop(runs []run, window, baseline int) float64 {
+	worst := math.Inf(-1)
+	for _, r := range runs {
+		var v []float64
+		for _, rec := range phaseRecords(r.Records, telemetry.PhaseRFT) {
+			if x, ok := rec.Metrics[metricRaPR]; ok {
+				v = append(v, x)
+			}
+		}
+		if len(v) <= baseline {
+			continue
+		}
+		b := meanOf(v[:baseline])
+		for end := baseline + 1; end <= len(v); end++ {
+			worst = math.Max(worst, b-meanOf(v[max(0, end-window):end]))
+		}
+	}
+	return worst
+}
+
+func meanOf(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
 }
