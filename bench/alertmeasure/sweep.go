@@ -33,14 +33,16 @@ func (c candidate) eligible() bool {
 }
 
 // better is the order candidates are chosen in: eligible first, then the
-// larger median lead, the larger least lead, the larger min_drop and the
-// shorter horizon (the more cautious of two that did as well).
+// larger median lead and the larger least lead; of settings that did as
+// well, the more cautious: the larger min_drop, the shorter horizon, the
+// lower floor, the longer window.
 func better(a, b candidate) bool {
 	if a.eligible() != b.eligible() {
 		return a.eligible()
 	}
 	for _, d := range []float64{a.Lead.MedianLead - b.Lead.MedianLead, a.MinLead - b.MinLead,
-		a.Trend.MinDrop - b.Trend.MinDrop, float64(b.Trend.Horizon - a.Trend.Horizon)} {
+		a.Trend.MinDrop - b.Trend.MinDrop, float64(b.Trend.Horizon - a.Trend.Horizon),
+		b.Trend.Floor - a.Trend.Floor, float64(a.Trend.Window - b.Trend.Window)} {
 		if d != 0 {
 			return d > 0
 		}
