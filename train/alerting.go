@@ -38,10 +38,12 @@ type alerting struct {
 	// boundary's commands and the next boundary. Off while paused, during a
 	// command's evaluation or checkpoint, and between phases.
 	clock atomic.Bool
-	// hooks are the alert commands running; hookCtx ends them with the run.
-	hooks      sync.WaitGroup
-	hookCtx    context.Context
-	hookCancel context.CancelFunc
+	// hooks are the alert commands running, which ctx ends with the run;
+	// clocks is the stall clock, which stopClock stops first (endAlerts).
+	hooks, clocks sync.WaitGroup
+	ctx           context.Context
+	end           context.CancelFunc
+	stopClock     context.CancelFunc
 }
 
 // alertState is what a checkpoint keeps of the alerts.
@@ -60,11 +62,11 @@ var (
 )
 
 // startAlerts builds the run's detectors, restores their state from the
-// checkpoint resumed from, and starts the stall clock until ctx ends.
-func (r *Runner) startAlerts(ctx context.Context, res *resumePoint) error {
+// checkpoint resumed from, and starts the stall clock, which endAlerts stops.
+func (r *Runner) startAlerts(res *resumePoint) error {
 	a := &r.alerts
 	a.set, a.command = alerts.New(r.cfg.Alerts), r.cfg.Alerts.Command
-	a.hookCtx, a.hookCancel = context.WithCancel(context.Background())
+	a.ctx, a.end = context.WithCancel(context.Background())
 	if res != nil && res.state.Alerts != nil {
 		if err := a.set.RestoreState(res.state.Alerts.Set); err != nil {
 			return r.refuse(r.opt.Resume, err)
@@ -74,28 +76,38 @@ func (r *Runner) startAlerts(ctx context.Context, res *resumePoint) error {
 	if !r.cfg.Alerts.Enabled || !r.cfg.Alerts.Stall.Enabled {
 		return nil
 	}
-	go r.stallClock(ctx)
+	var clockCtx context.Context
+	clockCtx, a.stopClock = context.WithCancel(a.ctx)
+	a.clocks.Add(1)
+	go r.stallClock(clockCtx)
 	return nil
 }
 
-// endAlerts waits a little for alert commands still running, then ends them.
+// endAlerts stops the stall clock, waits a little for alert commands still
+// running, then ends them; all are gone when it returns.
 func (r *Runner) endAlerts() {
 	a := &r.alerts
-	if a.hookCancel == nil {
+	if a.end == nil {
 		return
+	}
+	// The clock first: no alert fires, and no command starts, from here on.
+	if a.stopClock != nil {
+		a.stopClock()
+		a.clocks.Wait()
 	}
 	done := make(chan struct{})
 	go func() { a.hooks.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(hookGrace):
-		a.hookCancel()
+		a.end()
 		<-done
 	}
-	a.hookCancel()
+	a.end()
 }
 
 func (r *Runner) stallClock(ctx context.Context) {
+	defer r.alerts.clocks.Done()
 	t := time.NewTicker(alertTick)
 	defer t.Stop()
 	for {
@@ -273,7 +285,7 @@ func (r *Runner) runHook(al alerts.Alert) {
 		return
 	}
 	a := &r.alerts
-	c := exec.CommandContext(a.hookCtx, argv[0], argv[1:]...)
+	c := exec.CommandContext(a.ctx, argv[0], argv[1:]...)
 	c.Stdin = bytes.NewReader(append(body, '\n'))
 	var stderr tailBuffer
 	c.Stderr = &stderr

@@ -238,7 +238,7 @@ func (r *Runner) run(ctx context.Context) error {
 	if err := r.replayEdits(resume); err != nil {
 		return err
 	}
-	if err := r.startAlerts(ctx, resume); err != nil {
+	if err := r.startAlerts(resume); err != nil {
 		return err
 	}
 	all := r.allPhases()
