@@ -27,8 +27,16 @@ func rftRecordCount(runs []run) int {
 	return n
 }
 
+func cpuOf(runs []run) float64 {
+	t := 0.0
+	for _, r := range runs {
+		t += r.CPU
+	}
+	return t
+}
+
 func printSets(w io.Writer, s *sets) {
-	fmt.Fprintln(w, "| set | runs | seeds | RFT steps |\n|---|---|---|---|")
+	fmt.Fprintln(w, "| set | runs | seeds | RFT steps | CPU-s of the runs |\n|---|---|---|---|---|")
 	for _, row := range []struct {
 		name string
 		runs []run
@@ -37,7 +45,7 @@ func printSets(w io.Writer, s *sets) {
 		{"healthy, tuning (rapr)", s.raprTune}, {"healthy, report (rapr)", s.raprReport},
 		{"healthy, tuning (default)", s.defaultTune}, {"healthy, report (default)", s.defaultReport},
 	} {
-		fmt.Fprintf(w, "| %s | %d | %s | %d |\n", row.name, len(row.runs), seedList(row.runs), rftRecordCount(row.runs))
+		fmt.Fprintf(w, "| %s | %d | %s | %d | %.0f |\n", row.name, len(row.runs), seedList(row.runs), rftRecordCount(row.runs), cpuOf(row.runs))
 	}
 	fmt.Fprintln(w)
 }

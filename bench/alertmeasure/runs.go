@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ type run struct {
 	Name    string // arm/seed-N, or the corpus log's directory
 	Seed    int
 	Records []alerts.Record
+	CPU     float64 // CPU-seconds of the run's last process (status.json; a resumed run's earlier ones are not in it)
 }
 
 // tuning says whether the run is one thresholds may be chosen on.
@@ -52,10 +54,25 @@ func armRuns(dir, arm string) ([]run, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, run{Name: arm + "/seed-" + sd[1], Seed: seed, Records: recs})
+		out = append(out, run{Name: arm + "/seed-" + sd[1], Seed: seed, Records: recs, CPU: cpuSeconds(filepath.Dir(m))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seed < out[j].Seed })
 	return out, nil
+}
+
+// cpuSeconds is the CPU time of the last process that trained a run (0 when unreadable).
+func cpuSeconds(dir string) float64 {
+	b, err := os.ReadFile(filepath.Join(dir, "status.json"))
+	if err != nil {
+		return 0
+	}
+	var st struct {
+		Process struct {
+			CPU float64 `json:"cpu_s"`
+		} `json:"process"`
+	}
+	_ = json.Unmarshal(b, &st) // a status being rewritten reads as 0
+	return st.Process.CPU
 }
 
 func readMetrics(path string) ([]alerts.Record, error) {
