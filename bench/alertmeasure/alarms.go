@@ -44,7 +44,7 @@ func (c *alarmCount) addRun(r run, cfg configs.Alerts, watched telemetry.Phase) 
 	c.Runs++
 	c.Steps += len(recs)
 	c.Span += recs[len(recs)-1].Step - recs[0].Step + 1
-	for _, a := range alerts.Replay(r.Records, cfg) {
+	for _, a := range replay(r, cfg) {
 		if a.State != alerts.StateFire || (watched != "" && a.Phase != watched) {
 			continue
 		}

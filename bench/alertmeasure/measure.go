@@ -75,7 +75,7 @@ func collapseOutcomes(runs []run, cfg configs.Alerts) (out []collapseOutcome, no
 			continue
 		}
 		o := collapseOutcome{Name: r.Name, Crossing: c}
-		for _, a := range alerts.Replay(rft, cfg) {
+		for _, a := range replay(run{Records: rft, Resumes: r.Resumes}, cfg) {
 			if a.Detector == alerts.ToolCollapse && a.State == alerts.StateFire {
 				o.Alerted, o.Alert = true, rftStep(rft, a.Step)
 				break

@@ -27,6 +27,7 @@ type run struct {
 	Name    string // arm/seed-N, or the corpus log's directory
 	Seed    int
 	Records []alerts.Record
+	Resumes []int   // run-wide steps it was resumed at
 	CPU     float64 // CPU-seconds of the run's last process (status.json; a resumed run's earlier ones are not in it)
 }
 
@@ -54,7 +55,8 @@ func armRuns(dir, arm string) ([]run, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, run{Name: arm + "/seed-" + sd[1], Seed: seed, Records: recs, CPU: cpuSeconds(filepath.Dir(m))})
+		out = append(out, run{Name: arm + "/seed-" + sd[1], Seed: seed, Records: recs,
+			Resumes: resumeSteps(filepath.Dir(m)), CPU: cpuSeconds(filepath.Dir(m))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seed < out[j].Seed })
 	return out, nil
