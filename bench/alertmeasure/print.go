@@ -132,12 +132,13 @@ func printAlarms(w io.Writer, own, corpus *alarmCount) {
 		fmt.Fprintf(w, "| … tool_collapse alone | | | %d | %.2f | %.2f |\n", row.c.Fires["tool_collapse"], tr, tu)
 	}
 	fmt.Fprintf(w, "\nthe corpus's %d records cover %d trainer steps\n", corpus.Steps, corpus.Span)
-	for _, c := range []*alarmCount{own, corpus} {
-		for _, d := range c.detectorsFired() {
-			fmt.Fprintf(w, "fires of %s: %d\n", d, c.Fires[d])
-		}
-		for _, x := range c.Where {
-			fmt.Fprintln(w, "  ", x)
+	for _, set := range []struct {
+		name string
+		c    *alarmCount
+	}{{"healthy report runs", own}, {"watch corpus", corpus}} {
+		fmt.Fprintf(w, "\nfires on the %s:\n\n", set.name)
+		for _, x := range set.c.Where {
+			fmt.Fprintln(w, "-", x)
 		}
 	}
 }
