@@ -32,7 +32,9 @@ type Config struct {
 	// Divergence is [divergence]: when a run whose updates go wrong is stopped.
 	Divergence Divergence `toml:"divergence"`
 	// Alerts is [alerts]: the detectors that warn of a failing run, and their actions.
-	Alerts Alerts `toml:"alerts"`
+	// omitempty: the training config (Training) zeroes it, and then no [alerts]
+	// table may change the hash a checkpoint written before [alerts] existed records.
+	Alerts Alerts `toml:"alerts,omitempty"`
 }
 
 // Run is the [run] section: naming, placement and seeding of a run.

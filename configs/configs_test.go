@@ -722,3 +722,24 @@ func TestResolve(t *testing.T) {
 		t.Errorf(`Resolve("", run.seed=7) = %v`, err)
 	}
 }
+
+// TestTrainingHashLeavesAlertsOut: the alerts change a run only through edits
+// its checkpoints keep, so they are not in the training hash — not even as an
+// empty [alerts] table, which would change the hash of every config and make a
+// checkpoint written before [alerts] existed refuse to resume ("written under
+// another config").
+func TestTrainingHashLeavesAlertsOut(t *testing.T) {
+	cfg := Default()
+	var b bytes.Buffer
+	if err := Encode(&b, cfg.Training()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "[alerts") {
+		t.Errorf("the training config encodes an [alerts] table:\n%s", b.String())
+	}
+	other := cfg.Clone()
+	other.Alerts.ToolCollapse.Enabled = !other.Alerts.ToolCollapse.Enabled
+	if other.TrainingHash() != cfg.TrainingHash() {
+		t.Error("an alert's setting changes the training hash")
+	}
+}
