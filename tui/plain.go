@@ -3,10 +3,12 @@ package tui
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
+	"github.com/pixelis/pixelis/reward"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -123,15 +125,11 @@ var (
 		{label: "pl_acc", metrics: []string{"ttrl/pseudo_label_acc"}, format: "%.3f"},
 		{label: "online", metrics: []string{"ttrl/online_acc"}, format: "%.3f"},
 	}
-	// In order of priority: the fields that do not fit in the line are left out.
-	plainFieldsRFT = []plainField{
-		{label: "success", metrics: []string{"kpi/success_rate_ma100"}, format: "%.3f"},
-		{label: "final", metrics: []string{"reward/final/raw"}, format: "%+.2f"},
-		{label: "kl", metrics: []string{"policy/kl"}, format: "%.4f"},
-		{label: "pen", metrics: []string{"reward/penalty/raw"}, format: "%+.2f"},
-		{label: "cost", metrics: []string{"reward/cost/raw"}, format: "%+.2f"},
-		{label: "coh", metrics: []string{"reward/coherence/raw"}, format: "%+.2f", weight: "curriculum/weight/coherence"},
-		{label: "cur", metrics: []string{"reward/curiosity/raw"}, format: "%+.2f", weight: "curriculum/weight/curiosity"},
+	// RFT's fields around its reward terms (plainFieldsRFT puts the terms
+	// in): the run's success first, its shape last.
+	plainFieldSuccess = plainField{label: "success", metrics: []string{"kpi/success_rate_ma100"}, format: "%.3f"}
+	plainFieldKL      = plainField{label: "kl", metrics: []string{"policy/kl"}, format: "%.4f"}
+	plainFieldsRFTEnd = []plainField{
 		{label: "filter", metrics: []string{"grpo/filter_rate"}, format: "%.2f"},
 		{label: "len", metrics: []string{"behavior/traj_len_mean"}, format: "%.2f"},
 		{label: "rapr", metrics: []string{"behavior/rapr"}, format: "%.3f"},
@@ -139,6 +137,73 @@ var (
 		{label: "val_pass@1", metrics: []string{"val/all/pass@1"}, format: "%.3f"},
 	}
 )
+
+// plainFieldsRFT are an RFT step's fields in order of priority (the fields
+// that do not fit in the line are left out): the success rate, the first
+// reward term (the answer's), the KL, the priced terms, which count from the
+// first step, then the other weighted terms in the order the curriculum's
+// stages bring them in (a term the first stage weighs before one only a later
+// stage does), each labelled as the console labels it beside a sample's step.
+// The terms are the ones the run's snapshot lists; a snapshot without them (a
+// run recorded before snapshots listed them) gets the registry's.
+func plainFieldsRFT(s telemetry.Snapshot) []plainField {
+	terms := termsOf(&s)
+	if len(terms) == 0 {
+		terms = registryRewardTerms()
+	}
+	fields := []plainField{plainFieldSuccess}
+	if len(terms) > 0 {
+		fields = append(fields, plainTermField(terms[0]))
+		terms = terms[1:]
+	}
+	fields = append(fields, plainFieldKL)
+	var weighted rewardTerms
+	for _, t := range terms {
+		if t.Priced {
+			fields = append(fields, plainTermField(t))
+		} else {
+			weighted = append(weighted, t)
+		}
+	}
+	slices.SortStableFunc(weighted, func(a, b telemetry.RewardTerm) int {
+		return firstWeighingStage(s.Curriculum, a.Name) - firstWeighingStage(s.Curriculum, b.Name)
+	})
+	for _, t := range weighted {
+		fields = append(fields, plainTermField(t))
+	}
+	return append(fields, plainFieldsRFTEnd...)
+}
+
+// firstWeighingStage is the index of the first curriculum stage that weighs
+// reward term name (a weight not 0), the number of stages when none does.
+func firstWeighingStage(c telemetry.Curriculum, name string) int {
+	for i, st := range c.Stages {
+		if st.Weights[name] != 0 {
+			return i
+		}
+	}
+	return len(c.Stages)
+}
+
+// plainTermField is reward term t's raw batch value, left out while the
+// current stage weighs it 0.
+func plainTermField(t telemetry.RewardTerm) plainField {
+	f := plainField{label: rewardTerms{t}.short(t.Name), metrics: []string{"reward/" + t.Name + "/raw"}, format: "%+.2f"}
+	if !t.Priced {
+		f.weight = "curriculum/weight/" + t.Name
+	}
+	return f
+}
+
+// registryRewardTerms are the reward registry's terms as a run's snapshot
+// lists them.
+func registryRewardTerms() rewardTerms {
+	var out rewardTerms
+	for _, t := range reward.Terms() {
+		out = append(out, telemetry.RewardTerm{Name: t.Name, Short: t.Short, Priced: t.Priced})
+	}
+	return out
+}
 
 // plainTailW is the room kept for the rate and ETA ("12.3 it/s eta 59m"),
 // so that the fields that fit do not depend on them (a longer ETA, early in

@@ -219,3 +219,22 @@ func TestPlainSameFieldsInAPhase(t *testing.T) {
 		t.Errorf("wide values: line of %d characters", n)
 	}
 }
+
+// A snapshot without the run's reward terms (a run recorded before snapshots
+// listed them) prints the registry's, as the snapshot that lists them does.
+func TestPlainRewardTermsOfAnOldRun(t *testing.T) {
+	s := *rftUpdates(1240, 3000)[12].Snapshot
+	if len(s.Rewards) == 0 {
+		t.Fatal("the fixture's RFT snapshot lists no reward terms")
+	}
+	want := plainLine(s)
+	s.Rewards = nil
+	if got := plainLine(s); got != want {
+		t.Errorf("without the terms:\n got %q\nwant %q", got, want)
+	}
+	for _, label := range []string{" final ", " pen ", " cost ", " coh "} {
+		if !strings.Contains(want, label) {
+			t.Errorf("%q lacks%s", want, label)
+		}
+	}
+}

@@ -60,7 +60,7 @@ func plainFields(s telemetry.Snapshot) []plainField {
 	case s.Phase == telemetry.PhaseTTRL:
 		return plainFieldsTTRL
 	}
-	return plainFieldsRFT
+	return plainFieldsRFT(s)
 }
 
 // PlainWatch prints a watched run as plain lines, as runs print them under

@@ -83,6 +83,7 @@ func TestRecipeRewardTerm(t *testing.T) {
 		t.Errorf("no live-edit field for the new weight: %v", err)
 	}
 	consoleShowsBrevity(t, sink)
+	plainShowsBrevity(t, sink)
 }
 
 // configWithBrevity is the smoke config with brevity weighed 0.5 in the first
@@ -166,5 +167,34 @@ func consoleShowsBrevity(t *testing.T, sink *recordSink) {
 	}
 	if !strings.Contains(rewardParts(map[string]float64{"brevity": -0.01}, termsOf(&snap)), "brev -0.01") {
 		t.Errorf("a step's reward parts do not label the new term")
+	}
+}
+
+// plainShowsBrevity prints the run's snapshots headless and looks for the
+// term by its short label in every RFT status line, and its value in the
+// lines of the first stage, the one that weighs it.
+func plainShowsBrevity(t *testing.T, sink *recordSink) {
+	t.Helper()
+	var out strings.Builder
+	plain := Plain(&out, 1)
+	for _, s := range sink.snaps {
+		plain.Publish(s)
+	}
+	var rft []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "rft ") && strings.Contains(line, " | ") {
+			rft = append(rft, line)
+		}
+	}
+	if len(rft) == 0 {
+		t.Fatalf("no RFT status line in the headless output:\n%s", out.String())
+	}
+	for _, line := range rft {
+		if !strings.Contains(line, " brev ") {
+			t.Errorf("an RFT status line without the new term: %q", line)
+		}
+		if strings.Contains(line, " stage 1/") && !strings.Contains(line, " brev -0.") {
+			t.Errorf("a status line of the stage that weighs the new term without its value: %q", line)
+		}
 	}
 }

@@ -39,6 +39,11 @@ config. Then:
   checkpoint keeps the scheduler, so a resume goes on with it) and, for a
   trainer with a numeric beta (GRPOTrainer's KL coefficient), beta, which
   the trainer reads at each loss. Each applies from the step its ack names.
+  The Trainer's checkpoints keep the edits (trainer_state.json's
+  stateful_callbacks, under "pixelis"), so a run resumed from one goes on
+  with them: on_train_begin sets beta again, and the learning rate the next
+  edit scales from (the optimiser's and scheduler's rates come back with
+  their own state).
 - a stage weight naming a function the trainer lacks is refused: when
   building the callback (the default weights or pixelis's first stage:
   ValueError, or pixelis.sdk.Refused from the handshake) and later (the
@@ -110,6 +115,9 @@ def _number_or_none(v):
         return False
 
 
+_STATE_KEY = "pixelis"  # the callback's entry in TrainerState.stateful_callbacks
+
+
 def _checkpoint_dir(args, state):
     """Where the Trainer saves the checkpoint of this step (transformers' PREFIX_CHECKPOINT_DIR)."""
     return os.path.join(args.output_dir, "checkpoint-%d" % state.global_step)
@@ -148,6 +156,7 @@ class PixelisCallback(_TrainerCallback):
         self._evals: list[sdk.Command] = []     # commands answered by the next on_evaluate
         self._stopped = False
         self._step = 0       # the newest step that ended
+        self._edits: dict[str, float] = {}  # field → value of the edits applied, for the checkpoints
         self.run.on("stage", self._take_stage)
         self.run.on("edit", self._take_edit)
         if self.run.active or default_weights:
@@ -203,6 +212,7 @@ class PixelisCallback(_TrainerCallback):
         field, value = c.args.get("field"), float(c.args.get("value"))
         if field == "beta" and "beta" in self._editable():
             self.trainer.beta = value
+            self._edits["beta"] = value
             return True
         if field != "learning_rate":
             return False, "%r is not a setting this callback declared editable" % (field,)
@@ -217,7 +227,35 @@ class PixelisCallback(_TrainerCallback):
         if sched is not None and hasattr(sched, "base_lrs"):
             sched.base_lrs = [b * scale for b in sched.base_lrs]
         args.learning_rate = value
+        self._edits["learning_rate"] = value
         return True
+
+    def _keep_edits(self, state):
+        """Put the edits applied so far in the TrainerState the Trainer writes
+        into every checkpoint (trainer_state.json), the JIT save on SIGTERM
+        included. The key is no callback's class name, so the Trainer's own
+        restore of callbacks (restore_callback_states_from_checkpoint) passes
+        it by rather than building a second callback."""
+        kept = getattr(state, "stateful_callbacks", None)
+        if isinstance(kept, dict) and self._edits:
+            kept[_STATE_KEY] = {"edits": dict(self._edits)}
+
+    def _restore_edits(self, state):
+        """The edits a resumed run's checkpoint kept, applied again: beta on the
+        trainer; the learning rate only as args.learning_rate, the rate the next
+        edit scales from, since the optimiser's groups and the scheduler's base
+        rates were restored edited with their own state."""
+        kept = getattr(state, "stateful_callbacks", None)
+        entry = kept.get(_STATE_KEY) if isinstance(kept, dict) else None
+        edits = entry.get("edits") if isinstance(entry, dict) else None
+        if not isinstance(edits, dict):
+            return
+        if "beta" in edits and "beta" in self._editable():
+            self.trainer.beta = float(edits["beta"])
+        args = getattr(self.trainer, "args", None)
+        if "learning_rate" in edits and args is not None:
+            args.learning_rate = float(edits["learning_rate"])
+        self._edits.update({k: float(v) for k, v in edits.items() if k in ("beta", "learning_rate")})
 
     def _in_use(self):
         """The trainer's reward weights by function name."""
@@ -246,6 +284,7 @@ class PixelisCallback(_TrainerCallback):
     # --- the Trainer's events ---------------------------------------------------------------
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._restore_edits(state)  # a resumed run's state is its checkpoint's by now
         self.run.phase(self.phase_name, state.global_step)
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
@@ -276,6 +315,7 @@ class PixelisCallback(_TrainerCallback):
                     self._saves.append(c)
                 else:
                     c.ack()
+        self._keep_edits(state)
         return control
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

@@ -218,6 +218,40 @@ class GRPO(Base):
         self.assertEqual(after[1]["step"], applied + 1)
         self.assertEqual(after[1]["metrics"]["reward/one/raw"], 1.0)
 
+    def test_a_resumed_run_goes_on_with_the_edited_beta_and_learning_rate(self):
+        p = self.peer()
+        saved = tiny.saved_model(os.path.join(self.out, "model"))  # beta > 0: GRPOTrainer loads a reference model from it
+        tr = tiny.grpo_trainer(self.out, model_path=saved, beta=0.04)
+        tr.add_callback(PixelisCallback(tr, channel=p.path))
+        th = self.start(tr)
+        p.wait_type("metrics")
+        for field, value in (("beta", 0.25), ("learning_rate", 2e-3)):
+            self.assertTrue(p.wait_ack(p.command("edit", {"field": field, "value": value}))["ok"])
+        self.assertTrue(p.wait_ack(p.command("checkpoint"))["ok"])
+        ck = p.of("checkpoint")[0]
+        self.stop(p, th)
+        with open(os.path.join(ck["path"], "trainer_state.json")) as f:
+            self.assertEqual(json.load(f)["stateful_callbacks"]["pixelis"], {"edits": {"beta": 0.25, "learning_rate": 2e-3}})
+        # `pixelis resume`: a new trainer, built with the constructor's beta and learning rate.
+        p2 = self.peer(resume={"step": ck["step"], "checkpoint": ck["path"]})
+        tr2 = tiny.grpo_trainer(self.out, max_steps=ck["step"] + 2, model_path=saved, beta=0.04, lr_scheduler_type="constant")
+        seen = {}
+
+        class Probe(transformers.TrainerCallback):  # what the first resumed step trains with
+            def on_step_begin(self, args, state, control, **kwargs):
+                seen.setdefault("beta", tr2.beta)
+                seen.setdefault("lr", tr2.optimizer.param_groups[0]["lr"])
+
+        cb = PixelisCallback(tr2, channel=p2.path)
+        tr2.add_callback(cb)
+        tr2.add_callback(Probe())
+        self.assertEqual(tr2.beta, 0.04)
+        tr2.train(resume_from_checkpoint=cb.run.resume["checkpoint"])
+        p2.wait_type("done")
+        self.assertEqual(seen["beta"], 0.25)
+        self.assertAlmostEqual(seen["lr"], 2e-3)
+        self.assertEqual(tr2.args.learning_rate, 2e-3)  # the rate a further edit scales from
+
 
 class Accelerate(Base):
     """GRPOTrainer as two processes under `accelerate launch` (CPU, gloo):

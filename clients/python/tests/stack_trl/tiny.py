@@ -71,11 +71,19 @@ def sft_trainer(out, max_steps=10 ** 6, **args):
                                 data_collator=transformers.DataCollatorForLanguageModeling(tok, mlm=False))
 
 
-def grpo_trainer(out, reward_funcs=(one, half), max_steps=10 ** 6, **args):
-    """TRL's GRPOTrainer: groups of 4 completions of 4 tokens for sentences(32) as prompts."""
+def saved_model(path):
+    """model(tokenizer()) saved in path, for a trainer that loads its model, and a
+    reference model beside it, from a directory (GRPOTrainer with beta > 0)."""
+    model(tokenizer()).save_pretrained(path)
+    return path
+
+
+def grpo_trainer(out, reward_funcs=(one, half), max_steps=10 ** 6, model_path=None, **args):
+    """TRL's GRPOTrainer: groups of 4 completions of 4 tokens for sentences(32) as prompts;
+    the model is model(tok), or the one saved in model_path."""
     tok = tokenizer()
     cfg = trl.GRPOConfig(out, max_steps=max_steps, per_device_train_batch_size=4, num_generations=4,
                          max_completion_length=4, **dict(common_args(), **args))
     prompts = datasets.Dataset.from_dict({"prompt": sentences(32)})
-    return trl.GRPOTrainer(model=model(tok), processing_class=tok, reward_funcs=list(reward_funcs), args=cfg,
+    return trl.GRPOTrainer(model=model_path or model(tok), processing_class=tok, reward_funcs=list(reward_funcs), args=cfg,
                            train_dataset=prompts, eval_dataset=datasets.Dataset.from_dict({"prompt": sentences(8, seed=1)}))
