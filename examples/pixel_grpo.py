@@ -346,6 +346,7 @@ def grpo_step(st, client, args, ranks, weights):
     # the weighted means over every rank's trained rows; none when no group of the step had a signal
     out.update({k: v / sums[-1] if sums[-1] > 0 else None for k, v in zip(stats, sums)})
     out["train/skipped_updates"] = st.skipped
+    out["train/lr"] = st.opt.param_groups[0]["lr"]  # the rate this step trained with (a live edit's shows here)
     first["reward"] = float(r[0])
     return out, first
 
@@ -668,6 +669,9 @@ def close_distributed(st, together):
 def train(st, run, client, args, ranks, run_dir, t0, cpu0, first):
     """SFT (unless resumed past it), GRPO, the test evaluation after it and the results; a stop
     command ends it early, without done()."""
+    # The boundary before the first step: a fork's edits, which its welcome carried, apply from it.
+    if handle(run.step_boundary(st.step), st, run, run_dir, client, args, ranks):
+        return
     finished = True
     if st.phase == "sft":
         finished = sft_phase(st, run, client, args, ranks, run_dir)

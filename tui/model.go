@@ -45,6 +45,10 @@ type Options struct {
 	// command line and the config it declared), which i shows above Config;
 	// read when i opens, as the trainer declares them after the console starts.
 	Settings func() string
+	// Editable, when set, returns the settings a launched trainer declared
+	// editable with their [low, high] ranges (nil before it connects), which
+	// the edit and fork forms (x, b) list; read when a form opens.
+	Editable func() map[string][]float64
 	// Now is the console's clock; nil is time.Now. Tests fix it.
 	Now func() time.Time
 	// Backlog, when set, is the run's history before the feed's first update:
@@ -579,11 +583,20 @@ func (m *Model) toggleOverlay(id overlayID) {
 	case overlayMetrics:
 		m.overlay = newMetricsPane(false)
 	case overlayEdit:
-		m.overlay = editPane{live: m.liveCfg, launched: m.opts.Settings != nil}
+		m.overlay = m.editForm(false)
 	case overlayFork:
-		m.overlay = editPane{live: m.liveCfg, launched: m.opts.Settings != nil, forking: true}
+		m.overlay = m.editForm(true)
 	}
 	m.overlay = m.overlay.update(resizeMsg{}, m.overlayEnv())
+}
+
+// editForm is the form of edits (x), or of a fork's edits (b).
+func (m *Model) editForm(forking bool) editPane {
+	p := editPane{live: m.liveCfg, launched: m.opts.Settings != nil, forking: forking}
+	if p.launched && m.opts.Editable != nil {
+		p.ranges = m.opts.Editable()
+	}
+	return p
 }
 
 func (m *Model) wheel(ms tea.Mouse) tea.Cmd {

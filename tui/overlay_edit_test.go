@@ -72,18 +72,80 @@ func TestEditForm(t *testing.T) {
 	}
 }
 
-// A launched trainer's form points at pixelis edit: its settings are the
-// trainer's, not pixelis's config's.
+// A launched trainer's forms list the settings its hello declared editable
+// with their ranges, not pixelis's config's fields: x sends an edit of one
+// (a value outside its range is refused in the form, nothing sent), b
+// chooses the fork's values and sends the fork with them.
 func TestEditFormLaunched(t *testing.T) {
 	var conf bytes.Buffer
 	if err := configs.Encode(&conf, configs.Default()); err != nil {
 		t.Fatal(err)
 	}
-	hs := rftHarnessWith(t, 120, 40, Options{Color: "never", Config: conf.String(), Settings: func() string { return "" }}, true)
+	ranges := map[string][]float64{"lr": {1e-6, 0.1}, "weight.curiosity": {0, 1}}
+	hs := rftHarnessWith(t, 120, 40, Options{Color: "never", Config: conf.String(), Settings: func() string { return "" },
+		Editable: func() map[string][]float64 { return ranges }}, true)
 	hs.press("x")
 	screen := ansi.Strip(hs.frame())
-	if !strings.Contains(screen, "A launched trainer") || strings.Contains(screen, "kl_coef") {
-		t.Fatalf("launched form:\n%s", screen)
+	for _, want := range []string{"Edit the trainer", "lr ", "in [1e-06, 0.1], declared by the trainer", "weight.curiosity", "in [0, 1]"} {
+		if !strings.Contains(screen, want) {
+			t.Fatalf("the launched form lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.Contains(screen, "kl_coef") {
+		t.Fatalf("the launched form lists pixelis's own fields:\n%s", screen)
+	}
+	typeValue := func(down int, v string) {
+		hs.press("home")
+		for range down {
+			hs.press("down")
+		}
+		hs.press("enter")
+		hs.send(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
+		for _, r := range v {
+			hs.press(string(r))
+		}
+		hs.press("enter")
+	}
+	typeValue(1, "2")
+	if len(hs.feed.sentCommands()) != 0 || !strings.Contains(ansi.Strip(hs.frame()), "edit weight.curiosity: must be in [0, 1] (the trainer's declared range), got 2") {
+		t.Fatalf("a value out of range: sent %v\n%s", hs.feed.sentCommands(), ansi.Strip(hs.frame()))
+	}
+	typeValue(1, "0.25")
+	sent := hs.feed.sentCommands()
+	if len(sent) != 1 || sent[0].Kind != telemetry.CmdEdit || sent[0].Field != "weight.curiosity" || *sent[0].Value != 0.25 || sent[0].Source != "console" {
+		t.Fatalf("sent %+v", sent)
+	}
+	hs.press("esc")
+
+	hs.press("b")
+	typeValue(1, "0.001") // the first line forks: lr is the second
+	screen = ansi.Strip(hs.frame())
+	if !strings.Contains(screen, "Fork the trainer") || !strings.Contains(screen, "fork now with lr=0.001") || !strings.Contains(screen, "→ 0.001") {
+		t.Fatalf("the fork form after choosing lr:\n%s", screen)
+	}
+	if n := len(hs.feed.sentCommands()); n != 1 {
+		t.Fatalf("choosing a fork's value sent a command: %+v", hs.feed.sentCommands())
+	}
+	hs.press("home", "enter")
+	sent = hs.feed.sentCommands()
+	if len(sent) != 2 || sent[1].Kind != telemetry.CmdFork || len(sent[1].Edits) != 1 || sent[1].Edits[0] != (telemetry.FieldValue{Field: "lr", Value: 0.001}) {
+		t.Fatalf("sent %+v", sent)
+	}
+}
+
+// Before a launched trainer connects, its forms say its settings show once
+// it has, and fork mode offers no fork.
+func TestEditFormLaunchedBeforeHello(t *testing.T) {
+	hs := rftHarnessWith(t, 120, 40, Options{Color: "never", Settings: func() string { return "" },
+		Editable: func() map[string][]float64 { return nil }}, true)
+	hs.press("b")
+	screen := ansi.Strip(hs.frame())
+	if !strings.Contains(screen, "has not connected to its channel yet") || strings.Contains(screen, "fork now") {
+		t.Fatalf("the fork form before the hello:\n%s", screen)
+	}
+	hs.press("enter")
+	if sent := hs.feed.sentCommands(); len(sent) != 0 {
+		t.Fatalf("sent %+v", sent)
 	}
 }
 

@@ -107,6 +107,20 @@ func trainerEditable(dir string) (map[string][]float64, bool, error) {
 	return t.Editable, true, nil
 }
 
+// launchedEditable is what the console's edit and fork forms list of a
+// launched trainer: the settings it declared editable with their ranges,
+// empty when it declared none, nil before it has connected.
+func launchedEditable(dir string) map[string][]float64 {
+	ranges, ok, err := trainerEditable(dir)
+	if !ok || err != nil {
+		return nil
+	}
+	if ranges == nil {
+		ranges = map[string][]float64{}
+	}
+	return ranges
+}
+
 // editLaunched lists or sends edits of a launched trainer's declared settings,
 // each checked against its declared range first (pixelis checks again).
 func editLaunched(dir string, ranges map[string][]float64, list bool, args []string, std stdio) error {

@@ -259,6 +259,7 @@ func (c terminalConsole) Show(ctx context.Context, feed telemetry.Feed) error {
 	opts := tui.Options{FPS: ui.FPS, History: ui.History, Mouse: ui.Mouse, Color: ui.Color, RunDir: c.runDir, Config: conf.String()}
 	if c.launched {
 		opts.Settings = func() string { return launchedSettings(c.runDir) }
+		opts.Editable = func() map[string][]float64 { return launchedEditable(c.runDir) }
 	}
 	if c.resumeStep >= 0 {
 		// A resumed run's console starts from its history up to the checkpoint.

@@ -223,8 +223,19 @@ func (s *session) helloFrom(c *conn, m inMessage) {
 	if s.spec.ResumeStep >= 0 && s.spec.Resumed != "" {
 		w.Resume = &resume{Step: s.spec.ResumeStep, Checkpoint: s.spec.Resumed}
 	}
+	var sent []int
+	if m.WelcomeCommands && m.Version >= 2 {
+		w.Commands, sent = s.welcomeEdits()
+	}
 	if err := c.write(w); err != nil {
+		for _, id := range sent {
+			s.cmds.drop(id)
+		}
 		s.emit(telemetry.EventWarning, "welcome not sent: "+err.Error(), nil)
+		sent = nil
+	}
+	for _, id := range sent {
+		s.emit(telemetry.EventCommand, fmt.Sprintf("%s sent to the trainer in its welcome (command %d)", KindEdit, id), map[string]any{"request": KindEdit, "id": id})
 	}
 	again := ""
 	if s.ever {

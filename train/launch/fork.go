@@ -2,6 +2,7 @@ package launch
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/pixelis/pixelis/train/edit"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -52,8 +53,34 @@ func (s *session) forkAt(path string, step int) {
 		map[string]any{"dir": dir, "step": step, "checkpoint": path, "edits": edits})
 }
 
+// welcomeEdits are Spec.Edits as the commands of the welcome to a trainer
+// that takes them there (hello's welcome_commands), each awaiting its ack,
+// and their ids; an edit the trainer's declared ranges refuse is a warning
+// and not among them. They then count as sent.
+func (s *session) welcomeEdits() ([]outCommand, []int) {
+	if s.startEditsSent {
+		return nil, nil
+	}
+	s.startEditsSent = true
+	from := max(s.nextStep(), 0)
+	var out []outCommand
+	var ids []int
+	for _, e := range s.spec.Edits {
+		v := e.Value
+		if rule := s.editRule(e.Field, &v); rule != "" {
+			s.refuseEdit(e.Field, rule)
+			continue
+		}
+		args := map[string]any{"field": e.Field, "value": v, "source": edit.SourceFork}
+		id := s.cmds.add(KindEdit, args, from, time.Now())
+		out = append(out, outCommand{Type: MsgCommand, ID: id, Kind: KindEdit, Args: args, FromStep: &from})
+		ids = append(ids, id)
+	}
+	return out, ids
+}
+
 // sendStartEdits sends Spec.Edits after the trainer's first hello: a fork's
-// edits, from its first step.
+// edits, from its first step (unless its welcome carried them).
 func (s *session) sendStartEdits() {
 	if s.startEditsSent {
 		return

@@ -94,6 +94,12 @@ type inMessage struct {
 	// (version 2), each with the range it takes: an edit command sets one
 	// from a step on.
 	Editable map[string][]float64 `json:"editable"`
+	// WelcomeCommands (version 2, optional): the trainer takes the commands
+	// its welcome carries (a fork's edits) as if they had arrived first on
+	// the channel, so a trainer that calls its step boundary before its
+	// first step applies them from that step. Without it they come as
+	// command messages after the welcome.
+	WelcomeCommands bool `json:"welcome_commands"`
 	// heartbeat
 	Dropped int `json:"dropped"`
 	// phase
@@ -146,6 +152,10 @@ type welcome struct {
 	// before its next step, so a decision lands at the same step in every
 	// run, whatever either side's speed.
 	Lockstep bool `json:"lockstep,omitempty"`
+	// Commands (to a trainer whose hello said welcome_commands): the
+	// commands pixelis has for it from its first step, command messages as
+	// they would come on the channel: a fork's edits.
+	Commands []outCommand `json:"commands,omitempty"`
 }
 
 // observed answers a metrics message under lockstep.

@@ -93,6 +93,10 @@ class Channel:
             if isinstance(every, (int, float)) and 0 < every <= HEARTBEAT_EVERY_S:
                 self.heartbeat_every = float(every)
             self.lockstep = bool(msg.get("lockstep"))
+            cmds = msg.get("commands")  # a fork's edits: taken as the first commands of the channel
+            if isinstance(cmds, list):
+                with self._inbox_cv:
+                    self._inbox.extend(c for c in cmds if isinstance(c, dict))
         except BaseException:
             sock.close()
             raise

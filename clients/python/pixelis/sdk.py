@@ -233,6 +233,7 @@ class Run:
                 hello["log_keys"] = str(log_keys)
             if editable:
                 hello["editable"] = {str(k): [float(lo), float(hi)] for k, (lo, hi) in editable.items()}
+            hello["welcome_commands"] = True  # a fork's edits come in the welcome: the first boundary takes them
             self._channel = Channel(path, hello, queue_size, timeout, self._owner, self._on_owner_gone)
             welcome = self._channel.welcome
             self.run_dir = welcome.get("run_dir") or self.run_dir
@@ -445,7 +446,10 @@ class Run:
         while paused this call blocks (heartbeats go on) until resume or
         stop, then returns the pause and what came with it. checkpoint,
         evaluate and stop are for the trainer to carry out and ack().
-        Outside launch it returns [] at once and is no collective."""
+        Outside launch it returns [] at once and is no collective. Called
+        once before the first step, with the step the run starts from, it
+        returns the commands the welcome carried (a fork's edits), which
+        then apply from that first step."""
         if not self.active:
             return []
         self._boundaries += 1

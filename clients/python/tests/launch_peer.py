@@ -28,12 +28,14 @@ class ProtocolPeer:
 
     WARMUP = {"index": 0, "name": "warmup", "weights": {"final": 1.0}}
 
-    def __init__(self, stage=WARMUP, heartbeat_every_s=5, refuse=None, path=None, resume=None, lockstep=False):
+    def __init__(self, stage=WARMUP, heartbeat_every_s=5, refuse=None, path=None, resume=None, lockstep=False,
+                 welcome_commands=None):
         self.stage = stage              # None: pixelis runs no curriculum (the welcome's stage is null)
         self.resume = resume            # the welcome's resume {step, checkpoint}, when given
         self.heartbeat_every_s = heartbeat_every_s
         self.refuse = refuse            # a reason to refuse every hello with
         self.lockstep = lockstep        # answer each metrics message with observed (the welcome says so)
+        self.welcome_commands = welcome_commands  # the welcome's commands (a fork's edits), when given
         self.observing = threading.Event()  # cleared: observed is held back (the trainer waits)
         self.observing.set()
         self._dir = None
@@ -111,6 +113,8 @@ class ProtocolPeer:
                    "stage": self.stage, "lockstep": self.lockstep}
         if self.resume is not None:
             welcome["resume"] = self.resume
+        if self.welcome_commands is not None:
+            welcome["commands"] = self.welcome_commands
         conn.sendall(json.dumps(welcome).encode() + b"\n")
         try:
             while True:

@@ -247,6 +247,18 @@ class Channel(unittest.TestCase):
         self.assertEqual(seen, [("lr", 0.5, 4)])
         self.assertEqual(self.peer.wait_ack(cid)["from_step"], 4)
 
+    def test_a_welcomes_edits_are_taken_at_the_boundary_before_the_first_step(self):
+        edit = {"type": "command", "id": 7, "kind": "edit", "from_step": 41, "args": {"field": "lr", "value": 0.5, "source": "fork"}}
+        peer = ProtocolPeer(stage=None, welcome_commands=[edit])
+        self.addCleanup(peer.close)
+        run = sdk.connect(components=COMPONENTS, channel=peer.path, editable={"lr": (0, 1)})
+        self.addCleanup(run.close, 1.0)
+        self.assertIs(peer.wait_type("hello")[0]["welcome_commands"], True)
+        cmds = run.step_boundary(40)  # resumed at step 40: the boundary before step 41, no wait for the channel
+        self.assertEqual([(c.kind, c.args["field"], c.applies_from) for c in cmds], [("edit", "lr", 41)])
+        cmds[0].ack()
+        self.assertEqual(peer.wait_ack(7)["from_step"], 41)
+
     def test_under_lockstep_the_boundary_waits_for_the_step_to_be_observed(self):
         peer = ProtocolPeer(stage=ProtocolPeer.WARMUP, lockstep=True)
         self.addCleanup(peer.close)
