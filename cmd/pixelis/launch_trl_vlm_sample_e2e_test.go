@@ -40,13 +40,15 @@ func TestLaunchTRLVLMConsoleSample(t *testing.T) {
 		return p
 	}
 	sftOut := filepath.Join(tmp, "sft")
-	launchVLM(t, bin, env, filepath.Join(tmp, "run-sft"), []string{"--no-curriculum"},
+	sft := launchVLM(t, bin, env, filepath.Join(tmp, "run-sft"), []string{"--no-curriculum"},
 		py, "-u", example("sft.py"), sftOut, "--data", data, "--tiny", "--lora-rank", "0", "--learning-rate", "3e-3",
 		"--steps", "100", "--batch", "1")
+	waitExit(t, sft, 0)
 	grpoRun := filepath.Join(tmp, "run-grpo")
-	launchVLM(t, bin, env, grpoRun, nil,
+	grpo := launchVLM(t, bin, env, grpoRun, nil,
 		py, "-u", example("grpo_tools.py"), filepath.Join(tmp, "grpo"), "--data", data, "--serve", url,
 		"--model", filepath.Join(sftOut, "model"), "--lora-rank", "4", "--steps", "1", "--batch", "2", "--generations", "2")
+	waitExit(t, grpo, 0)
 	b, err := os.ReadFile(filepath.Join(grpoRun, telemetry.StatusFile))
 	if err != nil {
 		t.Fatal(err)
