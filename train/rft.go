@@ -370,7 +370,7 @@ func (s *rftRun) validate(ctx context.Context) (map[string]float64, error) {
 	spec := rollout.EvalSpec{Samples: cfg.RFT.ValSamples, Temperature: cfg.Eval.Temperature, Seed: cfg.Run.Seed, Step: s.step}
 	var saveErr error
 	if cfg.Eval.SaveEpisodes {
-		dir := filepath.Join(s.r.opt.RunDir, "episodes", fmt.Sprintf("val_step_%06d", s.step))
+		dir := filepath.Join(s.r.opt.RunDir, "episodes", rollout.ValidationDir("val", s.step))
 		saveErr = os.MkdirAll(dir, 0o755)
 		spec.Each = func(_ int, greedy *rollout.Rollout, sampled []*rollout.Rollout) error {
 			if saveErr == nil {

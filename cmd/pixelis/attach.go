@@ -213,8 +213,9 @@ func forkPairs(dir string) (tui.ForkPairs, bool) {
 	if !ok || err != nil {
 		return tui.ForkPairs{}, false
 	}
-	return tui.ForkPairs{Parent: c.Parent, Step: c.Step, Vals: len(c.Vals), KPIs: []tui.PairedKPI{
-		{Name: "val greedy", Mean: c.Greedy.Mean, CI95: c.Greedy.CI95, N: c.Greedy.N},
-		{Name: "val pass@1", Mean: c.Pass1.Mean, CI95: c.Pass1.CI95, N: c.Pass1.N},
-	}}, true
+	p := tui.ForkPairs{Parent: c.Parent, Step: c.Step, Vals: len(c.Vals)}
+	for _, k := range c.KPIs {
+		p.KPIs = append(p.KPIs, tui.PairedKPI{Name: k.Name, Mean: k.Mean, CI95: k.CI95, N: k.N})
+	}
+	return p, true
 }

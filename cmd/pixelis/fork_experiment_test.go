@@ -62,9 +62,11 @@ func TestForkPairedDifferenceIsTheExperiments(t *testing.T) {
 		t.Fatalf("compare the fork: %+v, %v, %v", c, ok, err)
 	}
 	greedy, pass1 := pairedByTask(t, base, edit, c.Vals)
-	if !reflect.DeepEqual(greedy, c.Greedy) || !reflect.DeepEqual(pass1, c.Pass1) {
+	forkGreedy, _ := c.KPI("val greedy")
+	forkPass1, _ := c.KPI("val pass@1")
+	if !reflect.DeepEqual(greedy, forkGreedy) || !reflect.DeepEqual(pass1, forkPass1) {
 		t.Fatalf("by task, the arms' edit − base is greedy %+v pass@1 %+v; the fork's fork − parent greedy %+v pass@1 %+v",
-			greedy, pass1, c.Greedy, c.Pass1)
+			greedy, pass1, forkGreedy, forkPass1)
 	}
 }
 

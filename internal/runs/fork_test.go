@@ -190,8 +190,10 @@ func TestForkIsItsParentStepForStep(t *testing.T) {
 	sameMetrics(t, "the fork with no edit", metrics(t, plain), want, 1, last)
 	// Paired by validation task with its parent, the fork with no edit differs by nothing.
 	c, ok, err := CompareFork(plain)
-	if err != nil || !ok || c.Parent != parent || c.Step != k || len(c.Vals) != 2 || c.Greedy.N != 2*cfg.RFT.ValTasks ||
-		c.Greedy.Mean != 0 || c.Greedy.CI95 != 0 || c.Pass1.Mean != 0 || c.Pass1.CI95 != 0 {
+	greedy, _ := c.KPI("val greedy")
+	pass1, _ := c.KPI("val pass@1")
+	if err != nil || !ok || c.Parent != parent || c.Step != k || len(c.Vals) != 2 || len(c.KPIs) != 2 || greedy.N != 2*cfg.RFT.ValTasks ||
+		greedy.Mean != 0 || greedy.CI95 != 0 || pass1.Mean != 0 || pass1.CI95 != 0 {
 		t.Fatalf("CompareFork(the fork with no edit) = %+v, %v, %v; want validations at RFT steps 3 and 6, every difference 0", c, ok, err)
 	}
 	if _, ok, err := CompareFork(parent); ok || err != nil {

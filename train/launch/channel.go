@@ -183,6 +183,8 @@ func (s *session) handle(c *conn, m inMessage) {
 		s.metrics(m)
 	case MsgSample:
 		s.sample(m)
+	case MsgValidation:
+		s.validation(m)
 	case MsgCheckpoint:
 		s.checkpoint(m)
 	case MsgAck:

@@ -39,6 +39,7 @@ const (
 	MsgPhase      = "phase"
 	MsgMetrics    = "metrics"
 	MsgSample     = "sample"
+	MsgValidation = "validation" // a validation's results task by task (optional)
 	MsgCheckpoint = "checkpoint"
 	MsgAck        = "ack"
 	MsgDone       = "done"
@@ -113,6 +114,12 @@ type inMessage struct {
 	Weights map[string]json.RawMessage `json:"weights"`
 	// sample
 	Sample *inSample `json:"sample"`
+	// validation: the split's name, per task id its attempts' correctness,
+	// and optionally its greedy attempt's (read by validation.go, so that a
+	// malformed one is refused naming its field)
+	Split   string          `json:"split"`
+	Results json.RawMessage `json:"results"`
+	Greedy  json.RawMessage `json:"greedy"`
 	// checkpoint
 	Path string `json:"path"`
 	// ack

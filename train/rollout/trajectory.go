@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/pixelis/pixelis/reward"
@@ -195,10 +196,53 @@ func misuseLabel(r env.Result) string {
 	return strings.Join(parts, ", ")
 }
 
+// SaveResults writes one task's results as SaveEpisodes writes its episodes,
+// for a trainer that reports only whether each attempt was right (a launched
+// trainer's validation): its greedy attempt's when it has one, then its
+// sampled attempts'. ReadScores reads them as it reads episodes.
+func SaveResults(dir, task string, greedy *bool, sampled []bool) error {
+	recs := make([]episodeRecord, 0, 1+len(sampled))
+	if greedy != nil {
+		recs = append(recs, episodeRecord{Task: task, Mode: "greedy", Correct: *greedy})
+	}
+	for _, ok := range sampled {
+		recs = append(recs, episodeRecord{Task: task, Mode: "sample", Correct: ok})
+	}
+	data, err := json.MarshalIndent(recs, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, task+".json"), data, 0o644)
+}
+
+// ValidationDir names the folder under a run's episodes/ that holds a
+// validation's saved episodes: the split, then the step it ran after (the
+// phase's for pixelis's own runs, run-wide for a launched trainer's).
+func ValidationDir(split string, step int) string { return fmt.Sprintf("%s_step_%06d", split, step) }
+
+// ParseValidationDir is ValidationDir's inverse; ok is false for a name it
+// did not make.
+func ParseValidationDir(name string) (split string, step int, ok bool) {
+	i := strings.LastIndex(name, "_step_")
+	if i <= 0 {
+		return "", 0, false
+	}
+	digits := name[i+len("_step_"):]
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 || len(digits) < 6 {
+		return "", 0, false
+	}
+	return name[:i], n, true
+}
+
 // TaskScore is one task's result in a saved evaluation: its greedy episode's
 // score (1 when correct) and its pass@1, the share of its sampled episodes
-// that were correct.
-type TaskScore struct{ Greedy, Pass1 float64 }
+// that were correct. HasGreedy is false where no greedy episode was saved
+// (a launched trainer's validation may have none): Greedy is then no score.
+type TaskScore struct {
+	Greedy, Pass1 float64
+	HasGreedy     bool
+}
 
 // ReadScores reads the episodes SaveEpisodes wrote in dir, each task's
 // scores by its id.
@@ -221,8 +265,11 @@ func ReadScores(dir string) (map[string]TaskScore, error) {
 		samples := 0
 		for _, r := range recs {
 			switch {
-			case r.Mode == "greedy" && r.Correct:
-				sc.Greedy = 1
+			case r.Mode == "greedy":
+				sc.HasGreedy = true
+				if r.Correct {
+					sc.Greedy = 1
+				}
 			case r.Mode == "sample":
 				samples++
 				if r.Correct {

@@ -289,6 +289,23 @@ class Run:
             raise ValueError("sample at step %s: %s" % (step, e)) from None
         self._channel.put(line)
 
+    def validation(self, step: int, results: Mapping[str, Iterable[bool]], greedy: Mapping[str, bool] | None = None,
+                   split: str = "val") -> None:
+        """A validation's results task by task, after step: per task id its
+        attempts' correctness, and optionally its greedy attempt's. pixelis
+        keeps them in the run directory and, for a fork and its parent that
+        validate on the same tasks, shows their paired difference (fork −
+        parent, by task) in the compare view. Never dropped (as a checkpoint)."""
+        tries = {str(t): [bool(ok) for ok in attempts] for t, attempts in results.items()}
+        if not tries or not all(tries.values()):
+            raise ValueError("validation at step %s: results need at least one task, each with at least one attempt" % step)
+        msg: dict[str, Any] = {"type": "validation", "step": int(step), "split": str(split), "results": tries}
+        if greedy is not None:
+            msg["greedy"] = {str(t): bool(ok) for t, ok in greedy.items()}
+        if len(encode(msg)) > MAX_LINE + 1:
+            raise ValueError("validation at step %s: %d tasks are over the channel's line of %d bytes" % (step, len(tries), MAX_LINE))
+        self._send_control(msg)
+
     def checkpoint_saved(self, path: "str | os.PathLike[str]", step: int) -> None:
         """The trainer saved a checkpoint at path (resume uses the acknowledged ones).
         With its pixelis gone, the checkpoint is recorded in the run directory

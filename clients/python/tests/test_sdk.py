@@ -163,6 +163,17 @@ class Channel(unittest.TestCase):
         self.assertEqual(got[1]["sample"]["answer"], "left")
         self.assertEqual(got[2], {"type": "checkpoint", "step": 3, "path": os.path.abspath("ckpt/step-3.pt")})
 
+    def test_a_validation_carries_each_tasks_attempts_and_greedy(self):
+        run = self.connect()
+        run.validation(12, {"t1": [True, False, 1], "t0": (False,)}, greedy={"t1": True, "t0": 0}, split="val")
+        run.validation(13, {"t2": [True]})
+        m = self.peer.wait_type("validation", 2)
+        self.assertEqual(m[0], {"type": "validation", "step": 12, "split": "val",
+                                "results": {"t1": [True, False, True], "t0": [False]}, "greedy": {"t1": True, "t0": False}})
+        self.assertEqual(m[1], {"type": "validation", "step": 13, "split": "val", "results": {"t2": [True]}})
+        with self.assertRaisesRegex(ValueError, "validation at step 14: results need at least one task, each with at least one attempt"):
+            run.validation(14, {"t3": []})
+
     def test_commands_reach_the_trainer_and_are_acknowledged(self):
         run = self.connect()
         t = Trainer(run, on_command=lambda step, c: c.ack() if c.kind == "checkpoint" else

@@ -47,6 +47,11 @@ def parse_args():
     ap.add_argument("--hf-log-keys", action="store_true",
                     help="log as a Hugging Face Trainer's on_log names them (loss, not train/loss) and say so in hello")
     ap.add_argument("--fail-at", type=int, help="exit 3 at this step")
+    ap.add_argument("--validate-every", type=int, default=0,
+                    help="send a validation message every K steps: --val-tasks tasks, --val-attempts attempts and a "
+                    "greedy one each, right with a chance that grows with the editable setting lr")
+    ap.add_argument("--val-tasks", type=int, default=8)
+    ap.add_argument("--val-attempts", type=int, default=4)
     ap.add_argument("--components", default="final,cost")
     ap.add_argument("--entropy-halflife", type=float,
                     help="log policy/entropy falling from 0.7, halved every N steps (a collapse for the alert detectors)")
@@ -177,6 +182,20 @@ def step_metrics(step, rng, weights, components):
     return m
 
 
+def validation(a, step, lr):
+    """A validation after step: whether each attempt of each task was right,
+    drawn from a stream of the seed, step, task and attempt alone, so that a
+    fork with no edit validates exactly as its parent; lr raises the chance."""
+    results, greedy = {}, {}
+    for t in range(a.val_tasks):
+        task = "task-%03d" % t
+        p = 0.1 + 0.08 * t + 0.3 * lr
+        draws = [random.Random("%d/%d/%s/%d" % (a.seed, step, task, k)).random() for k in range(a.val_attempts + 1)]
+        greedy[task] = draws[0] < p
+        results[task] = [d < p for d in draws[1:]]
+    return dict(type="validation", step=step, split="val", results=results, greedy=greedy)
+
+
 def main():
     a = parse_args()
     components = [c for c in a.components.split(",") if c]
@@ -285,6 +304,8 @@ def main():
         if a.hf_log_keys:
             msg["metrics"] = {hf_log_key(k): v for k, v in msg["metrics"].items()}
         ch.send(**msg)
+        if a.validate_every and step % a.validate_every == 0:
+            ch.send(**validation(a, step, settings.get("lr", 0.0)))
         if step % 5 == 0:
             ch.send(type="sample", step=step, sample={
                 "question": "how many red squares?", "actions": ["ZOOM_IN(1, 2)", {"op": "ANSWER", "args": {"value": 3}}],
