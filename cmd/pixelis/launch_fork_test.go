@@ -1,16 +1,21 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pixelis/pixelis/train/edit"
+	"github.com/pixelis/pixelis/train/experiment"
 	"github.com/pixelis/pixelis/train/launch"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
@@ -28,7 +33,7 @@ func TestLaunchFork(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	args := []string{"launch", "--run-dir", dir, "--no-tui", "--config", launchCurriculum(t), "--resume-args", "--resume {checkpoint}",
 		"--", "python3", "-u", childTrainer(t), "--editable", `{"lr": [0, 1]}`, "--components", "final,coherence,curiosity,cost",
-		"--steps", "400", "--step-time", "0.01"}
+		"--steps", "400", "--step-time", "0.01", "--validate-every", "10", "--val-tasks", "8", "--val-attempts", "4"}
 	p := startProcess(t, bin, nil, args...)
 	t.Cleanup(func() { stopLaunchedForks(dir) })
 	waitSteps(t, dir, 20)
@@ -81,7 +86,7 @@ func TestLaunchFork(t *testing.T) {
 	p.exit(t)
 
 	waitFile(t, "the fork", filepath.Join(forkDir, telemetry.EventsFile), "the trainer finished and exited 0")
-	parent, forked := readMetrics(t, dir), readMetrics(t, forkDir)
+	parent, forked := readLaunchedMetrics(t, dir), readLaunchedMetrics(t, forkDir)
 	for s := 1; s <= step; s++ {
 		if fmt.Sprint(forked[s]) != fmt.Sprint(parent[s]) {
 			t.Fatalf("step %d before the fork point differs:\nfork   %v\nparent %v", s, forked[s], parent[s])
@@ -98,6 +103,120 @@ func TestLaunchFork(t *testing.T) {
 	if len(parent) <= step+1 {
 		t.Errorf("the parent recorded no step after the fork point (%d steps)", len(parent))
 	}
+	checkLaunchedPairs(t, dir, forkDir, step)
+}
+
+// readLaunchedMetrics reads a launched run's metrics.jsonl by step, a
+// step's lines merged: a validation's means are a line of their own at the
+// step it followed.
+func readLaunchedMetrics(t *testing.T, dir string) map[int]map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, telemetry.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var p struct {
+			Step int            `json:"step"`
+			M    map[string]any `json:"m"`
+		}
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("%s: bad line %q: %v", dir, line, err)
+		}
+		if out[p.Step] == nil {
+			out[p.Step] = map[string]any{}
+		}
+		for k, v := range p.M {
+			if !strings.HasPrefix(k, "perf/") && !strings.HasPrefix(k, "timing_s/") {
+				out[p.Step][k] = v
+			}
+		}
+	}
+	return out
+}
+
+// checkLaunchedPairs checks the compare view's paired rows of a launched
+// fork against its parent (forkPairs, what the view shows) against the
+// differences computed by hand from the two runs' saved validations: every
+// validation after the fork point that both sent, task by task.
+func checkLaunchedPairs(t *testing.T, parent, fork string, at int) {
+	t.Helper()
+	var steps []int
+	diffs := map[string][]float64{}
+	for s := (at/10 + 1) * 10; ; s += 10 {
+		name := fmt.Sprintf("val_step_%06d", s)
+		mine, theirs := savedTasks(t, filepath.Join(fork, "episodes", name)), savedTasks(t, filepath.Join(parent, "episodes", name))
+		if mine == nil || theirs == nil {
+			break
+		}
+		steps = append(steps, s)
+		for _, task := range slices.Sorted(maps.Keys(mine)) {
+			diffs["val greedy"] = append(diffs["val greedy"], mine[task][0]-theirs[task][0])
+			diffs["val pass@1"] = append(diffs["val pass@1"], mine[task][1]-theirs[task][1])
+		}
+	}
+	if len(steps) == 0 {
+		t.Fatal("no validation after the fork point in both runs")
+	}
+	got, ok := forkPairs(fork)
+	if !ok || got.Parent != parent || got.Step != at || got.Vals != len(steps) || len(got.KPIs) != 2 {
+		t.Fatalf("the compare view's pairs: %+v, %v; want %d validations (steps %v) from step %d of %s", got, ok, len(steps), steps, at, parent)
+	}
+	t.Logf("the compare view's pairs: %+v", got)
+	for _, k := range got.KPIs {
+		d := diffs[k.Name]
+		mean := 0.0
+		for _, x := range d {
+			mean += x
+		}
+		mean /= float64(len(d))
+		want := experiment.NewStat(d)
+		if k.N != len(d) || math.Abs(k.Mean-mean) > 1e-12 || k.CI95 != want.CI95 {
+			t.Errorf("Δ %s: the view shows %+.4f ± %.4f over %d pairs; by hand %+.4f ± %.4f over %d", k.Name, k.Mean, k.CI95, k.N, mean, want.CI95, len(d))
+		}
+	}
+	if d := diffs["val pass@1"]; slices.Max(d) == 0 && slices.Min(d) == 0 {
+		t.Error("the fork's edit moved no task's pass@1: the pairs show nothing")
+	}
+}
+
+// savedTasks reads a saved validation by hand: per task, its greedy
+// attempt's score and its share of right sampled attempts; nil when absent.
+func savedTasks(t *testing.T, dir string) map[string][2]float64 {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) == 0 {
+		return nil
+	}
+	out := map[string][2]float64{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []struct {
+			Task, Mode string
+			Correct    bool
+		}
+		if err := json.Unmarshal(b, &recs); err != nil {
+			t.Fatal(err)
+		}
+		var greedy, right, n float64
+		for _, r := range recs {
+			switch {
+			case r.Mode == "greedy" && r.Correct:
+				greedy = 1
+			case r.Mode == "sample":
+				n++
+				if r.Correct {
+					right++
+				}
+			}
+		}
+		out[recs[0].Task] = [2]float64{greedy, right / n}
+	}
+	return out
 }
 
 // waitSteps waits until the run in dir has recorded step n.
