@@ -78,6 +78,10 @@ def parse_args(argv=None):
     a("--kl-coef", type=float, default=0.05)
     a("--temperature", type=float, default=1.0)
     a("--grad-clip", type=float, default=1.0)
+    a("--grpo-val-every", type=int, default=0, help="GRPO steps between validations on the validation tasks, "
+      "greedy and --val-samples sampled attempts each, sent task by task (run.validation) so that the compare view "
+      "pairs a fork with its parent (0: none)")
+    a("--val-samples", type=int, default=4, help="sampled attempts per validation task in GRPO's validations")
     a("--weights", default="final=1,coherence=0,curiosity=0", help="reward weights when no stage is pushed")
     # the held-out test
     a("--test-tasks", type=int, default=2000)
@@ -195,22 +199,28 @@ def evaluate(client, policy, ranks, tasks, samples, device, seed, chunk_envs):
     """greedy[i] and pass@1[i] = mean_k correct(task i, attempt k) for every task, this rank playing
     its share. The sampling streams depend on seed alone, so two models are compared on the same
     tasks and the same random numbers."""
+    greedy, tries = attempts(client, policy, ranks, tasks, samples, device, seed, chunk_envs)
+    return greedy, (tries.mean(1) if samples else np.zeros(len(tasks)))
+
+
+def attempts(client, policy, ranks, tasks, samples, device, seed, chunk_envs):
+    """greedy[i] and tries[i, k] = correct(task i, sampled attempt k), 1.0 or 0.0, as evaluate plays them."""
     policy.eval()
     n = len(tasks)
-    res = torch.zeros(2, n, dtype=torch.float64)
+    res = torch.zeros(n, 1 + samples, dtype=torch.float64)
     mine = list(range(ranks.rank, n, ranks.world))
     gen = torch.Generator().manual_seed(seed * 1_000_003 + ranks.rank)
     per = max(1, chunk_envs // max(1, samples))
     for b in range(0, len(mine), per):
         idx = mine[b:b + per]
         chunk = [tasks[i] for i in idx]
-        res[0, idx] = torch.from_numpy(play(client, policy, chunk, 1, device).astype(np.float64))
+        res[idx, 0] = torch.from_numpy(play(client, policy, chunk, 1, device).astype(np.float64))
         if samples:
             c = play(client, policy, chunk, samples, device, gen=gen).reshape(len(idx), samples)
-            res[1, idx] = torch.from_numpy(c.mean(1))
+            res[idx, 1:] = torch.from_numpy(c.astype(np.float64))
     ranks.sum(res)
     policy.train()
-    return res[0].numpy(), res[1].numpy()
+    return res[:, 0].numpy(), res[:, 1:].numpy()
 
 
 def paired(before, after):
@@ -587,9 +597,24 @@ def _grpo_loop(st, run, client, args, ranks, run_dir):
             log_line(st, "success %.3f reward %.3f loss %s kl %s entropy %s stage %s" % (
                 m["train/success_rate"], m["reward/total"], f("policy/loss", "%.4f"), f("policy/kl", "%.4f"),
                 f("policy/entropy", "%.3f"), run.stage.name))
+        if args.grpo_val_every and st.grpo_step % args.grpo_val_every == 0:
+            validate(st, run, client, args, ranks)
         if boundary(st, run, run_dir, client, args, ranks):
             return False
     return True
+
+
+def validate(st, run, client, args, ranks):
+    """A GRPO validation: each validation task's greedy attempt and --val-samples sampled ones, on the
+    streams of the seed alone (a fork and its parent draw the same), sent task by task."""
+    with timed(st, "grpo_val"):
+        greedy, tries = attempts(client, st.net, ranks, val_tasks(args), args.val_samples, st.device, args.seed,
+                                 args.eval_envs)
+    ids = ["val-%d" % t["index"] for t in val_tasks(args)]
+    run.validation(st.step, {i: [bool(x) for x in row] for i, row in zip(ids, tries)},
+                   greedy={i: bool(g) for i, g in zip(ids, greedy)})
+    log_line(st, "validation greedy %.3f pass@1 %.3f on %d tasks × %d samples" %
+             (greedy.mean(), tries.mean(), len(greedy), args.val_samples))
 
 
 def boundary(st, run, run_dir, client, args, ranks):

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,6 +105,11 @@ func TestLaunchFork(t *testing.T) {
 		t.Errorf("the parent recorded no step after the fork point (%d steps)", len(parent))
 	}
 	checkLaunchedPairs(t, dir, forkDir, step)
+	// The fork's lr raises every task's chance, on the streams the two share:
+	// no task does worse, so the paired difference is above 0.
+	if got, _ := forkPairs(forkDir); got.Vals < 2 || got.KPIs[1].Mean <= 0 {
+		t.Errorf("the edited fork's pairs: %+v; want two validations or more, pass@1 above its parent's", got)
+	}
 }
 
 // readLaunchedMetrics reads a launched run's metrics.jsonl by step, a
@@ -138,32 +144,37 @@ func readLaunchedMetrics(t *testing.T, dir string) map[int]map[string]any {
 
 // checkLaunchedPairs checks the compare view's paired rows of a launched
 // fork against its parent (forkPairs, what the view shows) against the
-// differences computed by hand from the two runs' saved validations: every
-// validation after the fork point that both sent, task by task.
+// differences computed by hand from the two runs' saved validations: each
+// validation after the fork point that both sent, task by task, the first
+// as many as the view paired (the two may be training on).
 func checkLaunchedPairs(t *testing.T, parent, fork string, at int) {
 	t.Helper()
+	got, ok := forkPairs(fork)
+	if !ok || got.Parent != parent || got.Step != at || got.Vals == 0 || len(got.KPIs) != 2 {
+		t.Fatalf("the compare view's pairs: %+v, %v; want validations after step %d of %s, greedy and pass@1", got, ok, at, parent)
+	}
+	t.Logf("the compare view's pairs: %+v", got)
 	var steps []int
 	diffs := map[string][]float64{}
-	for s := (at/10 + 1) * 10; ; s += 10 {
+	for _, s := range savedValSteps(t, fork) {
 		name := fmt.Sprintf("val_step_%06d", s)
-		mine, theirs := savedTasks(t, filepath.Join(fork, "episodes", name)), savedTasks(t, filepath.Join(parent, "episodes", name))
-		if mine == nil || theirs == nil {
+		theirs := savedTasks(t, filepath.Join(parent, "episodes", name))
+		if s <= at {
+			continue
+		}
+		if theirs == nil || len(steps) == got.Vals {
 			break
 		}
 		steps = append(steps, s)
+		mine := savedTasks(t, filepath.Join(fork, "episodes", name))
 		for _, task := range slices.Sorted(maps.Keys(mine)) {
 			diffs["val greedy"] = append(diffs["val greedy"], mine[task][0]-theirs[task][0])
 			diffs["val pass@1"] = append(diffs["val pass@1"], mine[task][1]-theirs[task][1])
 		}
 	}
-	if len(steps) == 0 {
-		t.Fatal("no validation after the fork point in both runs")
+	if len(steps) != got.Vals {
+		t.Fatalf("the view paired %d validations; by hand %d after step %d (%v)", got.Vals, len(steps), at, steps)
 	}
-	got, ok := forkPairs(fork)
-	if !ok || got.Parent != parent || got.Step != at || got.Vals != len(steps) || len(got.KPIs) != 2 {
-		t.Fatalf("the compare view's pairs: %+v, %v; want %d validations (steps %v) from step %d of %s", got, ok, len(steps), steps, at, parent)
-	}
-	t.Logf("the compare view's pairs: %+v", got)
 	for _, k := range got.KPIs {
 		d := diffs[k.Name]
 		mean := 0.0
@@ -176,9 +187,22 @@ func checkLaunchedPairs(t *testing.T, parent, fork string, at int) {
 			t.Errorf("Δ %s: the view shows %+.4f ± %.4f over %d pairs; by hand %+.4f ± %.4f over %d", k.Name, k.Mean, k.CI95, k.N, mean, want.CI95, len(d))
 		}
 	}
-	if d := diffs["val pass@1"]; slices.Max(d) == 0 && slices.Min(d) == 0 {
-		t.Error("the fork's edit moved no task's pass@1: the pairs show nothing")
+}
+
+// savedValSteps are the steps of the validations a run saved, in order.
+func savedValSteps(t *testing.T, dir string) []int {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(dir, "episodes", "val_step_*"))
+	var steps []int
+	for _, n := range names {
+		s, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(n), "val_step_"))
+		if err != nil {
+			t.Fatalf("%s: not a validation's folder", n)
+		}
+		steps = append(steps, s)
 	}
+	slices.Sort(steps)
+	return steps
 }
 
 // savedTasks reads a saved validation by hand: per task, its greedy

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pixelis/pixelis/train/edit"
 	"github.com/pixelis/pixelis/train/launch"
@@ -17,7 +18,8 @@ import (
 // the fork's welcome carries the edit, the example takes it at the
 // boundary before its first step, and acknowledges it from that step; its
 // GRPO steps from there train with the new rate while the parent's keep
-// the old one, and both train at once.
+// the old one, and both train at once. Both validate every 2 GRPO steps:
+// the compare view pairs them task by task, as computed by hand.
 func TestLaunchTorchExampleFork(t *testing.T) {
 	py := torchPython(t)
 	bin := buildBinary(t)
@@ -26,6 +28,7 @@ func TestLaunchTorchExampleFork(t *testing.T) {
 	env := exampleEnv(t, token)
 	args := append([]string{"launch", "--no-tui", "--no-curriculum", "--run-dir", dir, "--resume-args", "--resume {checkpoint}", "--"},
 		exampleCommand(t, py, url)...)
+	args = append(args, "--grpo-val-every", "2", "--val-samples", "2")
 	logChildErrOnFailure(t, dir)
 	startProcess(t, bin, env, args...)
 	t.Cleanup(func() {
@@ -64,4 +67,11 @@ func TestLaunchTorchExampleFork(t *testing.T) {
 			t.Fatalf("the parent's step %d trained with lr %v, want its own 1e-3", s, parent[s]["train/lr"])
 		}
 	}
+	// Both validate every 2 GRPO steps on the same tasks and streams: the
+	// compare view pairs them task by task, as computed by hand.
+	if !waitFor(5*time.Minute, func() bool { p, _ := forkPairs(forkDir); return p.Vals >= 2 }) {
+		p, _ := forkPairs(forkDir)
+		t.Fatalf("the compare view paired %d validations of the fork and its parent, want 2", p.Vals)
+	}
+	checkLaunchedPairs(t, dir, forkDir, step)
 }
