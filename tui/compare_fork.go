@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -78,11 +79,15 @@ func sameDir(a, b string) bool {
 	return err1 == nil && err2 == nil && x == y
 }
 
-// hasValidation reports whether u brings a validation's metrics.
+// hasValidation reports whether u brings a validation's metrics: one of
+// pixelis's own runs (val/all/greedy) or of a launched trainer that sends
+// its validations task by task (<split>/all/pass@1, greedy or not).
 func hasValidation(u telemetry.Update) bool {
 	for _, p := range u.Points {
-		if _, ok := p.Named()[kpiValG.metrics[0]]; ok {
-			return true
+		for name := range p.Named() {
+			if name == kpiValG.metrics[0] || strings.HasSuffix(name, "/all/pass@1") {
+				return true
+			}
 		}
 	}
 	return false

@@ -53,4 +53,11 @@ func TestCompareFork(t *testing.T) {
 	if w, _ := hs.c.data.localWindow(chartView{}); w != (xrange{1000, 1240}) {
 		t.Fatalf("the charts show RFT steps %v, want 1000–1240", w)
 	}
+	// A launched trainer's validation, its pass@1 alone, is read again too.
+	before := reads
+	val := telemetry.Point{Step: sftSteps + 1250, Phase: telemetry.PhaseRFT, Metrics: map[string]float64{"val/all/pass@1": 0.5}}
+	hs.send(cmpFeedMsg{run: 1, u: telemetry.Update{Points: []telemetry.Point{val}}})
+	if reads == before {
+		t.Fatal("a validation with pass@1 alone did not read the fork's comparison again")
+	}
 }
