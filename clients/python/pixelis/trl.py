@@ -39,6 +39,9 @@ config. Then:
   checkpoint keeps the scheduler, so a resume goes on with it) and, for a
   trainer with a numeric beta (GRPOTrainer's KL coefficient), beta, which
   the trainer reads at each loss. Each applies from the step its ack names.
+  A fork's edits, which its welcome carries, are taken in on_train_begin
+  (the boundary before the first step: the optimizer and scheduler exist by
+  then), so the fork's first optimizer step trains with them.
   The Trainer's checkpoints keep the edits (trainer_state.json's
   stateful_callbacks, under "pixelis"), so a run resumed from one goes on
   with them: on_train_begin sets beta again, and the learning rate the next
@@ -157,6 +160,7 @@ class PixelisCallback(_TrainerCallback):
         self._stopped = False
         self._step = 0       # the newest step that ended
         self._edits: dict[str, float] = {}  # field → value of the edits applied, for the checkpoints
+        self._early: list[sdk.Command] = []  # commands of the boundary before the first step, not carried out yet
         self.run.on("stage", self._take_stage)
         self.run.on("edit", self._take_edit)
         if self.run.active or default_weights:
@@ -226,6 +230,9 @@ class PixelisCallback(_TrainerCallback):
         sched = getattr(self.trainer, "lr_scheduler", None)
         if sched is not None and hasattr(sched, "base_lrs"):
             sched.base_lrs = [b * scale for b in sched.base_lrs]
+        if sched is not None and isinstance(getattr(sched, "_last_lr", None), list):
+            # the rate the Trainer logs for the step (get_last_lr), read before the scheduler steps
+            sched._last_lr = [x * scale for x in sched._last_lr]
         args.learning_rate = value
         self._edits["learning_rate"] = value
         return True
@@ -286,6 +293,11 @@ class PixelisCallback(_TrainerCallback):
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._restore_edits(state)  # a resumed run's state is its checkpoint's by now
         self.run.phase(self.phase_name, state.global_step)
+        # The boundary before the first step: the Trainer has built (or restored) its optimizer and
+        # scheduler by now and reads the learning rate and beta only inside a step, so the edits a
+        # fork's welcome carries apply from its first step. The Trainer clears its control flags as
+        # a step begins: a checkpoint, evaluate or stop that came with them waits for that step's end.
+        self._early = self.run.step_boundary(state.global_step)
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         if not logs:
@@ -300,7 +312,8 @@ class PixelisCallback(_TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         self._step = state.global_step
-        for c in self.run.step_boundary(state.global_step):  # blocks while paused
+        early, self._early = self._early, []
+        for c in early + self.run.step_boundary(state.global_step):  # blocks while paused
             if c.kind == "checkpoint":
                 control.should_save = True
                 self._saves.append(c)

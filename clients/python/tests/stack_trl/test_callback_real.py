@@ -7,7 +7,8 @@ holds the optimizer steps while heartbeats go on; evaluate runs the Trainer's
 evaluation; stop ends training with a checkpoint; resume_from_checkpoint goes
 on from the checkpoint's step; SIGTERM under transformers' own handler saves,
 reports and stops; a stage changes the weighted reward GRPOTrainer computes,
-from the step after the one it was applied at; under `accelerate launch` (two
+from the step after the one it was applied at; a fork's edits, carried by
+its welcome, train its first optimizer step; under `accelerate launch` (two
 processes, gloo) pause, a stage and stop reach both ranks at the same step.
 
 Run by `go test ./clients/python` (TestTRLStack) with the stack's interpreter;
@@ -217,6 +218,35 @@ class GRPO(Base):
         self.assertEqual({m["metrics"]["reward"] for m in after[1:]}, {3.5}, "after the stage (applied at step %d)" % applied)
         self.assertEqual(after[1]["step"], applied + 1)
         self.assertEqual(after[1]["metrics"]["reward/one/raw"], 1.0)
+
+    def test_a_forks_edits_train_its_first_step(self):
+        # A fork's trainer: its welcome carries the edits, from the step it starts from + 1.
+        edits = [{"type": "command", "id": i + 1, "kind": "edit", "args": {"field": f, "value": v, "source": "fork"},
+                  "from_step": 1} for i, (f, v) in enumerate((("beta", 0.25), ("learning_rate", 2e-3)))]
+        p = ProtocolPeer(stage={"index": 0, "name": "warmup", "weights": {}}, heartbeat_every_s=0.2, welcome_commands=edits)
+        self.addCleanup(p.close)
+        saved = tiny.saved_model(os.path.join(self.out, "model"))
+        tr = tiny.grpo_trainer(self.out, max_steps=2, model_path=saved, beta=0.04, lr_scheduler_type="constant")
+        seen = {}
+
+        class Probe(transformers.TrainerCallback):  # what the first optimizer step trains with
+            def on_pre_optimizer_step(self, args, state, control, **kwargs):
+                seen.setdefault("beta", tr.beta)
+                seen.setdefault("lr", tr.optimizer.param_groups[0]["lr"])
+
+        tr.add_callback(PixelisCallback(tr, channel=p.path))
+        tr.add_callback(Probe())
+        tr.train()
+        p.wait_type("done")
+        self.assertEqual(p.of("hello")[0].get("welcome_commands"), True)
+        self.assertEqual(seen["beta"], 0.25)
+        self.assertAlmostEqual(seen["lr"], 2e-3)
+        first = next(m for m in p.of("metrics") if m["step"] == 1)
+        self.assertAlmostEqual(first["metrics"]["learning_rate"], 2e-3, msg="the rate the Trainer logs for step 1")
+        for c in edits:
+            ack = p.wait_ack(c["id"])
+            self.assertTrue(ack["ok"], ack)
+            self.assertEqual(ack["from_step"], 1, "the edit of %s applies from the fork's first step" % c["args"]["field"])
 
     def test_a_resumed_run_goes_on_with_the_edited_beta_and_learning_rate(self):
         p = self.peer()
