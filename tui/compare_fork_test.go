@@ -61,3 +61,17 @@ func TestCompareFork(t *testing.T) {
 		t.Fatal("a validation with pass@1 alone did not read the fork's comparison again")
 	}
 }
+
+// A launched trainer that declared no step budget shows its step alone,
+// not a step out of 0.
+func TestCompareRunWithoutStepBudget(t *testing.T) {
+	runs := []CompareRun{{Name: "r", Dir: "runs/r", Feed: newFakeFeed(true)}}
+	hs := newCmpHarness(t, CompareOptions{Options: Options{Color: "never"}, Title: "1 run", Runs: runs}, 120, 40)
+	snap := &telemetry.Snapshot{Run: "r", Phase: telemetry.PhaseRFT, State: telemetry.StateRunning, Step: 405, Time: fixtureNow}
+	hs.send(cmpFeedMsg{run: 0, u: telemetry.Update{Snapshot: snap}})
+	hs.send(cmpFrameMsg{})
+	screen := ansi.Strip(hs.frame())
+	if !strings.Contains(screen, "running         rft 405 ") || strings.Contains(screen, "405/0") {
+		t.Fatalf("the results show the step out of a budget of 0:\n%s", screen)
+	}
+}

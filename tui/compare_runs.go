@@ -91,6 +91,9 @@ func (d *cmpRuns) runLine(i int) (state, step, kpi string) {
 	}
 	if s := r.snap; s != nil {
 		step = fmt.Sprintf("%s %s/%s", phaseLabel(s.Phase), fmtInt(s.Step), fmtCompact(s.TotalSteps))
+		if s.TotalSteps <= 0 { // a launched trainer that declared no step budget
+			step = fmt.Sprintf("%s %s", phaseLabel(s.Phase), fmtInt(s.Step))
+		}
 	}
 	kpi = "—"
 	if v, ok := runSuccess(r.metrics); ok {
