@@ -267,13 +267,17 @@ func resumeLaunched(ctx context.Context, std stdio, runDir, from string, noTUI b
 
 // truncateLaunched cuts a launched run's files back to step (-1: all of
 // them) for a resume from its checkpoint of that step: the run's metrics,
-// events and samples, and the checkpoints its trainer recorded itself.
+// events and samples, the checkpoints its trainer recorded itself, and the
+// validations it sent.
 func truncateLaunched(runDir string, step int) error {
 	if err := telemetry.Truncate(runDir, step); err != nil {
 		return err
 	}
 	if err := launch.TruncateUnreported(runDir, step); err != nil {
 		return fmt.Errorf("truncate %s: %w", launch.UnreportedFile, err)
+	}
+	if err := launch.TruncateValidations(runDir, step); err != nil {
+		return fmt.Errorf("truncate %s: %w", launch.EpisodesDir, err)
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package launch
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -162,4 +164,26 @@ func (v validationMsg) means() map[string]float64 {
 		out[v.split+"/all/greedy"] = greedy / n
 	}
 	return out
+}
+
+// TruncateValidations removes the validations saved after step (-1: all of
+// them), for a resume from the trainer's checkpoint of that step: the steps
+// after it are trained again, and their validations with them.
+func TruncateValidations(runDir string, step int) error {
+	dir := filepath.Join(runDir, EpisodesDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range entries {
+		if _, at, ok := rollout.ParseValidationDir(e.Name()); ok && e.IsDir() && at > step {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/pixelis/pixelis/train/launch"
@@ -62,6 +63,31 @@ func TestValidationIsKept(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, launch.EpisodesDir, rollout.ValidationDir("val", 1))); err == nil {
 		t.Error("a refused validation was saved")
+	}
+}
+
+// A resume from the checkpoint of a step removes the validations saved
+// after it, and only those.
+func TestTruncateValidations(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{rollout.ValidationDir("val", 3), rollout.ValidationDir("val", 6), rollout.ValidationDir("test", 9), "notes"} {
+		if err := os.MkdirAll(filepath.Join(dir, launch.EpisodesDir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := launch.TruncateValidations(dir, 5); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, launch.EpisodesDir))
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"notes", "val_step_000003"}; !slices.Equal(left, want) {
+		t.Fatalf("after a cut back to step 5: %v, want %v", left, want)
+	}
+	if err := launch.TruncateValidations(t.TempDir(), -1); err != nil {
+		t.Fatalf("a run without validations: %v", err)
 	}
 }
 
