@@ -87,6 +87,20 @@ func TestLaunchFork(t *testing.T) {
 	p.exit(t)
 
 	waitFile(t, "the fork", filepath.Join(forkDir, telemetry.EventsFile), "the trainer finished and exited 0")
+	checkForkSteps(t, dir, forkDir, step, from)
+	checkLaunchedPairs(t, dir, forkDir, step)
+	// The fork's lr raises every task's chance, on the streams the two share:
+	// no task does worse, so the paired difference is above 0.
+	if got, _ := forkPairs(forkDir); got.Vals < 2 || got.KPIs[1].Mean <= 0 {
+		t.Errorf("the edited fork's pairs: %+v; want two validations or more, pass@1 above its parent's", got)
+	}
+}
+
+// checkForkSteps checks the steps of a fork of the test trainer, edited to
+// lr 0.5 from step from, against its parent's: the same up to the fork
+// point, the edit in force from its step in the fork and never in the parent.
+func checkForkSteps(t *testing.T, dir, forkDir string, step, from int) {
+	t.Helper()
 	parent, forked := readLaunchedMetrics(t, dir), readLaunchedMetrics(t, forkDir)
 	for s := 1; s <= step; s++ {
 		if fmt.Sprint(forked[s]) != fmt.Sprint(parent[s]) {
@@ -103,12 +117,6 @@ func TestLaunchFork(t *testing.T) {
 	}
 	if len(parent) <= step+1 {
 		t.Errorf("the parent recorded no step after the fork point (%d steps)", len(parent))
-	}
-	checkLaunchedPairs(t, dir, forkDir, step)
-	// The fork's lr raises every task's chance, on the streams the two share:
-	// no task does worse, so the paired difference is above 0.
-	if got, _ := forkPairs(forkDir); got.Vals < 2 || got.KPIs[1].Mean <= 0 {
-		t.Errorf("the edited fork's pairs: %+v; want two validations or more, pass@1 above its parent's", got)
 	}
 }
 
