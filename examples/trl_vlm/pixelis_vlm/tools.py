@@ -152,8 +152,8 @@ class PixelWorld:
 # answers together (GRPOConfig's max_completion_length; eval.py's, as in
 # training). TRL's tool loop drops a tool's answer that would take a rollout
 # past it and ends the rollout there. With the tiny model's tokenizer a call
-# and its answer take 40 to 50 tokens (a view ZOOM_IN returns, 6: its 4 image
-# tokens and their markers), and the expert's trajectories of `pixelis data
+# and its answer take about 50 tokens (a view ZOOM_IN returns, 6 more: its 4
+# image tokens and their markers), and the expert's trajectories of `pixelis data
 # gen --config smoke` 96 tokens for two calls, 140 for three, 190 for four and
 # 284 for six (189 of 200 conversations fit in 288), so that a rollout has room
 # for the calls of its task as the expert makes them. At 128, a text task's
