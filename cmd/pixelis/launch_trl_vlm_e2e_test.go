@@ -18,54 +18,78 @@ import (
 )
 
 // The seeds' system on TRL (examples/trl_vlm, docs/trl-vlm.md) under
-// `pixelis launch --no-tui`, end to end on the tiny Qwen2.5-VL: sft.py on the
-// conversations of `pixelis data gen --chat`, then grpo_tools.py from the
-// model it saved, its rollouts' tool calls stepping a real `pixelis serve`
-// and rewarded by serve's components under pixelis's default reward
-// curriculum, whose KPIs need the components and the episodes and successes
-// the script declares (the handshake refuses a trainer without them). Every
-// metric the console recorded equals TRL's own log (trainer_state.json's
-// log_history) at the same step, each step's episodes among them. After the
-// SFT, the model's own tool calls reach serve (checkToolCalls). A checkpoint
-// asked for as the console's c asks (SIGUSR1: the checkpoint command through
-// the channel) is a PEFT adapter PeftModel.from_pretrained loads, and after a
-// stop `pixelis resume` continues the GRPO run from the newest checkpoint to
-// its last step.
-func TestLaunchTRLVLMSFTThenGRPO(t *testing.T) {
-	py := pyenv.Python(t, "trl")
-	bin := buildPixelis(t)
-	url, token := startServe(t, bin)
-	tmp := t.TempDir()
-	data := filepath.Join(tmp, "train")
-	if code, _, errOut := run(t, "data", "gen", "--config", "smoke", "--n", "24", "--out", filepath.Join(tmp, "cota.jsonl"),
-		"--chat", data); code != 0 {
+// `pixelis launch --no-tui`, end to end on the tiny Qwen2.5-VL: two runs of
+// the example sharing one serve and one set of chat data (vlmSetup).
+func TestLaunchTRLVLM(t *testing.T) {
+	s := newVLMSetup(t)
+	t.Run("SFTThenGRPO", func(t *testing.T) { testVLMSFTThenGRPO(t, s) })
+	t.Run("ConsoleSample", func(t *testing.T) { testVLMConsoleSample(t, s) })
+}
+
+// vlmSetup is what the VLM example's end-to-end tests share: the trl stack's
+// interpreter, the pixelis binary, a `pixelis serve --config smoke`, the chat
+// data of its first 24 training tasks (`pixelis data gen --chat`) and the
+// environment the example's scripts run in.
+type vlmSetup struct {
+	py, bin, url string
+	tmp, data    string // a directory for the runs; the chat data in it
+	env          []string
+}
+
+func newVLMSetup(t *testing.T) *vlmSetup {
+	t.Helper()
+	s := &vlmSetup{py: pyenv.Python(t, "trl"), bin: buildPixelis(t), tmp: t.TempDir()}
+	var token string
+	s.url, token = startServe(t, s.bin)
+	s.data = filepath.Join(s.tmp, "train")
+	if code, _, errOut := run(t, "data", "gen", "--config", "smoke", "--n", "24", "--out", filepath.Join(s.tmp, "cota.jsonl"),
+		"--chat", s.data); code != 0 {
 		t.Fatalf("data gen: exit %d: %s", code, errOut)
 	}
-	env := append(exampleEnv(t, token), "HF_HUB_OFFLINE=1", "HF_DATASETS_OFFLINE=1", "TOKENIZERS_PARALLELISM=false",
+	s.env = append(exampleEnv(t, token), "HF_HUB_OFFLINE=1", "HF_DATASETS_OFFLINE=1", "TOKENIZERS_PARALLELISM=false",
 		"TRL_EXPERIMENTAL_SILENCE=1")
-	example := func(name string) string {
-		p, err := filepath.Abs(filepath.Join("../../examples/trl_vlm", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	return s
+}
 
-	sftOut, sftRun := filepath.Join(tmp, "sft"), filepath.Join(tmp, "run-sft")
-	p := launchVLM(t, bin, env, sftRun, []string{"--no-curriculum"},
-		append([]string{py, "-u", example("sft.py"), sftOut, "--data", data, "--tiny"}, vlmSFTArgs...)...)
+// example is the absolute path of the example's script name.
+func (s *vlmSetup) example(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("../../examples/trl_vlm", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// testVLMSFTThenGRPO: sft.py on the conversations of `pixelis data gen
+// --chat`, then grpo_tools.py from the model it saved, its rollouts' tool
+// calls stepping a real `pixelis serve` and rewarded by serve's components
+// under pixelis's default reward curriculum, whose KPIs need the components
+// and the episodes and successes the script declares (the handshake refuses
+// a trainer without them). Every metric the console recorded equals TRL's own
+// log (trainer_state.json's log_history) at the same step, each step's
+// episodes among them. After the SFT, the model's own tool calls reach serve,
+// at least three operations of them (checkToolCalls). A checkpoint asked for
+// as the console's c asks (SIGUSR1: the checkpoint command through the
+// channel) is a PEFT adapter PeftModel.from_pretrained loads, and after a
+// stop `pixelis resume` continues the GRPO run from the newest checkpoint to
+// its last step.
+func testVLMSFTThenGRPO(t *testing.T, s *vlmSetup) {
+	sftOut, sftRun := filepath.Join(s.tmp, "sft"), filepath.Join(s.tmp, "run-sft")
+	p := launchVLM(t, s.bin, s.env, sftRun, []string{"--no-curriculum"},
+		append([]string{s.py, "-u", s.example(t, "sft.py"), sftOut, "--data", s.data, "--tiny"}, vlmSFTArgs...)...)
 	waitExit(t, p, 0)
 	checkLogHistory(t, sftRun, sftOut, vlmSFTSteps, nil)
 
-	grpoOut, grpoRun := filepath.Join(tmp, "grpo"), filepath.Join(tmp, "run-grpo")
+	grpoOut, grpoRun := filepath.Join(s.tmp, "grpo"), filepath.Join(s.tmp, "run-grpo")
 	base := filepath.Join(sftOut, "model")
-	p = launchVLM(t, bin, env, grpoRun, []string{"--resume-args", "--resume {checkpoint}"},
-		append([]string{py, "-u", example("grpo_tools.py"), grpoOut, "--data", data, "--serve", url, "--model", base},
-			vlmGRPOArgs...)...)
+	p = launchVLM(t, s.bin, s.env, grpoRun, []string{"--resume-args", "--resume {checkpoint}"},
+		append([]string{s.py, "-u", s.example(t, "grpo_tools.py"), grpoOut, "--data", s.data, "--serve", s.url,
+			"--model", base}, vlmGRPOArgs...)...)
 	stop := checkpointThenStop(t, p, grpoRun)
 	ck := waitLaunchEvent(t, grpoRun, telemetry.EventCheckpoint, "saved by the trainer").Data["path"].(string)
-	checkAdapterLoads(t, py, base, ck)
-	r := startProcess(t, bin, env, "resume", grpoRun, "--no-tui")
+	checkAdapterLoads(t, s.py, base, ck)
+	r := startProcess(t, s.bin, s.env, "resume", grpoRun, "--no-tui")
 	waitExit(t, r, 0)
 	if !strings.Contains(r.out.String(), fmt.Sprintf("(step %d): --resume ", stop)) {
 		t.Errorf("pixelis resume did not resume from the checkpoint of step %d:\n%s", stop, r.out)
@@ -79,19 +103,24 @@ func TestLaunchTRLVLMSFTThenGRPO(t *testing.T) {
 // the tool calls' format itself: at lr 3e-3, 2 conversations a step, the first
 // turns it samples at temperature 1 hold a well-formed call of one of the
 // operations in 1 of the 24 tasks after 60 steps, 12 after 90 and 17 after
-// 120 (at lr 1e-2, in none after 100);
-// GRPO samples up to 128 tokens a rollout, room for three calls and their
-// answers.
+// 120 (at lr 1e-2, in none after 100). GRPO samples 4 rollouts a step (2 tasks
+// × 2) up to the example's default tokens (tools.MAX_COMPLETION_LENGTH, room
+// for the expert's six calls); after this SFT, 16 rollouts of the model's own
+// reached serve with SEGMENT_OBJECT_AT, GET_PROPERTIES and TRACK_OBJECT.
 const (
 	vlmSFTSteps  = 120
 	vlmGRPOSteps = 4
+	vlmGRPOBatch = 4
+	// vlmDistinctOperations is how many of the five operations the GRPO
+	// rollouts after the SFT must reach serve with.
+	vlmDistinctOperations = 3
 )
 
 var (
 	vlmSFTArgs = []string{"--steps", strconv.Itoa(vlmSFTSteps), "--batch", "2", "--lora-rank", "0",
 		"--learning-rate", "3e-3"}
-	vlmGRPOArgs = []string{"--steps", strconv.Itoa(vlmGRPOSteps), "--batch", "2", "--generations", "2",
-		"--max-completion-length", "128"}
+	vlmGRPOArgs = []string{"--steps", strconv.Itoa(vlmGRPOSteps), "--batch", strconv.Itoa(vlmGRPOBatch),
+		"--generations", "2"}
 )
 
 // checkpointThenStop asks the launched GRPO run for a checkpoint after its
@@ -142,11 +171,10 @@ func checkAdapterLoads(t *testing.T, py, base, ckpt string) {
 }
 
 // checkToolCalls checks what the GRPO rollouts after the test's SFT called,
-// as grpo_tools.py logs it (pixelis_vlm.rewards.counts): at least half of
-// them made a well-formed tool call of their own that stepped their serve
-// episode. Which operations reached serve is logged: after these 120 SFT
-// steps, only the first call of the expert's trajectories, SEGMENT_OBJECT_AT
-// (6 of 8 rollouts called it, none called a second tool).
+// as serve recorded it and grpo_tools.py logs it (pixelis_vlm.rewards.counts,
+// from each episode's trajectory on serve): at least half of them made a
+// well-formed call of their own to one of the tools, which stepped their
+// serve episode, and at least vlmDistinctOperations operations reached serve.
 func checkToolCalls(t *testing.T, out string) {
 	t.Helper()
 	episodes, calling, ops := 0.0, 0.0, map[string]float64{}
@@ -165,6 +193,9 @@ func checkToolCalls(t *testing.T, out string) {
 	t.Logf("GRPO after SFT: %.0f of %.0f rollouts called a tool; operations that reached serve %v", calling, episodes, ops)
 	if episodes == 0 || calling < episodes/2 {
 		t.Errorf("%.0f of %.0f rollouts made a well-formed tool call, want at least half", calling, episodes)
+	}
+	if len(ops) < vlmDistinctOperations {
+		t.Errorf("operations that reached serve: %v, want at least %d distinct", ops, vlmDistinctOperations)
 	}
 }
 
@@ -219,8 +250,8 @@ func checkLogHistory(t *testing.T, dir, out string, steps int, components []stri
 		if _, ok := entry["loss"]; !ok || components == nil {
 			continue
 		}
-		if entry["episodes"] != float64(2) { // --batch 2: two rollouts scored a step
-			t.Errorf("step %d: episodes %v in log_history, want 2", step, entry["episodes"])
+		if entry["episodes"] != float64(vlmGRPOBatch) { // each of the step's rollouts scored
+			t.Errorf("step %d: episodes %v in log_history, want %d", step, entry["episodes"], vlmGRPOBatch)
 		}
 		for _, c := range components {
 			mean, raw := entry["rewards/"+c+"/mean"], ms[step]["reward/"+c+"/raw"]

@@ -8,45 +8,27 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pixelis/pixelis/internal/pyenv"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
-// The console's sample trajectories of the seeds' system under `pixelis
-// launch --no-tui`: sft.py trains the tiny Qwen2.5-VL on one expert
-// conversation that zooms in (so that its tool calls are its own and well
-// formed), then grpo_tools.py, whose rollouts step a real serve, sends each
-// batch's first rollout on the channel. The run's snapshot (what the console
-// draws) holds a sample with a tool call, serve's answer to it, the task's
-// view and the view ZOOM_IN returned.
-func TestLaunchTRLVLMConsoleSample(t *testing.T) {
-	py := pyenv.Python(t, "trl")
-	bin := buildPixelis(t)
-	url, token := startServe(t, bin)
-	tmp := t.TempDir()
-	all := filepath.Join(tmp, "all")
-	if code, _, errOut := run(t, "data", "gen", "--config", "smoke", "--n", "24", "--out", filepath.Join(tmp, "cota.jsonl"),
-		"--chat", all); code != 0 {
-		t.Fatalf("data gen: exit %d: %s", code, errOut)
-	}
-	data := oneZoomConversation(t, all, filepath.Join(tmp, "zoom"))
-	env := append(exampleEnv(t, token), "HF_HUB_OFFLINE=1", "HF_DATASETS_OFFLINE=1", "TOKENIZERS_PARALLELISM=false",
-		"TRL_EXPERIMENTAL_SILENCE=1")
-	example := func(name string) string {
-		p, err := filepath.Abs(filepath.Join("../../examples/trl_vlm", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	sftOut := filepath.Join(tmp, "sft")
-	sft := launchVLM(t, bin, env, filepath.Join(tmp, "run-sft"), []string{"--no-curriculum"},
-		py, "-u", example("sft.py"), sftOut, "--data", data, "--tiny", "--lora-rank", "0", "--learning-rate", "3e-3",
-		"--steps", "100", "--batch", "1")
+// testVLMConsoleSample: the console's sample trajectories of the seeds'
+// system under `pixelis launch --no-tui`. sft.py trains the tiny Qwen2.5-VL
+// on one expert conversation of the shared data that zooms in (so that its
+// tool calls are its own and well formed), then grpo_tools.py, whose rollouts
+// step the shared serve, sends each batch's first rollout on the channel. The
+// run's snapshot (what the console draws) holds a sample with a tool call,
+// serve's answer to it, the task's view and the view ZOOM_IN returned.
+func testVLMConsoleSample(t *testing.T, s *vlmSetup) {
+	dir := filepath.Join(s.tmp, "sample")
+	data := oneZoomConversation(t, s.data, filepath.Join(dir, "zoom"))
+	sftOut := filepath.Join(dir, "sft")
+	sft := launchVLM(t, s.bin, s.env, filepath.Join(dir, "run-sft"), []string{"--no-curriculum"},
+		s.py, "-u", s.example(t, "sft.py"), sftOut, "--data", data, "--tiny", "--lora-rank", "0", "--learning-rate", "3e-3",
+		"--steps", "150", "--batch", "1")
 	waitExit(t, sft, 0)
-	grpoRun := filepath.Join(tmp, "run-grpo")
-	grpo := launchVLM(t, bin, env, grpoRun, nil,
-		py, "-u", example("grpo_tools.py"), filepath.Join(tmp, "grpo"), "--data", data, "--serve", url,
+	grpoRun := filepath.Join(dir, "run-grpo")
+	grpo := launchVLM(t, s.bin, s.env, grpoRun, nil,
+		s.py, "-u", s.example(t, "grpo_tools.py"), filepath.Join(dir, "grpo"), "--data", data, "--serve", s.url,
 		"--model", filepath.Join(sftOut, "model"), "--lora-rank", "4", "--steps", "1", "--batch", "2", "--generations", "2")
 	waitExit(t, grpo, 0)
 	b, err := os.ReadFile(filepath.Join(grpoRun, telemetry.StatusFile))
@@ -60,10 +42,10 @@ func TestLaunchTRLVLMConsoleSample(t *testing.T) {
 	if len(snap.Samples) == 0 {
 		t.Fatal("no sample trajectory in the launched run's snapshot")
 	}
-	s := snap.Samples[len(snap.Samples)-1]
-	t.Logf("sample of step %d: %q, %d steps, answer %q, %d images", s.Step, s.Question, len(s.Steps), s.Answer, 1+len(s.Views))
+	sample := snap.Samples[len(snap.Samples)-1]
+	t.Logf("sample of step %d: %q, %d steps, answer %q, %d images", sample.Step, sample.Question, len(sample.Steps), sample.Answer, 1+len(sample.Views))
 	calls := 0
-	for _, st := range s.Steps {
+	for _, st := range sample.Steps {
 		t.Logf("  %s %s → %s %v", st.Op, st.Args, st.Result, st.Rewards)
 		if st.Op != "ANSWER" {
 			calls++
@@ -75,10 +57,10 @@ func TestLaunchTRLVLMConsoleSample(t *testing.T) {
 	if calls == 0 {
 		t.Error("the sample holds no tool call")
 	}
-	if s.Thumb.W == 0 || len(s.Thumb.Pix) != s.Thumb.W*s.Thumb.H*3 {
-		t.Errorf("the sample's first view is %d×%d, %d bytes", s.Thumb.W, s.Thumb.H, len(s.Thumb.Pix))
+	if sample.Thumb.W == 0 || len(sample.Thumb.Pix) != sample.Thumb.W*sample.Thumb.H*3 {
+		t.Errorf("the sample's first view is %d×%d, %d bytes", sample.Thumb.W, sample.Thumb.H, len(sample.Thumb.Pix))
 	}
-	if len(s.Views) == 0 {
+	if len(sample.Views) == 0 {
 		t.Error("the sample holds no view a tool returned (the memorized conversation zooms in)")
 	}
 }

@@ -37,8 +37,8 @@ def arguments(argv=None):
     ap.add_argument("--checkpoint", required=True, help="a model directory or a PEFT adapter directory")
     ap.add_argument("--image-pixels", type=int, default=model.IMAGE_PIXELS,
                     help="pixels an image is resized to (default %(default)s: 4 tokens a view)")
-    ap.add_argument("--max-completion-length", type=int, default=256,
-                    help="tokens of a rollout after its prompt, the model's and the tools' (as grpo_tools.py)")
+    ap.add_argument("--max-completion-length", type=int, default=tools.MAX_COMPLETION_LENGTH,
+                    help="tokens of a rollout after its prompt, the model's and the tools' (default %(default)s, as grpo_tools.py)")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.checkpoint):
         ap.error("--checkpoint %s: not a directory" % args.checkpoint)

@@ -48,8 +48,8 @@ def arguments(argv=None):
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch", type=int, default=4, help="rollouts a step (per device)")
     ap.add_argument("--generations", type=int, default=4, help="rollouts a task (GRPO's group)")
-    ap.add_argument("--max-completion-length", type=int, default=256,
-                    help="tokens of a rollout: the model's turns and the tools' answers")
+    ap.add_argument("--max-completion-length", type=int, default=tools.MAX_COMPLETION_LENGTH,
+                    help="tokens of a rollout: the model's turns and the tools' answers (default %(default)s)")
     ap.add_argument("--temperature", type=float, default=1.0,
                     help="the rollouts' sampling temperature (default %(default)s, TRL's)")
     ap.add_argument("--learning-rate", type=float, default=1e-5)

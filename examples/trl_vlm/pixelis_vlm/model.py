@@ -48,7 +48,7 @@ IMAGE_PIXELS = 56 * 56
 IMAGE_SIZE = {"shortest_edge": IMAGE_PIXELS, "longest_edge": IMAGE_PIXELS}  # the processor's bounds, in pixels
 
 # The tiny model's sizes: 1.4 M parameters, 0.26 M of them the vision tower
-# (1,388,992 with the 1,144 tokens 200 conversations train). vocab is the BPE
+# (1,389,632 with the 1,149 tokens 200 conversations train). vocab is the BPE
 # trainer's most; a small corpus stops short of it.
 TINY = dict(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=512, vision_hidden=64, vision_depth=2,
             vision_heads=2, max_positions=4096, vocab=2048)
@@ -73,14 +73,20 @@ def _corpus(conversations, tools):
 
 def tokenizer(conversations, tools, vocab=TINY["vocab"]):
     """A byte-level BPE tokenizer trained on the conversations (and the
-    tools' JSON schema): any text encodes, the frequent words are one token."""
+    tools' JSON schema): any text encodes, the frequent words are one token.
+    Each tool's name is one token too, so that naming a tool is one choice
+    among the tools: split into BPE pieces (GET_, PROPERTIES, OBJECT_AT, ...),
+    a model trained on a few hundred conversations recombines the pieces into
+    names no tool has (GET_OBJECT, TRACK_PROPERTIES), which TRL's tool loop
+    answers "Tool … not found" and serve never sees."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=SPECIAL,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(_corpus(conversations, tools), trainer=trainer)
-    tok.add_tokens([AddedToken(w, special=False, normalized=False) for w in TOOL_WORDS])
+    names = [t["function"]["name"] for t in tools]
+    tok.add_tokens([AddedToken(w, special=False, normalized=False) for w in TOOL_WORDS + names])
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, eos_token=EOS, unk_token=None,
                                    padding_side="left", model_max_length=TINY["max_positions"])
 

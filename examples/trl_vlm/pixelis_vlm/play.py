@@ -20,7 +20,7 @@ from . import data, tools
 
 
 def play(policy, proc, world, prompt, first_view, greedy=True, temperature=1.0, seed=0,
-         max_completion_length=256):
+         max_completion_length=tools.MAX_COMPLETION_LENGTH):
     """Play world's episode from prompt (the task's chat prompt, its image
     part being first_view) and return the conversation."""
     schemas = tools.schemas()

@@ -91,9 +91,11 @@ class Serve:
 
 # What counts() adds to the logs of a step: the launch channel's reports.
 REPORTS = ("episodes", "successes")
-# What else counts() logs: the rollouts whose model called at least one tool
-# (a well-formed call, parsed by TRL, that stepped their serve episode), and
-# each operation's calls, so that a run shows which of the tools it uses.
+# What else counts() logs, from serve's record of each rollout's episode (its
+# trajectory), not from what the model wrote: the rollouts whose model called
+# at least one tool (a well-formed call, parsed by TRL, of a tool that exists,
+# that stepped their serve episode), and each operation's steps, so that a run
+# shows which of the tools it uses.
 ROLLOUTS_CALLING = "tools/rollouts_calling"
 CALLS = "tools/calls/"  # + the operation's name
 
@@ -108,9 +110,10 @@ def counts(trainer):
         metrics = trainer._metrics["train" if trainer.model.training else "eval"]
         metrics["episodes"].append(float(len(items)))
         metrics["successes"].append(float(sum(1 for it in items if it["correct"])))
-        metrics[ROLLOUTS_CALLING].append(float(sum(1 for w in worlds if w.calls)))
+        served = [w._served() for w in worlds]
+        metrics[ROLLOUTS_CALLING].append(float(sum(1 for ops in served if ops)))
         for op in tools.OPERATIONS:
-            metrics[CALLS + op].append(float(sum(1 for w in worlds for name, _ in w.calls if name == op)))
+            metrics[CALLS + op].append(float(sum(ops.count(op) for ops in served)))
     return record
 
 

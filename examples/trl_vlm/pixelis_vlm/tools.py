@@ -12,8 +12,9 @@ operation measured as text (the summary serve answers), and the new view as an
 image when the operation moved it (ZOOM_IN) — the same turns `pixelis data gen
 --chat` writes for the expert's trajectories. The methods whose names begin
 with an underscore are not tools: `_answer` ends the episode with the model's
-answer, `_close` closes it; `calls`, `episode` and `finish` say what happened,
-for the reward functions (GRPOTrainer hands them `environments`).
+answer, `_close` closes it, `_served` reads the operations serve recorded;
+`calls`, `episode` and `finish` say what happened, for the reward functions
+(GRPOTrainer hands them `environments`).
 """
 
 import io
@@ -115,6 +116,14 @@ class PixelWorld:
         """
         return self._step("TRACK_OBJECT")
 
+    def _served(self):
+        """The operations serve recorded for the episode, in order (its
+        trajectory's steps, the answer left out): the calls that reached it."""
+        if self.episode is None:
+            return []
+        steps = self.client.trajectory(self.episode)["steps"]
+        return [s["action"] for s in steps if s["action"] in OPERATIONS]
+
     def _answer(self, text):
         """End the episode with the model's answer (its last message's text);
         serve's finish says whether it was right. An answer serve refuses (one
@@ -138,6 +147,18 @@ class PixelWorld:
                 pass
         self.episode = None
 
+
+# Tokens of a rollout after its prompt, the model's turns and the tools'
+# answers together (GRPOConfig's max_completion_length; eval.py's, as in
+# training). TRL's tool loop drops a tool's answer that would take a rollout
+# past it and ends the rollout there. With the tiny model's tokenizer a call
+# and its answer take about 50 tokens (a view ZOOM_IN returns, 6 more: its 4
+# image tokens and their markers), and the expert's trajectories of `pixelis data
+# gen --config smoke` 96 tokens for two calls, 140 for three, 190 for four and
+# 284 for six (189 of 200 conversations fit in 288), so that a rollout has room
+# for the calls of its task as the expert makes them. At 128, a text task's
+# READ_TEXT answer was dropped.
+MAX_COMPLETION_LENGTH = 288
 
 # The tools, in the order GRPOTrainer lists an environment's methods in the
 # prompt (inspect.getmembers: by name). A prompt rendered with them in another
