@@ -360,3 +360,40 @@ func TestReadMetrics(t *testing.T) {
 		t.Errorf("a bad line: %v", err)
 	}
 }
+
+// The reward rules set shaping terms against the task reward, so they judge
+// only a run that logs it: a TRL run whose reward functions all have the
+// user's names (its task among them) must stay quiet, however the shares
+// fall, until its task function is mapped to the task's name.
+func TestRewardRulesJudgeOnlyWithTheTaskReward(t *testing.T) {
+	// A GSM8K-like run: the correctness function pays most of the reward and
+	// is the task; the format function rises while correctness stays flat.
+	recs := func(task string) []Record {
+		return run(200, func(s int) map[string]float64 {
+			return map[string]float64{"reward/" + task + "/raw": 1.2, "reward/format/raw": 0.3 + 0.006*float64(s)}
+		})
+	}
+	cfg := only(RewardDominance)
+	cfg.RewardHacking.Enabled = true
+	if got := Replay(recs("correctness_reward_func"), cfg); len(got) != 0 {
+		t.Errorf("a run without its task reward raised %v", messages(got))
+	}
+	// Named as the task: the format term is a shaping term that rises while
+	// the task stays flat, and at the end makes up less than max_share.
+	got := Replay(recs("final"), cfg)
+	if len(got) == 0 || got[0].Detector != RewardHacking {
+		t.Fatalf("with the task named: want reward_hacking first, got %v", messages(got))
+	}
+	for _, a := range got {
+		if a.Detector == RewardDominance {
+			t.Errorf("the task's own share counted as dominance: %s", a.Message())
+		}
+	}
+	// A shaping term that makes up most of the reward fires once the task is there.
+	dom := run(200, func(s int) map[string]float64 {
+		return map[string]float64{"reward/final/raw": 0.2, "reward/format/raw": 0.8}
+	})
+	if got := Replay(dom, only(RewardDominance)); len(got) != 1 || got[0].State != StateFire {
+		t.Errorf("a shaping term at 0.8 of the reward: got %v", messages(got))
+	}
+}
