@@ -397,3 +397,32 @@ func TestRewardRulesJudgeOnlyWithTheTaskReward(t *testing.T) {
 		t.Errorf("a shaping term at 0.8 of the reward: got %v", messages(got))
 	}
 }
+
+// Read from a log, a gap between two steps far longer than the usual fires
+// the stall rule when the record that ends it arrives (at the step before
+// the gap), and that record clears it; the same gap
+// ending in a record of validation alone (the trainer evaluating, or
+// starting again: verl validates before its first step when it resumes) is
+// no stall, and the steps after it are timed from it.
+func TestStallOnALogIsAGapBetweenSteps(t *testing.T) {
+	step := func(s int, at time.Duration) Record {
+		return Record{Step: s, Phase: telemetry.PhaseRFT, Time: t0.Add(at), Metrics: map[string]float64{"policy/loss": 1}}
+	}
+	var recs []Record
+	for s := 1; s <= 60; s++ {
+		recs = append(recs, step(s, time.Duration(s)*150*time.Second))
+	}
+	gap := recs[len(recs)-1].Time.Sub(t0) + 4*24*time.Hour
+	resumed := Record{Step: 61, Phase: telemetry.PhaseRFT, Time: t0.Add(gap), Metrics: map[string]float64{"val/all/pass@1": 0.5}}
+	after := []Record{step(62, gap+150*time.Second), step(63, gap+300*time.Second)}
+
+	stalled := append(append(append([]Record(nil), recs...), step(61, gap)), after...)
+	got := Replay(stalled, only(Stall))
+	if len(got) != 2 || got[0].State != StateFire || got[0].Step != 60 || got[1].State != StateClear || got[1].Step != 61 {
+		t.Fatalf("a 4-day gap between steps: got %v, want a fire after step 60 and a clear at step 61", messages(got))
+	}
+	restarted := append(append(append([]Record(nil), recs...), resumed), after...)
+	if got := Replay(restarted, only(Stall)); len(got) != 0 {
+		t.Errorf("a 4-day gap ending in a validation alone: got %v", messages(got))
+	}
+}

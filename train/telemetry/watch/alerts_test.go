@@ -126,3 +126,27 @@ func TestTaskRewardIsNamedByTheMapping(t *testing.T) {
 		t.Error("a format function named the task: correctness (0.6 of the reward) should dominate it")
 	}
 }
+
+// The published verl GRPO log has two long gaps: 4.5 days after step 58,
+// ended by a record of validation alone at step 60 (verl validating as it
+// resumed: a restart, no stall), and 6 hours after step 106, ended by an
+// ordinary step whose own step time is the usual 145 s (the trainer stood
+// still between steps: a stall). Only the second fires.
+func TestStallOnAWatchedLog(t *testing.T) {
+	cfg := configs.Default().Alerts
+	feed, err := Open(context.Background(), "testdata/corpus/verl-grpo-tensorboard", Options{Interval: time.Hour, Alerts: &cfg,
+		Now: func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feed.Close()
+	var steps []int
+	for _, e := range feed.Take().Events {
+		if e.Kind == telemetry.EventAlert && e.Data["state"] == alerts.StateFire && e.Data["detector"] == alerts.Stall {
+			steps = append(steps, e.Step)
+		}
+	}
+	if len(steps) != 1 || steps[0] != 106 {
+		t.Errorf("stall fired after steps %v, want after 106 alone", steps)
+	}
+}
