@@ -426,3 +426,23 @@ func TestStallOnALogIsAGapBetweenSteps(t *testing.T) {
 		t.Errorf("a 4-day gap ending in a validation alone: got %v", messages(got))
 	}
 }
+
+// A GRPO run that learns sharpens its policy: its entropy falling by more
+// than half over its first hundred steps (as the published verl GRPO run's
+// did while its validation pass@1 doubled) is no collapse under the default
+// thresholds; a fall to a tenth is.
+func TestEntropyHalvingIsNoCollapse(t *testing.T) {
+	n := noise(3, 0.02)
+	sharpens := run(300, func(s int) map[string]float64 {
+		return map[string]float64{"policy/entropy": 0.25 + 0.35*math.Exp(-float64(s)/30) + n()}
+	})
+	if got := Replay(sharpens, only(EntropyCollapse)); len(got) != 0 {
+		t.Errorf("entropy 0.6 → 0.25 raised %v", messages(got))
+	}
+	collapses := run(300, func(s int) map[string]float64 {
+		return map[string]float64{"policy/entropy": 0.06 + 0.54*math.Exp(-float64(s)/30) + n()}
+	})
+	if got := Replay(collapses, only(EntropyCollapse)); len(got) == 0 || got[0].State != StateFire {
+		t.Errorf("entropy 0.6 → 0.06 raised %v", messages(got))
+	}
+}
