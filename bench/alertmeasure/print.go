@@ -124,6 +124,13 @@ func printReport(w io.Writer, s *sets, cfg configs.Alerts) {
 	own := countAlarms(healthy, cfg, telemetry.PhaseRFT)
 	corpus := countAlarms(s.corpusReport, cfg, "")
 	printAlarms(w, own, corpus)
+	// The tuning logs are no part of the figures; what the chosen thresholds
+	// do on them is shown apart, so that no log of the corpus goes unseen.
+	tuned := countAlarms(s.corpusTune, cfg, "")
+	fmt.Fprintf(w, "\nfires on the tuning logs (%d records; thresholds were chosen on them, so they are not in the figures):\n\n", tuned.Steps)
+	for _, x := range tuned.Where {
+		fmt.Fprintln(w, "-", x)
+	}
 	if len(s.actionArm) > 0 {
 		fmt.Fprintln(w)
 		printAction(w, s.actionBase, s.actionArm)
