@@ -30,3 +30,16 @@ func TestMeasuredExperimentsLoad(t *testing.T) {
 		}
 	}
 }
+
+// Every tuning log is a log of the corpus (a renamed one would silently join
+// the report logs), and most of the corpus is reported.
+func TestTuningLogsAreInTheCorpus(t *testing.T) {
+	logs, err := corpusRuns(filepath.Join("..", "..", "train", "telemetry", "watch", "testdata", "corpus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tune, report := splitLogs(logs)
+	if len(tune) != len(tuningLogs) || len(report) <= len(tune) {
+		t.Errorf("tuning logs %d (of %v), report logs %d", len(tune), tuningLogs, len(report))
+	}
+}

@@ -58,7 +58,7 @@ type sets struct {
 	raprTune, raprReport         []run // Pixel Reasoner with the RaPR bonus
 	defaultTune, defaultReport   []run // the default run
 	actionBase, actionArm        []run // alerts_action: without curiosity, and with the tool-use alert raising it
-	corpus                       []run
+	corpusTune, corpusReport     []run // pixelis watch's corpus, parted by tuningLogs
 }
 
 // armSource is where one arm's runs are read and which sets they go to.
@@ -90,7 +90,7 @@ func loadSets(collapseDir, healthyDir, raprDir, actionDir, corpusDir string) (*s
 		*a.tune, *a.report = split(finished(runs, rftSteps))
 	}
 	s.raprReport = append(s.raprReport, raprMore...)
-	var err error
-	s.corpus, err = corpusRuns(corpusDir)
+	corpus, err := corpusRuns(corpusDir)
+	s.corpusTune, s.corpusReport = splitLogs(corpus)
 	return &s, err
 }

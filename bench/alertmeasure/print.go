@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/pixelis/pixelis/configs"
+	"github.com/pixelis/pixelis/train/alerts"
 	"github.com/pixelis/pixelis/train/telemetry"
 )
 
@@ -47,7 +49,30 @@ func printSets(w io.Writer, s *sets) {
 	} {
 		fmt.Fprintf(w, "| %s | %d | %s | %d | %.0f |\n", row.name, len(row.runs), seedList(row.runs), rftRecordCount(row.runs), cpuOf(row.runs))
 	}
+	fmt.Fprintln(w, "\n| corpus logs | logs | names | records |\n|---|---|---|---|")
+	for _, row := range []struct {
+		name string
+		runs []run
+	}{{"tuning", s.corpusTune}, {"report", s.corpusReport}} {
+		fmt.Fprintf(w, "| %s | %d | %s | %d |\n", row.name, len(row.runs), runNames(row.runs), recordCount(row.runs))
+	}
 	fmt.Fprintln(w)
+}
+
+func runNames(runs []run) string {
+	s := make([]string, len(runs))
+	for i, r := range runs {
+		s[i] = r.Name
+	}
+	return strings.Join(s, ", ")
+}
+
+func recordCount(runs []run) int {
+	n := 0
+	for _, r := range runs {
+		n += len(r.Records)
+	}
+	return n
 }
 
 // printSweep prints the tool-use settings tried on the tuning runs, the one
@@ -60,7 +85,13 @@ func printSweep(w io.Writer, s *sets, cfg configs.Alerts) {
 	for _, x := range all.Where {
 		fmt.Fprintln(w, "  ", x)
 	}
+	logs := countAlarms(s.corpusTune, cfg, "")
+	fmt.Fprintf(w, "every detector with configs/default.toml on the tuning logs: %d fires in %d records\n", logs.Total(), logs.Steps)
+	for _, x := range logs.Where {
+		fmt.Fprintln(w, "  ", x)
+	}
 	fmt.Fprintln(w)
+	printEntropySweep(w, cfg, healthy, s.corpusTune)
 	cands := sweep(cfg, s.collapseTune, healthy)
 	fmt.Fprintf(w, "tool_collapse on the tuning runs (%d collapsing, %d healthy), %d settings, best first:\n\n", len(s.collapseTune), len(healthy), len(cands))
 	fmt.Fprintln(w, "| rank | window | baseline | horizon | floor | min_drop | median lead | least lead | alerted first | healthy fires | healthy largest drop |\n|---|---|---|---|---|---|---|---|---|---|---|")
@@ -91,8 +122,15 @@ func printReport(w io.Writer, s *sets, cfg configs.Alerts) {
 	printLeads(w, s.collapseReport, cfg)
 	healthy := append(append([]run(nil), s.raprReport...), s.defaultReport...)
 	own := countAlarms(healthy, cfg, telemetry.PhaseRFT)
-	corpus := countAlarms(s.corpus, cfg, "")
+	corpus := countAlarms(s.corpusReport, cfg, "")
 	printAlarms(w, own, corpus)
+	// The tuning logs are no part of the figures; what the chosen thresholds
+	// do on them is shown apart, so that no log of the corpus goes unseen.
+	tuned := countAlarms(s.corpusTune, cfg, "")
+	fmt.Fprintf(w, "\nfires on the tuning logs (%d records; thresholds were chosen on them, so they are not in the figures):\n\n", tuned.Steps)
+	for _, x := range tuned.Where {
+		fmt.Fprintln(w, "-", x)
+	}
 	if len(s.actionArm) > 0 {
 		fmt.Fprintln(w)
 		printAction(w, s.actionBase, s.actionArm)
@@ -125,17 +163,23 @@ func printAlarms(w io.Writer, own, corpus *alarmCount) {
 	for _, row := range []struct {
 		name string
 		c    *alarmCount
-	}{{"healthy report runs (RFT)", own}, {"watch corpus (records)", corpus}, {"both", both}} {
+	}{{"healthy report runs (RFT)", own}, {"watch corpus, report logs (records)", corpus}, {"both", both}} {
 		r, u := rate(row.c.Total(), row.c.Steps)
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %.2f |\n", row.name, row.c.Runs, row.c.Steps, row.c.Total(), r, u)
-		tr, tu := rate(row.c.Fires["tool_collapse"], row.c.Steps)
-		fmt.Fprintf(w, "| … tool_collapse alone | | | %d | %.2f | %.2f |\n", row.c.Fires["tool_collapse"], tr, tu)
+		names := row.c.detectorsFired()
+		if !slices.Contains(names, alerts.ToolCollapse) {
+			names = append([]string{alerts.ToolCollapse}, names...)
+		}
+		for _, d := range names {
+			dr, du := rate(row.c.Fires[d], row.c.Steps)
+			fmt.Fprintf(w, "| … %s | | | %d | %.2f | %.2f |\n", d, row.c.Fires[d], dr, du)
+		}
 	}
-	fmt.Fprintf(w, "\nthe corpus's %d records cover %d trainer steps\n", corpus.Steps, corpus.Span)
+	fmt.Fprintf(w, "\nthe corpus's report logs' %d records cover %d trainer steps\n", corpus.Steps, corpus.Span)
 	for _, set := range []struct {
 		name string
 		c    *alarmCount
-	}{{"healthy report runs", own}, {"watch corpus", corpus}} {
+	}{{"healthy report runs", own}, {"watch corpus's report logs", corpus}} {
 		fmt.Fprintf(w, "\nfires on the %s:\n\n", set.name)
 		for _, x := range set.c.Where {
 			fmt.Fprintln(w, "-", x)

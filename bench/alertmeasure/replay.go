@@ -36,14 +36,13 @@ func resumeSteps(dir string) []int {
 }
 
 // replay runs cfg's detectors over a run as its processes judged it live:
-// alerts.Replay's order, and at each resume the detectors' state is carried
+// alerts.Replay's order (Set.ObserveLogged), and at each resume the detectors' state is carried
 // through a checkpoint as the runner carries it (alerts.Set's MarshalState
 // and RestoreState), so the time a run spent stopped is no stall.
 func replay(r run, cfg configs.Alerts) []alerts.Alert {
 	s := alerts.New(cfg)
 	var out []alerts.Alert
 	resumes := r.Resumes
-	var phase string
 	for _, rec := range r.Records {
 		if len(resumes) > 0 && rec.Step > resumes[0] {
 			for len(resumes) > 0 && rec.Step > resumes[0] {
@@ -51,11 +50,7 @@ func replay(r run, cfg configs.Alerts) []alerts.Alert {
 			}
 			s = restored(s, cfg)
 		}
-		if string(rec.Phase) == phase {
-			out = append(out, s.Tick(rec.Time)...)
-		}
-		phase = string(rec.Phase)
-		out = append(out, s.Observe(rec)...)
+		out = append(out, s.ObserveLogged(rec)...)
 	}
 	return out
 }

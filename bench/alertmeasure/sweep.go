@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/telemetry"
@@ -123,4 +126,29 @@ func meanOf(v []float64) float64 {
 		s += x
 	}
 	return s / float64(len(v))
+}
+
+// entropyMinDrops are the entropy rule's min_drop values tried on the tuning
+// runs and logs, the provisional 0.3 first; its window, horizon and floor
+// stay configs/default.toml's.
+var entropyMinDrops = []float64{0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9}
+
+// entropyFires counts entropy_collapse's fires with min_drop d on the tuning
+// healthy runs (RFT) and the tuning logs, and where they were.
+func entropyFires(base configs.Alerts, d float64, healthy, logs []run) (int, []string) {
+	cfg := configs.Alerts{Enabled: true, EntropyCollapse: base.EntropyCollapse}
+	cfg.EntropyCollapse.Enabled, cfg.EntropyCollapse.MinDrop = true, d
+	own, corpus := countAlarms(healthy, cfg, telemetry.PhaseRFT), countAlarms(logs, cfg, "")
+	return own.Total() + corpus.Total(), append(own.Where, corpus.Where...)
+}
+
+// printEntropySweep prints, for each min_drop tried, the entropy rule's
+// fires on the tuning runs and logs: the choice is the smallest quiet on all.
+func printEntropySweep(w io.Writer, base configs.Alerts, healthy, logs []run) {
+	fmt.Fprintf(w, "entropy_collapse on the tuning runs (%d) and logs (%d), min_drop tried (smallest quiet first chosen):\n\n| min_drop | fires | where |\n|---|---|---|\n", len(healthy), len(logs))
+	for _, d := range entropyMinDrops {
+		n, where := entropyFires(base, d, healthy, logs)
+		fmt.Fprintf(w, "| %g | %d | %s |\n", d, n, strings.Join(where, "; "))
+	}
+	fmt.Fprintln(w)
 }

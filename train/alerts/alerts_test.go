@@ -360,3 +360,89 @@ func TestReadMetrics(t *testing.T) {
 		t.Errorf("a bad line: %v", err)
 	}
 }
+
+// The reward rules set shaping terms against the task reward, so they judge
+// only a run that logs it: a TRL run whose reward functions all have the
+// user's names (its task among them) must stay quiet, however the shares
+// fall, until its task function is mapped to the task's name.
+func TestRewardRulesJudgeOnlyWithTheTaskReward(t *testing.T) {
+	// A GSM8K-like run: the correctness function pays most of the reward and
+	// is the task; the format function rises while correctness stays flat.
+	recs := func(task string) []Record {
+		return run(200, func(s int) map[string]float64 {
+			return map[string]float64{"reward/" + task + "/raw": 1.2, "reward/format/raw": 0.3 + 0.006*float64(s)}
+		})
+	}
+	cfg := only(RewardDominance)
+	cfg.RewardHacking.Enabled = true
+	if got := Replay(recs("correctness_reward_func"), cfg); len(got) != 0 {
+		t.Errorf("a run without its task reward raised %v", messages(got))
+	}
+	// Named as the task: the format term is a shaping term that rises while
+	// the task stays flat, and at the end makes up less than max_share.
+	got := Replay(recs("final"), cfg)
+	if len(got) == 0 || got[0].Detector != RewardHacking {
+		t.Fatalf("with the task named: want reward_hacking first, got %v", messages(got))
+	}
+	for _, a := range got {
+		if a.Detector == RewardDominance {
+			t.Errorf("the task's own share counted as dominance: %s", a.Message())
+		}
+	}
+	// A shaping term that makes up most of the reward fires once the task is there.
+	dom := run(200, func(s int) map[string]float64 {
+		return map[string]float64{"reward/final/raw": 0.2, "reward/format/raw": 0.8}
+	})
+	if got := Replay(dom, only(RewardDominance)); len(got) != 1 || got[0].State != StateFire {
+		t.Errorf("a shaping term at 0.8 of the reward: got %v", messages(got))
+	}
+}
+
+// Read from a log, a gap between two steps far longer than the usual fires
+// the stall rule when the record that ends it arrives (at the step before
+// the gap), and that record clears it; the same gap
+// ending in a record of validation alone (the trainer evaluating, or
+// starting again: verl validates before its first step when it resumes) is
+// no stall, and the steps after it are timed from it.
+func TestStallOnALogIsAGapBetweenSteps(t *testing.T) {
+	step := func(s int, at time.Duration) Record {
+		return Record{Step: s, Phase: telemetry.PhaseRFT, Time: t0.Add(at), Metrics: map[string]float64{"policy/loss": 1}}
+	}
+	var recs []Record
+	for s := 1; s <= 60; s++ {
+		recs = append(recs, step(s, time.Duration(s)*150*time.Second))
+	}
+	gap := recs[len(recs)-1].Time.Sub(t0) + 4*24*time.Hour
+	resumed := Record{Step: 61, Phase: telemetry.PhaseRFT, Time: t0.Add(gap), Metrics: map[string]float64{"val/all/pass@1": 0.5}}
+	after := []Record{step(62, gap+150*time.Second), step(63, gap+300*time.Second)}
+
+	stalled := append(append(append([]Record(nil), recs...), step(61, gap)), after...)
+	got := Replay(stalled, only(Stall))
+	if len(got) != 2 || got[0].State != StateFire || got[0].Step != 60 || got[1].State != StateClear || got[1].Step != 61 {
+		t.Fatalf("a 4-day gap between steps: got %v, want a fire after step 60 and a clear at step 61", messages(got))
+	}
+	restarted := append(append(append([]Record(nil), recs...), resumed), after...)
+	if got := Replay(restarted, only(Stall)); len(got) != 0 {
+		t.Errorf("a 4-day gap ending in a validation alone: got %v", messages(got))
+	}
+}
+
+// A GRPO run that learns sharpens its policy: its entropy falling by more
+// than half over its first hundred steps (as the published verl GRPO run's
+// did while its validation pass@1 doubled) is no collapse under the default
+// thresholds; a fall to a tenth is.
+func TestEntropyHalvingIsNoCollapse(t *testing.T) {
+	n := noise(3, 0.02)
+	sharpens := run(300, func(s int) map[string]float64 {
+		return map[string]float64{"policy/entropy": 0.25 + 0.35*math.Exp(-float64(s)/30) + n()}
+	})
+	if got := Replay(sharpens, only(EntropyCollapse)); len(got) != 0 {
+		t.Errorf("entropy 0.6 → 0.25 raised %v", messages(got))
+	}
+	collapses := run(300, func(s int) map[string]float64 {
+		return map[string]float64{"policy/entropy": 0.06 + 0.54*math.Exp(-float64(s)/30) + n()}
+	})
+	if got := Replay(collapses, only(EntropyCollapse)); len(got) == 0 || got[0].State != StateFire {
+		t.Errorf("entropy 0.6 → 0.06 raised %v", messages(got))
+	}
+}

@@ -3,6 +3,7 @@ package alerts
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,7 +56,9 @@ const gapSeries = "seconds between records"
 //
 //	t > factor × gap_W  and  t ≥ min_seconds
 //
-// It reads the clock (Set.Tick); a record arriving clears it.
+// It reads the clock (Set.Tick); a record arriving clears it. It times the
+// trainer's steps: a record of validation alone (evaluationOnly) ends no
+// step, so it restarts the clock without being a gap between steps.
 func stallDetector(c configs.Stall) detector {
 	rule := fmt.Sprintf("no record for > %s× the median time between records over the last %d steps and ≥ %ss", g(c.Factor), c.Window, g(c.MinSeconds))
 	return detector{name: Stall, act: c.Act(), rule: rule, window: c.Window,
@@ -63,7 +66,7 @@ func stallDetector(c configs.Stall) detector {
 			if r.Time.IsZero() {
 				return
 			}
-			if !st.Last.IsZero() && r.Time.After(st.Last) {
+			if !st.Last.IsZero() && r.Time.After(st.Last) && !evaluationOnly(r) {
 				st.series(gapSeries).add(r.Step, r.Time.Sub(st.Last).Seconds(), 1, c.Window)
 			}
 			st.Last = r.Time
@@ -112,4 +115,27 @@ func throughputDetector(c configs.Throughput) detector {
 			}
 			return verdict{}
 		}}
+}
+
+// validationPrefixes begin the names of validation metrics: pixelis's
+// (docs/metrics.md), under which watch's mapping puts other trainers' too,
+// and verl's own for the validation values the mapping leaves unrenamed
+// (val-core/<data source>/…, val-aux/…).
+var validationPrefixes = []string{"val/", "val-core/", "val-aux/"}
+
+// evaluationOnly reports whether a record holds validation metrics alone: the
+// trainer evaluated rather than stepped. pixelis writes a validation into its
+// step's record; verl logs one on its own when it starts or resumes
+// (val_before_train), so a gap that ends in one is the trainer evaluating or
+// starting again, not a step that hung.
+func evaluationOnly(r Record) bool {
+	if len(r.Metrics) == 0 {
+		return false
+	}
+	for k := range r.Metrics {
+		if !slices.ContainsFunc(validationPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			return false
+		}
+	}
+	return true
 }

@@ -77,6 +77,12 @@ func weightedRaw(m map[string]float64) map[string]float64 {
 // holds when a component other than the task's has
 //
 //	|C_c| / Σ_k |C_k| ≥ max_share
+//
+// It judges only a run that logs its task reward (reward/<task>/…): without
+// it nothing tells the task from a shaping term. A TRL run's reward
+// functions are all the user's and TRL does not say which one is the task,
+// so such a run is judged once the user maps that function to the task's
+// name (docs/alerts.md).
 func dominanceDetector(c configs.Dominance) detector {
 	rule := fmt.Sprintf("a component other than %s makes up ≥ %s of Σ|weight·reward| over the last %d steps", c.Task, g(c.MaxShare), c.Window)
 	return detector{name: RewardDominance, act: c.Act(), rule: rule, window: c.Window, calm: c.Window,
@@ -86,6 +92,9 @@ func dominanceDetector(c configs.Dominance) detector {
 			}
 		},
 		judge: func(st *state, _ time.Time) verdict {
+			if task := st.Series[c.Task]; task == nil || !task.spans(c.Window) {
+				return verdict{}
+			}
 			var total float64
 			contrib := map[string]float64{}
 			for name, s := range st.Series {
@@ -128,6 +137,7 @@ func sortedKeys[V any](m map[string]V) []string {
 //
 //	Δ(w_c·r_c) ≥ min_rise  and  Δ(r_task) ≤ task_max_change
 //
+// (judged, as the dominance rule, only where the run logs its task reward),
 // or when trajectories blow up: with L the mean length behavior/traj_len_mean
 //
 //	mean_W(L) ≥ length_growth × mean_B(L)

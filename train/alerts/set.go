@@ -175,18 +175,27 @@ func (s *Set) RestoreState(raw json.RawMessage) error {
 	return nil
 }
 
-// Replay runs cfg's detectors over a finished run's records, in order, and
-// returns every alert they decide: what the run would have raised live. The
-// stall rule is judged at each record's arrival, before the record is taken
-// (a long gap fires at the record that ends it, which then clears it).
+// ObserveLogged takes the next record of a run read from its log rather than
+// lived: the stall rule first judges, on the log's own clock, the gap the
+// record ends (a long gap fires at the record that ends it, which then
+// clears it), then the record is observed. A phase's first record and a
+// record of validation alone end no step, so the gap before them is none.
+func (s *Set) ObserveLogged(r Record) []Alert {
+	var out []Alert
+	if r.Phase == s.phase && !evaluationOnly(r) {
+		out = s.Tick(r.Time)
+	}
+	return append(out, s.Observe(r)...)
+}
+
+// Replay runs cfg's detectors over a finished run's records, in order
+// (ObserveLogged), and returns every alert they decide: what the run would
+// have raised live.
 func Replay(records []Record, cfg configs.Alerts) []Alert {
 	s := New(cfg)
 	var out []Alert
 	for _, r := range records {
-		if r.Phase == s.phase {
-			out = append(out, s.Tick(r.Time)...)
-		}
-		out = append(out, s.Observe(r)...)
+		out = append(out, s.ObserveLogged(r)...)
 	}
 	return out
 }

@@ -16,7 +16,9 @@ const watchAction = "warn"
 // feed yields, in step order, and adds their alerts to the same update as
 // events. A history read again from the start (Update.Reset: the full
 // reading of a long log after the glance at it, a rewritten log) is judged
-// again from the start.
+// again from the start. The stall rule judges the gaps between the log's
+// own timestamps as each record is read (alerts.Set.ObserveLogged), never
+// the watcher's clock: a log that stops being written shows as idle.
 type alerting struct {
 	cfg   configs.Alerts
 	set   *alerts.Set
@@ -42,7 +44,7 @@ func (a *alerting) judge(u *telemetry.Update) {
 		}
 		a.last, a.began = p.Step, true
 		rec := alerts.FromPoint(p)
-		for _, al := range a.set.Observe(rec) {
+		for _, al := range a.set.ObserveLogged(rec) {
 			u.Events = append(u.Events, watchEvent(al, rec))
 		}
 	}

@@ -1,9 +1,11 @@
 package watch
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pixelis/pixelis/configs"
 	"github.com/pixelis/pixelis/train/alerts"
@@ -79,5 +81,72 @@ func TestAlertingJudgesEachStepOnce(t *testing.T) {
 	b.judge(again)
 	if n, _ := fires(again.Events); n != want {
 		t.Fatalf("after a reset: %d fires, want %d", n, want)
+	}
+}
+
+// A TRL run's reward functions are all the user's: the reward rules judge it
+// only once a mapping names the task's function, and then judge the others
+// against it. On the published Gemma 3 GSM8K run the correctness function
+// pays most of the reward; named the task, nothing dominates it, while a
+// format function named the task has correctness "dominate".
+func TestTaskRewardIsNamedByTheMapping(t *testing.T) {
+	cfg := configs.Default().Alerts
+	dir := "testdata/corpus/trl-grpo-gemma3-gsm8k"
+	count := func(task string) int {
+		t.Helper()
+		m := DefaultMapping()
+		if task != "" {
+			var err error
+			m, err = ParseMapping("[trl]\n\"train/rewards/" + task + "\" = \"reward/final/raw\"\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		feed, err := Open(context.Background(), dir, Options{Interval: time.Hour, Mapping: m, Alerts: &cfg,
+			Now: func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer feed.Close()
+		n := 0
+		for _, e := range feed.Take().Events {
+			if e.Kind == telemetry.EventAlert && e.Data["state"] == alerts.StateFire && e.Data["detector"] == alerts.RewardDominance {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(""); n != 0 {
+		t.Errorf("no task named: %d reward_dominance fires, want none", n)
+	}
+	if n := count("correctness_reward_func"); n != 0 {
+		t.Errorf("the correctness function named the task: %d reward_dominance fires, want none", n)
+	}
+	if n := count("xmlcount_reward_func"); n == 0 {
+		t.Error("a format function named the task: correctness (0.6 of the reward) should dominate it")
+	}
+}
+
+// The published verl GRPO log has two long gaps: 4.5 days after step 58,
+// ended by a record of validation alone at step 60 (verl validating as it
+// resumed: a restart, no stall), and 6 hours after step 106, ended by an
+// ordinary step whose own step time is the usual 145 s (the trainer stood
+// still between steps: a stall). Only the second fires.
+func TestStallOnAWatchedLog(t *testing.T) {
+	cfg := configs.Default().Alerts
+	feed, err := Open(context.Background(), "testdata/corpus/verl-grpo-tensorboard", Options{Interval: time.Hour, Alerts: &cfg,
+		Now: func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feed.Close()
+	var steps []int
+	for _, e := range feed.Take().Events {
+		if e.Kind == telemetry.EventAlert && e.Data["state"] == alerts.StateFire && e.Data["detector"] == alerts.Stall {
+			steps = append(steps, e.Step)
+		}
+	}
+	if len(steps) != 1 || steps[0] != 106 {
+		t.Errorf("stall fired after steps %v, want after 106 alone", steps)
 	}
 }
