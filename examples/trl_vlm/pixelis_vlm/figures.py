@@ -23,8 +23,8 @@ PEAK_GPU_GIB = "perf/peak_gpu_gib"      # torch.cuda.max_memory_allocated, GiB (
 
 class Timed(TrainerCallback):
     """inner, each of its hooks timed; its on_log gets the figures of the
-    last finished step added to the logs (and so to log_history and to the
-    console) before it sends them."""
+    last finished step added to the logs (so the console gets them), and the
+    Trainer's log_history entry of that log gets them too."""
 
     def __init__(self, inner):
         self.inner = inner
@@ -62,5 +62,8 @@ class Timed(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs is not None and self._last:
             logs.update(self._last)
+            # Trainer.log appended a copy of logs to log_history before calling on_log: that copy too.
+            if state is not None and state.log_history and state.log_history[-1].get("step") == state.global_step:
+                state.log_history[-1].update(self._last)
             self._last = {}
         return self._timed(self.inner.on_log)(args, state, control, logs=logs, **kwargs)

@@ -4,7 +4,9 @@
                                    for a CPU (1.4 M parameters), with a
                                    tokenizer trained on the conversations and a
                                    Qwen2-VL image processor at the view's size,
-                                   saved to out_dir like any checkpoint
+                                   saved to out_dir like any checkpoint; with
+                                   sizes=QWEN25_VL_3B, the 3B's random-weight
+                                   model (gpu_check.sh)
     load(model_dir)                model and processor of such a directory or of a
                                    real checkpoint (Qwen/Qwen2.5-VL-3B-Instruct on
                                    a GPU box), the processor's chat template set

@@ -13,7 +13,7 @@ import time
 import unittest
 
 import torch
-from transformers import Qwen2_5_VLForConditionalGeneration, TrainerCallback, TrainerControl
+from transformers import Qwen2_5_VLForConditionalGeneration, TrainerCallback, TrainerControl, TrainerState
 
 from serve_fixture import REPO
 
@@ -94,21 +94,24 @@ class Busy(TrainerCallback):
 
 class Figures(unittest.TestCase):
     def test_timed_passes_the_hooks_on_and_logs_the_step_s_figures(self):
-        inner, control = Busy(), TrainerControl()
+        inner, control, state = Busy(), TrainerControl(), TrainerState()
         timed = figures.Timed(inner)
-        timed.on_train_begin(None, None, control)
-        timed.on_step_begin(None, None, control)
-        self.assertIs(timed.on_step_end(None, None, control), control)
+        timed.on_train_begin(None, state, control)
+        timed.on_step_begin(None, state, control)
+        self.assertIs(timed.on_step_end(None, state, control), control)
+        state.global_step = 1
         logs = {"loss": 1.0}
-        timed.on_log(None, None, control, logs=logs)
+        state.log_history.append({**logs, "step": 1})  # as Trainer.log does before on_log
+        timed.on_log(None, state, control, logs=logs)
         self.assertEqual(inner.called, ["on_step_begin", "on_step_end", "on_log"])
         self.assertEqual(inner.logs, logs, "the figures reach the wrapped callback's on_log")
+        self.assertEqual(state.log_history[-1], {**logs, "step": 1}, "and the Trainer's log_history")
         self.assertGreaterEqual(logs[figures.CALLBACK_S], Busy.BUSY_S)
         self.assertGreaterEqual(logs[figures.STEP_S], logs[figures.CALLBACK_S])
         self.assertAlmostEqual(logs[figures.CALLBACK_SHARE], logs[figures.CALLBACK_S] / logs[figures.STEP_S])
         self.assertEqual(figures.PEAK_GPU_GIB in logs, torch.cuda.is_available())
         later = {"loss": 0.5}
-        timed.on_log(None, None, control, logs=later)
+        timed.on_log(None, state, control, logs=later)
         self.assertNotIn(figures.STEP_S, later, "a step's figures are logged once")
 
 
