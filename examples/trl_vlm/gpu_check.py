@@ -100,11 +100,17 @@ def serve(pixelis, out, env):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    log = open(os.path.join(out, "serve.out"), "w")
-    p = subprocess.Popen([pixelis, "serve", "--config", "smoke", "--addr", "127.0.0.1:%d" % port],
-                         stdout=log, stderr=subprocess.STDOUT, env=env)
-    wait("serve listening", lambda: "listening on" in open(log.name).read(), p)
+    log = os.path.join(out, "serve.out")
+    with open(log, "w") as f:
+        p = subprocess.Popen([pixelis, "serve", "--config", "smoke", "--addr", "127.0.0.1:%d" % port],
+                             stdout=f, stderr=subprocess.STDOUT, env=env)
+    wait("serve listening", lambda: "listening on" in read(log), p)
     return p, "http://127.0.0.1:%d" % port
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
 
 
 def build(out, size, gpu):
@@ -129,8 +135,9 @@ def launch(args, out, url, env):
            "--lora-rank", "16", "--steps", str(MAX_STEPS), "--batch", str(run["batch"]), "--generations", "2",
            "--image-pixels", str(run["image_pixels"]), "--max-completion-length", str(run["completion"]),
            "--figures"]
-    log = open(os.path.join(out, "launch.out"), "w")
-    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    log = os.path.join(out, "launch.out")
+    with open(log, "w") as f:
+        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
     try:
         wait("step %d" % CHECKPOINT_AT, lambda: last_step(run_dir) >= CHECKPOINT_AT, p)
         command(run_dir, "checkpoint")
@@ -139,9 +146,10 @@ def launch(args, out, url, env):
         command(run_dir, "stop")
         code = p.wait(timeout=WAIT_S)
     finally:
-        if p.poll() is None:
-            p.kill()
-    return code, open(log.name).read(), checkpoint_saved(run_dir)
+        if p.poll() is None:  # gpu_check failed: pixelis stops its trainer as on any SIGTERM
+            p.terminate()
+            p.wait()
+    return code, read(log), checkpoint_saved(run_dir)
 
 
 def step_figures(out):
