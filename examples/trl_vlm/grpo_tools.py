@@ -31,7 +31,7 @@ sys.path.insert(0, HERE)
 
 import pixelis  # noqa: E402
 from pixelis.trl import PixelisCallback  # noqa: E402
-from pixelis_vlm import console, data, grpo, model, rewards, tools  # noqa: E402
+from pixelis_vlm import console, data, figures, grpo, model, rewards, tools  # noqa: E402
 
 
 def arguments(argv=None):
@@ -55,6 +55,9 @@ def arguments(argv=None):
     ap.add_argument("--learning-rate", type=float, default=1e-5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--resume", help="a checkpoint-N directory to go on from (pixelis resume passes it)")
+    ap.add_argument("--figures", action="store_true",
+                    help="log each step's time, the callback's share of it and the peak GPU memory "
+                         "(pixelis_vlm.figures: perf/*)")
     args = ap.parse_args(argv)
     if args.batch % args.generations:
         ap.error("--batch %d: must be a multiple of --generations %d" % (args.batch, args.generations))
@@ -85,7 +88,7 @@ def main(argv=None):
     scores.on_scored = rewards.counts(trainer)
     callback = PixelisCallback(trainer, reports=rewards.REPORTS)
     scores.on_rollouts = console.Samples(callback.run, trainer)  # the console's sample trajectories
-    trainer.add_callback(callback)
+    trainer.add_callback(figures.Timed(callback) if args.figures else callback)
     trainer.train(resume_from_checkpoint=args.resume)
     trainer.save_state()  # OUTPUT_DIR/trainer_state.json: the steps' logs (log_history)
     if trainer.state.global_step >= args.steps:  # finished, not stopped: the trained policy, as sft.py saves it

@@ -4,7 +4,9 @@
                                    for a CPU (1.4 M parameters), with a
                                    tokenizer trained on the conversations and a
                                    Qwen2-VL image processor at the view's size,
-                                   saved to out_dir like any checkpoint
+                                   saved to out_dir like any checkpoint; with
+                                   sizes=QWEN25_VL_3B, the 3B's random-weight
+                                   model (gpu_check.sh)
     load(model_dir)                model and processor of such a directory or of a
                                    real checkpoint (Qwen/Qwen2.5-VL-3B-Instruct on
                                    a GPU box), the processor's chat template set
@@ -52,6 +54,16 @@ IMAGE_SIZE = {"shortest_edge": IMAGE_PIXELS, "longest_edge": IMAGE_PIXELS}  # th
 # trainer's most; a small corpus stops short of it.
 TINY = dict(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=512, vision_hidden=64, vision_depth=2,
             vision_heads=2, max_positions=4096, vocab=2048)
+
+# Qwen2.5-VL-3B-Instruct's sizes (its config.json, transformers' Qwen2.5-VL docs), for a
+# random-weight model of the real size on a GPU (gpu_check.sh): 3.75 B parameters, 0.67 B
+# of them the vision tower. The tokenizer is still the one trained here; the embedding
+# keeps the real checkpoint's 151,936 rows so that memory and step time are the 3B's.
+QWEN25_VL_3B = dict(hidden=2048, layers=36, heads=16, kv_heads=2, intermediate=11008, vision_hidden=1280,
+                    vision_depth=32, vision_heads=16, vision_intermediate=3420, window_size=112,
+                    fullatt_blocks=[7, 15, 23, 31], max_positions=128000, rope_theta=1000000.0,
+                    mrope=[16, 24, 24], embedding_rows=151936, vocab=2048)
+SIZES = {"tiny": TINY, "3b": QWEN25_VL_3B}  # gpu_check.sh's SIZE
 
 
 def _corpus(conversations, tools):
@@ -112,34 +124,44 @@ def processor(tok):
 
 
 def config(tok, sizes=TINY):
-    """A Qwen2.5-VL config of the given sizes whose token ids are tok's."""
+    """A Qwen2.5-VL config of the given sizes whose token ids are tok's.
+    Sizes without mrope, rope_theta, vision_intermediate, window_size,
+    fullatt_blocks or embedding_rows (TINY) get the small model's choices."""
     head_dim = sizes["hidden"] // sizes["heads"]
     quarter = head_dim // 8  # mrope's (temporal, height, width) sections sum to head_dim / 2, as 16, 24, 24 in 3B
+    mrope = sizes.get("mrope", [head_dim // 2 - 2 * quarter, quarter, quarter])
     ids = tok.convert_tokens_to_ids
-    text = dict(vocab_size=len(tok), hidden_size=sizes["hidden"], intermediate_size=sizes["intermediate"],
+    text = dict(vocab_size=max(len(tok), sizes.get("embedding_rows", 0)), hidden_size=sizes["hidden"],
+                intermediate_size=sizes["intermediate"],
                 num_hidden_layers=sizes["layers"], num_attention_heads=sizes["heads"],
                 num_key_value_heads=sizes["kv_heads"], max_position_embeddings=sizes["max_positions"],
-                rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                 "mrope_section": [head_dim // 2 - 2 * quarter, quarter, quarter]},
+                rope_parameters={"rope_type": "default", "rope_theta": sizes.get("rope_theta", 10000.0),
+                                 "mrope_section": mrope},
                 pad_token_id=tok.pad_token_id, bos_token_id=None, eos_token_id=tok.eos_token_id,
                 tie_word_embeddings=True)
     vision = dict(depth=sizes["vision_depth"], hidden_size=sizes["vision_hidden"],
-                  intermediate_size=2 * sizes["vision_hidden"], num_heads=sizes["vision_heads"],
-                  out_hidden_size=sizes["hidden"], patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
-                  window_size=56, fullatt_block_indexes=[sizes["vision_depth"] - 1])
+                  intermediate_size=sizes.get("vision_intermediate", 2 * sizes["vision_hidden"]),
+                  num_heads=sizes["vision_heads"], out_hidden_size=sizes["hidden"], patch_size=14,
+                  spatial_merge_size=2, temporal_patch_size=2, window_size=sizes.get("window_size", 56),
+                  fullatt_block_indexes=sizes.get("fullatt_blocks", [sizes["vision_depth"] - 1]))
     return Qwen2_5_VLConfig(text_config=text, vision_config=vision, image_token_id=ids("<|image_pad|>"),
                             video_token_id=ids("<|video_pad|>"), vision_start_token_id=ids("<|vision_start|>"),
                             vision_end_token_id=ids("<|vision_end|>"), pad_token_id=tok.pad_token_id,
                             bos_token_id=None, eos_token_id=tok.eos_token_id, tie_word_embeddings=True)
 
 
-def tiny(conversations, tools, out_dir, seed=0):
+def tiny(conversations, tools, out_dir, seed=0, sizes=TINY, dtype=None, device=None):
     """Build the tiny model and its processor from the conversations (a
     Dataset or rows of `data.conversations`) and the tools' schema, save both
-    to out_dir, and return (model, processor)."""
+    to out_dir, and return (model, processor). Other sizes (QWEN25_VL_3B)
+    build a random-weight model of that size the same way, its weights made
+    in dtype on device (a 3B's float32 weights on a CPU take 15 GB)."""
     proc = processor(tokenizer(conversations, tools))
     torch.manual_seed(seed)
-    model = Qwen2_5_VLForConditionalGeneration(config(proc.tokenizer))
+    with torch.device(device or "cpu"):
+        model = Qwen2_5_VLForConditionalGeneration(config(proc.tokenizer, sizes))
+    if dtype is not None:
+        model = model.to(dtype)
     model.generation_config.pad_token_id = proc.tokenizer.pad_token_id
     model.generation_config.eos_token_id = proc.tokenizer.eos_token_id
     model.save_pretrained(out_dir)
