@@ -396,33 +396,47 @@ func TestHangupContinuesHeadless(t *testing.T) {
 // readMetrics returns metrics.jsonl by run-wide step, without wall-clock metrics.
 func readMetrics(t testing.TB, runDir string) map[int]map[string]any {
 	t.Helper()
+	out := map[int]map[string]any{}
+	for _, r := range metricsRecords(t, runDir) {
+		key := r.Step
+		if r.Phase == "eval" {
+			key = -1
+		}
+		if _, dup := out[key]; dup {
+			t.Fatalf("%s: step %d recorded twice", runDir, r.Step)
+		}
+		out[key] = r.M
+	}
+	return out
+}
+
+// metricRecord is one line of metrics.jsonl.
+type metricRecord struct {
+	Step  int            `json:"step"`
+	Phase string         `json:"phase"`
+	M     map[string]any `json:"m"`
+}
+
+// metricsRecords returns metrics.jsonl's lines in order, their wall-clock
+// metrics (perf/, timing_s/) left out: they differ between equal runs.
+func metricsRecords(t testing.TB, runDir string) []metricRecord {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(runDir, "metrics.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[int]map[string]any{}
+	var out []metricRecord
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var p struct {
-			Step  int            `json:"step"`
-			Phase string         `json:"phase"`
-			M     map[string]any `json:"m"`
-		}
-		if err := json.Unmarshal([]byte(line), &p); err != nil {
+		var r metricRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("%s: bad line %q: %v", runDir, line, err)
 		}
-		key := p.Step
-		if p.Phase == "eval" {
-			key = -1
-		}
-		if _, dup := out[key]; dup {
-			t.Fatalf("%s: step %d recorded twice", runDir, p.Step)
-		}
-		for k := range p.M {
+		for k := range r.M {
 			if strings.HasPrefix(k, "perf/") || strings.HasPrefix(k, "timing_s/") {
-				delete(p.M, k)
+				delete(r.M, k)
 			}
 		}
-		out[key] = p.M
+		out = append(out, r)
 	}
 	return out
 }

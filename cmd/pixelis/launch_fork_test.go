@@ -125,26 +125,13 @@ func checkForkSteps(t *testing.T, dir, forkDir string, step, from int) {
 // step it followed.
 func readLaunchedMetrics(t *testing.T, dir string) map[int]map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, telemetry.MetricsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[int]map[string]any{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var p struct {
-			Step int            `json:"step"`
-			M    map[string]any `json:"m"`
+	for _, r := range metricsRecords(t, dir) {
+		if out[r.Step] == nil {
+			out[r.Step] = map[string]any{}
 		}
-		if err := json.Unmarshal([]byte(line), &p); err != nil {
-			t.Fatalf("%s: bad line %q: %v", dir, line, err)
-		}
-		if out[p.Step] == nil {
-			out[p.Step] = map[string]any{}
-		}
-		for k, v := range p.M {
-			if !strings.HasPrefix(k, "perf/") && !strings.HasPrefix(k, "timing_s/") {
-				out[p.Step][k] = v
-			}
+		for k, v := range r.M {
+			out[r.Step][k] = v
 		}
 	}
 	return out
